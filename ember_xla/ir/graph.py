@@ -1,0 +1,169 @@
+"""Graphs (an ordered SSA region with a root) and modules (named graphs with an entry)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from ember_xla.ir.operation import Operation
+
+_SUFFIX = re.compile(r"^(.*?)(?:\.(\d+))?$")
+
+
+class Graph:
+    """An ordered list of operations in SSA form; ``root`` is the value it returns."""
+
+    def __init__(self, name: str, attributes: dict[str, Any] | None = None) -> None:
+        self.name = name
+        self.ops: list[Operation] = []
+        self.root: Operation | None = None
+        self.attributes: dict[str, Any] = dict(attributes or {})
+        self.id: int | None = None
+        self._names: set[str] = set()
+
+    # -- names ------------------------------------------------------------------------------
+    def unique_name(self, base: str) -> str:
+        if base and base not in self._names:
+            return base
+        stem = _SUFFIX.match(base or "v").group(1) or "v"
+        n = 1
+        while f"{stem}.{n}" in self._names:
+            n += 1
+        return f"{stem}.{n}"
+
+    # -- mutation ---------------------------------------------------------------------------
+    def append(self, op: Operation) -> Operation:
+        return self.insert(len(self.ops), op)
+
+    def insert(self, index: int, op: Operation) -> Operation:
+        if op.parent is not None:
+            raise ValueError(f"{op.name} already belongs to graph {op.parent.name}")
+        op.name = self.unique_name(op.name or op.opcode)
+        self._names.add(op.name)
+        op.parent = self
+        self.ops.insert(index, op)
+        return op
+
+    def insert_before(self, anchor: Operation, op: Operation) -> Operation:
+        return self.insert(self.ops.index(anchor), op)
+
+    def erase(self, op: Operation) -> None:
+        """Remove an op that has no users left."""
+        if op.users:
+            names = ", ".join(u.name for u in op.users)
+            raise ValueError(f"cannot erase {op.name}: still used by {names}")
+        if op is self.root:
+            raise ValueError(f"cannot erase {op.name}: it is the root of {self.name}")
+        op.drop_operands()
+        self.ops.remove(op)
+        self._names.discard(op.name)
+        op.parent = None
+
+    # -- queries ----------------------------------------------------------------------------
+    def params(self) -> list[Operation]:
+        return [op for op in self.ops if op.opcode == "parameter"]
+
+    def topological(self) -> list[Operation]:
+        """Operations in an order where every op follows its operands (stable)."""
+        placed: set[int] = set()
+        order: list[Operation] = []
+        for start in self.ops:
+            stack: list[tuple[Operation, int]] = [(start, 0)]
+            while stack:
+                op, i = stack.pop()
+                if id(op) in placed:
+                    continue
+                if i < len(op.operands):
+                    stack.append((op, i + 1))
+                    dep = op.operands[i].owner
+                    if dep is not None and id(dep) not in placed and dep.parent is self:
+                        stack.append((dep, 0))
+                    continue
+                placed.add(id(op))
+                order.append(op)
+        return order
+
+    def __iter__(self) -> Iterator[Operation]:
+        return iter(list(self.ops))
+
+    def __repr__(self) -> str:
+        return f"<Graph {self.name}: {len(self.ops)} ops>"
+
+
+class Module:
+    """Named graphs; ``entry`` is the one that is run. ``attributes`` hold module-level data."""
+
+    def __init__(self, name: str, attributes: dict[str, Any] | None = None) -> None:
+        self.name = name
+        self.graphs: list[Graph] = []
+        self.entry: Graph | None = None
+        self.attributes: dict[str, Any] = dict(attributes or {})
+
+    def add(self, graph: Graph, entry: bool = False) -> Graph:
+        if any(g.name == graph.name for g in self.graphs):
+            raise ValueError(f"module {self.name} already has a graph named {graph.name}")
+        self.graphs.append(graph)
+        if entry:
+            self.entry = graph
+        return graph
+
+    def graph(self, name: str) -> Graph:
+        for g in self.graphs:
+            if g.name == name:
+                return g
+        raise KeyError(f"module {self.name} has no graph named {name}")
+
+    def unique_graph_name(self, base: str) -> str:
+        names = {g.name for g in self.graphs}
+        if base not in names:
+            return base
+        stem = _SUFFIX.match(base).group(1) or base
+        n = 1
+        while f"{stem}.{n}" in names:
+            n += 1
+        return f"{stem}.{n}"
+
+    def post_order(self) -> list[Graph]:
+        """Graphs with every callee before its callers, the entry last."""
+        seen: set[int] = set()
+        out: list[Graph] = []
+
+        def visit(g: Graph) -> None:
+            if id(g) in seen:
+                return
+            seen.add(id(g))
+            for op in g.ops:
+                for c in op.callees:
+                    visit(c)
+            out.append(g)
+
+        for g in self.graphs:
+            if g is not self.entry:
+                visit(g)
+        if self.entry is not None:
+            if id(self.entry) in seen:
+                out.remove(self.entry)
+                seen.discard(id(self.entry))
+            visit(self.entry)
+        return out
+
+    def walk(self) -> Iterator[Operation]:
+        for g in self.graphs:
+            yield from list(g.ops)
+
+    def remove_unreachable_graphs(self) -> int:
+        """Drop graphs no longer called from the entry; returns how many were removed."""
+        if self.entry is None:
+            return 0
+        reach: set[int] = set()
+        stack = [self.entry]
+        while stack:
+            g = stack.pop()
+            if id(g) in reach:
+                continue
+            reach.add(id(g))
+            stack.extend(c for op in g.ops for c in op.callees)
+        before = len(self.graphs)
+        self.graphs = [g for g in self.graphs if id(g) in reach]
+        return before - len(self.graphs)

@@ -1,0 +1,73 @@
+"""The one place that touches private jaxlib APIs (pinned jax/jaxlib 0.10.x).
+
+HloModuleProto bytes -> StableHLO (``hlo_to_stablehlo``) -> PjRt CPU executable -> execute.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+
+class XlaError(RuntimeError):
+    """XLA rejected a module when compiling or running it."""
+
+
+@functools.cache
+def _backend() -> tuple[Any, Any]:
+    import jax
+    import jax.extend.backend
+
+    jax.config.update("jax_platforms", "cpu")
+    be = jax.extend.backend.get_backend("cpu")
+    return be, be.devices()[0]
+
+
+class Executable:
+    """A compiled module; call ``run(inputs)`` with numpy arrays in entry-parameter order."""
+
+    def __init__(self, loaded: Any) -> None:
+        self._loaded = loaded
+
+    def run(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        import jax
+
+        _, dev = _backend()
+        try:
+            bufs = [jax.device_put(np.asarray(a), dev) for a in inputs]
+            outs = self._loaded.execute(bufs)
+        except Exception as e:
+            raise XlaError(f"XLA:CPU execution failed: {e}") from None
+        return [np.asarray(o) for o in outs]
+
+
+def compile_proto(proto: bytes) -> Executable:
+    """Compile serialized HloModuleProto bytes for the CPU."""
+    from jaxlib import _jax
+
+    be, dev = _backend()
+    try:
+        mlir = _jax.mlir.hlo_to_stablehlo(proto)
+        loaded = be.compile_and_load(mlir, _jax.DeviceList((dev,)), _jax.CompileOptions())
+    except Exception as e:
+        raise XlaError(f"XLA:CPU compilation failed: {e}") from None
+    return Executable(loaded)
+
+
+def xla_parse_text(text: str) -> bytes:
+    """XLA's own HLO text parser (used to cross-check ours): text -> HloModuleProto bytes."""
+    from jaxlib import _hlo
+
+    try:
+        return _hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()
+    except Exception as e:
+        raise XlaError(f"XLA's HLO parser rejected the text: {e}") from None
+
+
+def xla_proto_to_text(proto: bytes) -> str:
+    """XLA's own printer: HloModuleProto bytes -> HLO text."""
+    from jaxlib import _hlo
+
+    return _hlo.HloModule.from_serialized_hlo_module_proto(proto).to_string()
