@@ -29,6 +29,9 @@ _NUMPY: dict[str, Any] = {
     "s4": ml_dtypes.int4, "u4": ml_dtypes.uint4,
 }
 
+# Layout fields whose value is the default that HLO text leaves unsaid.
+_TEXTLESS_LAYOUT = {("tail_padding_alignment_in_elements", 1)}
+
 FLOAT_TYPES = {"f16", "bf16", "f32", "f64"}
 INT_TYPES = {"s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64"}
 
@@ -120,8 +123,9 @@ class Shape:
             dims.append(f"<={d}" if dyn else str(d))
         text = f"{self.element_type}[{','.join(dims)}]"
         if with_layout and self.layout is not None and self.is_array:
-            if self.layout_extra:
-                raise ValueError(f"cannot print layout fields {dict(self.layout_extra)} as text")
+            extra = {k: v for k, v in self.layout_extra if (k, v) not in _TEXTLESS_LAYOUT}
+            if extra:
+                raise ValueError(f"cannot print layout fields {extra} as HLO text")
             if self.dims or self.layout:
                 text += "{" + ",".join(str(d) for d in self.layout) + "}"
         return text

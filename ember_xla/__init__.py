@@ -1,0 +1,1 @@
+"""ember-xla: compile the embedding operations of JAX/TF models into ember custom-calls."""

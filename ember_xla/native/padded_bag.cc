@@ -1,0 +1,48 @@
+// ember.padded_bag: T[N,D], ids[B,P] (+ weights[B,P]) -> [B,D]; bag b is ids[b, 0..P) in order.
+#include "handler.h"
+#include "reduce.h"
+
+namespace ember {
+namespace {
+
+ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::RemainingArgs rest,
+                         ffi::Result<ffi::AnyBuffer> out, std::string_view combiner,
+                         std::string_view index_mode, bool wrap_negative, bool weighted,
+                         double init) {
+  return Guarded("padded_bag", [&]() -> ffi::Error {
+    Options opt;
+    if (auto e = ParseOptions(combiner, index_mode, wrap_negative, weighted, init, &opt);
+        e.failure())
+      return e;
+    if (auto e = CheckTableAndResult(table, *out); e.failure()) return e;
+    if (ids.dimensions().size() != 2)
+      return ffi::Error::InvalidArgument("ember.padded_bag: ids must have rank 2 [B, P]");
+    const int64_t bags = ids.dimensions()[0], width = ids.dimensions()[1];
+    if (out->dimensions()[0] != bags)
+      return ffi::Error::InvalidArgument(
+          "ember.padded_bag: result has " + std::to_string(out->dimensions()[0]) +
+          " rows but ids has " + std::to_string(bags) + " bags");
+    const void* weights = nullptr;
+    if (auto e = GetWeights(rest, opt, table, ids, &weights); e.failure()) return e;
+
+    Plan plan;
+    plan.rows = bags;
+    if (auto e = ResolveIndices(ids, table.dimensions()[0], opt, &plan.src); e.failure())
+      return e;
+    plan.row_ptr.resize(bags + 1);
+    for (int64_t b = 0; b <= bags; ++b) plan.row_ptr[b] = b * width;
+    return RunPlan(table, plan, weights, opt, *out);
+  });
+}
+
+}  // namespace
+}  // namespace ember
+
+EMBER_EXPORT XLA_FFI_Error* EmberPaddedBag(XLA_FFI_CallFrame* call_frame);
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(EmberPaddedBag, ember::PaddedBagImpl,
+                              EMBER_BIND_ATTRS(xla::ffi::Ffi::Bind()
+                                                   .Arg<xla::ffi::AnyBuffer>()
+                                                   .Arg<xla::ffi::AnyBuffer>()
+                                                   .RemainingArgs()
+                                                   .Ret<xla::ffi::AnyBuffer>()));

@@ -1,0 +1,148 @@
+#include "plan.h"
+
+#include <string>
+
+namespace ember {
+
+namespace {
+
+ffi::Error Invalid(std::string msg) {
+  return ffi::Error(ffi::ErrorCode::kInvalidArgument, std::move(msg));
+}
+
+std::string DimsString(const ffi::AnyBuffer& b) {
+  std::string s = "[";
+  auto dims = b.dimensions();
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+template <typename I>
+void Resolve(const I* idx, int64_t count, int64_t n, const Options& opt, int64_t* src) {
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t i = static_cast<int64_t>(idx[j]);
+    if (opt.wrap_negative && i < 0) i += n;
+    if (opt.clip) {
+      i = i < 0 ? 0 : (i >= n ? n - 1 : i);
+    } else if (i < 0 || i >= n) {
+      i = -1;
+    }
+    src[j] = i;
+  }
+}
+
+}  // namespace
+
+std::string_view DtypeName(ffi::DataType t) {
+  switch (t) {
+    case ffi::DataType::F32: return "f32";
+    case ffi::DataType::BF16: return "bf16";
+    case ffi::DataType::F16: return "f16";
+    case ffi::DataType::F64: return "f64";
+    case ffi::DataType::S32: return "s32";
+    case ffi::DataType::S64: return "s64";
+    default: return "unsupported type";
+  }
+}
+
+ffi::Error ParseOptions(std::string_view combiner, std::string_view index_mode,
+                        bool wrap_negative, bool weighted, double init, Options* out) {
+  if (combiner == "sum") out->combiner = Combiner::kSum;
+  else if (combiner == "max") out->combiner = Combiner::kMax;
+  else if (combiner == "min") out->combiner = Combiner::kMin;
+  else if (combiner == "mean") out->combiner = Combiner::kMean;
+  else if (combiner == "sqrt_n") out->combiner = Combiner::kSqrtN;
+  else
+    return Invalid("ember: attribute combiner must be one of sum, max, min, mean, sqrt_n; got '" +
+                   std::string(combiner) + "'");
+  if (index_mode == "clip") out->clip = true;
+  else if (index_mode == "fill") out->clip = false;
+  else
+    return Invalid("ember: attribute index_mode must be clip or fill; got '" +
+                   std::string(index_mode) + "'");
+  out->wrap_negative = wrap_negative;
+  out->weighted = weighted;
+  out->init = init;
+  return ffi::Error::Success();
+}
+
+ffi::Error CheckTableAndResult(const ffi::AnyBuffer& table, const ffi::AnyBuffer& out) {
+  const auto t = table.element_type();
+  if (t != ffi::DataType::F32 && t != ffi::DataType::BF16 && t != ffi::DataType::F16)
+    return Invalid("ember: table must be f32, bf16 or f16, got " + std::string(DtypeName(t)));
+  if (table.dimensions().size() != 2)
+    return Invalid("ember: table must have rank 2 [N, D], got shape " + DimsString(table));
+  if (out.element_type() != t)
+    return Invalid("ember: result type " + std::string(DtypeName(out.element_type())) +
+                   " differs from the table's " + std::string(DtypeName(t)));
+  if (out.dimensions().size() != 2 || out.dimensions()[1] != table.dimensions()[1])
+    return Invalid("ember: result must be [rows, D] with D = " +
+                   std::to_string(table.dimensions()[1]) + ", got " + DimsString(out));
+  return ffi::Error::Success();
+}
+
+ffi::Error ResolveIndices(const ffi::AnyBuffer& idx, int64_t n_rows, const Options& opt,
+                          std::vector<int64_t>* src) {
+  const int64_t count = static_cast<int64_t>(idx.element_count());
+  if (count > 0 && n_rows == 0 && opt.clip)
+    return Invalid("ember: index_mode=clip needs a table with at least one row");
+  src->resize(count);
+  switch (idx.element_type()) {
+    case ffi::DataType::S32:
+      Resolve(static_cast<const int32_t*>(idx.untyped_data()), count, n_rows, opt, src->data());
+      return ffi::Error::Success();
+    case ffi::DataType::S64:
+      Resolve(static_cast<const int64_t*>(idx.untyped_data()), count, n_rows, opt, src->data());
+      return ffi::Error::Success();
+    default:
+      return Invalid("ember: indices must be s32 or s64, got " +
+                     std::string(DtypeName(idx.element_type())));
+  }
+}
+
+ffi::Error ReadInts(const ffi::AnyBuffer& buf, std::string_view what, std::vector<int64_t>* out) {
+  const size_t count = buf.element_count();
+  out->resize(count);
+  if (buf.element_type() == ffi::DataType::S32) {
+    auto* p = static_cast<const int32_t*>(buf.untyped_data());
+    for (size_t j = 0; j < count; ++j) (*out)[j] = p[j];
+  } else if (buf.element_type() == ffi::DataType::S64) {
+    auto* p = static_cast<const int64_t*>(buf.untyped_data());
+    for (size_t j = 0; j < count; ++j) (*out)[j] = p[j];
+  } else {
+    return Invalid("ember: " + std::string(what) + " must be s32 or s64, got " +
+                   std::string(DtypeName(buf.element_type())));
+  }
+  return ffi::Error::Success();
+}
+
+ffi::Error GetWeights(ffi::RemainingArgs rest, const Options& opt, const ffi::AnyBuffer& table,
+                      const ffi::AnyBuffer& like, const void** data) {
+  *data = nullptr;
+  if (rest.size() > 1)
+    return Invalid("ember: too many operands (" + std::to_string(rest.size()) +
+                   " after the lookups; only an optional weights operand may follow)");
+  if (!opt.weighted) {
+    if (rest.size() == 1) return Invalid("ember: weights operand given but weighted=false");
+    return ffi::Error::Success();
+  }
+  if (rest.size() == 0) return Invalid("ember: weighted=true but no weights operand");
+  auto w = rest.get<ffi::AnyBuffer>(0);
+  if (!w.has_value()) return Invalid("ember: the weights operand must be an array");
+  const ffi::AnyBuffer& wb = *w;
+  if (wb.element_type() != table.element_type())
+    return Invalid("ember: weights type " + std::string(DtypeName(wb.element_type())) +
+                   " differs from the table's " +
+                   std::string(DtypeName(table.element_type())));
+  auto wd = wb.dimensions();
+  auto ld = like.dimensions();
+  bool same = wd.size() == ld.size();
+  for (size_t i = 0; same && i < wd.size(); ++i) same = wd[i] == ld[i];
+  if (!same)
+    return Invalid("ember: weights shape " + DimsString(wb) + " must equal the lookups' shape " +
+                   DimsString(like));
+  *data = wb.untyped_data();
+  return ffi::Error::Success();
+}
+
+}  // namespace ember

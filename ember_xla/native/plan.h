@@ -1,0 +1,57 @@
+// Attribute parsing, operand validation and the "plan" every kind is lowered to: for each output
+// row, the ordered list of lookups that reduce into it (CSR), with lookups already resolved to
+// table rows (wrap_negative + clip/fill applied).
+#ifndef EMBER_XLA_NATIVE_PLAN_H_
+#define EMBER_XLA_NATIVE_PLAN_H_
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "xla/ffi/api/ffi.h"
+
+namespace ember {
+
+namespace ffi = xla::ffi;
+
+enum class Combiner { kSum, kMax, kMin, kMean, kSqrtN };
+
+struct Options {
+  Combiner combiner = Combiner::kSum;
+  bool clip = true;  // index_mode "clip" (else "fill": out-of-range lookups give a NaN row)
+  bool wrap_negative = false;
+  bool weighted = false;
+  double init = 0.0;
+};
+
+ffi::Error ParseOptions(std::string_view combiner, std::string_view index_mode,
+                        bool wrap_negative, bool weighted, double init, Options* out);
+
+struct Plan {
+  int64_t rows = 0;              // output rows R
+  std::vector<int64_t> row_ptr;  // R+1: entries of output row r are [row_ptr[r], row_ptr[r+1])
+  std::vector<int64_t> src;      // per lookup j: table row, or -1 for the all-NaN row (fill)
+  std::vector<int64_t> pos;      // per entry k: its lookup j; empty means j == k
+};
+
+// Checks T (rank 2, f32/bf16/f16) and the result (rank 2 [rows, D], T's type).
+ffi::Error CheckTableAndResult(const ffi::AnyBuffer& table, const ffi::AnyBuffer& out);
+
+// Resolves lookups (s32/s64, any shape, read flat) to table rows per Options.
+ffi::Error ResolveIndices(const ffi::AnyBuffer& idx, int64_t n_rows, const Options& opt,
+                          std::vector<int64_t>* src);
+
+// Reads an s32/s64 operand flat into int64.
+ffi::Error ReadInts(const ffi::AnyBuffer& buf, std::string_view what, std::vector<int64_t>* out);
+
+// Validates the optional trailing weights operand against `weighted`; on success *data is the
+// weights' data (nullptr when unweighted). Weights must have T's type and `count` elements in
+// the same shape as the lookup operand `like`.
+ffi::Error GetWeights(ffi::RemainingArgs rest, const Options& opt, const ffi::AnyBuffer& table,
+                      const ffi::AnyBuffer& like, const void** data);
+
+std::string_view DtypeName(ffi::DataType t);
+
+}  // namespace ember
+
+#endif  // EMBER_XLA_NATIVE_PLAN_H_

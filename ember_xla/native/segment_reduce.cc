@@ -1,0 +1,61 @@
+// ember.segment_reduce: T[N,D], indices[L], segment_ids[L] (+ weights[L]) -> [S,D].
+// Lookup j goes to row segment_ids[j]; ids outside [0, S) are dropped (scatter semantics).
+#include "handler.h"
+#include "reduce.h"
+
+namespace ember {
+namespace {
+
+ffi::Error SegmentReduceImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices,
+                             ffi::AnyBuffer segment_ids, ffi::RemainingArgs rest,
+                             ffi::Result<ffi::AnyBuffer> out, std::string_view combiner,
+                             std::string_view index_mode, bool wrap_negative, bool weighted,
+                             double init) {
+  return Guarded("segment_reduce", [&]() -> ffi::Error {
+    Options opt;
+    if (auto e = ParseOptions(combiner, index_mode, wrap_negative, weighted, init, &opt);
+        e.failure())
+      return e;
+    if (auto e = CheckTableAndResult(table, *out); e.failure()) return e;
+    if (indices.dimensions().size() != 1 || segment_ids.dimensions().size() != 1)
+      return ffi::Error::InvalidArgument(
+          "ember.segment_reduce: indices and segment_ids must have rank 1");
+    if (indices.dimensions()[0] != segment_ids.dimensions()[0])
+      return ffi::Error::InvalidArgument(
+          "ember.segment_reduce: indices has " + std::to_string(indices.dimensions()[0]) +
+          " elements but segment_ids has " + std::to_string(segment_ids.dimensions()[0]));
+    const void* weights = nullptr;
+    if (auto e = GetWeights(rest, opt, table, indices, &weights); e.failure()) return e;
+
+    Plan plan;
+    plan.rows = out->dimensions()[0];
+    if (auto e = ResolveIndices(indices, table.dimensions()[0], opt, &plan.src); e.failure())
+      return e;
+    std::vector<int64_t> seg;
+    if (auto e = ReadInts(segment_ids, "segment_ids", &seg); e.failure()) return e;
+    // Stable counting sort of the lookups by segment; out-of-range segments are dropped.
+    const int64_t rows = plan.rows, count = static_cast<int64_t>(seg.size());
+    plan.row_ptr.assign(rows + 1, 0);
+    for (int64_t s : seg)
+      if (s >= 0 && s < rows) ++plan.row_ptr[s + 1];
+    for (int64_t r = 0; r < rows; ++r) plan.row_ptr[r + 1] += plan.row_ptr[r];
+    plan.pos.resize(plan.row_ptr[rows]);
+    std::vector<int64_t> fill(plan.row_ptr.begin(), plan.row_ptr.end() - 1);
+    for (int64_t j = 0; j < count; ++j)
+      if (seg[j] >= 0 && seg[j] < rows) plan.pos[fill[seg[j]]++] = j;
+    return RunPlan(table, plan, weights, opt, *out);
+  });
+}
+
+}  // namespace
+}  // namespace ember
+
+EMBER_EXPORT XLA_FFI_Error* EmberSegmentReduce(XLA_FFI_CallFrame* call_frame);
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(EmberSegmentReduce, ember::SegmentReduceImpl,
+                              EMBER_BIND_ATTRS(xla::ffi::Ffi::Bind()
+                                                   .Arg<xla::ffi::AnyBuffer>()
+                                                   .Arg<xla::ffi::AnyBuffer>()
+                                                   .Arg<xla::ffi::AnyBuffer>()
+                                                   .RemainingArgs()
+                                                   .Ret<xla::ffi::AnyBuffer>()));
