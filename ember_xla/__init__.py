@@ -1,1 +1,19 @@
-"""ember-xla: compile the embedding operations of JAX/TF models into ember custom-calls."""
+"""ember-xla: find the embedding operations of JAX/TF models in their HLO, outline them, and run
+them as fast custom-calls (and, later, on decoupled access-execute hardware).
+
+The public API is small and re-exports only; see docs/ARCHITECTURE.md for the layers.
+"""
+
+from ember_xla.hlo_import.errors import ImportError_
+from ember_xla.hlo_import.load import load_model, load_models
+from ember_xla.hlo_import.model import Model
+from ember_xla.hlo_import.proto import module_from_proto, module_to_proto
+from ember_xla.hlo_import.text import parse_module
+from ember_xla.ir.hlo.printer import print_module
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ImportError_", "Model", "load_model", "load_models", "module_from_proto",
+    "module_to_proto", "parse_module", "print_module",
+]

@@ -1,0 +1,104 @@
+"""HLO from TensorFlow: a ``tf.function`` (compiled with XLA) and SavedModel signatures.
+
+Variables captured by the function become entry parameters after the user inputs; their
+current values are returned as bound parameters so the module can be run as is.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from ember_xla.hlo_import.errors import ImportError_
+from ember_xla.hlo_import.model import Model
+from ember_xla.hlo_import.proto import module_from_proto
+
+
+def _captured_values(concrete: Any) -> list[np.ndarray]:
+    by_handle = {id(v.handle): v for v in concrete.variables}
+    values = []
+    for cap in concrete.captured_inputs:
+        v = by_handle.get(id(cap))
+        if v is None:
+            try:
+                values.append(np.asarray(cap.numpy()))
+            except Exception:
+                raise ImportError_(f"captured input {cap!r} is neither a variable nor a "
+                                   "constant tensor; it cannot be bound") from None
+        else:
+            values.append(np.asarray(v.numpy()))
+    return values
+
+
+def from_tf_function(fn: Any, *args: Any, source: str = "") -> Model:
+    """Import a ``tf.function`` for ``args`` (tensors, arrays or ``tf.TensorSpec``s)."""
+    import tensorflow as tf
+
+    if not hasattr(fn, "experimental_get_compiler_ir"):
+        fn = tf.function(fn, jit_compile=True)
+    targs = [a if isinstance(a, tf.TensorSpec) else tf.constant(a) for a in args]
+    try:
+        proto = fn.experimental_get_compiler_ir(*targs)(stage="hlo_serialized")
+        concrete = fn.get_concrete_function(*targs)
+    except Exception as e:
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ImportError_(f"TensorFlow could not compile the function with XLA: {msg}",
+                           source or None) from None
+    src = source or f"tf:{getattr(fn, '__name__', 'function')}"
+    module = module_from_proto(bytes(proto), src)
+    n_user = len(targs)
+    bound = {n_user + i: v for i, v in enumerate(_captured_values(concrete))}
+    names = [getattr(a, "name", None) or f"arg{i}" for i, a in enumerate(targs)]
+    return Model(module, src, bound, names)
+
+
+def _concrete_spec(spec: Any, unknown_dim: int) -> Any:
+    import tensorflow as tf
+
+    dims = [unknown_dim if d is None else d for d in spec.shape.as_list()]
+    return tf.TensorSpec(dims, spec.dtype, spec.name)
+
+
+def from_saved_model(path: str, signature: str | None = None,
+                     unknown_dim: int = 8) -> dict[str, Model]:
+    """Import every serving signature (or one) of a SavedModel directory.
+
+    Unknown (None) dimensions in a signature take ``unknown_dim``.
+    """
+    import tensorflow as tf
+
+    if not os.path.isdir(path):
+        raise ImportError_("not a directory; expected a SavedModel directory", path)
+    if not (os.path.exists(os.path.join(path, "saved_model.pb"))
+            or os.path.exists(os.path.join(path, "saved_model.pbtxt"))):
+        raise ImportError_("no saved_model.pb here; expected a SavedModel directory", path)
+    try:
+        loaded = tf.saved_model.load(path)
+    except Exception as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ImportError_(f"TensorFlow could not load the SavedModel: {first}", path) from None
+    sigs = dict(getattr(loaded, "signatures", {}) or {})
+    if not sigs:
+        raise ImportError_("the SavedModel has no serving signatures; export it with "
+                           "signatures={'serving_default': ...}", path)
+    if signature is not None:
+        if signature not in sigs:
+            raise ImportError_(f"no signature {signature!r} (have: {', '.join(sorted(sigs))})",
+                               path)
+        sigs = {signature: sigs[signature]}
+    out: dict[str, Model] = {}
+    for name, sig in sorted(sigs.items()):
+        _, kw_specs = sig.structured_input_signature
+        keys = sorted(kw_specs)
+        specs = [_concrete_spec(kw_specs[k], unknown_dim) for k in keys]
+
+        def call(*xs: Any, _sig: Any = sig, _keys: list[str] = keys) -> Any:
+            return _sig(**dict(zip(_keys, xs, strict=True)))
+
+        wrapped = tf.function(call, jit_compile=True)
+        model = from_tf_function(wrapped, *specs, source=f"{path}[{name}]")
+        model.input_names = keys
+        out[name] = model
+    return out

@@ -1,0 +1,52 @@
+"""Run an HLO ``ir.Module`` on XLA:CPU: export to proto, legalize if needed, compile (cached),
+execute on numpy inputs."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from ember_xla.hlo_import.proto import module_from_dict, module_to_dict, module_to_proto
+from ember_xla.ir.graph import Module
+from ember_xla.runtime.legalize import BitcastToReshape, needs_legalization
+from ember_xla.runtime.xla_cpu import Executable, compile_proto
+
+_CACHE: dict[str, Executable] = {}
+
+
+def clone_module(module: Module) -> Module:
+    """A deep copy (through the proto-dict form, which keeps names and ids)."""
+    return module_from_dict(module_to_dict(module))
+
+
+def executable_proto(module: Module) -> bytes:
+    """The HloModuleProto XLA:CPU compiles for ``module`` (legalized when needed)."""
+    if needs_legalization(module):
+        module = clone_module(module)
+        BitcastToReshape().apply(module)
+    return module_to_proto(module)
+
+
+def compile_module(module: Module) -> Executable:
+    proto = executable_proto(module)
+    return compile_proto_cached(proto)
+
+
+def compile_proto_cached(proto: bytes) -> Executable:
+    key = hashlib.sha256(proto).hexdigest()
+    if key not in _CACHE:
+        if b"ember." in proto:  # the module calls our custom-call targets
+            from ember_xla.native import register_targets
+
+            register_targets()
+        _CACHE[key] = compile_proto(proto)
+    return _CACHE[key]
+
+
+def run_module(module: Module, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """Compile ``module`` for the CPU and run it; returns the flattened outputs."""
+    n = len(module.entry.params())
+    if len(inputs) != n:
+        raise ValueError(f"module {module.name} takes {n} inputs, got {len(inputs)}")
+    return compile_module(module).run(inputs)

@@ -1,0 +1,102 @@
+"""Random but valid inputs for a module's entry signature.
+
+Integer parameters that end up as gather or scatter indices get values inside the bounds of the
+dimension they index (so random runs exercise real lookups); everything else is random data.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember_xla.ir.graph import Graph, Module
+from ember_xla.ir.hlo.shape import FLOAT_TYPES, INT_TYPES, Shape
+from ember_xla.ir.operation import Operation
+
+# Ops through which an index value passes unchanged (in value range).
+_PASS = {"reshape", "bitcast", "convert", "copy", "broadcast", "slice", "concatenate",
+         "transpose", "dynamic-slice", "get-tuple-element", "tuple", "clamp"}
+
+
+def _callers(module: Module) -> dict[int, list[Operation]]:
+    out: dict[int, list[Operation]] = {}
+    for op in module.walk():
+        if op.opcode in ("call", "fusion"):
+            for c in op.callees:
+                out.setdefault(id(c), []).append(op)
+    return out
+
+
+def _index_bounds(module: Module) -> dict[int, int]:
+    """Entry parameter number -> exclusive upper bound for its values."""
+    callers = _callers(module)
+    bounds: dict[int, int] = {}
+
+    def visit(op: Operation, bound: int, seen: set[int]) -> None:
+        if id(op) in seen:
+            return
+        seen.add(id(op))
+        g: Graph = op.parent
+        if op.opcode == "parameter":
+            num = op.attributes.get("parameter_number", 0)
+            if g is module.entry:
+                bounds[num] = min(bound, bounds.get(num, bound))
+            for call in callers.get(id(g), []):
+                if num < len(call.operands):
+                    visit(call.operands[num].owner, bound, seen)
+            return
+        if op.opcode in _PASS or op.opcode in ("select", "add", "call"):
+            for v in op.operands:
+                if v.type.is_array and v.type.element_type in INT_TYPES:
+                    visit(v.owner, bound, seen)
+
+    for op in module.walk():
+        if op.opcode == "gather":
+            dn = op.attributes.get("gather_dimension_numbers", {})
+            dims = dn.get("start_index_map", [0])
+            operand: Shape = op.operands[0].type
+            bound = min(operand.dims[d] for d in dims) if dims else 1
+            visit(op.operands[1].owner, max(bound, 1), set())
+        elif op.opcode == "scatter":
+            dn = op.attributes.get("scatter_dimension_numbers", {})
+            dims = dn.get("scatter_dims_to_operand_dims", [0])
+            operand = op.operands[0].type
+            if operand.is_tuple:
+                operand = operand.tuple_shapes[0]
+            bound = min(operand.dims[d] for d in dims) if dims else 1
+            n_ops = len(op.operands)
+            visit(op.operands[n_ops // 2].owner, max(bound, 1), set())
+    return bounds
+
+
+def random_array(shape: Shape, rng: np.random.Generator, high: int = 10) -> np.ndarray:
+    et = shape.element_type
+    if et == "pred":
+        return rng.random(shape.dims) < 0.5
+    if et in FLOAT_TYPES:
+        return rng.standard_normal(shape.dims).astype(shape.dtype)
+    if et in INT_TYPES:
+        lo = 0
+        return rng.integers(lo, max(high, 1), size=shape.dims).astype(shape.dtype)
+    if et in ("c64", "c128"):
+        return (rng.standard_normal(shape.dims) + 1j * rng.standard_normal(shape.dims)).astype(
+            shape.dtype)
+    raise ValueError(f"cannot make a random {shape}")
+
+
+def random_inputs(module: Module, seed: int = 0,
+                  bound: dict[int, np.ndarray] | None = None) -> list[np.ndarray]:
+    """One array per entry parameter; parameters in ``bound`` take the given values."""
+    rng = np.random.default_rng(seed)
+    bounds = _index_bounds(module)
+    params = sorted(module.entry.params(), key=lambda p: p.attributes.get("parameter_number", 0))
+    out = []
+    for p in params:
+        num = p.attributes.get("parameter_number", 0)
+        if bound and num in bound:
+            out.append(np.asarray(bound[num]))
+            continue
+        shape = p.result.type
+        if shape.is_tuple:
+            raise ValueError(f"parameter {p.name} is a tuple {shape}; give inputs explicitly")
+        out.append(random_array(shape, rng, bounds.get(num, 10)))
+    return out
