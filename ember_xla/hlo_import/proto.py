@@ -143,6 +143,7 @@ def assign_ids(module: Module) -> None:
 
 
 def module_to_dict(module: Module) -> dict[str, Any]:
+    module.uniquify_op_names()
     assign_ids(module)
     comps = []
     for g in module.post_order():

@@ -81,6 +81,7 @@ class _Parser:
                     raise c.error(f"{attr}={n}: no computation named {n!r}", pos)
             op.callees.extend(by_name[n] for n in names)
         m.entry = entry or m.graphs[-1]
+        m.uniquify_op_names()  # as XLA's parser does: names are unique module-wide
         return m
 
     def header_attr(self, m: Module) -> None:

@@ -32,6 +32,13 @@ class Graph:
             n += 1
         return f"{stem}.{n}"
 
+    def rename(self, op: Operation, new: str) -> None:
+        if new in self._names:
+            raise ValueError(f"graph {self.name} already has an op named {new}")
+        self._names.discard(op.name)
+        self._names.add(new)
+        op.name = new
+
     # -- mutation ---------------------------------------------------------------------------
     def append(self, op: Operation) -> Operation:
         return self.insert(len(self.ops), op)
@@ -147,6 +154,30 @@ class Module:
                 seen.discard(id(self.entry))
             visit(self.entry)
         return out
+
+    def uniquify_op_names(self) -> int:
+        """Rename ops so names are unique module-wide (XLA requires it); returns renames."""
+        taken: set[str] = set()
+        renamed = 0
+        for g in self.graphs:
+            for op in g.ops:
+                if op.name not in taken:
+                    taken.add(op.name)
+                    continue
+                stem = _SUFFIX.match(op.name).group(1) or op.opcode
+                n = 1
+                while f"{stem}.{n}" in taken or f"{stem}.{n}" in g._names:
+                    n += 1
+                old = op.name
+                g.rename(op, f"{stem}.{n}")
+                taken.add(op.name)
+                for other in g.ops:
+                    preds = other.attributes.get("control_predecessors")
+                    if preds and old in preds:
+                        other.attributes["control_predecessors"] = [
+                            op.name if p == old else p for p in preds]
+                renamed += 1
+        return renamed
 
     def walk(self) -> Iterator[Operation]:
         for g in self.graphs:

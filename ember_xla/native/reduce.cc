@@ -8,6 +8,10 @@
 
 #include "common.h"
 
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+
 namespace ember {
 
 namespace {
@@ -53,6 +57,12 @@ void Rows(const Job<T>& job, int64_t r0, int64_t r1, float* acc) {
   const bool averaged = job.opt.combiner == Combiner::kMean ||
                         job.opt.combiner == Combiner::kSqrtN;
   const float start = averaged ? 0.0f : job.init;
+  // XLA runs with the caller's MXCSR (on XLA:CPU: flush-to-zero + denormals-are-zero) and its
+  // max/min are hardware max/min instructions, which flush denormal operands to zero. Our
+  // compare+select max/min would not, so operands are multiplied by a 1 the compiler cannot
+  // fold: a no-op normally, the same flush as XLA's under DAZ. Adds and multiplies need nothing.
+  static volatile float kOne = 1.0f;
+  const float one = kOne;
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t k0 = plan.row_ptr[r], k1 = plan.row_ptr[r + 1];
     for (int64_t c = 0; c < d; ++c) acc[c] = start;
@@ -66,8 +76,8 @@ void Rows(const Job<T>& job, int64_t r0, int64_t r1, float* acc) {
         float v = E::Load(row[c]);
         if (W) v = E::Round(v * w);
         if (Kind == 0) acc[c] = E::Round(acc[c] + v);
-        else if (Kind == 1) acc[c] = XlaMax(acc[c], v);
-        else acc[c] = XlaMin(acc[c], v);
+        else if (Kind == 1) acc[c] = XlaMax(acc[c] * one, v * one);
+        else acc[c] = XlaMin(acc[c] * one, v * one);
       }
     }
     T* o = job.out + r * d;
@@ -86,8 +96,13 @@ void Rows(const Job<T>& job, int64_t r0, int64_t r1, float* acc) {
   }
 }
 
+// Worker threads take the caller's floating-point control (FTZ/DAZ/rounding) so that results
+// never depend on which thread computed a row.
 template <typename T, int Kind, bool W>
-void RowsWithBuffer(const Job<T>& job, int64_t r0, int64_t r1) {
+void RowsWithBuffer(const Job<T>& job, int64_t r0, int64_t r1, unsigned csr) {
+#if defined(__SSE__)
+  _mm_setcsr(csr);
+#endif
   std::vector<float> acc(static_cast<size_t>(job.d));
   Rows<T, Kind, W>(job, r0, r1, acc.data());
 }
@@ -103,8 +118,13 @@ void RunParallel(const Job<T>& job) {
   int64_t threads = std::min<int64_t>(std::thread::hardware_concurrency(), kMaxThreads);
   threads = std::min<int64_t>(threads, std::max<int64_t>(1, total * job.d / kParallelWork));
   threads = std::min<int64_t>(threads, rows);
+#if defined(__SSE__)
+  const unsigned csr = _mm_getcsr();
+#else
+  const unsigned csr = 0;
+#endif
   if (threads <= 1) {
-    RowsWithBuffer<T, Kind, W>(job, 0, rows);
+    RowsWithBuffer<T, Kind, W>(job, 0, rows, csr);
     return;
   }
   // Split output rows so every thread gets about the same number of lookups + rows.
@@ -122,13 +142,14 @@ void RunParallel(const Job<T>& job) {
   std::vector<int64_t> inline_parts;
   for (int64_t t = 1; t < threads; ++t) {
     try {
-      pool.emplace_back(RowsWithBuffer<T, Kind, W>, std::cref(job), cut[t], cut[t + 1]);
+      pool.emplace_back(RowsWithBuffer<T, Kind, W>, std::cref(job), cut[t], cut[t + 1],
+                        csr);
     } catch (const std::exception&) {
       inline_parts.push_back(t);  // could not start a thread: do that part here
     }
   }
-  RowsWithBuffer<T, Kind, W>(job, cut[0], cut[1]);
-  for (int64_t t : inline_parts) RowsWithBuffer<T, Kind, W>(job, cut[t], cut[t + 1]);
+  RowsWithBuffer<T, Kind, W>(job, cut[0], cut[1], csr);
+  for (int64_t t : inline_parts) RowsWithBuffer<T, Kind, W>(job, cut[t], cut[t + 1], csr);
   for (auto& th : pool) th.join();
 }
 
