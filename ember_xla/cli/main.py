@@ -55,4 +55,8 @@ def run() -> None:
     import os
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # keep TensorFlow quiet on stderr
+    if any(a in ("-h", "--help", "--helpshort", "help") for a in sys.argv[1:2] + sys.argv[2:]):
+        print(USAGE.replace("Run `ember-xla --helpfull` for every flag.", "Flags:"))
+        print(FLAGS.module_help(__name__))
+        sys.exit(0)
     app.run(main, argv=sys.argv)

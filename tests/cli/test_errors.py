@@ -1,0 +1,109 @@
+"""Malformed input gives a one-line error naming the place, and exit code 2 — from the real
+``ember-xla`` entry point, in a subprocess, with no traceback."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+RUN = [sys.executable, "-c", "from ember_xla.cli import run; run()"]
+
+
+def cli(*args, cwd=None):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.run(RUN + list(args), capture_output=True, text=True, cwd=cwd, env=env,
+                          timeout=300)
+
+
+def error_line(proc):
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("ember-xla: error:")]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def good_proto(tmp_path_factory):
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    d = tmp_path_factory.mktemp("m")
+    lo = jax.jit(lambda t, i: jnp.take(t, i, axis=0).sum(0)).lower(
+        np.ones((10, 4), np.float32), np.zeros(3, np.int32))
+    (d / "m.pb").write_bytes(lo.compiler_ir("hlo").as_serialized_hlo_module_proto())
+    (d / "m.hlo").write_text(lo.compiler_ir("hlo").as_hlo_text())
+    return d
+
+
+def test_truncated_proto(good_proto, tmp_path):
+    data = (good_proto / "m.pb").read_bytes()
+    bad = tmp_path / "trunc.pb"
+    bad.write_bytes(data[: len(data) // 2])
+    line = error_line(cli("inspect", str(bad)))
+    assert str(bad) in line and "HloModuleProto" in line
+
+
+def test_random_bytes(tmp_path):
+    bad = tmp_path / "rand.pb"
+    bad.write_bytes(bytes(range(7, 256, 3)) * 5)
+    line = error_line(cli("inspect", str(bad)))
+    assert str(bad) in line
+
+
+def test_bad_text_reports_line_and_column(good_proto, tmp_path):
+    lines = (good_proto / "m.hlo").read_text().splitlines()
+    k = next(i for i, ln in enumerate(lines) if " = " in ln and "parameter" not in ln)
+    lines[k] = lines[k].replace(" = ", " = f32[2,", 1)
+    bad = tmp_path / "bad.hlo"
+    bad.write_text("\n".join(lines))
+    line = error_line(cli("inspect", str(bad)))
+    assert f"{bad}:{k + 1}:" in line
+
+
+def test_unknown_opcode(tmp_path):
+    bad = tmp_path / "op.hlo"
+    bad.write_text("HloModule m\n\nENTRY e {\n  p = f32[2]{0} parameter(0)\n"
+                   "  ROOT q = f32[2]{0} frobnicate(p)\n}\n")
+    line = error_line(cli("inspect", str(bad)))
+    assert f"{bad}:5:21: unknown opcode 'frobnicate'" in line
+
+
+def test_missing_file(tmp_path):
+    line = error_line(cli("inspect", str(tmp_path / "nope.pb")))
+    assert "no such file" in line
+
+
+def test_savedmodel_without_signatures(tmp_path):
+    import tensorflow as tf
+
+    class M(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([2], tf.float32)])
+        def f(self, x):
+            return x + 1.0
+
+    d = tmp_path / "sm"
+    tf.saved_model.save(M(), str(d), signatures={})
+    line = error_line(cli("inspect", str(d)))
+    assert "no serving signatures" in line and str(d) in line
+
+
+def test_unknown_command_and_no_args():
+    assert cli().returncode == 2
+    p = cli("frob", "x")
+    assert p.returncode == 2 and "unknown command" in p.stderr
+
+
+def test_help_lists_flags():
+    p = cli("--help")
+    assert p.returncode == 0
+    assert "--signature" in p.stdout + p.stderr
+
+
+def test_inspect_ok(good_proto):
+    p = cli("inspect", str(good_proto / "m.pb"))
+    assert p.returncode == 0, p.stderr
+    assert "gathers/scatters: 1" in p.stdout
+    assert "param 0" in p.stdout
