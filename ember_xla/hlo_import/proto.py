@@ -16,6 +16,7 @@ from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.hlo.opcodes import OPCODES
 from ember_xla.ir.hlo.shape import Shape, shape_from_dict, shape_to_dict
 from ember_xla.ir.operation import Operation
+from ember_xla.util.nogc import gc_paused
 
 _INSTR_STRUCT = {
     "name", "opcode", "shape", "id", "operand_ids", "control_predecessor_ids",
@@ -44,7 +45,8 @@ def module_from_proto(data: bytes, path: str | None = None) -> Module:
         raise ImportError_(
             f"not a valid HloModuleProto ({type(e).__name__}: {e}); expected the bytes of a "
             "serialized xla.HloModuleProto", path) from None
-    return module_from_dict(protodict.to_dict(msg), path)
+    with gc_paused():
+        return module_from_dict(protodict.to_dict(msg), path)
 
 
 def module_from_dict(d: dict[str, Any], path: str | None = None) -> Module:
@@ -186,7 +188,8 @@ def module_to_dict(module: Module) -> dict[str, Any]:
 def module_to_proto(module: Module) -> bytes:
     """Serialize to HloModuleProto bytes."""
     hlo_pb2 = _hlo_pb2()
-    msg = protodict.to_message(module_to_dict(module), hlo_pb2.HloModuleProto())
+    with gc_paused():
+        msg = protodict.to_message(module_to_dict(module), hlo_pb2.HloModuleProto())
     return msg.SerializeToString(deterministic=True)
 
 

@@ -20,6 +20,7 @@ from ember_xla.ir.hlo.literal import literal_from_numpy
 from ember_xla.ir.hlo.opcodes import OPCODES
 from ember_xla.ir.hlo.shape import ELEMENT_TYPES, Shape, shape_to_dict
 from ember_xla.ir.operation import Operation
+from ember_xla.util.nogc import gc_paused
 
 _CALLEE_ATTRS = {"to_apply", "calls", "condition", "body", "true_computation",
                  "false_computation", "branch_computations", "called_computations", "select",
@@ -303,7 +304,8 @@ class _Parser:
 def parse_module(text: str, path: str | None = None) -> Module:
     """Parse HLO text into an ``ir.Module``; raises ``ImportError_`` with line:column."""
     try:
-        return _Parser(text, path).module()
+        with gc_paused():
+            return _Parser(text, path).module()
     except ImportError_:
         raise
     except RecursionError:

@@ -84,12 +84,13 @@ void Rows(const Job<T>& job, int64_t r0, int64_t r1, float* acc) {
     const int64_t count = k1 - k0;
     if (averaged && count == 0) {
       for (int64_t c = 0; c < d; ++c) o[c] = E::Store(job.init);
-    } else if (job.opt.combiner == Combiner::kMean) {
+    } else if (averaged) {
+      // XLA's algebraic simplifier turns x / broadcast(n) into x * broadcast(1 / n) (and
+      // 1 / sqrt into rsqrt), so that is the form whose bits we reproduce.
       const float n = static_cast<float>(count);
-      for (int64_t c = 0; c < d; ++c) o[c] = E::Store(acc[c] / n);
-    } else if (job.opt.combiner == Combiner::kSqrtN) {
-      const float n = std::sqrt(static_cast<float>(count));
-      for (int64_t c = 0; c < d; ++c) o[c] = E::Store(acc[c] / n);
+      const float scale =
+          job.opt.combiner == Combiner::kMean ? 1.0f / n : 1.0f / std::sqrt(n);
+      for (int64_t c = 0; c < d; ++c) o[c] = E::Store(acc[c] * scale);
     } else {
       for (int64_t c = 0; c < d; ++c) o[c] = E::Store(acc[c]);
     }

@@ -10,6 +10,8 @@ from ember_xla.hlo_import.errors import ImportError_
 from ember_xla.ir.hlo.shape import ELEMENT_TYPES, Shape
 
 _NAME = re.compile(r"%?[A-Za-z_$][\w.\-$]*")
+_WS = re.compile(r"(?:[ \t\r\n]+|/\*.*?\*/|//[^\n]*)*", re.S)
+_WS_START = " \t\r\n/"
 _NUMBER = re.compile(r"[-+]?(?:inf|nan|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?:\([^)]*\))?")
 
 
@@ -38,21 +40,12 @@ class Cursor:
 
     # -- whitespace and punctuation ----------------------------------------------------------
     def skip_ws(self) -> None:
-        t = self.text
-        while self.pos < len(t):
-            c = t[self.pos]
-            if c in " \t\r\n":
-                self.pos += 1
-            elif t.startswith("/*", self.pos):
-                end = t.find("*/", self.pos + 2)
-                if end < 0:
-                    raise self.error("unterminated /* comment")
-                self.pos = end + 2
-            elif t.startswith("//", self.pos):
-                end = t.find("\n", self.pos)
-                self.pos = len(t) if end < 0 else end
-            else:
-                break
+        t, pos = self.text, self.pos
+        if pos < len(t) and t[pos] not in _WS_START:
+            return
+        self.pos = _WS.match(t, pos).end()
+        if t.startswith("/*", self.pos):
+            raise self.error("unterminated /* comment")
 
     def at_end(self) -> bool:
         self.skip_ws()

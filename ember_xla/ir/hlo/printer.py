@@ -9,6 +9,7 @@ from ember_xla.ir.hlo.attr_text import _quote, print_attrs
 from ember_xla.ir.hlo.literal import literal_text, literal_to_numpy
 from ember_xla.ir.hlo.shape import shape_from_dict
 from ember_xla.ir.operation import Operation
+from ember_xla.util.nogc import gc_paused
 
 # Header fields of the module that have no text form (ids, profiles) or that we recompute.
 _MODULE_TEXTLESS = {"id", "profile_info", "device_assignment", "schedule", "is_dynamic"}
@@ -132,6 +133,11 @@ def print_module(m: Module) -> str:
     """The whole module as HLO text."""
     if m.entry is None:
         raise ValueError(f"module {m.name} has no entry computation")
+    with gc_paused():
+        return _print_module(m)
+
+
+def _print_module(m: Module) -> str:
     parts = [module_header(m), ""]
     parts.extend(_stack_sections(m.attributes.get("stack_frame_index", {})))
     for g in m.post_order():
