@@ -58,7 +58,7 @@ def module_from_dict(d: dict[str, Any], path: str | None = None) -> Module:
     pending: list[tuple[Operation, list[int], str]] = []
     for cd in d["computations"]:
         g = Graph(cd.get("name", ""))
-        g.id = cd.get("id")
+        g.id = cd.get("id", 0)
         g.attributes = {k: v for k, v in cd.items() if k not in _COMP_STRUCT}
         if g.id in by_id:
             raise ImportError_(f"duplicate computation id {g.id} ({g.name})", path)
@@ -76,7 +76,7 @@ def module_from_dict(d: dict[str, Any], path: str | None = None) -> Module:
             except ValueError as e:
                 raise ImportError_(f"computation {g.name}, instruction {name}: {e}", path) from None
             operands = []
-            for oid in ins.get("operand_ids", []):
+            for oid in ins.get("operand_ids", []):  # ids may be 0 (proto3 default)
                 if oid not in ops:
                     raise ImportError_(
                         f"computation {g.name}, instruction {name}: operand id {oid} is not "
@@ -90,12 +90,12 @@ def module_from_dict(d: dict[str, Any], path: str | None = None) -> Module:
             g.insert(len(g.ops), op)
             if op.name != name:
                 raise ImportError_(f"computation {g.name}: duplicate instruction name {name}", path)
-            op.id = ins.get("id")
+            op.id = ins.get("id", 0)
             if op.id in ops:
                 raise ImportError_(f"computation {g.name}: duplicate instruction id {op.id}", path)
             ops[op.id] = op
             pending.append((op, list(ins.get("called_computation_ids", [])), g.name))
-        root_id = cd.get("root_id")
+        root_id = cd.get("root_id", 0)
         if root_id not in ops:
             if not ops:
                 raise ImportError_(f"computation {g.name} has no instructions", path)
@@ -108,7 +108,7 @@ def module_from_dict(d: dict[str, Any], path: str | None = None) -> Module:
                     f"computation {gname}, instruction {op.name}: calls unknown computation "
                     f"id {cid}", path)
             op.callees.append(by_id[cid])
-    entry_id = d.get("entry_computation_id")
+    entry_id = d.get("entry_computation_id", 0)
     entry_name = d.get("entry_computation_name")
     entry = by_id.get(entry_id) if entry_id is not None else None
     if entry is None and entry_name:

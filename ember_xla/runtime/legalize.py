@@ -1,15 +1,27 @@
-"""Rewrite the few forms XLA's optimized HLO uses that its HLO->StableHLO importer rejects.
+"""Make XLA's *optimized* HLO compilable again through the HLO -> StableHLO importer.
 
-``bitcast`` between shapes with default (row-major) layouts is a ``reshape``: this pass makes it
-one, so XLA's *optimized* HLO can be compiled again. Bitcasts that really reorder memory
-(non-default layouts) are refused with a clear error instead of being run wrongly.
+Optimized modules carry post-layout-assignment forms the importer rejects: ``fusion``s (their
+``kCustom`` backend configs are lost on import), ``bitcast``s (which reinterpret memory under
+the shapes' layouts) and non-default layouts. Three passes, each exact:
+
+* ``inline-fusions``: replace each fusion by its body (XLA fuses again when compiling);
+* ``lower-bitcasts``: a bitcast = transpose to the source's physical order, reshape, transpose
+  from the target's physical order (just a reshape when both layouts are row-major);
+* ``default-layouts``: with no bitcasts left, layouts carry no meaning: make them row-major
+  (constants are re-encoded so their values stay the same).
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from ember_xla.ir.graph import Module
+from ember_xla.ir.hlo.inline import inline_call
+from ember_xla.ir.hlo.literal import literal_from_numpy, literal_to_numpy
+from ember_xla.ir.hlo.shape import Shape, shape_from_dict
+from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import ModulePass, register_pass
 
 
@@ -19,22 +31,99 @@ class LegalizeError(ValueError):
 
 @register_pass
 @dataclasses.dataclass(frozen=True)
-class BitcastToReshape(ModulePass):
-    name = "bitcast-to-reshape"
+class InlineFusions(ModulePass):
+    name = "inline-fusions"
+
+    def apply(self, module: Module) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for g in module.graphs:
+                for op in list(g.ops):
+                    if op.opcode == "fusion" and op.parent is g:
+                        inline_call(op)
+                        changed = True
+        module.remove_unreachable_graphs()
+
+
+def _physical_perm(s: Shape) -> list[int]:
+    """Logical dims in physical (major-to-minor) order."""
+    if s.layout is None or len(s.layout) != s.rank:
+        return list(range(s.rank))
+    return list(reversed(s.layout))
+
+
+def _lower_bitcast(op: Operation) -> None:
+    g = op.parent
+    src, dst = op.operands[0].type, op.result.type
+    if (src.element_type != dst.element_type and src.dims == dst.dims
+            and src.dtype.itemsize == dst.dtype.itemsize):
+        op.opcode = "bitcast-convert"  # same bits, new type: exactly a bitcast-convert
+        return
+    if src.element_type != dst.element_type or src.size != dst.size:
+        raise LegalizeError(f"computation {g.name}, instruction {op.name}: bitcast {src} -> "
+                            f"{dst} changes the element type; not supported")
+    v = op.operands[0]
+    sp, dp = _physical_perm(src), _physical_perm(dst)
+    if sp != list(range(src.rank)):
+        t = Shape.array(src.element_type, [src.dims[d] for d in sp])
+        v = g.insert_before(op, Operation("transpose", [v], [t], {"dimensions": sp},
+                                          name=op.name + ".t")).result
+    phys = Shape.array(dst.element_type, [dst.dims[d] for d in dp])
+    v = g.insert_before(op, Operation("reshape", [v], [phys], name=op.name + ".r")).result
+    if dp != list(range(dst.rank)):
+        inv = [dp.index(i) for i in range(dst.rank)]
+        v = g.insert_before(op, Operation("transpose", [v], [Shape.array(
+            dst.element_type, dst.dims)], {"dimensions": inv}, name=op.name + ".t")).result
+    op.result.replace_all_uses_with(v)
+    if g.root is op:
+        g.root = v.owner
+    g.erase(op)
+
+
+@register_pass
+@dataclasses.dataclass(frozen=True)
+class LowerBitcasts(ModulePass):
+    name = "lower-bitcasts"
+
+    def apply(self, module: Module) -> None:
+        for g in module.graphs:
+            for op in list(g.ops):
+                if op.opcode == "bitcast":
+                    _lower_bitcast(op)
+
+
+def _default(s: Shape) -> Shape:
+    if s.is_tuple:
+        return Shape.tuple_of(tuple(_default(t) for t in s.tuple_shapes))
+    if not s.is_array:
+        return s
+    return Shape(s.element_type, s.dims, tuple(range(s.rank - 1, -1, -1)), (), s.dynamic)
+
+
+@register_pass
+@dataclasses.dataclass(frozen=True)
+class DefaultLayouts(ModulePass):
+    name = "default-layouts"
 
     def apply(self, module: Module) -> None:
         for g in module.graphs:
             for op in g.ops:
-                if op.opcode != "bitcast":
-                    continue
-                src, dst = op.operands[0].type, op.result.type
-                if (src.element_type != dst.element_type or src.size != dst.size
-                        or not src.has_default_layout() or not dst.has_default_layout()):
-                    raise LegalizeError(
-                        f"computation {g.name}, instruction {op.name}: bitcast {src} -> {dst} "
-                        "changes layout or type; it cannot be run outside XLA's pipeline")
-                op.opcode = "reshape"
+                if op.opcode == "bitcast":
+                    raise LegalizeError(f"{op.name}: run lower-bitcasts first")
+                if op.opcode == "constant" and "literal" in op.attributes:
+                    lit = op.attributes["literal"]
+                    shape = shape_from_dict(lit.get("shape", {}))
+                    if not shape.is_tuple and not shape.has_default_layout():
+                        arr = np.asarray(literal_to_numpy(lit))
+                        op.attributes["literal"] = literal_from_numpy(arr, _default(shape))
+                op.result.type = _default(op.result.type)
+                op.attributes.pop("operand_shapes_with_layout", None)
+
+
+EXECUTION_PIPELINE = "inline-fusions,lower-bitcasts,default-layouts"
 
 
 def needs_legalization(module: Module) -> bool:
-    return any(op.opcode == "bitcast" for op in module.walk())
+    return any(op.opcode in ("bitcast", "fusion") or not op.result.type.has_default_layout()
+               for op in module.walk())

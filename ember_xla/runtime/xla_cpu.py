@@ -36,7 +36,8 @@ class Executable:
 
         _, dev = _backend()
         try:
-            bufs = [jax.device_put(np.asarray(a), dev) for a in inputs]
+            with jax.enable_x64(True):  # else device_put narrows 64-bit inputs to 32 bits
+                bufs = [jax.device_put(np.asarray(a), dev) for a in inputs]
             outs = self._loaded.execute(bufs)
         except Exception as e:
             raise XlaError(f"XLA:CPU execution failed: {e}") from None

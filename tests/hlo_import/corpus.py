@@ -19,9 +19,10 @@ does not import JAX either until a case is built.
 Kinds of modules:
 
 * ``source="jax"``, ``optimized=False``: ``jax.jit(f).lower(*a).compiler_ir('hlo')``;
-  proto ``as_serialized_hlo_module_proto()``, text ``as_hlo_text()``.
+  proto ``as_serialized_hlo_module_proto()``, text ``as_hlo_text(print_large_constants=True)``
+  (the default prints large constants as ``{...}``, which XLA parses back as garbage).
 * ``source="jax"``, ``optimized=True``: ``jax.jit(f).lower(*a).compile()``; text
-  ``compiled.as_text()``, proto
+  ``compiled.as_text()`` but with large constants printed in full, proto
   ``compiled.runtime_executable().hlo_modules()[0].as_serialized_hlo_module_proto()``.
 * ``source="tf"``: ``tf.function(jit_compile=True)``'s ``experimental_get_compiler_ir``,
   stages ``hlo_serialized``/``hlo`` (or ``optimized_hlo_serialized``/``optimized_hlo``).
@@ -62,7 +63,7 @@ def _case(name: str, source: str, optimized: bool = False, features: tuple[str, 
     return deco
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _build_cached(case_name: str):
     if case_name not in _BUILDERS:
         raise KeyError(f"unknown corpus case {case_name!r}")
@@ -136,7 +137,7 @@ def _jax(f, *args, x64: bool = False):
 
     with _x64_ctx() if x64 else contextlib.nullcontext():
         comp = jax.jit(f).lower(*args).compiler_ir("hlo")
-        proto, text = comp.as_serialized_hlo_module_proto(), comp.as_hlo_text()
+        proto, text = comp.as_serialized_hlo_module_proto(), comp.as_hlo_text(True)
         ref = jax.jit(f)(*args)
     leaves = jax.tree_util.tree_leaves(args)
     outs = [np.asarray(o) for o in jax.tree_util.tree_leaves(ref)]
@@ -145,15 +146,64 @@ def _jax(f, *args, x64: bool = False):
 
 def _jax_opt(f, *args, x64: bool = False):
     import jax
+    import jaxlib._hlo as _hlo
 
     with _x64_ctx() if x64 else contextlib.nullcontext():
         compiled = jax.jit(f).lower(*args).compile()
         ref = jax.jit(f)(*args)
-    text = compiled.as_text()
-    proto = compiled.runtime_executable().hlo_modules()[0].as_serialized_hlo_module_proto()
+    module = compiled.runtime_executable().hlo_modules()[0]
+    proto = module.as_serialized_hlo_module_proto()
+    # compiled.as_text() == module.to_string(), which elides large constants as {...};
+    # print the same way but with every constant in full.
+    opts = _hlo.HloPrintOptions()
+    opts.print_large_constants = True
+    text = module.to_string(opts)
     leaves = jax.tree_util.tree_leaves(args)
     outs = [np.asarray(o) for o in jax.tree_util.tree_leaves(ref)]
     return proto, text, leaves, outs
+
+
+def _balanced_end(s: str, start: int) -> int:
+    """Index just past the parenthesis group that opens at s[start] == '('."""
+    depth = 0
+    for i in range(start, len(s)):
+        if s[i] == "(":
+            depth += 1
+        elif s[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    raise ValueError(s)
+
+
+def _unelide_constants(text: str, proto: bytes) -> str:
+    """Put the full literal back into ``constant({...})`` lines of a printed module.
+
+    TF's ``stage='hlo'`` text elides large constants; the rest of its spelling is kept as
+    TF prints it, and each elided literal is taken from the proto printed in full.
+    """
+    if "constant({...})" not in text:
+        return text
+    import jaxlib._hlo as _hlo
+
+    opts = _hlo.HloPrintOptions()
+    opts.print_large_constants = True
+    full = _hlo.HloModule.from_serialized_hlo_module_proto(proto).to_string(opts)
+    literal = {}
+    for line in full.splitlines():
+        k = line.find(" constant(")
+        if k < 0 or " = " not in line:
+            continue
+        name = line.split(" = ", 1)[0].strip().removeprefix("ROOT ").strip()
+        start = k + len(" constant")
+        literal[name] = line[start : _balanced_end(line, start)]
+    out = []
+    for line in text.splitlines(keepends=True):
+        if "constant({...})" in line:
+            name = line.split(" = ", 1)[0].strip().removeprefix("ROOT ").strip()
+            line = line.replace("constant({...})", "constant" + literal[name], 1)
+        out.append(line)
+    return "".join(out)
 
 
 def _tf_ir(tf_fn, args, optimized: bool = False):
@@ -168,6 +218,8 @@ def _tf_ir(tf_fn, args, optimized: bool = False):
     else:
         proto = get(stage="hlo_serialized")
         text = get(stage="hlo")
+    proto = bytes(proto)
+    text = _unelide_constants(text, proto)
     cf = tf_fn.get_concrete_function(*targs)
     # Captured resource handles, in capture order (== entry parameter order).
     var_by_handle = {}
@@ -176,20 +228,53 @@ def _tf_ir(tf_fn, args, optimized: bool = False):
     extra = []
     for cap in cf.captured_inputs:
         v = var_by_handle.get(id(cap))
-        if v is None:
-            raise RuntimeError(f"captured input {cap} is not a variable")
-        extra.append(v.numpy())
+        if v is not None:
+            extra.append(v.numpy())
+        elif cap.dtype != tf.resource:
+            extra.append(cap.numpy())  # a captured eager tensor is a parameter too
+        else:
+            raise RuntimeError(f"captured resource {cap} is not a known variable")
     ref = tf_fn(*targs)
     outs = [np.asarray(o) for o in tf.nest.flatten(ref)]
-    return bytes(proto), text, list(args) + extra, outs
+    return proto, text, list(args) + extra, outs
 
 
 # ------------------------------------------------------------------ JAX, unoptimized
 
+# A constant large enough that printers elide it as {...} unless told not to.
+_LARGE_CONST = (np.arange(64 * 4, dtype=np.float32).reshape(64, 4) - 100.0) / 8.0
 
-@_case("jax_elementwise_f32", "jax", features=("exp", "log", "log1p", "expm1", "tanh",
-       "logistic", "sqrt", "rsqrt", "cbrt", "sin", "cos", "abs", "neg", "sign", "floor",
-       "ceil", "round", "power", "atan2", "remainder", "min", "max", "clamp", "erf"))
+
+@_case(
+    "jax_elementwise_f32",
+    "jax",
+    features=(
+        "exp",
+        "log",
+        "log1p",
+        "expm1",
+        "tanh",
+        "logistic",
+        "sqrt",
+        "rsqrt",
+        "cbrt",
+        "sin",
+        "cos",
+        "abs",
+        "neg",
+        "sign",
+        "floor",
+        "ceil",
+        "round",
+        "power",
+        "atan2",
+        "remainder",
+        "min",
+        "max",
+        "clamp",
+        "erf",
+    ),
+)
 def _b():
     import jax
     import jax.numpy as jnp
@@ -208,10 +293,32 @@ def _b():
     return _jax(f, _f(r, (8, 16)), _f(r, (8, 16)))
 
 
-@_case("jax_int_ops", "jax", features=("s32", "u32", "add", "subtract", "multiply",
-       "divide", "remainder", "and", "or", "xor", "not", "shift-left",
-       "shift-right-arithmetic", "shift-right-logical", "popcnt", "clz", "abs", "sign",
-       "min", "max"))
+@_case(
+    "jax_int_ops",
+    "jax",
+    features=(
+        "s32",
+        "u32",
+        "add",
+        "subtract",
+        "multiply",
+        "divide",
+        "remainder",
+        "and",
+        "or",
+        "xor",
+        "not",
+        "shift-left",
+        "shift-right-arithmetic",
+        "shift-right-logical",
+        "popcnt",
+        "clz",
+        "abs",
+        "sign",
+        "min",
+        "max",
+    ),
+)
 def _b():
     import jax.numpy as jnp
     from jax import lax
@@ -227,12 +334,24 @@ def _b():
         return s, w
 
     r = _rng(2)
-    return _jax(f, _i(r, (8, 8), -1000, 1000), _i(r, (8, 8), -50, 50),
-                _i(r, (8, 8), 0, 2**32, np.uint32))
+    return _jax(
+        f, _i(r, (8, 8), -1000, 1000), _i(r, (8, 8), -50, 50), _i(r, (8, 8), 0, 2**32, np.uint32)
+    )
 
 
-@_case("jax_compare_select", "jax", features=("compare EQ/NE/LT/LE/GT/GE", "select",
-       "pred", "and/or/not on pred", "isnan (NE self)", "isfinite", "total order compare"))
+@_case(
+    "jax_compare_select",
+    "jax",
+    features=(
+        "compare EQ/NE/LT/LE/GT/GE",
+        "select",
+        "pred",
+        "and/or/not on pred",
+        "isnan (NE self)",
+        "isfinite",
+        "total order compare",
+    ),
+)
 def _b():
     import jax.numpy as jnp
 
@@ -247,8 +366,16 @@ def _b():
     return _jax(f, _f(r, (8, 8)), _f(r, (8, 8)), _i(r, (8, 8), -8, 8))
 
 
-@_case("jax_converts", "jax", features=("convert f32->s32/u8/s8/bf16/f16/pred",
-       "convert s32/u8/s8/pred->f32", "bitcast-convert f32<->u32", "reduce-precision?"))
+@_case(
+    "jax_converts",
+    "jax",
+    features=(
+        "convert f32->s32/u8/s8/bf16/f16/pred",
+        "convert s32/u8/s8/pred->f32",
+        "bitcast-convert f32<->u32",
+        "reduce-precision?",
+    ),
+)
 def _b():
     import jax.numpy as jnp
     from jax import lax
@@ -263,8 +390,14 @@ def _b():
         return a, b + c + e, g, i.astype(jnp.float32)
 
     r = _rng(4)
-    return _jax(f, _f(r, (8, 8)), _i(r, (8, 8), -9, 9), _i(r, (8, 8), 0, 256, np.uint8),
-                _i(r, (8, 8), -128, 128, np.int8), r.integers(0, 2, (8, 8)).astype(bool))
+    return _jax(
+        f,
+        _f(r, (8, 8)),
+        _i(r, (8, 8), -9, 9),
+        _i(r, (8, 8), 0, 256, np.uint8),
+        _i(r, (8, 8), -128, 128, np.int8),
+        r.integers(0, 2, (8, 8)).astype(bool),
+    )
 
 
 @_case("jax_dot_f32", "jax", features=("dot (matmul)", "dot vector-matrix"))
@@ -276,8 +409,16 @@ def _b():
     return _jax(f, _f(r, (16, 32)), _f(r, (32, 8)), _f(r, (32,)))
 
 
-@_case("jax_dot_general_batched", "jax", features=("dot with lhs_batch_dims/rhs_batch_dims",
-       "multiple contracting dims", "einsum", "transpose"))
+@_case(
+    "jax_dot_general_batched",
+    "jax",
+    features=(
+        "dot with lhs_batch_dims/rhs_batch_dims",
+        "multiple contracting dims",
+        "einsum",
+        "transpose",
+    ),
+)
 def _b():
     import jax.numpy as jnp
     from jax import lax
@@ -292,41 +433,76 @@ def _b():
     return _jax(f, _f(r, (4, 8, 16)), _f(r, (4, 16, 8)), _f(r, (16, 8, 5)))
 
 
-@_case("jax_conv2d_nhwc", "jax", features=("convolution NHWC/HWIO dim_labels=b01f_01io->b01f",
-       "window stride/pad", "rhs_dilation", "feature_group_count (depthwise)"))
+@_case(
+    "jax_conv2d_nhwc",
+    "jax",
+    features=(
+        "convolution NHWC/HWIO dim_labels=b01f_01io->b01f",
+        "window stride/pad",
+        "rhs_dilation",
+        "feature_group_count (depthwise)",
+    ),
+)
 def _b():
     from jax import lax
 
     def f(x, w, dw):
         dn = ("NHWC", "HWIO", "NHWC")
         y = lax.conv_general_dilated(x, w, (2, 2), "SAME", dimension_numbers=dn)
-        z = lax.conv_general_dilated(x, w, (1, 1), ((1, 1), (2, 2)), rhs_dilation=(2, 1),
-                                     dimension_numbers=dn)
-        d = lax.conv_general_dilated(x, dw, (1, 1), "VALID", dimension_numbers=dn,
-                                     feature_group_count=3)
+        z = lax.conv_general_dilated(
+            x, w, (1, 1), ((1, 1), (2, 2)), rhs_dilation=(2, 1), dimension_numbers=dn
+        )
+        d = lax.conv_general_dilated(
+            x, dw, (1, 1), "VALID", dimension_numbers=dn, feature_group_count=3
+        )
         return y, z, d
 
     r = _rng(7)
     return _jax(f, _f(r, (2, 12, 12, 3)), _f(r, (3, 3, 3, 4)), _f(r, (3, 3, 1, 6)))
 
 
-@_case("jax_reduce", "jax", features=("reduce add/max/min/mul", "reduce over several axes",
-       "mean (divide)", "logsumexp", "reduce pred (any/all)"))
+@_case(
+    "jax_reduce",
+    "jax",
+    features=(
+        "reduce add/max/min/mul",
+        "reduce over several axes",
+        "mean (divide)",
+        "logsumexp",
+        "reduce pred (any/all)",
+    ),
+)
 def _b():
     import jax
     import jax.numpy as jnp
 
     def f(x):
-        return (x.sum(axis=(0, 2)), x.max(axis=1), x.min(), jnp.prod(x[0], axis=0),
-                x.mean(axis=-1), jax.nn.logsumexp(x, axis=2), jnp.any(x > 2.0, axis=0),
-                jnp.all(x > -3.0))
+        return (
+            x.sum(axis=(0, 2)),
+            x.max(axis=1),
+            x.min(),
+            jnp.prod(x[0], axis=0),
+            x.mean(axis=-1),
+            jax.nn.logsumexp(x, axis=2),
+            jnp.any(x > 2.0, axis=0),
+            jnp.all(x > -3.0),
+        )
 
     r = _rng(8)
     return _jax(f, _f(r, (4, 8, 16)))
 
 
-@_case("jax_argmax", "jax", features=("variadic reduce (tuple of 2 operands)", "argmax",
-       "argmin", "tuple-shaped reducer computation", "iota"))
+@_case(
+    "jax_argmax",
+    "jax",
+    features=(
+        "variadic reduce (tuple of 2 operands)",
+        "argmax",
+        "argmin",
+        "tuple-shaped reducer computation",
+        "iota",
+    ),
+)
 def _b():
     import jax.numpy as jnp
 
@@ -337,11 +513,18 @@ def _b():
     return _jax(f, _f(r, (16, 32)))
 
 
-@_case("jax_maxpool", "jax", features=("reduce-window max (max pool)",
-       "reduce-window add with padding (avg pool)", "window size/stride/pad"))
+@_case(
+    "jax_maxpool",
+    "jax",
+    features=(
+        "reduce-window max (max pool)",
+        "reduce-window add with padding (avg pool)",
+        "window size/stride/pad",
+    ),
+)
 def _b():
-    from jax import lax
     import jax.numpy as jnp
+    from jax import lax
 
     def f(x):
         mp = lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
@@ -352,25 +535,43 @@ def _b():
     return _jax(f, _f(r, (2, 8, 8, 3)))
 
 
-@_case("jax_take_modes", "jax", features=("gather", "jnp.take mode=fill/clip/wrap/"
-       "promise_in_bounds", "gather offset_dims/collapsed_slice_dims/start_index_map/"
-       "index_vector_dim/slice_sizes", "indices_are_sorted"))
+@_case(
+    "jax_take_modes",
+    "jax",
+    features=(
+        "gather",
+        "jnp.take mode=fill/clip/wrap/promise_in_bounds",
+        "gather offset_dims/collapsed_slice_dims/start_index_map/index_vector_dim/slice_sizes",
+        "indices_are_sorted",
+    ),
+)
 def _b():
     import jax.numpy as jnp
 
     def f(t, idx):
-        return (jnp.take(t, idx, axis=0),  # default mode: fill
-                jnp.take(t, idx, axis=0, mode="clip"),
-                jnp.take(t, idx, axis=0, mode="wrap"),
-                t.at[jnp.clip(idx, 0, 31)].get(mode="promise_in_bounds"),
-                jnp.take(t, idx % 8, axis=1, mode="fill", fill_value=-1.0))
+        return (
+            jnp.take(t, idx, axis=0),  # default mode: fill
+            jnp.take(t, idx, axis=0, mode="clip"),
+            jnp.take(t, idx, axis=0, mode="wrap"),
+            t.at[jnp.clip(idx, 0, 31)].get(mode="promise_in_bounds"),
+            jnp.take(t, idx % 8, axis=1, mode="fill", fill_value=-1.0),
+        )
 
     r = _rng(11)
     return _jax(f, _f(r, (32, 8)), _i(r, (10,), -5, 40))
 
 
-@_case("jax_index_gather", "jax", features=("gather from x[idx]", "x[idx, 1:3]",
-       "x[:, idx]", "2-D index arrays", "negative index normalisation (select)"))
+@_case(
+    "jax_index_gather",
+    "jax",
+    features=(
+        "gather from x[idx]",
+        "x[idx, 1:3]",
+        "x[:, idx]",
+        "2-D index arrays",
+        "negative index normalisation (select)",
+    ),
+)
 def _b():
     def f(x, idx, idx2):
         return x[idx], x[idx, 1:3], x[:, idx2], x[idx2[:, None], idx2[None, :]]
@@ -379,24 +580,41 @@ def _b():
     return _jax(f, _f(r, (16, 16)), _i(r, (6,), -16, 16), _i(r, (4,), 0, 16))
 
 
-@_case("jax_segment_sum", "jax", features=("scatter add", "jax.ops.segment_sum/max",
-       "embedding bag (take + segment_sum)", "update_window_dims/inserted_window_dims/"
-       "scatter_dims_to_operand_dims"))
+@_case(
+    "jax_segment_sum",
+    "jax",
+    features=(
+        "scatter add",
+        "jax.ops.segment_sum/max",
+        "embedding bag (take + segment_sum)",
+        "update_window_dims/inserted_window_dims/scatter_dims_to_operand_dims",
+    ),
+)
 def _b():
     import jax
     import jax.numpy as jnp
 
     def f(table, ids, seg):
         rows = jnp.take(table, ids, axis=0)
-        return (jax.ops.segment_sum(rows, seg, num_segments=5),
-                jax.ops.segment_max(rows, seg, num_segments=5, indices_are_sorted=True))
+        return (
+            jax.ops.segment_sum(rows, seg, num_segments=5),
+            jax.ops.segment_max(rows, seg, num_segments=5, indices_are_sorted=True),
+        )
 
     r = _rng(13)
     return _jax(f, _f(r, (32, 8)), _i(r, (12,), 0, 32), np.sort(_i(r, (12,), 0, 5)))
 
 
-@_case("jax_scatter_at", "jax", features=("scatter with add/assign/max/min/mul combiners",
-       ".at[].add/.set/.max/.min/.mul", "mode=drop", "unique_indices"))
+@_case(
+    "jax_scatter_at",
+    "jax",
+    features=(
+        "scatter with add/assign/max/min/mul combiners",
+        ".at[].add/.set/.max/.min/.mul",
+        "mode=drop",
+        "unique_indices",
+    ),
+)
 def _b():
     import jax.numpy as jnp
 
@@ -413,8 +631,17 @@ def _b():
     return _jax(f, _f(r, (10, 4)), _i(r, (6,), 0, 10), _f(r, (6, 4)))
 
 
-@_case("jax_fori_loop", "jax", features=("while (fori_loop)", "tuple loop state",
-       "get-tuple-element", "dynamic-slice / dynamic-update-slice in body", "compare LT"))
+@_case(
+    "jax_fori_loop",
+    "jax",
+    features=(
+        "while (fori_loop)",
+        "tuple loop state",
+        "get-tuple-element",
+        "dynamic-slice / dynamic-update-slice in body",
+        "compare LT",
+    ),
+)
 def _b():
     import jax.numpy as jnp
     from jax import lax
@@ -432,8 +659,15 @@ def _b():
     return _jax(f, _f(r, (4, 8)), _f(r, (8, 8), scale=0.3))
 
 
-@_case("jax_while_loop", "jax", features=("while with data-dependent condition",
-       "s32 counter", "tuple state with mixed dtypes"))
+@_case(
+    "jax_while_loop",
+    "jax",
+    features=(
+        "while with data-dependent condition",
+        "s32 counter",
+        "tuple state with mixed dtypes",
+    ),
+)
 def _b():
     import jax.numpy as jnp
     from jax import lax
@@ -453,8 +687,15 @@ def _b():
     return _jax(f, _pos(r, (8,)), np.float32(1000.0))
 
 
-@_case("jax_cond", "jax", features=("conditional with pred (true/false computations)",
-       "branch operand tuples", "scalar pred from compare"))
+@_case(
+    "jax_cond",
+    "jax",
+    features=(
+        "conditional with pred (true/false computations)",
+        "branch operand tuples",
+        "scalar pred from compare",
+    ),
+)
 def _b():
     import jax.numpy as jnp
     from jax import lax
@@ -468,8 +709,15 @@ def _b():
     return _jax(f, np.float32(0.5), _f(r, (4, 4)), _f(r, (4, 4)))
 
 
-@_case("jax_switch", "jax", features=("conditional with s32 index (branch_computations)",
-       "clamp of branch index", "3 branches"))
+@_case(
+    "jax_switch",
+    "jax",
+    features=(
+        "conditional with s32 index (branch_computations)",
+        "clamp of branch index",
+        "3 branches",
+    ),
+)
 def _b():
     import jax.numpy as jnp
     from jax import lax
@@ -481,8 +729,15 @@ def _b():
     return _jax(f, np.int32(2), _f(r, (8,)))
 
 
-@_case("jax_nested_call", "jax", features=("call (nested jax.jit)", "computation reused by "
-       "two calls", "nested call inside call"))
+@_case(
+    "jax_nested_call",
+    "jax",
+    features=(
+        "call (nested jax.jit)",
+        "computation reused by two calls",
+        "nested call inside call",
+    ),
+)
 def _b():
     import jax
     import jax.numpy as jnp
@@ -502,8 +757,16 @@ def _b():
     return _jax(f, _f(r, (4, 4)), _f(r, (4, 4)))
 
 
-@_case("jax_pytree_outputs", "jax", features=("pytree (dict/list/tuple) inputs flattened",
-       "multiple outputs -> tuple ROOT", "output aliasing an input", "duplicate outputs"))
+@_case(
+    "jax_pytree_outputs",
+    "jax",
+    features=(
+        "pytree (dict/list/tuple) inputs flattened",
+        "multiple outputs -> tuple ROOT",
+        "output aliasing an input",
+        "duplicate outputs",
+    ),
+)
 def _b():
     def f(params, x):
         h = x @ params["w"] + params["b"]
@@ -514,8 +777,11 @@ def _b():
     return _jax(f, params, _f(r, (3, 6)))
 
 
-@_case("jax_bf16_arith", "jax", features=("bf16 arithmetic", "bf16 dot", "bf16 reduce "
-       "(upcast to f32)", "bf16 constants"))
+@_case(
+    "jax_bf16_arith",
+    "jax",
+    features=("bf16 arithmetic", "bf16 dot", "bf16 reduce (upcast to f32)", "bf16 constants"),
+)
 def _b():
     import jax.numpy as jnp
     import ml_dtypes
@@ -529,8 +795,11 @@ def _b():
     return _jax(f, _f(r, (8, 16), bf), _f(r, (16, 8), bf, 0.2))
 
 
-@_case("jax_f16_arith", "jax", features=("f16 arithmetic", "f16 dot", "f16 reduce",
-       "f16 constants", "f16 sqrt/exp"))
+@_case(
+    "jax_f16_arith",
+    "jax",
+    features=("f16 arithmetic", "f16 dot", "f16 reduce", "f16 constants", "f16 sqrt/exp"),
+)
 def _b():
     import jax.numpy as jnp
 
@@ -542,8 +811,11 @@ def _b():
     return _jax(f, _f(r, (8, 16), np.float16), _f(r, (16, 8), np.float16, 0.2))
 
 
-@_case("jax_s64_x64", "jax", features=("s64", "f64", "u64", "x64 mode", "s64 iota/cumsum",
-       "s64 gather indices"))
+@_case(
+    "jax_s64_x64",
+    "jax",
+    features=("s64", "f64", "u64", "x64 mode", "s64 iota/cumsum", "s64 gather indices"),
+)
 def _b():
     import jax.numpy as jnp
 
@@ -553,13 +825,32 @@ def _b():
         return b, y, jnp.take(x, a % 8), u * jnp.uint64(2**40 + 1), jnp.arange(8) + a
 
     r = _rng(23)
-    return _jax(f, _i(r, (8,), -(2**40), 2**40, np.int64), _f(r, (8,), np.float64),
-                _i(r, (8,), 0, 2**62, np.uint64), x64=True)
+    return _jax(
+        f,
+        _i(r, (8,), -(2**40), 2**40, np.int64),
+        _f(r, (8,), np.float64),
+        _i(r, (8,), 0, 2**62, np.uint64),
+        x64=True,
+    )
 
 
-@_case("jax_shape_ops", "jax", features=("iota", "broadcast", "reshape", "transpose",
-       "slice with strides", "dynamic-slice", "dynamic-update-slice", "concatenate",
-       "pad (edge + interior + negative)", "reverse", "squeeze/expand_dims"))
+@_case(
+    "jax_shape_ops",
+    "jax",
+    features=(
+        "iota",
+        "broadcast",
+        "reshape",
+        "transpose",
+        "slice with strides",
+        "dynamic-slice",
+        "dynamic-update-slice",
+        "concatenate",
+        "pad (edge + interior + negative)",
+        "reverse",
+        "squeeze/expand_dims",
+    ),
+)
 def _b():
     import jax.numpy as jnp
     from jax import lax
@@ -579,23 +870,42 @@ def _b():
     return _jax(f, _f(r, (8, 8)), np.int32(3), _f(r, (2, 2)))
 
 
-@_case("jax_sort", "jax", features=("sort (single operand, comparator computation)",
-       "argsort (multi-operand sort with iota)", "sort along axis", "is_stable",
-       "descending sort", "lax.sort_key_val"))
+@_case(
+    "jax_sort",
+    "jax",
+    features=(
+        "sort (single operand, comparator computation)",
+        "argsort (multi-operand sort with iota)",
+        "sort along axis",
+        "is_stable",
+        "descending sort",
+        "lax.sort_key_val",
+    ),
+)
 def _b():
     import jax.numpy as jnp
     from jax import lax
 
     def f(x, k):
-        return (jnp.sort(x, axis=1), jnp.argsort(x[0]), jnp.sort(x, axis=0, descending=True),
-                lax.sort_key_val(k, x[1]))
+        return (
+            jnp.sort(x, axis=1),
+            jnp.argsort(x[0]),
+            jnp.sort(x, axis=0, descending=True),
+            lax.sort_key_val(k, x[1]),
+        )
 
     r = _rng(25)
     return _jax(f, _f(r, (6, 10)), _i(r, (10,), 0, 5))
 
 
-@_case("jax_cumsum", "jax", features=("cumsum/cumprod/cummax (reduce-window with pad)",
-       "call to nested jitted cum* functions"))
+@_case(
+    "jax_cumsum",
+    "jax",
+    features=(
+        "cumsum/cumprod/cummax (reduce-window with pad)",
+        "call to nested jitted cum* functions",
+    ),
+)
 def _b():
     import jax.numpy as jnp
     from jax import lax
@@ -607,8 +917,15 @@ def _b():
     return _jax(f, _f(r, (8, 6)), _i(r, (10,), -4, 4))
 
 
-@_case("jax_constants", "jax", features=("constants of pred, s8, u8, s16, u16, s32, u32, "
-       "f16, bf16, f32, c64", "nan/inf/-inf literals", "array constants (non-scalar)"))
+@_case(
+    "jax_constants",
+    "jax",
+    features=(
+        "constants of pred, s8, u8, s16, u16, s32, u32, f16, bf16, f32, c64",
+        "nan/inf/-inf literals",
+        "array constants (non-scalar)",
+    ),
+)
 def _b():
     import jax.numpy as jnp
     import ml_dtypes
@@ -627,20 +944,32 @@ def _b():
             "f32": np.array([np.nan, 1e-40, -0.0], np.float32),
             "c64": np.array([1 + 2j, -0.5j, np.nan], np.complex64),
         }
-        out = {k: jnp.asarray(v) ^ (x > 0) if v.dtype == bool else jnp.asarray(v) + jnp.asarray(
-            1, v.dtype) * (x > 0).astype(v.dtype) for k, v in c.items()}
+        out = {
+            k: jnp.asarray(v) ^ (x > 0)
+            if v.dtype == bool
+            else jnp.asarray(v) + jnp.asarray(1, v.dtype) * (x > 0).astype(v.dtype)
+            for k, v in c.items()
+        }
         out["scalar_nan"] = x.astype(jnp.float32) * jnp.float32(np.nan)
         out["scalar_inf"] = x.astype(jnp.float32) + jnp.float32(-np.inf)
         out["f16_scalar"] = jnp.float16(3.140625) * x.astype(jnp.float16)
         out["bf16_scalar"] = jnp.bfloat16(-2.5) * x.astype(jnp.bfloat16)
         out["f32_big"] = jnp.float32(3.4028235e38) + x.astype(jnp.float32)
+        out["f32_2d"] = jnp.asarray(np.arange(6, dtype=np.float32).reshape(2, 3) / 4) + x[:2, None]
+        out["s32_3d"] = (
+            jnp.asarray(np.arange(12, dtype=np.int32).reshape(2, 3, 2)) * x[None, :, None]
+        )
+        out["f32_large"] = jnp.asarray(_LARGE_CONST) * x[0]
         return out
 
     return _jax(f, np.array([1, 0, -1], np.int32))
 
 
-@_case("jax_complex", "jax", features=("c64 arithmetic", "complex/real/imag", "abs of c64",
-       "exp of c64", "conj"))
+@_case(
+    "jax_complex",
+    "jax",
+    features=("c64 arithmetic", "complex/real/imag", "abs of c64", "exp of c64", "conj"),
+)
 def _b():
     import jax.numpy as jnp
 
@@ -653,11 +982,18 @@ def _b():
     return _jax(f, _f(r, (4, 4)), _f(r, (4, 4)))
 
 
-@_case("jax_softmax_layernorm", "jax", features=("softmax (reduce max/sum, stop_gradient)",
-       "layernorm (mean/var/rsqrt)", "gelu (erf or tanh approx)", "broadcast in_dim"))
+@_case(
+    "jax_softmax_layernorm",
+    "jax",
+    features=(
+        "softmax (reduce max/sum, stop_gradient)",
+        "layernorm (mean/var/rsqrt)",
+        "gelu (erf or tanh approx)",
+        "broadcast in_dim",
+    ),
+)
 def _b():
     import jax
-    import jax.numpy as jnp
 
     def f(x, g, b):
         mu = x.mean(-1, keepdims=True)
@@ -669,8 +1005,16 @@ def _b():
     return _jax(f, _f(r, (8, 32)), _pos(r, (32,)), _f(r, (32,)))
 
 
-@_case("jax_embedding_bag", "jax", features=("gather rows (clip, sorted)",
-       "scatter-add segment sum (sorted)", "mean via segment counts", "u32->s32 ids"))
+@_case(
+    "jax_embedding_bag",
+    "jax",
+    features=(
+        "gather rows (clip, sorted)",
+        "scatter-add segment sum (sorted)",
+        "mean via segment counts",
+        "u32->s32 ids",
+    ),
+)
 def _b():
     import jax
     import jax.numpy as jnp
@@ -682,8 +1026,9 @@ def _b():
         return s, s / jnp.maximum(n, 1.0)[:, None]
 
     r = _rng(29)
-    return _jax(f, _f(r, (64, 16)), _i(r, (20,), 0, 64), np.sort(_i(r, (20,), 0, 6)),
-                _pos(r, (20,)))
+    return _jax(
+        f, _f(r, (64, 16)), _i(r, (20,), 0, 64), np.sort(_i(r, (20,), 0, 6)), _pos(r, (20,))
+    )
 
 
 # ------------------------------------------------------------------- JAX, optimized
@@ -697,19 +1042,41 @@ def _mlp(x, w1, b1, w2, b2):
     return jax.nn.log_softmax(h @ w2 + b2), jnp.tanh(h).sum()
 
 
-@_case("jax_opt_fusion_mlp", "jax", optimized=True, features=("optimized: kLoop/kInput "
-       "fusions", "kCustom __ynn_fusion dot fusions with backend_config JSON",
-       "is_scheduled", "FileNames/FunctionNames/FileLocations/StackFrames sections",
-       "% name prefixes, typed computation signatures"))
+@_case(
+    "jax_opt_fusion_mlp",
+    "jax",
+    optimized=True,
+    features=(
+        "optimized: kLoop/kInput fusions",
+        "kCustom __ynn_fusion dot fusions with backend_config JSON",
+        "is_scheduled",
+        "FileNames/FunctionNames/FileLocations/StackFrames sections",
+        "% name prefixes, typed computation signatures",
+    ),
+)
 def _b():
     r = _rng(40)
-    return _jax_opt(_mlp, _f(r, (8, 16)), _f(r, (16, 32), scale=0.3), _f(r, (32,)),
-                    _f(r, (32, 10), scale=0.3), _f(r, (10,)))
+    return _jax_opt(
+        _mlp,
+        _f(r, (8, 16)),
+        _f(r, (16, 32), scale=0.3),
+        _f(r, (32,)),
+        _f(r, (32, 10), scale=0.3),
+        _f(r, (10,)),
+    )
 
 
-@_case("jax_opt_conv_net", "jax", optimized=True, features=("optimized conv net: "
-       "convolution (maybe custom-call/fusion)", "reduce-window max pool", "relu fusion",
-       "dense head"))
+@_case(
+    "jax_opt_conv_net",
+    "jax",
+    optimized=True,
+    features=(
+        "optimized conv net: convolution (maybe custom-call/fusion)",
+        "reduce-window max pool",
+        "relu fusion",
+        "dense head",
+    ),
+)
 def _b():
     import jax
     import jax.numpy as jnp
@@ -723,26 +1090,49 @@ def _b():
         return y.mean(axis=(1, 2)) @ w
 
     r = _rng(41)
-    return _jax_opt(f, _f(r, (2, 16, 16, 3)), _f(r, (3, 3, 3, 8), scale=0.3),
-                    _f(r, (3, 3, 8, 8), scale=0.3), _f(r, (8, 4)))
+    return _jax_opt(
+        f,
+        _f(r, (2, 16, 16, 3)),
+        _f(r, (3, 3, 3, 8), scale=0.3),
+        _f(r, (3, 3, 8, 8), scale=0.3),
+        _f(r, (8, 4)),
+    )
 
 
-@_case("jax_opt_reduction", "jax", optimized=True, features=("optimized reductions",
-       "multi-output (tuple) fusion", "argmax variadic reduce in fusion", "transposes"))
+@_case(
+    "jax_opt_reduction",
+    "jax",
+    optimized=True,
+    features=(
+        "optimized reductions",
+        "multi-output (tuple) fusion",
+        "argmax variadic reduce in fusion",
+        "transposes",
+    ),
+)
 def _b():
     import jax
     import jax.numpy as jnp
 
     def f(x):
-        return (x.sum(axis=0), jnp.max(x, axis=1), jnp.argmax(x, axis=1),
-                jax.nn.logsumexp(x.T, axis=0), (x * x).mean())
+        return (
+            x.sum(axis=0),
+            jnp.max(x, axis=1),
+            jnp.argmax(x, axis=1),
+            jax.nn.logsumexp(x.T, axis=0),
+            (x * x).mean(),
+        )
 
     r = _rng(42)
     return _jax_opt(f, _f(r, (32, 48)))
 
 
-@_case("jax_opt_gather_scatter", "jax", optimized=True, features=("optimized gather",
-       "optimized scatter (segment_sum, .at[].set)", "embedding bag"))
+@_case(
+    "jax_opt_gather_scatter",
+    "jax",
+    optimized=True,
+    features=("optimized gather", "optimized scatter (segment_sum, .at[].set)", "embedding bag"),
+)
 def _b():
     import jax
     import jax.numpy as jnp
@@ -751,15 +1141,25 @@ def _b():
         rows = jnp.take(table, ids, axis=0, mode="clip")
         bags = jax.ops.segment_sum(rows, seg, num_segments=8, indices_are_sorted=True)
         t2 = table.at[upd_idx].set(upd)
-        return bags, t2[ids].sum(axis=1)
+        return bags, t2[ids].sum(axis=1) + jnp.asarray(_LARGE_CONST[:24, 0])
 
     r = _rng(43)
-    return _jax_opt(f, _f(r, (64, 16)), _i(r, (24,), 0, 64), np.sort(_i(r, (24,), 0, 8)),
-                    _i(r, (4,), 0, 64), _f(r, (4, 16)))
+    return _jax_opt(
+        f,
+        _f(r, (64, 16)),
+        _i(r, (24,), 0, 64),
+        np.sort(_i(r, (24,), 0, 8)),
+        _i(r, (4,), 0, 64),
+        _f(r, (4, 16)),
+    )
 
 
-@_case("jax_opt_control_flow", "jax", optimized=True, features=("optimized while loop",
-       "optimized conditional", "loop-invariant hoisting / copies"))
+@_case(
+    "jax_opt_control_flow",
+    "jax",
+    optimized=True,
+    features=("optimized while loop", "optimized conditional", "loop-invariant hoisting / copies"),
+)
 def _b():
     import jax.numpy as jnp
     from jax import lax
@@ -775,8 +1175,17 @@ def _b():
     return _jax_opt(f, _f(r, (8, 16)), _f(r, (16, 16), scale=0.3), np.float32(1.0))
 
 
-@_case("jax_opt_sort_cumsum", "jax", optimized=True, features=("optimized sort",
-       "optimized cumsum (reduce-window)", "bf16 in optimized HLO", "s64 in optimized HLO"))
+@_case(
+    "jax_opt_sort_cumsum",
+    "jax",
+    optimized=True,
+    features=(
+        "optimized sort",
+        "optimized cumsum (reduce-window)",
+        "bf16 in optimized HLO",
+        "s64 in optimized HLO",
+    ),
+)
 def _b():
     import jax.numpy as jnp
 
@@ -798,10 +1207,19 @@ def _tf_fn(fn):
     return tf.function(fn, jit_compile=True, autograph=True)
 
 
-@_case("tf_dense_vars", "tf", features=("TF variables as extra entry parameters",
-       "parameter_replication", "frontend_attributes grad_x/grad_y", "metadata op_type/"
-       "op_name/source_file/source_line", "XLA_Retvals tuple + get-tuple-element",
-       "typed operands in text", "sigmoid/relu/tanh"))
+@_case(
+    "tf_dense_vars",
+    "tf",
+    features=(
+        "TF variables as extra entry parameters",
+        "parameter_replication",
+        "frontend_attributes grad_x/grad_y",
+        "metadata op_type/op_name/source_file/source_line",
+        "XLA_Retvals tuple + get-tuple-element",
+        "typed operands in text",
+        "sigmoid/relu/tanh",
+    ),
+)
 def _b():
     import tensorflow as tf
 
@@ -817,26 +1235,59 @@ def _b():
     return _tf_ir(_tf_fn(f), [_f(r, (8, 16))])
 
 
-@_case("tf_elementwise", "tf", features=("TF elementwise math", "exp/log/sqrt/rsqrt/"
-       "square/softplus", "integer ops (s32 FloorDiv/FloorMod)", "cast", "select",
-       "compare", "logical ops"))
+@_case(
+    "tf_elementwise",
+    "tf",
+    features=(
+        "TF elementwise math",
+        "exp/log/sqrt/rsqrt/square/softplus",
+        "integer ops (s32 FloorDiv/FloorMod)",
+        "cast",
+        "select",
+        "compare",
+        "logical ops",
+    ),
+)
 def _b():
     import tensorflow as tf
 
+    big = tf.constant(_LARGE_CONST[:8, :1] + np.zeros((8, 8), np.float32))
+
     def f(x, y, i, j):
-        a = tf.exp(x) + tf.math.log(tf.abs(y) + 1.0) + tf.sqrt(tf.abs(x)) + tf.math.rsqrt(
-            tf.abs(y) + 1.0) + tf.square(x) + tf.nn.softplus(y) + tf.math.sigmoid(x)
+        a = (
+            tf.exp(x)
+            + tf.math.log(tf.abs(y) + 1.0)
+            + tf.sqrt(tf.abs(x))
+            + tf.math.rsqrt(tf.abs(y) + 1.0)
+            + tf.square(x)
+            + tf.nn.softplus(y)
+            + tf.math.sigmoid(x)
+        )
         k = tf.math.floordiv(i, tf.where(j == 0, 1, j)) + tf.math.floormod(i, 7) + (i * j)
         m = tf.logical_and(x > y, tf.logical_not(i > 0))
-        return tf.where(m, a, -a), k, tf.cast(k, tf.float32) + tf.cast(m, tf.float32)
+        inner = tf.constant(_LARGE_CONST[:32].reshape(8, 16))  # in-graph: an HLO constant
+        return (
+            tf.where(m, a, -a) * big + inner[:, :8] * inner[:, 8:],
+            k,
+            tf.cast(k, tf.float32) + tf.cast(m, tf.float32),
+        )
 
     r = _rng(51)
-    return _tf_ir(_tf_fn(f), [_f(r, (8, 8)), _f(r, (8, 8)), _i(r, (8, 8), -50, 50),
-                              _i(r, (8, 8), -5, 5)])
+    return _tf_ir(
+        _tf_fn(f), [_f(r, (8, 8)), _f(r, (8, 8)), _i(r, (8, 8), -50, 50), _i(r, (8, 8), -5, 5)]
+    )
 
 
-@_case("tf_conv2d_pool", "tf", features=("tf.nn.conv2d NHWC (convolution b01f_01io->b01f)",
-       "tf.nn.max_pool2d (reduce-window)", "bias_add", "TF kernel variable"))
+@_case(
+    "tf_conv2d_pool",
+    "tf",
+    features=(
+        "tf.nn.conv2d NHWC (convolution b01f_01io->b01f)",
+        "tf.nn.max_pool2d (reduce-window)",
+        "bias_add",
+        "TF kernel variable",
+    ),
+)
 def _b():
     import tensorflow as tf
 
@@ -853,9 +1304,17 @@ def _b():
     return _tf_ir(_tf_fn(f), [_f(r, (2, 12, 12, 3))])
 
 
-@_case("tf_gather_segment", "tf", features=("tf.gather (gather)", "tf.gather batch_dims",
-       "tf.math.unsorted_segment_sum/max (scatter)", "embedding table variable",
-       "tf.argmax (variadic reduce)"))
+@_case(
+    "tf_gather_segment",
+    "tf",
+    features=(
+        "tf.gather (gather)",
+        "tf.gather batch_dims",
+        "tf.math.unsorted_segment_sum/max (scatter)",
+        "embedding table variable",
+        "tf.argmax (variadic reduce)",
+    ),
+)
 def _b():
     import tensorflow as tf
 
@@ -869,12 +1328,14 @@ def _b():
         bg = tf.gather(tf.reshape(rows[:12], (3, 4, 8)), idx2, batch_dims=1)
         return s, mx, bg, tf.argmax(rows, axis=1)
 
-    return _tf_ir(_tf_fn(f), [_i(r, (12,), 0, 40), _i(r, (12,), 0, 5),
-                              _i(r, (3, 2), 0, 4)])
+    return _tf_ir(_tf_fn(f), [_i(r, (12,), 0, 40), _i(r, (12,), 0, 5), _i(r, (3, 2), 0, 4)])
 
 
-@_case("tf_while", "tf", features=("tf.while_loop -> while", "TF loop tuple state",
-       "variable read inside loop body"))
+@_case(
+    "tf_while",
+    "tf",
+    features=("tf.while_loop -> while", "TF loop tuple state", "variable read inside loop body"),
+)
 def _b():
     import tensorflow as tf
 
@@ -893,8 +1354,15 @@ def _b():
     return _tf_ir(_tf_fn(f), [_f(r, (4, 8)), np.int32(5)])
 
 
-@_case("tf_cond", "tf", features=("tf.cond -> conditional", "python if via autograph",
-       "tf.switch_case -> indexed conditional"))
+@_case(
+    "tf_cond",
+    "tf",
+    features=(
+        "tf.cond -> conditional",
+        "python if via autograph",
+        "tf.switch_case -> indexed conditional",
+    ),
+)
 def _b():
     import tensorflow as tf
 
@@ -907,9 +1375,22 @@ def _b():
     return _tf_ir(_tf_fn(f), [np.float32(-1.0), np.int32(1), _f(r, (4, 6))])
 
 
-@_case("tf_int64", "tf", features=("s64 from TF int64", "tf.range (iota) int64",
-       "int64 cumsum", "int64 gather indices", "tf.sort / argsort (sort)", "tf.reverse",
-       "tf.pad", "tf.concat", "tf.transpose", "strided slice"))
+@_case(
+    "tf_int64",
+    "tf",
+    features=(
+        "s64 from TF int64",
+        "tf.range (iota) int64",
+        "int64 cumsum",
+        "int64 gather indices",
+        "tf.sort / argsort (sort)",
+        "tf.reverse",
+        "tf.pad",
+        "tf.concat",
+        "tf.transpose",
+        "strided slice",
+    ),
+)
 def _b():
     import tensorflow as tf
 
@@ -927,8 +1408,9 @@ def _b():
     return _tf_ir(_tf_fn(f), [_i(r, (8,), -1000, 1000, np.int64), _f(r, (8,))])
 
 
-@_case("tf_bf16_f16", "tf", features=("TF bf16 / f16 arithmetic", "casts", "dtype-specific "
-       "constants"))
+@_case(
+    "tf_bf16_f16", "tf", features=("TF bf16 / f16 arithmetic", "casts", "dtype-specific constants")
+)
 def _b():
     import ml_dtypes
     import tensorflow as tf
@@ -942,8 +1424,17 @@ def _b():
     return _tf_ir(_tf_fn(f), [_f(r, (4, 8), ml_dtypes.bfloat16), _f(r, (4, 8), np.float16)])
 
 
-@_case("tf_opt_dense", "tf", optimized=True, features=("TF optimized_hlo",
-       "alias_passthrough_params", "fusions with TF metadata", "variables"))
+@_case(
+    "tf_opt_dense",
+    "tf",
+    optimized=True,
+    features=(
+        "TF optimized_hlo",
+        "alias_passthrough_params",
+        "fusions with TF metadata",
+        "variables",
+    ),
+)
 def _b():
     import tensorflow as tf
 
@@ -958,8 +1449,12 @@ def _b():
     return _tf_ir(_tf_fn(f), [_f(r, (8, 16))], optimized=True)
 
 
-@_case("tf_opt_embedding", "tf", optimized=True, features=("TF optimized gather + "
-       "unsorted_segment_sum", "optimized scatter"))
+@_case(
+    "tf_opt_embedding",
+    "tf",
+    optimized=True,
+    features=("TF optimized gather + unsorted_segment_sum", "optimized scatter"),
+)
 def _b():
     import tensorflow as tf
 
@@ -969,8 +1464,7 @@ def _b():
     def f(ids, seg):
         return tf.math.unsorted_segment_sum(tf.gather(table, ids), seg, num_segments=6)
 
-    return _tf_ir(_tf_fn(f), [_i(r, (20,), 0, 64), np.sort(_i(r, (20,), 0, 6))],
-                  optimized=True)
+    return _tf_ir(_tf_fn(f), [_i(r, (20,), 0, 64), np.sort(_i(r, (20,), 0, 6))], optimized=True)
 
 
 # ----------------------------------------------------------------------- SavedModel
@@ -984,8 +1478,15 @@ def _savedmodel_roundtrip(module, sig_specs):
         return tf.saved_model.load(d)
 
 
-@_case("savedmodel_dense", "savedmodel", features=("SavedModel reload of a jit_compile "
-       "method", "restored variables as entry parameters", "call of loaded function"))
+@_case(
+    "savedmodel_dense",
+    "savedmodel",
+    features=(
+        "SavedModel reload of a jit_compile method",
+        "restored variables as entry parameters",
+        "call of loaded function",
+    ),
+)
 def _b():
     import tensorflow as tf
 
@@ -1005,9 +1506,16 @@ def _b():
     return _tf_ir(loaded.__call__, [_f(r, (4, 8))])
 
 
-@_case("savedmodel_signature", "savedmodel", features=("SavedModel serving signature "
-       "wrapped in a new jit_compile tf.function", "dict outputs", "gather embedding lookup",
-       "StatefulPartitionedCall inlined"))
+@_case(
+    "savedmodel_signature",
+    "savedmodel",
+    features=(
+        "SavedModel serving signature wrapped in a new jit_compile tf.function",
+        "dict outputs",
+        "gather embedding lookup",
+        "StatefulPartitionedCall inlined",
+    ),
+)
 def _b():
     import tensorflow as tf
 

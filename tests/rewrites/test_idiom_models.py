@@ -1,17 +1,28 @@
 """The idiom zoo's builders and inputs work: each original module runs on XLA:CPU (through
 HloModuleProto -> StableHLO -> compile, the way rewritten modules will run) and matches the
-framework's own jit result bit for bit, for random and edge inputs."""
+framework's own jit result, for random and edge inputs: bit for bit for JAX; for TF within the
+idiom's tolerance where TF's runtime divides exactly and jaxlib's XLA:CPU does not."""
 
 import importlib.util
 import pathlib
+import sys
 
 import numpy as np
 import pytest
 
 _HERE = pathlib.Path(__file__).parent
-_spec = importlib.util.spec_from_file_location("idiom_models", _HERE / "idiom_models.py")
-im = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(im)
+
+def _load_idiom_models():
+    if "idiom_models" in sys.modules:
+        return sys.modules["idiom_models"]
+    spec = importlib.util.spec_from_file_location("idiom_models", _HERE / "idiom_models.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["idiom_models"] = mod  # dataclasses need the module registered
+    spec.loader.exec_module(mod)
+    return mod
+
+
+im = _load_idiom_models()
 
 NAMES = [i.name for i in im.IDIOMS]
 
@@ -25,17 +36,20 @@ def _run_proto(proto: bytes, args):
     dev = backend.local_devices()[0]
     mlir = jx.mlir.hlo_to_stablehlo(proto)
     exe = backend.compile_and_load(mlir, jx.DeviceList((dev,)), jx.CompileOptions())
-    return [np.asarray(o) for o in exe.execute([jax.device_put(a, dev) for a in args])]
+    with jax.enable_x64(True):  # else device_put narrows s64 inputs to s32
+        bufs = [jax.device_put(a, dev) for a in args]
+    return [np.asarray(o) for o in exe.execute(bufs)]
 
 
 def test_import_does_not_import_tensorflow():
     import subprocess
-    import sys
 
-    code = ("import importlib.util, sys; s = importlib.util.spec_from_file_location('m', %r); "
-            "m = importlib.util.module_from_spec(s); s.loader.exec_module(m); "
-            "assert 'tensorflow' not in sys.modules and 'jax' not in sys.modules, 'imported'"
-            % str(_HERE / "idiom_models.py"))
+    path = str(_HERE / "idiom_models.py")
+    code = ("import importlib.util, sys; "
+            f"s = importlib.util.spec_from_file_location('m', {path!r}); "
+            "m = importlib.util.module_from_spec(s); sys.modules['m'] = m; "
+            "s.loader.exec_module(m); "
+            "assert 'tensorflow' not in sys.modules and 'jax' not in sys.modules, 'imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -52,16 +66,21 @@ def test_idiom_table_is_consistent():
 def test_original_module_runs_and_matches_framework(name):
     proto, text = im.hlo(name)
     assert text.startswith("HloModule")
-    n_params = len(text.split("entry_computation_layout={(", 1)[1].split(")->", 1)[0]
-                   .replace("{1,0}", "").replace("{0}", "").replace("{2,1,0}", "")
-                   .split(",")) if "->" in text else None
+    entry = text.split("\nENTRY ", 1)[1].split("\n}", 1)[0]
+    n_params = sum(" parameter(" in line for line in entry.splitlines())
     for case in ("random", "edge"):
         args = im.inputs(name, case)
-        assert n_params is None or len(args) == n_params
+        assert len(args) == n_params
         got = _run_proto(proto, args)
         want = im.reference(name, args)
         assert len(got) == len(want)
+        tol = im.idiom(name).tolerance
         for g, w in zip(got, want, strict=True):
             assert g.dtype == w.dtype and g.shape == w.shape
-            # bitwise, NaN == NaN
-            np.testing.assert_array_equal(g.view(np.uint8), w.view(np.uint8), err_msg=case)
+            if im.idiom(name).framework == "jax" or tol == 0.0:
+                # same XLA:CPU as jax.jit: bitwise (NaN payloads included)
+                np.testing.assert_array_equal(g.view(np.uint8), w.view(np.uint8), err_msg=case)
+            else:
+                # TF's own XLA:CPU divides exactly where jaxlib multiplies by a reciprocal
+                np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64),
+                                           rtol=tol, atol=tol, equal_nan=True, err_msg=case)

@@ -14,7 +14,8 @@ from ember_xla.ir.hlo.cursor import Cursor
 from ember_xla.ir.hlo.shape import shape_from_dict, shape_to_dict
 
 # Fields that have no text form and carry no semantics (debug or statistics data).
-TEXTLESS_FIELDS = {"statistics_viz", "original_value"}
+# (and fields a newer XLA wrote that the installed schema does not know).
+TEXTLESS_FIELDS = {"statistics_viz", "original_value", "__unknown_fields__"}
 NEEDS_DIMENSIONS = {
     "broadcast", "reduce", "transpose", "reverse", "concatenate", "sort", "map", "all-gather",
     "reduce-scatter", "all-to-all",

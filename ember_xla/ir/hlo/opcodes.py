@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 UNARY = {
-    "abs", "bitcast", "bitcast-convert", "broadcast", "cbrt", "ceil", "clz", "convert", "copy",
+    "abs", "bitcast", "bitcast-convert", "broadcast", "cbrt", "ceil", "convert", "copy",
     "cosine", "erf", "exponential", "exponential-minus-one", "floor", "imag", "is-finite",
+    "count-leading-zeros",
     "log", "log-plus-one", "logistic", "negate", "not", "popcnt", "real", "reduce-precision",
     "reshape", "reverse", "round-nearest-afz", "round-nearest-even", "rsqrt", "sign", "sine",
     "slice", "sqrt", "tan", "tanh", "transpose", "get-tuple-element", "copy-start", "copy-done",

@@ -110,8 +110,10 @@ class Shape:
     def has_default_layout(self) -> bool:
         if self.is_tuple:
             return all(s.has_default_layout() for s in self.tuple_shapes)
+        extra = [kv for kv in self.layout_extra
+                 if kv not in _TEXTLESS_LAYOUT and kv[0] != "__unknown_fields__"]
         return self.layout is None or (
-            self.layout == tuple(range(self.rank - 1, -1, -1)) and not self.layout_extra
+            self.layout == tuple(range(self.rank - 1, -1, -1)) and not extra
         )
 
     def to_text(self, with_layout: bool = True) -> str:
@@ -123,7 +125,8 @@ class Shape:
             dims.append(f"<={d}" if dyn else str(d))
         text = f"{self.element_type}[{','.join(dims)}]"
         if with_layout and self.layout is not None and self.is_array:
-            extra = {k: v for k, v in self.layout_extra if (k, v) not in _TEXTLESS_LAYOUT}
+            extra = {k: v for k, v in self.layout_extra
+                     if (k, v) not in _TEXTLESS_LAYOUT and k != "__unknown_fields__"}
             if extra:
                 raise ValueError(f"cannot print layout fields {extra} as HLO text")
             if self.dims or self.layout:

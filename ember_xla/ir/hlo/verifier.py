@@ -9,7 +9,7 @@ from ember_xla.ir.hlo.opcodes import ARITY, ELEMENTWISE, OPCODES
 from ember_xla.ir.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 
-_TYPE_CHANGING = {"convert", "compare", "is-finite", "real", "imag", "complex", "select",
+_TYPE_CHANGING = {"abs", "convert", "compare", "is-finite", "real", "imag", "complex", "select",
                   "reduce-precision", "stochastic-convert"}
 
 

@@ -1,0 +1,33 @@
+"""What a successful match produces: a cluster (root, owned ops, inputs, custom-call attributes)
+and what a failed one produces: a near-miss with its reason."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ember_xla.ir.operation import Operation
+from ember_xla.ir.value import Value
+
+
+@dataclasses.dataclass
+class Cluster:
+    kind: str                       # segment_reduce | padded_bag
+    pattern: str                    # the pattern that matched, e.g. "ember.segment_reduce"
+    root: Operation
+    owned: list[Operation]          # top-level ops the cluster replaces (root included)
+    inputs: list[Value]             # custom-call operands, in the kernel's order
+    input_roles: list[str]          # table, indices, segment_ids, weights ...
+    attrs: dict[str, Any]           # combiner, index_mode, wrap_negative, weighted, init ...
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def table(self) -> Value:
+        return self.inputs[0]
+
+
+@dataclasses.dataclass
+class NearMiss:
+    pattern: str
+    root: Operation
+    reason: str

@@ -1,0 +1,195 @@
+"""Match the lookup half of a cluster: rows = table[indices], as JAX and TF export it.
+
+Recognised (see docs/IDIOMS.md): a canonical row ``gather`` (XLA clamps: ``clip``), the
+``jnp.take`` fill chain (``select(0 <= i <= N-1, gather, NaN)`` -> ``fill``), the negative-index
+wrap ``select(i < 0, i + N, i)`` (-> ``wrap_negative``), index reshapes, and JAX's s64 -> s32
+index ``convert`` (-> ``index_bits=32``); through JAX's ``call``s to ``_take``/``_where``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from ember_xla.ir.hlo.shape import FLOAT_TYPES
+from ember_xla.rewrites.refs import Ref, resolve, scalar_constant
+from ember_xla.rewrites.walk import NoMatch, Walk
+
+
+@dataclasses.dataclass
+class Lookup:
+    table: Ref
+    indices: Ref          # top-level value holding the raw indices (leading dims = lookups)
+    lookup_dims: tuple[int, ...]
+    index_mode: str       # clip | fill
+    wrap_negative: bool
+    index_bits: int       # 32 when the indices pass through a s64->s32 convert, else 64
+
+
+def _same_elements_reshape(ref: Ref) -> bool:
+    op = ref.op
+    return op.opcode in ("reshape", "bitcast") and op.operands[0].type.size == op.result.type.size
+
+
+def _resolve(walk: Walk, ref: Ref) -> Ref:
+    calls: list = []
+    out = resolve(ref, calls)
+    for c in calls:
+        walk.take(Ref(c.result), [])
+    return out
+
+
+def match_wrap(ref: Ref, n_rows: int) -> Ref | None:
+    """If ``ref`` is ``select(x < 0, x + N, x)`` with N = n_rows, return x."""
+    op = ref.op
+    if op.opcode != "select":
+        return None
+    cmp, add, x = (ref.operand(i) for i in range(3))
+    if cmp.op.opcode != "compare" or cmp.op.attributes.get("comparison_direction") != "LT":
+        return None
+    if add.op.opcode != "add":
+        return None
+    cx, c0 = cmp.operand(0), cmp.operand(1)
+    if cx.value is not x.value or scalar_constant(c0) != 0:
+        return None
+    a0, a1 = add.operand(0), add.operand(1)
+    if a0.value is x.value and scalar_constant(a1) == n_rows:
+        return x
+    if a1.value is x.value and scalar_constant(a0) == n_rows:
+        return x
+    return None
+
+
+def _wrap_owned(walk: Walk, ref: Ref) -> None:
+    """Claim the select/compare/add of a matched wrap (constants stay shared)."""
+    walk.take(ref)
+    for i in (0, 1):
+        walk.take(ref.operand(i))
+
+
+def index_chain(walk: Walk, ref: Ref, n_rows: int) -> tuple[Ref, bool, int]:
+    """Walk back from a gather's indices through reshapes, one s64->s32 convert and one wrap;
+    stop where the chain leaves the cluster. Returns (raw indices, wrap_negative, index_bits)."""
+    wrap, bits = False, 64
+    while True:
+        ref = resolve(ref)
+        op = ref.op
+        if ref.top and not walk.can_take(ref):
+            break
+        if _same_elements_reshape(ref):
+            walk.take(ref)
+            ref = Ref(op.operands[0], ref.stack)
+            continue
+        if (op.opcode == "convert" and not wrap and bits == 64
+                and op.operands[0].type.element_type == "s64"
+                and op.result.type.element_type == "s32"):
+            walk.take(ref)
+            bits = 32
+            ref = Ref(op.operands[0], ref.stack)
+            continue
+        if not wrap:
+            x = match_wrap(ref, n_rows)
+            if x is not None:
+                try:
+                    _wrap_owned(walk, ref)
+                except NoMatch:
+                    break
+                wrap = True
+                ref = x
+                continue
+        break
+    if not ref.top:
+        raise NoMatch(f"the indices are computed inside {ref.op.parent.name} by "
+                      f"{ref.op.opcode} {ref.op.name}, which the lookup kernels do not model")
+    return ref, wrap, bits
+
+
+def _check_gather(g: Ref) -> tuple[int, int]:
+    op = g.op
+    table, idx = op.operands[0].type, op.operands[1].type
+    if table.rank != 2:
+        raise NoMatch(f"gather {op.name} reads a rank-{table.rank} operand, not a [N,D] table")
+    n, d = table.dims
+    dn = op.attributes.get("gather_dimension_numbers", {})
+    ivd = dn.get("index_vector_dim", 0)
+    out = op.result.type
+    want_ivd = idx.rank - 1 if idx.rank and idx.dims[-1] == 1 else idx.rank
+    if ivd != want_ivd and not (ivd == idx.rank):
+        raise NoMatch(f"gather {op.name}: index_vector_dim={ivd} is not the trailing index dim")
+    ok = (dn.get("collapsed_slice_dims", []) == [0] and dn.get("start_index_map", []) == [0]
+          and dn.get("offset_dims", []) == [out.rank - 1]
+          and op.attributes.get("gather_slice_sizes", []) == [1, d]
+          and not dn.get("operand_batching_dims"))
+    if not ok:
+        raise NoMatch(f"gather {op.name} does not read whole rows (dimension numbers {dn}, "
+                      f"slice_sizes {op.attributes.get('gather_slice_sizes')})")
+    if table.element_type not in FLOAT_TYPES - {"f64"}:
+        raise NoMatch(f"gather {op.name}: table type {table.element_type} is not f32/bf16/f16")
+    if idx.element_type not in ("s32", "s64"):
+        raise NoMatch(f"gather {op.name}: index type {idx.element_type} is not s32/s64")
+    return n, d
+
+
+def _match_fill(walk: Walk, sel: Ref) -> Ref | None:
+    """``select(broadcast(reduce(and(i >= 0, i <= N-1))), gather(T, i), broadcast(NaN))``:
+    return the gather ref, or None if ``sel`` is not that."""
+    pred, g, fillv = (sel.operand(i) for i in range(3))
+    v = scalar_constant(fillv)
+    if v is None or not math.isnan(v) or g.op.opcode != "gather":
+        return None
+    idx = g.op.operands[1]
+    n = g.op.operands[0].type.dims[0] if g.op.operands[0].type.rank == 2 else -1
+    chain = [pred]
+    p = pred
+    if p.op.opcode == "broadcast":
+        p = p.operand(0)
+        chain.append(p)
+    if p.op.opcode == "reduce":
+        from ember_xla.rewrites.refs import binary_combiner
+
+        if binary_combiner(p.op) != "and" or scalar_constant(p.operand(1)) != 1.0:
+            return None
+        p = p.operand(0)
+        chain.append(p)
+    if p.op.opcode != "and":
+        return None
+    bounds = {}
+    for i in (0, 1):
+        c = p.operand(i)
+        if c.op.opcode != "compare" or c.op.operands[0] is not idx:
+            return None
+        bounds[c.op.attributes.get("comparison_direction")] = scalar_constant(c.operand(1))
+        chain.append(c)
+    if bounds != {"GE": 0.0, "LE": float(n - 1)}:
+        return None
+    walk.take(sel)
+    for r in chain:
+        walk.take(r)
+    return g
+
+
+def match_lookup(walk: Walk, rows: Ref) -> Lookup:
+    """Match ``rows`` (already claimed by the caller's op) as a table lookup."""
+    rows = _resolve(walk, rows)
+    mode = "clip"
+    if rows.op.opcode == "select":
+        g = _match_fill(walk, rows)
+        if g is None:
+            raise NoMatch(f"{rows.op.name}: select is not jnp.take's out-of-bounds fill")
+        mode = "fill"
+        rows = g
+    if rows.op.opcode != "gather":
+        raise NoMatch(f"the reduced values come from {rows.op.opcode} {rows.op.name}, "
+                      "not from a row gather")
+    n, _ = _check_gather(rows)
+    walk.take(rows)
+    table = resolve(rows.operand(0))
+    if not table.top:
+        raise NoMatch(f"the table of {rows.op.name} is computed inside {table.op.parent.name}")
+    idx_type = rows.op.operands[1].type
+    ivd = rows.op.attributes.get("gather_dimension_numbers", {}).get("index_vector_dim", 0)
+    lookup_dims = idx_type.dims[:ivd]
+    raw, wrap, bits = index_chain(walk, Ref(rows.op.operands[1], rows.stack), n)
+    if raw.value.type.size != math.prod(lookup_dims):
+        raise NoMatch(f"indices {raw.op.name} {raw.value.type} do not hold one index per lookup")
+    return Lookup(table, raw, tuple(lookup_dims), mode, wrap, bits)

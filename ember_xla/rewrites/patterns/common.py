@@ -1,0 +1,68 @@
+"""Pieces the cluster patterns share: per-lookup weights and index/segment reshapes."""
+
+from __future__ import annotations
+
+from ember_xla.rewrites.lookup import Lookup, match_lookup
+from ember_xla.rewrites.refs import Ref, resolve
+from ember_xla.rewrites.walk import NoMatch, Walk
+
+_COMBINERS = {"add": "sum", "maximum": "max", "minimum": "min"}
+
+
+def combiner_name(opcode: str | None, where: str) -> str:
+    if opcode not in _COMBINERS:
+        raise NoMatch(f"{where} combines with {opcode or 'a non-trivial computation'}, "
+                      "not add/maximum/minimum")
+    return _COMBINERS[opcode]
+
+
+def _keeps_lookup_order(op, n_lookups: int) -> bool:
+    """True if ``op`` moves one-value-per-lookup data without reordering it."""
+    if not op.operands:
+        return False
+    src, dst = op.operands[0].type, op.result.type
+    if src.size != n_lookups:
+        return False
+    if op.opcode in ("reshape", "bitcast"):
+        return True
+    if op.opcode == "broadcast":
+        dims = op.attributes.get("dimensions", [])
+        return dims == list(range(src.rank)) and tuple(dst.dims[:src.rank]) == src.dims
+    if op.opcode == "slice":
+        return all(d.get("start", 0) == 0 and d.get("stride", 1) == 1 and d.get("limit", 0) == n
+                   for d, n in zip(op.attributes.get("slice_dimensions", []), src.dims,
+                                   strict=True))
+    return False
+
+
+def weights_chain(walk: Walk, ref: Ref, n_lookups: int) -> Ref:
+    """From the broadcast weights multiplying the rows back to a value holding one weight per
+    lookup, through reshapes/broadcasts/full slices that keep the lookup order."""
+    ref = resolve(ref)
+    while ref.top and walk.can_take(ref) and _keeps_lookup_order(ref.op, n_lookups):
+        walk.take(ref)
+        ref = resolve(Ref(ref.op.operands[0], ref.stack))
+    if not ref.top:
+        raise NoMatch("the weights are computed inside a called computation")
+    if ref.value.type.size != n_lookups:
+        raise NoMatch(f"weights {ref.op.name} {ref.value.type} are not one per lookup")
+    return ref
+
+
+def split_weighted(walk: Walk, ref: Ref, n_lookups: int) -> tuple[Ref, Ref | None]:
+    """``multiply(rows, broadcast(w))`` -> (rows, w); anything else -> (ref, None)."""
+    ref = resolve(ref)
+    if ref.op.opcode != "multiply":
+        return ref, None
+    a, b = ref.operand(0), ref.operand(1)
+    for rows, w in ((a, b), (b, a)):
+        if w.op.opcode == "broadcast" or w.op.opcode == "reshape":
+            probe = resolve(rows)
+            if probe.op.opcode in ("gather", "select", "call"):
+                walk.take(ref)
+                return rows, weights_chain(walk, w, n_lookups)
+    raise NoMatch(f"multiply {ref.op.name} is not rows times broadcast per-lookup weights")
+
+
+def lookup_of(walk: Walk, rows: Ref) -> Lookup:
+    return match_lookup(walk, rows)

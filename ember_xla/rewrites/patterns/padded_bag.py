@@ -1,0 +1,57 @@
+"""``ember.padded_bag``: fixed-size bags ``table[ids]`` of shape [B,P,D] reduced over P by a
+``reduce`` (jnp.sum/max/mean(axis=1), Keras Embedding + reduce_sum/mean, flax Embed), with
+optional per-lookup weights or a 0/1 padding mask multiplied in."""
+
+from __future__ import annotations
+
+from ember_xla.ir.operation import Operation
+from ember_xla.rewrites.cluster import Cluster
+from ember_xla.rewrites.matcher import Pattern
+from ember_xla.rewrites.patterns.common import combiner_name, lookup_of, split_weighted
+from ember_xla.rewrites.refs import Ref, binary_combiner, resolve, scalar_constant
+from ember_xla.rewrites.walk import NoMatch, Walk
+
+
+class PaddedBag(Pattern):
+    name = "ember.padded_bag"
+    kind = "padded_bag"
+    roots = ("reduce",)
+
+    def match(self, op: Operation) -> Cluster:
+        if len(op.operands) != 2:
+            raise NoMatch(f"variadic reduce with {len(op.operands)} operands")
+        src = op.operands[0].type
+        if src.rank != 3 or op.attributes.get("dimensions", []) != [1]:
+            raise NoMatch(f"reduce of {src} over {op.attributes.get('dimensions')} is not a "
+                          "[B,P,D] bag reduced over P")
+        combiner = combiner_name(binary_combiner(op), f"reduce {op.name}")
+        init = scalar_constant(Ref(op.operands[1]))
+        if init is None:
+            raise NoMatch(f"reduce {op.name} starts from a non-constant value")
+        walk = Walk(op)
+        b, p, _ = src.dims
+        rows = resolve(Ref(op.operands[0]))
+        if rows.top and rows.op.opcode == "convert" and walk.can_take(rows):
+            from_t = rows.op.operands[0].type.element_type
+            if from_t != src.element_type:
+                raise NoMatch(f"the bag is reduced in {src.element_type} while the table is "
+                              f"{from_t} (XLA accumulates in the wider type; not modelled yet)")
+            walk.take(rows)
+            rows = resolve(Ref(rows.op.operands[0]))
+        rows, weights = split_weighted(walk, rows, b * p)
+        lk = lookup_of(walk, rows)
+        if lk.lookup_dims != (b, p):
+            raise NoMatch(f"lookups {lk.lookup_dims} do not form the reduced [B,P]=[{b},{p}]")
+        if lk.table.value.type.element_type != src.element_type:
+            raise NoMatch("the reduction runs in a different type than the table")
+        inputs = [lk.table.value, lk.indices.value]
+        roles = ["table", "ids"]
+        if weights is not None:
+            inputs.append(weights.value)
+            roles.append("weights")
+        attrs = {
+            "combiner": combiner, "index_mode": lk.index_mode,
+            "wrap_negative": lk.wrap_negative, "weighted": weights is not None,
+            "init": init, "index_bits": lk.index_bits,
+        }
+        return Cluster(self.kind, self.name, op, walk.owned, inputs, roles, attrs)
