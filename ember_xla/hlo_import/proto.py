@@ -129,19 +129,24 @@ def program_shape(g: Graph) -> dict[str, Any]:
 
 
 def assign_ids(module: Module) -> None:
-    """Give every op and graph without an id a fresh one (keeping existing ids)."""
-    used = {op.id for op in module.walk() if op.id is not None}
-    nxt = max(used, default=0) + 1
-    for op in module.walk():
-        if op.id is None:
-            op.id = nxt
-            nxt += 1
+    """Give graphs and ops without an id fresh ones, keeping existing ids.
+
+    XLA reads the low 32 bits of an instruction id as its id inside the computation, so a
+    computation that gained new ops is renumbered as a whole: ``(graph id << 32) | k``.
+    """
     gids = {g.id for g in module.graphs if g.id is not None}
     gnext = max(gids, default=0) + 1
     for g in module.graphs:
         if g.id is None:
             g.id = gnext
             gnext += 1
+    for g in module.graphs:
+        if any(op.id is None for op in g.ops):
+            if g.id == 0:  # keep (id << 32) | k clear of ids other graphs number from 1
+                g.id = gnext
+                gnext += 1
+            for k, op in enumerate(g.topological(), 1):
+                op.id = (g.id << 32) | k
 
 
 def module_to_dict(module: Module) -> dict[str, Any]:

@@ -125,5 +125,8 @@ EXECUTION_PIPELINE = "inline-fusions,lower-bitcasts,default-layouts"
 
 
 def needs_legalization(module: Module) -> bool:
-    return any(op.opcode in ("bitcast", "fusion") or not op.result.type.has_default_layout()
+    """True if XLA's importer would reject or misread ``module`` as it is (plain kLoop/kInput
+    fusions compile as they are and are then left alone)."""
+    return any(op.opcode == "bitcast" or not op.result.type.has_default_layout()
+               or (op.opcode == "fusion" and op.attributes.get("fusion_kind") == "kCustom")
                for op in module.walk())

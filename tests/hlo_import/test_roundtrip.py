@@ -100,9 +100,10 @@ def test_text_roundtrip(name):
     verify_module(m)
     printed = print_module(m)
     assert print_module(parse_module(printed)) == printed  # our text is a fixpoint
-    # XLA's own parser reads our text ...
-    via_xla = module_from_proto(xla_parse_text(printed))
-    same_bits(run_module(via_xla, inputs), reference(name), "text via XLA parser")
+    # XLA's own parser reads our text exactly as it reads its own ...
+    ours_via_xla = run_module(module_from_proto(xla_parse_text(printed)), inputs)
+    xla_via_xla = run_module(module_from_proto(xla_parse_text(text)), inputs)
+    same_bits(ours_via_xla, xla_via_xla, "our text vs XLA's text, both through XLA's parser")
     # ... and our proto export of the parsed text means the same
     same_bits(compile_proto(executable_proto(m)).run(inputs), reference(name),
               "text via our proto")
