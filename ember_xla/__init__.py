@@ -10,10 +10,14 @@ from ember_xla.hlo_import.model import Model
 from ember_xla.hlo_import.proto import module_from_proto, module_to_proto
 from ember_xla.hlo_import.text import parse_module
 from ember_xla.ir.hlo.printer import print_module
+from ember_xla.ops import embedding_bag
+from ember_xla.rewrites.pipeline import RewriteResult, rewrite_module
+from ember_xla.runtime.jit import jit
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ImportError_", "Model", "load_model", "load_models", "module_from_proto",
-    "module_to_proto", "parse_module", "print_module",
+    "ImportError_", "Model", "RewriteResult", "embedding_bag", "jit", "load_model",
+    "load_models", "module_from_proto", "module_to_proto", "parse_module", "print_module",
+    "rewrite_module",
 ]

@@ -15,8 +15,25 @@ flags.DEFINE_string("signature", None, "SavedModel input: the serving signature 
 flags.DEFINE_integer("unknown_dim", 8, "SavedModel input: size given to unknown (None) "
                      "dimensions of a signature.", lower_bound=1)
 
+flags.DEFINE_string("out", None, "rewrite: output folder for rewritten.pb, rewritten.hlo and "
+                    "report.json (created if missing; files are replaced atomically).")
+flags.DEFINE_bool("verify", False, "rewrite: run original and rewritten module on XLA:CPU on "
+                  "random valid inputs and report the largest difference.")
+flags.DEFINE_integer("seed", 0, "rewrite/run: seed of the random inputs.")
+flags.DEFINE_string("inputs", None, "run: .npz with one array per entry parameter (keys: "
+                    "parameter names or arr_0, arr_1, ... as np.savez writes them).")
+flags.DEFINE_string("outputs", None, "run: write the outputs to this .npz.")
+flags.DEFINE_integer("repeat", 0, "run: also time this many runs and print the median.",
+                     lower_bound=0)
+flags.DEFINE_bool("tf", True, "example: also export, rewrite and verify the TensorFlow version.")
+flags.DEFINE_integer("timing_repeats", 10, "example: timed runs per module.", lower_bound=1)
+
 COMMANDS = {
     "inspect": "inspect MODEL: entry signature, computations, opcode counts, gathers/scatters.",
+    "rewrite": "rewrite MODEL --out DIR [--verify]: embedding clusters -> ember custom-calls.",
+    "run": "run MODEL [--inputs X.npz] [--outputs Y.npz] [--repeat N]: execute on XLA:CPU.",
+    "example": "example [--out DIR] [--notf]: export, rewrite, verify and time the built-in "
+               "DLRM-style model.",
 }
 USAGE = """usage: ember-xla COMMAND MODEL [--flags]
 
@@ -37,7 +54,46 @@ def _cmd_inspect(args: list[str]) -> int:
     return 0
 
 
-HANDLERS = {"inspect": _cmd_inspect}
+def _cmd_rewrite(args: list[str]) -> int:
+    from ember_xla.cli.rewrite_cmd import rewrite_one
+    from ember_xla.hlo_import.load import load_models
+
+    if len(args) != 1:
+        raise UsageError("rewrite takes exactly one MODEL argument")
+    if not FLAGS.out:
+        raise UsageError("rewrite needs --out DIR")
+    models = load_models(args[0], FLAGS.signature, FLAGS.unknown_dim)
+    for m in models:
+        sub = FLAGS.out
+        if len(models) > 1:
+            import os
+
+            sub = os.path.join(FLAGS.out, m.source.rsplit("[", 1)[-1].rstrip("]"))
+        rewrite_one(m, sub, FLAGS.verify, FLAGS.seed)
+    return 0
+
+
+def _cmd_run(args: list[str]) -> int:
+    from ember_xla.cli.run_cmd import run_model
+    from ember_xla.hlo_import.load import load_model
+
+    if len(args) != 1:
+        raise UsageError("run takes exactly one MODEL argument")
+    model = load_model(args[0], FLAGS.signature, FLAGS.unknown_dim)
+    print(run_model(model, FLAGS.inputs, FLAGS.outputs, FLAGS.seed, FLAGS.repeat))
+    return 0
+
+
+def _cmd_example(args: list[str]) -> int:
+    from ember_xla.cli.example_cmd import run_example
+
+    if args:
+        raise UsageError("example takes no arguments")
+    return run_example(FLAGS.out, FLAGS.tf, FLAGS.timing_repeats)
+
+
+HANDLERS = {"inspect": _cmd_inspect, "rewrite": _cmd_rewrite, "run": _cmd_run,
+            "example": _cmd_example}
 
 
 def main(argv: list[str]) -> int:

@@ -31,17 +31,20 @@ class Executable:
     def __init__(self, loaded: Any) -> None:
         self._loaded = loaded
 
-    def run(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    def run_device(self, inputs: list) -> list:
+        """Run on arrays (numpy or jax); returns jax arrays on the CPU device."""
         import jax
 
         _, dev = _backend()
         try:
             with jax.enable_x64(True):  # else device_put narrows 64-bit inputs to 32 bits
-                bufs = [jax.device_put(np.asarray(a), dev) for a in inputs]
-            outs = self._loaded.execute(bufs)
+                bufs = [jax.device_put(a, dev) for a in inputs]
+            return self._loaded.execute(bufs)
         except Exception as e:
             raise XlaError(f"XLA:CPU execution failed: {e}") from None
-        return [np.asarray(o) for o in outs]
+
+    def run(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        return [np.asarray(o) for o in self.run_device([np.asarray(a) for a in inputs])]
 
 
 def compile_proto(proto: bytes) -> Executable:

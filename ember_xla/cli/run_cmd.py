@@ -1,0 +1,69 @@
+"""``ember-xla run MODEL [--inputs x.npz] [--outputs y.npz]``: execute a module (original or
+rewritten) on XLA:CPU with random valid or given inputs."""
+
+from __future__ import annotations
+
+import io
+import time
+
+import numpy as np
+
+from ember_xla.cli.errors import UsageError
+from ember_xla.hlo_import.model import Model
+from ember_xla.runtime.execute import compile_module
+from ember_xla.runtime.inputs import random_inputs
+from ember_xla.util.atomic import write_atomic
+
+
+def load_inputs(model: Model, path: str | None, seed: int) -> list[np.ndarray]:
+    params = sorted(model.module.entry.params(),
+                    key=lambda p: p.attributes.get("parameter_number", 0))
+    if path is None:
+        return random_inputs(model.module, seed, model.bound)
+    try:
+        data = np.load(path)
+    except (OSError, ValueError) as e:
+        raise UsageError(f"{path}: cannot read inputs ({e}); expected an .npz file") from None
+    out = []
+    for i, p in enumerate(params):
+        num = p.attributes.get("parameter_number", i)
+        for key in (p.name, f"arr_{num}", str(num)):
+            if key in data:
+                arr = data[key]
+                break
+        else:
+            if num in model.bound:
+                out.append(model.bound[num])
+                continue
+            raise UsageError(f"{path}: no array for parameter {num} ({p.name} {p.result.type});"
+                             f" expected a key {p.name!r} or 'arr_{num}'")
+        want = p.result.type
+        if tuple(arr.shape) != want.dims or arr.dtype != want.dtype:
+            raise UsageError(f"{path}: array for parameter {num} ({p.name}) is "
+                             f"{arr.dtype}{list(arr.shape)}, expected {want}")
+        out.append(arr)
+    return out
+
+
+def run_model(model: Model, inputs_path: str | None, outputs_path: str | None, seed: int,
+              repeat: int) -> str:
+    inputs = load_inputs(model, inputs_path, seed)
+    exe = compile_module(model.module)
+    outs = exe.run(inputs)
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        exe.run(inputs)
+        times.append(time.perf_counter() - t0)
+    lines = [f"{model.source}: {len(outs)} outputs"]
+    for i, o in enumerate(outs):
+        flat = o.reshape(-1)[:4]
+        lines.append(f"  output {i}: {o.dtype}{list(o.shape)} first values {flat.tolist()}")
+    if times:
+        lines.append(f"  median time per run over {repeat} runs: {1e3 * np.median(times):.3f} ms")
+    if outputs_path:
+        buf = io.BytesIO()
+        np.savez(buf, *outs)
+        write_atomic(outputs_path, buf.getvalue())
+        lines.append(f"  outputs written to {outputs_path}")
+    return "\n".join(lines)

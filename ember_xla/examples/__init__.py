@@ -1,0 +1,1 @@
+"""Built-in example models (small DLRM-style recommenders in JAX and TensorFlow)."""

@@ -1,0 +1,54 @@
+"""``rewrite_module``: find clusters, outline each into an ``ember.<kind>`` custom-call, verify,
+and report. The input module is not modified; the result holds a rewritten copy."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ember_xla.ir.graph import Module
+from ember_xla.ir.hlo.verifier import verify_module
+from ember_xla.rewrites.cluster import NearMiss
+from ember_xla.rewrites.matcher import Pattern, find_clusters
+from ember_xla.rewrites.outline import outline
+from ember_xla.rewrites.patterns import ALL_PATTERNS
+from ember_xla.rewrites.report import cluster_entry, near_miss_entry
+from ember_xla.rewrites.walk import NoMatch
+
+
+@dataclasses.dataclass
+class RewriteResult:
+    module: Module
+    clusters: list[dict[str, Any]]
+    near_misses: list[dict[str, Any]]
+    counters: dict[str, dict[str, int]]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.clusters)
+
+    def report(self) -> dict[str, Any]:
+        return {"module": self.module.name, "clusters": self.clusters,
+                "near_misses": self.near_misses, "counters": self.counters}
+
+
+def rewrite_module(module: Module, patterns: list[Pattern] | None = None) -> RewriteResult:
+    from ember_xla.runtime.execute import clone_module
+
+    work = clone_module(module)
+    found = find_clusters(work, list(patterns or ALL_PATTERNS))
+    entries, misses = [], [near_miss_entry(n) for n in found.near_misses]
+    for i, c in enumerate(found.clusters):
+        entry = cluster_entry(c, None)  # describe before the cluster's ops are erased
+        try:
+            cc = outline(work, c, i)
+        except NoMatch as e:
+            misses.append(near_miss_entry(NearMiss(c.pattern, c.root, str(e))))
+            found.counters[c.pattern]["refused"] += 1
+            continue
+        entry["custom_call"] = cc.name
+        entry["outlined_computation"] = cc.callees[0].name
+        entries.append(entry)
+    verify_module(work)
+    counters = {k: dict(v) for k, v in found.counters.items()}
+    return RewriteResult(work if entries else module, entries, misses, counters)

@@ -1,0 +1,55 @@
+"""Run an original and a rewritten module on the same inputs and compare the outputs; time
+modules side by side."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+import numpy as np
+
+from ember_xla.ir.graph import Module
+from ember_xla.runtime.execute import compile_module
+
+
+def compare_outputs(want: list[np.ndarray], got: list[np.ndarray]) -> dict[str, Any]:
+    rows = []
+    for i, (a, b) in enumerate(zip(want, got, strict=True)):
+        same_bits = a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+        if a.dtype.kind in "fc" or str(a.dtype) == "bfloat16":
+            x, y = a.astype(np.float64), b.astype(np.float64)
+            both_nan = np.isnan(x) & np.isnan(y)
+            diff = np.where(both_nan, 0.0, np.abs(x - y))
+            diff = np.where(np.isnan(diff), np.inf, diff)
+            max_diff = float(diff.max()) if diff.size else 0.0
+        else:
+            max_diff = float(np.abs(a.astype(np.int64) - b.astype(np.int64)).max()) if a.size \
+                else 0.0
+        rows.append({"output": i, "shape": list(a.shape), "dtype": str(a.dtype),
+                     "bitwise_equal": bool(same_bits), "max_abs_diff": max_diff})
+    return {"outputs": rows,
+            "bitwise_equal": all(r["bitwise_equal"] for r in rows),
+            "max_abs_diff": max((r["max_abs_diff"] for r in rows), default=0.0)}
+
+
+def verify_rewrite(original: Module, rewritten: Module,
+                   inputs: list[np.ndarray]) -> dict[str, Any]:
+    want = compile_module(original).run(inputs)
+    got = compile_module(rewritten).run(inputs)
+    return compare_outputs(want, got)
+
+
+def time_modules(modules: dict[str, Module], inputs: list[np.ndarray],
+                 repeats: int = 10) -> dict[str, float]:
+    """Median seconds per run of each module, runs interleaved (one warm-up each)."""
+    exes = {k: compile_module(m) for k, m in modules.items()}
+    for e in exes.values():
+        e.run(inputs)
+    times: dict[str, list[float]] = {k: [] for k in exes}
+    for _ in range(repeats):
+        for k, e in exes.items():
+            t0 = time.perf_counter()
+            e.run(inputs)
+            times[k].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in times.items()}
