@@ -3,7 +3,7 @@
 // Operands: T, the lookup operand(s), then an optional weights operand (taken through
 // RemainingArgs, so one handler serves the weighted and unweighted forms; `weighted` must agree
 // with its presence). One result. Attributes, all required: combiner (string), index_mode
-// (string), wrap_negative (bool), weighted (bool), init (f64).
+// (string), wrap_negative (bool), weighted (bool), init (f64), index_bits (i64: 32 or 64).
 #ifndef EMBER_XLA_NATIVE_HANDLER_H_
 #define EMBER_XLA_NATIVE_HANDLER_H_
 
@@ -20,7 +20,8 @@
       .Attr<std::string_view>("index_mode")        \
       .Attr<bool>("wrap_negative")                 \
       .Attr<bool>("weighted")                      \
-      .Attr<double>("init")
+      .Attr<double>("init")                        \
+      .Attr<int64_t>("index_bits")
 
 namespace ember {
 

@@ -9,10 +9,12 @@ namespace {
 ffi::Error OffsetsBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices, ffi::AnyBuffer offsets,
                           ffi::RemainingArgs rest, ffi::Result<ffi::AnyBuffer> out,
                           std::string_view combiner, std::string_view index_mode,
-                          bool wrap_negative, bool weighted, double init) {
+                          bool wrap_negative, bool weighted, double init,
+                          int64_t index_bits) {
   return Guarded("offsets_bag", [&]() -> ffi::Error {
     Options opt;
-    if (auto e = ParseOptions(combiner, index_mode, wrap_negative, weighted, init, &opt);
+    if (auto e = ParseOptions(combiner, index_mode, wrap_negative, weighted, init,
+                                   index_bits, &opt);
         e.failure())
       return e;
     if (auto e = CheckTableAndResult(table, *out); e.failure()) return e;
@@ -27,7 +29,9 @@ ffi::Error OffsetsBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices, ffi::Any
           " elements for " + std::to_string(bags) + " result rows, got " +
           std::to_string(offsets.dimensions()[0]));
     const void* weights = nullptr;
-    if (auto e = GetWeights(rest, opt, table, indices, &weights); e.failure()) return e;
+    ffi::DataType wtype;
+    if (auto e = GetWeights(rest, opt, table, *out, indices, &weights, &wtype); e.failure())
+      return e;
 
     Plan plan;
     plan.rows = bags;
@@ -42,7 +46,7 @@ ffi::Error OffsetsBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices, ffi::Any
     }
     if (auto e = ResolveIndices(indices, table.dimensions()[0], opt, &plan.src); e.failure())
       return e;
-    return RunPlan(table, plan, weights, opt, *out);
+    return RunPlan(table, plan, weights, wtype, opt, *out);
   });
 }
 

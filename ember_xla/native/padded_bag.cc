@@ -8,10 +8,11 @@ namespace {
 ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::RemainingArgs rest,
                          ffi::Result<ffi::AnyBuffer> out, std::string_view combiner,
                          std::string_view index_mode, bool wrap_negative, bool weighted,
-                         double init) {
+                         double init, int64_t index_bits) {
   return Guarded("padded_bag", [&]() -> ffi::Error {
     Options opt;
-    if (auto e = ParseOptions(combiner, index_mode, wrap_negative, weighted, init, &opt);
+    if (auto e = ParseOptions(combiner, index_mode, wrap_negative, weighted, init,
+                                   index_bits, &opt);
         e.failure())
       return e;
     if (auto e = CheckTableAndResult(table, *out); e.failure()) return e;
@@ -23,7 +24,9 @@ ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::Remainin
           "ember.padded_bag: result has " + std::to_string(out->dimensions()[0]) +
           " rows but ids has " + std::to_string(bags) + " bags");
     const void* weights = nullptr;
-    if (auto e = GetWeights(rest, opt, table, ids, &weights); e.failure()) return e;
+    ffi::DataType wtype;
+    if (auto e = GetWeights(rest, opt, table, *out, ids, &weights, &wtype); e.failure())
+      return e;
 
     Plan plan;
     plan.rows = bags;
@@ -31,7 +34,7 @@ ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::Remainin
       return e;
     plan.row_ptr.resize(bags + 1);
     for (int64_t b = 0; b <= bags; ++b) plan.row_ptr[b] = b * width;
-    return RunPlan(table, plan, weights, opt, *out);
+    return RunPlan(table, plan, weights, wtype, opt, *out);
   });
 }
 

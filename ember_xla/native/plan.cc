@@ -22,6 +22,8 @@ void Resolve(const I* idx, int64_t count, int64_t n, const Options& opt, int64_t
   for (int64_t j = 0; j < count; ++j) {
     int64_t i = static_cast<int64_t>(idx[j]);
     if (opt.wrap_negative && i < 0) i += n;
+    // index_bits = 32: XLA's s64 -> s32 convert keeps the low 32 bits (two's complement).
+    if (opt.index32) i = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(i)));
     if (opt.clip) {
       i = i < 0 ? 0 : (i >= n ? n - 1 : i);
     } else if (i < 0 || i >= n) {
@@ -46,7 +48,8 @@ std::string_view DtypeName(ffi::DataType t) {
 }
 
 ffi::Error ParseOptions(std::string_view combiner, std::string_view index_mode,
-                        bool wrap_negative, bool weighted, double init, Options* out) {
+                        bool wrap_negative, bool weighted, double init, int64_t index_bits,
+                        Options* out) {
   if (combiner == "sum") out->combiner = Combiner::kSum;
   else if (combiner == "max") out->combiner = Combiner::kMax;
   else if (combiner == "min") out->combiner = Combiner::kMin;
@@ -60,6 +63,10 @@ ffi::Error ParseOptions(std::string_view combiner, std::string_view index_mode,
   else
     return Invalid("ember: attribute index_mode must be clip or fill; got '" +
                    std::string(index_mode) + "'");
+  if (index_bits != 32 && index_bits != 64)
+    return Invalid("ember: attribute index_bits must be 32 or 64; got " +
+                   std::to_string(index_bits));
+  out->index32 = index_bits == 32;
   out->wrap_negative = wrap_negative;
   out->weighted = weighted;
   out->init = init;
@@ -72,9 +79,9 @@ ffi::Error CheckTableAndResult(const ffi::AnyBuffer& table, const ffi::AnyBuffer
     return Invalid("ember: table must be f32, bf16 or f16, got " + std::string(DtypeName(t)));
   if (table.dimensions().size() != 2)
     return Invalid("ember: table must have rank 2 [N, D], got shape " + DimsString(table));
-  if (out.element_type() != t)
+  if (out.element_type() != t && out.element_type() != ffi::DataType::F32)
     return Invalid("ember: result type " + std::string(DtypeName(out.element_type())) +
-                   " differs from the table's " + std::string(DtypeName(t)));
+                   " must be the table's type (" + std::string(DtypeName(t)) + ") or f32");
   if (out.dimensions().size() != 2 || out.dimensions()[1] != table.dimensions()[1])
     return Invalid("ember: result must be [rows, D] with D = " +
                    std::to_string(table.dimensions()[1]) + ", got " + DimsString(out));
@@ -117,8 +124,10 @@ ffi::Error ReadInts(const ffi::AnyBuffer& buf, std::string_view what, std::vecto
 }
 
 ffi::Error GetWeights(ffi::RemainingArgs rest, const Options& opt, const ffi::AnyBuffer& table,
-                      const ffi::AnyBuffer& like, const void** data) {
+                      const ffi::AnyBuffer& out, const ffi::AnyBuffer& like, const void** data,
+                      ffi::DataType* type) {
   *data = nullptr;
+  *type = table.element_type();
   if (rest.size() > 1)
     return Invalid("ember: too many operands (" + std::to_string(rest.size()) +
                    " after the lookups; only an optional weights operand may follow)");
@@ -130,10 +139,10 @@ ffi::Error GetWeights(ffi::RemainingArgs rest, const Options& opt, const ffi::An
   auto w = rest.get<ffi::AnyBuffer>(0);
   if (!w.has_value()) return Invalid("ember: the weights operand must be an array");
   const ffi::AnyBuffer& wb = *w;
-  if (wb.element_type() != table.element_type())
+  if (wb.element_type() != table.element_type() && wb.element_type() != out.element_type())
     return Invalid("ember: weights type " + std::string(DtypeName(wb.element_type())) +
-                   " differs from the table's " +
-                   std::string(DtypeName(table.element_type())));
+                   " must be the table's (" + std::string(DtypeName(table.element_type())) +
+                   ") or the result's (" + std::string(DtypeName(out.element_type())) + ")");
   auto wd = wb.dimensions();
   auto ld = like.dimensions();
   bool same = wd.size() == ld.size();
@@ -142,6 +151,7 @@ ffi::Error GetWeights(ffi::RemainingArgs rest, const Options& opt, const ffi::An
     return Invalid("ember: weights shape " + DimsString(wb) + " must equal the lookups' shape " +
                    DimsString(like));
   *data = wb.untyped_data();
+  *type = wb.element_type();
   return ffi::Error::Success();
 }
 

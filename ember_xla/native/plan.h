@@ -21,11 +21,13 @@ struct Options {
   bool clip = true;  // index_mode "clip" (else "fill": out-of-range lookups give a NaN row)
   bool wrap_negative = false;
   bool weighted = false;
+  bool index32 = false;  // index_bits == 32: truncate to int32 (two's complement) after wrapping
   double init = 0.0;
 };
 
 ffi::Error ParseOptions(std::string_view combiner, std::string_view index_mode,
-                        bool wrap_negative, bool weighted, double init, Options* out);
+                        bool wrap_negative, bool weighted, double init, int64_t index_bits,
+                        Options* out);
 
 struct Plan {
   int64_t rows = 0;              // output rows R
@@ -34,7 +36,7 @@ struct Plan {
   std::vector<int64_t> pos;      // per entry k: its lookup j; empty means j == k
 };
 
-// Checks T (rank 2, f32/bf16/f16) and the result (rank 2 [rows, D], T's type).
+// Checks T (rank 2, f32/bf16/f16) and the result (rank 2 [rows, D], T's type or f32).
 ffi::Error CheckTableAndResult(const ffi::AnyBuffer& table, const ffi::AnyBuffer& out);
 
 // Resolves lookups (s32/s64, any shape, read flat) to table rows per Options.
@@ -45,10 +47,11 @@ ffi::Error ResolveIndices(const ffi::AnyBuffer& idx, int64_t n_rows, const Optio
 ffi::Error ReadInts(const ffi::AnyBuffer& buf, std::string_view what, std::vector<int64_t>* out);
 
 // Validates the optional trailing weights operand against `weighted`; on success *data is the
-// weights' data (nullptr when unweighted). Weights must have T's type and `count` elements in
-// the same shape as the lookup operand `like`.
+// weights' data (nullptr when unweighted) and *type its element type. Weights must have T's type
+// or the result's type, and the same shape as the lookup operand `like`.
 ffi::Error GetWeights(ffi::RemainingArgs rest, const Options& opt, const ffi::AnyBuffer& table,
-                      const ffi::AnyBuffer& like, const void** data);
+                      const ffi::AnyBuffer& out, const ffi::AnyBuffer& like, const void** data,
+                      ffi::DataType* type);
 
 std::string_view DtypeName(ffi::DataType t);
 

@@ -10,10 +10,11 @@ ffi::Error SegmentReduceImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices,
                              ffi::AnyBuffer segment_ids, ffi::RemainingArgs rest,
                              ffi::Result<ffi::AnyBuffer> out, std::string_view combiner,
                              std::string_view index_mode, bool wrap_negative, bool weighted,
-                             double init) {
+                             double init, int64_t index_bits) {
   return Guarded("segment_reduce", [&]() -> ffi::Error {
     Options opt;
-    if (auto e = ParseOptions(combiner, index_mode, wrap_negative, weighted, init, &opt);
+    if (auto e = ParseOptions(combiner, index_mode, wrap_negative, weighted, init,
+                                   index_bits, &opt);
         e.failure())
       return e;
     if (auto e = CheckTableAndResult(table, *out); e.failure()) return e;
@@ -25,7 +26,9 @@ ffi::Error SegmentReduceImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices,
           "ember.segment_reduce: indices has " + std::to_string(indices.dimensions()[0]) +
           " elements but segment_ids has " + std::to_string(segment_ids.dimensions()[0]));
     const void* weights = nullptr;
-    if (auto e = GetWeights(rest, opt, table, indices, &weights); e.failure()) return e;
+    ffi::DataType wtype;
+    if (auto e = GetWeights(rest, opt, table, *out, indices, &weights, &wtype); e.failure())
+      return e;
 
     Plan plan;
     plan.rows = out->dimensions()[0];
@@ -43,7 +46,7 @@ ffi::Error SegmentReduceImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices,
     std::vector<int64_t> fill(plan.row_ptr.begin(), plan.row_ptr.end() - 1);
     for (int64_t j = 0; j < count; ++j)
       if (seg[j] >= 0 && seg[j] < rows) plan.pos[fill[seg[j]]++] = j;
-    return RunPlan(table, plan, weights, opt, *out);
+    return RunPlan(table, plan, weights, wtype, opt, *out);
   });
 }
 

@@ -31,14 +31,6 @@ def _same_elements_reshape(ref: Ref) -> bool:
     return op.opcode in ("reshape", "bitcast") and op.operands[0].type.size == op.result.type.size
 
 
-def _resolve(walk: Walk, ref: Ref) -> Ref:
-    calls: list = []
-    out = resolve(ref, calls)
-    for c in calls:
-        walk.take(Ref(c.result), [])
-    return out
-
-
 def match_wrap(ref: Ref, n_rows: int) -> Ref | None:
     """If ``ref`` is ``select(x < 0, x + N, x)`` with N = n_rows, return x."""
     op = ref.op
@@ -72,7 +64,9 @@ def index_chain(walk: Walk, ref: Ref, n_rows: int) -> tuple[Ref, bool, int]:
     stop where the chain leaves the cluster. Returns (raw indices, wrap_negative, index_bits)."""
     wrap, bits = False, 64
     while True:
-        ref = resolve(ref)
+        if ref.top and ref.op.opcode == "call" and not walk.can_take(ref):
+            break
+        ref = walk.enter(ref)
         op = ref.op
         if ref.top and not walk.can_take(ref):
             break
@@ -170,7 +164,7 @@ def _match_fill(walk: Walk, sel: Ref) -> Ref | None:
 
 def match_lookup(walk: Walk, rows: Ref) -> Lookup:
     """Match ``rows`` (already claimed by the caller's op) as a table lookup."""
-    rows = _resolve(walk, rows)
+    rows = walk.enter(rows)
     mode = "clip"
     if rows.op.opcode == "select":
         g = _match_fill(walk, rows)

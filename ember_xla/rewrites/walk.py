@@ -4,7 +4,7 @@ the reason a match failed (every failure carries one, as Inductor's FailedMatch 
 from __future__ import annotations
 
 from ember_xla.ir.operation import Operation
-from ember_xla.rewrites.refs import Ref
+from ember_xla.rewrites.refs import Ref, resolve
 
 
 class NoMatch(Exception):
@@ -38,6 +38,15 @@ class Walk:
                 users = ", ".join(u.name for u in ref.op.users if not self.owns(u))
                 raise NoMatch(f"{ref.op.name} is also used outside the cluster (by {users})")
             self._claim(ref.op)
+
+    def enter(self, ref: Ref) -> Ref:
+        """``resolve`` through calls, claiming every top-level call it steps into (a call whose
+        result is also used elsewhere cannot be part of the cluster)."""
+        calls: list[Operation] = []
+        out = resolve(ref, calls)
+        for c in calls:
+            self._claim(c)
+        return out
 
     def _claim(self, op: Operation) -> None:
         if id(op) in self._ids:

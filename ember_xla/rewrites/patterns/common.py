@@ -38,10 +38,9 @@ def _keeps_lookup_order(op, n_lookups: int) -> bool:
 def weights_chain(walk: Walk, ref: Ref, n_lookups: int) -> Ref:
     """From the broadcast weights multiplying the rows back to a value holding one weight per
     lookup, through reshapes/broadcasts/full slices that keep the lookup order."""
-    ref = resolve(ref)
     while ref.top and walk.can_take(ref) and _keeps_lookup_order(ref.op, n_lookups):
         walk.take(ref)
-        ref = resolve(Ref(ref.op.operands[0], ref.stack))
+        ref = Ref(ref.op.operands[0])
     if not ref.top:
         raise NoMatch("the weights are computed inside a called computation")
     if ref.value.type.size != n_lookups:
@@ -51,10 +50,12 @@ def weights_chain(walk: Walk, ref: Ref, n_lookups: int) -> Ref:
 
 def split_weighted(walk: Walk, ref: Ref, n_lookups: int) -> tuple[Ref, Ref | None]:
     """``multiply(rows, broadcast(w))`` -> (rows, w); anything else -> (ref, None)."""
-    ref = resolve(ref)
+    if ref.top and ref.op.opcode != "multiply":
+        return ref, None
+    ref = walk.enter(ref)
     if ref.op.opcode != "multiply":
         return ref, None
-    a, b = ref.operand(0), ref.operand(1)
+    a, b = Ref(ref.op.operands[0], ref.stack), Ref(ref.op.operands[1], ref.stack)
     for rows, w in ((a, b), (b, a)):
         if w.op.opcode == "broadcast" or w.op.opcode == "reshape":
             probe = resolve(rows)

@@ -8,7 +8,7 @@ from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.matcher import Pattern
 from ember_xla.rewrites.patterns.common import combiner_name, lookup_of, split_weighted
-from ember_xla.rewrites.refs import Ref, binary_combiner, resolve, scalar_constant
+from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
 from ember_xla.rewrites.walk import NoMatch, Walk
 
 
@@ -30,14 +30,14 @@ class PaddedBag(Pattern):
             raise NoMatch(f"reduce {op.name} starts from a non-constant value")
         walk = Walk(op)
         b, p, _ = src.dims
-        rows = resolve(Ref(op.operands[0]))
-        if rows.top and rows.op.opcode == "convert" and walk.can_take(rows):
+        rows = Ref(op.operands[0])
+        if rows.op.opcode == "convert" and walk.can_take(rows):
             from_t = rows.op.operands[0].type.element_type
             if from_t != src.element_type:
                 raise NoMatch(f"the bag is reduced in {src.element_type} while the table is "
                               f"{from_t} (XLA accumulates in the wider type; not modelled yet)")
             walk.take(rows)
-            rows = resolve(Ref(rows.op.operands[0]))
+            rows = Ref(rows.op.operands[0])
         rows, weights = split_weighted(walk, rows, b * p)
         lk = lookup_of(walk, rows)
         if lk.lookup_dims != (b, p):

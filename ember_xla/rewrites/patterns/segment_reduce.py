@@ -10,18 +10,17 @@ from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.matcher import Pattern
 from ember_xla.rewrites.patterns.common import combiner_name, lookup_of, split_weighted
-from ember_xla.rewrites.refs import Ref, binary_combiner, resolve, scalar_constant
+from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
 from ember_xla.rewrites.walk import NoMatch, Walk
 
 
 def segment_chain(walk: Walk, ref: Ref, n_lookups: int) -> Ref:
     """Back from scatter indices through reshapes (a convert stays outside the cluster: the
     kernel then reads exactly the ids XLA's scatter reads)."""
-    ref = resolve(ref)
-    while (ref.top and walk.can_take(ref) and ref.op.opcode in ("reshape", "bitcast")
+    while (walk.can_take(ref) and ref.op.opcode in ("reshape", "bitcast")
            and ref.op.operands[0].type.size == n_lookups):
         walk.take(ref)
-        ref = resolve(Ref(ref.op.operands[0], ref.stack))
+        ref = Ref(ref.op.operands[0])
     if not ref.top:
         raise NoMatch("segment ids are computed inside a called computation")
     if ref.value.type.element_type not in ("s32", "s64"):
