@@ -135,7 +135,7 @@ def _match_fill(walk: Walk, sel: Ref) -> Ref | None:
     n = g.op.operands[0].type.dims[0] if g.op.operands[0].type.rank == 2 else -1
     chain = [pred]
     p = pred
-    if p.op.opcode == "broadcast":
+    if p.op.opcode in ("broadcast", "reshape"):  # reshape when the row dims are all 1
         p = p.operand(0)
         chain.append(p)
     if p.op.opcode == "reduce":

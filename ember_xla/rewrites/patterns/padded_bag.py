@@ -31,18 +31,22 @@ class PaddedBag(Pattern):
         walk = Walk(op)
         b, p, _ = src.dims
         rows = Ref(op.operands[0])
+        table_type = src.element_type
         if rows.op.opcode == "convert" and walk.can_take(rows):
-            from_t = rows.op.operands[0].type.element_type
-            if from_t != src.element_type:
-                raise NoMatch(f"the bag is reduced in {src.element_type} while the table is "
-                              f"{from_t} (XLA accumulates in the wider type; not modelled yet)")
+            # jnp.sum / tf.reduce_sum of f16/bf16 rows: convert to f32, reduce in f32 (the
+            # kernel accumulates in its output type); f32 -> f32 converts are no-ops
+            table_type = rows.op.operands[0].type.element_type
+            if table_type != src.element_type and not (
+                    src.element_type == "f32" and table_type in ("f16", "bf16")):
+                raise NoMatch(f"the bag is reduced in {src.element_type} after converting "
+                              f"{table_type} rows; only f16/bf16 -> f32 is modelled")
             walk.take(rows)
             rows = Ref(rows.op.operands[0])
         rows, weights = split_weighted(walk, rows, b * p)
         lk = lookup_of(walk, rows)
         if lk.lookup_dims != (b, p):
             raise NoMatch(f"lookups {lk.lookup_dims} do not form the reduced [B,P]=[{b},{p}]")
-        if lk.table.value.type.element_type != src.element_type:
+        if lk.table.value.type.element_type != table_type:
             raise NoMatch("the reduction runs in a different type than the table")
         inputs = [lk.table.value, lk.indices.value]
         roles = ["table", "ids"]
