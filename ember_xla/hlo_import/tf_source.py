@@ -61,6 +61,13 @@ def _concrete_spec(spec: Any, unknown_dim: int) -> Any:
     return tf.TensorSpec(dims, spec.dtype, spec.name)
 
 
+def _signature_caller(sig: Any, keys: list[str]) -> Any:
+    def call(*xs: Any) -> Any:
+        return sig(**dict(zip(keys, xs, strict=True)))
+
+    return call
+
+
 def from_saved_model(path: str, signature: str | None = None,
                      unknown_dim: int = 8) -> dict[str, Model]:
     """Import every serving signature (or one) of a SavedModel directory.
@@ -94,10 +101,7 @@ def from_saved_model(path: str, signature: str | None = None,
         keys = sorted(kw_specs)
         specs = [_concrete_spec(kw_specs[k], unknown_dim) for k in keys]
 
-        def call(*xs: Any, _sig: Any = sig, _keys: list[str] = keys) -> Any:
-            return _sig(**dict(zip(_keys, xs, strict=True)))
-
-        wrapped = tf.function(call, jit_compile=True)
+        wrapped = tf.function(_signature_caller(sig, keys), jit_compile=True)
         model = from_tf_function(wrapped, *specs, source=f"{path}[{name}]")
         model.input_names = keys
         out[name] = model
