@@ -97,6 +97,9 @@ HANDLERS = {"inspect": _cmd_inspect, "rewrite": _cmd_rewrite, "run": _cmd_run,
 
 
 def main(argv: list[str]) -> int:
+    from absl import logging
+
+    logging.set_verbosity(logging.WARNING)  # libraries' INFO chatter stays off the terminal
     if len(argv) < 2:
         print(USAGE, file=sys.stderr)
         return USAGE_EXIT
@@ -111,6 +114,7 @@ def run() -> None:
     import os
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # keep TensorFlow quiet on stderr
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")  # no accelerator probing
     if any(a in ("-h", "--help", "--helpshort", "help") for a in sys.argv[1:2] + sys.argv[2:]):
         print(USAGE.replace("Run `ember-xla --helpfull` for every flag.", "Flags:"))
         print(FLAGS.module_help(__name__))
