@@ -36,7 +36,6 @@ def test_gather_without_reduction_is_left_alone():
 
 def test_escaping_rows_are_a_near_miss():
     import jax
-    import jax.numpy as jnp
 
     def f(t, i, s):
         rows = t[i]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.lookup import Lookup, match_lookup
 from ember_xla.rewrites.refs import Ref, resolve
 from ember_xla.rewrites.walk import NoMatch, Walk
@@ -67,3 +70,18 @@ def split_weighted(walk: Walk, ref: Ref, n_lookups: int) -> tuple[Ref, Ref | Non
 
 def lookup_of(walk: Walk, rows: Ref) -> Lookup:
     return match_lookup(walk, rows)
+
+
+def make_cluster(pattern: Any, walk: Walk, lk: Lookup, layout: list[tuple[str, Ref]],
+                 weights: Ref | None, combiner: str, init: float) -> Cluster:
+    """The cluster of a matched lookup + reduction: kernel operands are the table, the raw
+    indices, the pattern's ``layout`` operands (segment ids ...) and the weights if any."""
+    roles = ["table", layout[0][0]] + [r for r, _ in layout[1:]]
+    inputs = [lk.table.value, lk.indices.value] + [ref.value for _, ref in layout[1:]]
+    if weights is not None:
+        roles.append("weights")
+        inputs.append(weights.value)
+    attrs = {"combiner": combiner, "index_mode": lk.index_mode,
+             "wrap_negative": lk.wrap_negative, "weighted": weights is not None,
+             "init": init, "index_bits": lk.index_bits}
+    return Cluster(pattern.kind, pattern.name, walk.root, walk.owned, inputs, roles, attrs)

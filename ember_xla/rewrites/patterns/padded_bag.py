@@ -7,7 +7,12 @@ from __future__ import annotations
 from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.matcher import Pattern
-from ember_xla.rewrites.patterns.common import combiner_name, lookup_of, split_weighted
+from ember_xla.rewrites.patterns.common import (
+    combiner_name,
+    lookup_of,
+    make_cluster,
+    split_weighted,
+)
 from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
 from ember_xla.rewrites.walk import NoMatch, Walk
 
@@ -48,14 +53,4 @@ class PaddedBag(Pattern):
             raise NoMatch(f"lookups {lk.lookup_dims} do not form the reduced [B,P]=[{b},{p}]")
         if lk.table.value.type.element_type != table_type:
             raise NoMatch("the reduction runs in a different type than the table")
-        inputs = [lk.table.value, lk.indices.value]
-        roles = ["table", "ids"]
-        if weights is not None:
-            inputs.append(weights.value)
-            roles.append("weights")
-        attrs = {
-            "combiner": combiner, "index_mode": lk.index_mode,
-            "wrap_negative": lk.wrap_negative, "weighted": weights is not None,
-            "init": init, "index_bits": lk.index_bits,
-        }
-        return Cluster(self.kind, self.name, op, walk.owned, inputs, roles, attrs)
+        return make_cluster(self, walk, lk, [("ids", lk.indices)], weights, combiner, init)

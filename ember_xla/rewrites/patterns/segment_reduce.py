@@ -9,7 +9,12 @@ import math
 from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.matcher import Pattern
-from ember_xla.rewrites.patterns.common import combiner_name, lookup_of, split_weighted
+from ember_xla.rewrites.patterns.common import (
+    combiner_name,
+    lookup_of,
+    make_cluster,
+    split_weighted,
+)
 from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
 from ember_xla.rewrites.walk import NoMatch, Walk
 
@@ -62,14 +67,5 @@ class SegmentReduce(Pattern):
         if lk.table.value.type.element_type != out.element_type:
             raise NoMatch("scatter accumulates in a different type than the table")
         segs = segment_chain(walk, Ref(op.operands[1]), n_lookups)
-        inputs = [lk.table.value, lk.indices.value, segs.value]
-        roles = ["table", "indices", "segment_ids"]
-        if weights is not None:
-            inputs.append(weights.value)
-            roles.append("weights")
-        attrs = {
-            "combiner": combiner, "index_mode": lk.index_mode,
-            "wrap_negative": lk.wrap_negative, "weighted": weights is not None,
-            "init": init, "index_bits": lk.index_bits,
-        }
-        return Cluster(self.kind, self.name, op, walk.owned, inputs, roles, attrs)
+        return make_cluster(self, walk, lk, [("indices", lk.indices), ("segment_ids", segs)],
+                            weights, combiner, init)
