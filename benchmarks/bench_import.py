@@ -23,7 +23,7 @@ from ember_xla.ir.hlo.printer import print_module
 def synthetic_text(n: int) -> str:
     """HLO text with about ``n`` instructions in the entry computation."""
     lines = [
-        "HloModule synthetic_%d" % n, "",
+        f"HloModule synthetic_{n}", "",
         "add {", "  a = f32[] parameter(0)", "  b = f32[] parameter(1)",
         "  ROOT s = f32[] add(a, b)", "}", "",
         "ENTRY main {",

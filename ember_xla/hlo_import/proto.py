@@ -8,6 +8,7 @@ round trip writes the same module; program shapes are recomputed on export. The 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ember_xla.hlo_import import protodict
@@ -46,7 +47,29 @@ def module_from_proto(data: bytes, path: str | None = None) -> Module:
             f"not a valid HloModuleProto ({type(e).__name__}: {e}); expected the bytes of a "
             "serialized xla.HloModuleProto", path) from None
     with gc_paused():
-        return module_from_dict(protodict.to_dict(msg), path)
+        special = {hlo_pb2.HloInstructionProto.DESCRIPTOR.fields_by_name["shape"]:
+                   _shape_converter()}
+        return module_from_dict(protodict.to_dict(msg, special), path)
+
+
+def _shape_converter() -> Callable[[Any], Any]:
+    """ShapeProto -> ``Shape`` (what ``shape_from_dict(to_dict(msg))`` gives), cached on the
+    serialized bytes: a module repeats a few shapes many times. A shape ``shape_from_dict``
+    rejects stays a dict, so ``module_from_dict`` reports it with its instruction."""
+    cache: dict[bytes, Shape] = {}
+
+    def convert(msg: Any) -> Any:
+        key = msg.SerializeToString()
+        s = cache.get(key)
+        if s is None:
+            d = protodict.to_dict(msg)
+            try:
+                s = cache[key] = shape_from_dict(d)
+            except ValueError:
+                return d
+        return s
+
+    return convert
 
 
 def module_from_dict(d: dict[str, Any], path: str | None = None) -> Module:
@@ -72,7 +95,9 @@ def module_from_dict(d: dict[str, Any], path: str | None = None) -> Module:
                 raise ImportError_(
                     f"computation {g.name}, instruction {name}: unknown opcode {opcode!r}", path)
             try:
-                shape = shape_from_dict(ins.get("shape", {}))
+                shape = ins.get("shape", {})
+                if not isinstance(shape, Shape):  # module_from_proto converts shapes itself
+                    shape = shape_from_dict(shape)
             except ValueError as e:
                 raise ImportError_(f"computation {g.name}, instruction {name}: {e}", path) from None
             operands = []
@@ -149,28 +174,29 @@ def assign_ids(module: Module) -> None:
                 op.id = (g.id << 32) | k
 
 
-def module_to_dict(module: Module) -> dict[str, Any]:
+def _instruction_dict(op: Operation, names: dict[str, Operation]) -> dict[str, Any]:
+    ins: dict[str, Any] = {"name": op.name, "opcode": op.opcode}
+    ins["shape"] = shape_to_dict(op.result.type)
+    attrs = dict(op.attributes)
+    preds = attrs.pop("control_predecessors", [])
+    ins.update(attrs)
+    ins["id"] = op.id
+    if op.operands:
+        ins["operand_ids"] = [v.owner.id for v in op.operands]
+    if preds:
+        ins["control_predecessor_ids"] = [names[p].id for p in preds]
+    if op.callees:
+        ins["called_computation_ids"] = [c.id for c in op.callees]
+    return ins
+
+
+def _module_dict(module: Module, instructions: Callable[[Graph], list[Any]]) -> dict[str, Any]:
+    """``module_to_dict`` with each computation's instruction list made by ``instructions``."""
     module.uniquify_op_names()
     assign_ids(module)
     comps = []
     for g in module.post_order():
-        names = {op.name: op for op in g.ops}
-        instrs = []
-        for op in g.topological():
-            ins: dict[str, Any] = {"name": op.name, "opcode": op.opcode}
-            ins["shape"] = shape_to_dict(op.result.type)
-            attrs = dict(op.attributes)
-            preds = attrs.pop("control_predecessors", [])
-            ins.update(attrs)
-            ins["id"] = op.id
-            if op.operands:
-                ins["operand_ids"] = [v.owner.id for v in op.operands]
-            if preds:
-                ins["control_predecessor_ids"] = [names[p].id for p in preds]
-            if op.callees:
-                ins["called_computation_ids"] = [c.id for c in op.callees]
-            instrs.append(ins)
-        cd: dict[str, Any] = {"name": g.name, "instructions": instrs}
+        cd: dict[str, Any] = {"name": g.name, "instructions": instructions(g)}
         cd["program_shape"] = program_shape(g)
         cd["id"] = g.id
         cd["root_id"] = g.root.id
@@ -190,11 +216,114 @@ def module_to_dict(module: Module) -> dict[str, Any]:
     return d
 
 
+def module_to_dict(module: Module) -> dict[str, Any]:
+    def instructions(g: Graph) -> list[Any]:
+        names = {op.name: op for op in g.ops}
+        return [_instruction_dict(op, names) for op in g.topological()]
+
+    return _module_dict(module, instructions)
+
+
+class _Ops(list):
+    """A computation's ops in order, standing in for its instruction dicts (see _module_message)."""
+
+    graph: Graph
+
+
+def _module_message(module: Module, hlo_pb2: Any) -> Any:
+    """``to_message(module_to_dict(module), HloModuleProto())`` without the per-instruction
+    dicts: instructions are written straight into their messages (shapes merged from cached
+    serialized ShapeProtos); everything else goes through ``protodict.to_message`` in the same
+    order as the dict form, so the message is the same."""
+    to_message = protodict.to_message
+    shape_bytes = _ShapeBytes(hlo_pb2)
+
+    def instructions(g: Graph) -> list[Any]:
+        ops = _Ops(g.topological())
+        ops.graph = g
+        return ops
+
+    d = _module_dict(module, instructions)
+    msg = hlo_pb2.HloModuleProto()
+    for key, value in d.items():
+        if key != "computations" or not isinstance(value, list):
+            to_message({key: value}, msg)
+            continue
+        for cd in value:
+            cmsg = msg.computations.add()
+            if not isinstance(cd, dict):
+                to_message(cd, cmsg)  # raises as the dict form would
+                continue
+            for ckey, cvalue in cd.items():
+                if ckey != "instructions" or type(cvalue) is not _Ops:
+                    to_message({ckey: cvalue}, cmsg)
+                    continue
+                names = {op.name: op for op in cvalue.graph.ops}
+                add = cmsg.instructions.add
+                for op in cvalue:
+                    _instruction_message(op, names, add(), shape_bytes)
+    return msg
+
+
+def _instruction_message(op: Operation, names: dict[str, Operation], msg: Any,
+                         shape_bytes: _ShapeBytes) -> None:
+    attrs = op.attributes
+    if not _INSTR_STRUCT.isdisjoint(attrs):  # attributes shadow structural fields
+        protodict.to_message(_instruction_dict(op, names), msg)
+        return
+    msg.name = op.name
+    msg.opcode = op.opcode
+    shape = op.result.type
+    data = shape_bytes(shape)
+    if data:
+        msg.shape.MergeFromString(data)
+    else:
+        msg.shape.SetInParent()
+    preds = attrs.get("control_predecessors", [])
+    if "control_predecessors" in attrs:
+        attrs = dict(attrs)
+        del attrs["control_predecessors"]
+    protodict.to_message(attrs, msg)
+    msg.id = op.id
+    if op.operands:
+        msg.operand_ids.extend([v.owner.id for v in op.operands])
+    if preds:
+        msg.control_predecessor_ids.extend([names[p].id for p in preds])
+    if op.callees:
+        msg.called_computation_ids.extend([c.id for c in op.callees])
+
+
+class _ShapeBytes:
+    """Shape -> serialized ShapeProto (of ``shape_to_dict``), cached by object and by value."""
+
+    def __init__(self, hlo_pb2: Any) -> None:
+        self.proto = type(hlo_pb2.HloInstructionProto().shape)  # xla.ShapeProto
+        self.by_id: dict[int, tuple[Shape, bytes]] = {}
+        self.by_value: dict[Shape, bytes] = {}
+
+    def __call__(self, shape: Shape) -> bytes:
+        hit = self.by_id.get(id(shape))
+        if hit is not None and hit[0] is shape:
+            return hit[1]
+        try:
+            data = self.by_value.get(shape)
+        except TypeError:  # layout fields holding lists: not hashable
+            return self._serialize(shape)
+        if data is None:
+            data = self.by_value[shape] = self._serialize(shape)
+        self.by_id[id(shape)] = (shape, data)
+        return data
+
+    def _serialize(self, shape: Shape) -> bytes:
+        msg = self.proto()
+        return protodict.to_message(shape_to_dict(shape), msg).SerializeToString()
+
+
 def module_to_proto(module: Module) -> bytes:
     """Serialize to HloModuleProto bytes."""
     hlo_pb2 = _hlo_pb2()
     with gc_paused():
-        msg = protodict.to_message(module_to_dict(module), hlo_pb2.HloModuleProto())
+        msg = _module_message(module, hlo_pb2)
     return msg.SerializeToString(deterministic=True)
 
 

@@ -3,14 +3,20 @@
 Messages become dicts of their *present* fields, repeated fields lists, enums their names, maps
 dicts; bytes stay bytes. Fields the installed schema does not know (a newer XLA wrote them) are
 kept, re-encoded, under ``UNKNOWN``. ``to_message`` is the exact inverse.
+
+How each field converts is worked out once per field descriptor and cached (``_KINDS``), so the
+per-message work is one ``ListFields`` and a loop of dict lookups.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-
 UNKNOWN = "__unknown_fields__"
+
+# Field kinds.
+_SCALAR, _ENUM, _MSG, _REP_SCALAR, _REP_ENUM, _REP_MSG, _MAP, _UNKNOWN_KEY = range(8)
 
 
 def _varint(n: int, out: bytearray) -> None:
@@ -42,11 +48,17 @@ def _encode_unknown(fields: Any, out: bytearray) -> None:
             _varint((f.field_number << 3) | 4, out)
 
 
+_UnknownFieldSet: Any = None
+
+
 def unknown_bytes(msg: Any) -> bytes:
     """The wire bytes of the fields of ``msg`` that its schema does not know."""
-    from google.protobuf.unknown_fields import UnknownFieldSet
+    global _UnknownFieldSet
+    if _UnknownFieldSet is None:
+        from google.protobuf.unknown_fields import UnknownFieldSet
 
-    ufs = UnknownFieldSet(msg)
+        _UnknownFieldSet = UnknownFieldSet
+    ufs = _UnknownFieldSet(msg)
     if not len(ufs):
         return b""
     out = bytearray()
@@ -59,6 +71,34 @@ def _is_map(field: Any) -> bool:
     return mt is not None and mt.GetOptions().map_entry
 
 
+# field descriptor -> (kind, name, enum number->name cache or map value field)
+_KINDS: dict[Any, tuple[int, str, Any]] = {}
+
+
+def _kind(field: Any) -> tuple[int, str, Any]:
+    k = _KINDS.get(field)
+    if k is not None:
+        return k
+    if _is_map(field):
+        k = (_MAP, field.name, field.message_type.fields_by_name["value"])
+    else:
+        base = (_MSG if field.type == field.TYPE_MESSAGE
+                else _ENUM if field.type == field.TYPE_ENUM else _SCALAR)
+        if field.is_repeated:
+            base += _REP_SCALAR
+        k = (base, field.name, {} if base in (_ENUM, _REP_ENUM) else None)
+    _KINDS[field] = k
+    return k
+
+
+def _enum_name(field: Any, names: dict[int, Any], value: int) -> Any:
+    name = names.get(value)
+    if name is None:
+        ev = field.enum_type.values_by_number.get(value)
+        name = names[value] = ev.name if ev is not None else int(value)
+    return name
+
+
 def _scalar_out(field: Any, value: Any) -> Any:
     if field.type == field.TYPE_ENUM:
         ev = field.enum_type.values_by_number.get(value)
@@ -68,19 +108,39 @@ def _scalar_out(field: Any, value: Any) -> Any:
     return value
 
 
-def to_dict(msg: Any) -> dict[str, Any]:
+Special = dict[Any, Callable[[Any], Any]]
+
+
+def to_dict(msg: Any, special: Special | None = None) -> dict[str, Any]:
+    """``msg`` as a dict. ``special`` maps singular message field descriptors to converters
+    used instead of ``to_dict`` for their values."""
     out: dict[str, Any] = {}
     unknown = unknown_bytes(msg)
     if unknown:
         out[UNKNOWN] = unknown
+    kinds = _KINDS
     for field, value in msg.ListFields():
-        if _is_map(field):
-            vf = field.message_type.fields_by_name["value"]
-            out[field.name] = {k: _scalar_out(vf, v) for k, v in value.items()}
-        elif field.is_repeated:
-            out[field.name] = [_scalar_out(field, v) for v in value]
-        else:
-            out[field.name] = _scalar_out(field, value)
+        kind, name, extra = kinds.get(field) or _kind(field)
+        if kind == _SCALAR:
+            out[name] = value
+        elif kind == _MSG:
+            fn = special.get(field) if special else None
+            out[name] = fn(value) if fn else to_dict(value, special)
+        elif kind == _REP_SCALAR:
+            out[name] = value[:]  # a list
+        elif kind == _ENUM:
+            v = extra.get(value)
+            out[name] = v if v is not None else _enum_name(field, extra, value)
+        elif kind == _REP_MSG:
+            out[name] = [to_dict(v, special) for v in value]
+        elif kind == _REP_ENUM:
+            out[name] = [extra.get(v) if v in extra else _enum_name(field, extra, v)
+                         for v in value]
+        else:  # map
+            vf = extra
+            out[name] = {k: (to_dict(v, special)
+                             if vf.type == vf.TYPE_MESSAGE else _scalar_out(vf, v))
+                         for k, v in value.items()}
     return out
 
 
@@ -93,33 +153,52 @@ def _scalar_in(field: Any, value: Any) -> Any:
     return value
 
 
+# message descriptor -> {key: (kind, field)}
+_PLANS: dict[Any, dict[str, tuple[int, Any]]] = {}
+
+
+def _plan(desc: Any) -> dict[str, tuple[int, Any]]:
+    plan = _PLANS.get(desc)
+    if plan is None:
+        plan = {f.name: (_kind(f)[0], f) for f in desc.fields}
+        plan[UNKNOWN] = (_UNKNOWN_KEY, None)
+        _PLANS[desc] = plan
+    return plan
+
+
 def to_message(d: dict[str, Any], msg: Any) -> Any:
     """Fill ``msg`` from ``d`` (as produced by ``to_dict``) and return it."""
     desc = msg.DESCRIPTOR
+    plan = _PLANS.get(desc) or _plan(desc)
     for key, value in d.items():
-        if key == UNKNOWN:
-            msg.MergeFromString(value)
-            continue
-        field = desc.fields_by_name.get(key)
-        if field is None:
+        p = plan.get(key)
+        if p is None:
             raise ValueError(f"{desc.full_name} has no field {key!r}")
-        target = getattr(msg, key)
-        if _is_map(field):
+        kind, field = p
+        if kind == _SCALAR:
+            setattr(msg, key, value)
+        elif kind == _REP_SCALAR:
+            getattr(msg, key).extend(value)
+        elif kind == _MSG:
+            target = getattr(msg, key)
+            target.SetInParent()
+            to_message(value, target)
+        elif kind == _ENUM:
+            setattr(msg, key, _scalar_in(field, value))
+        elif kind == _REP_MSG:
+            target = getattr(msg, key)
+            for item in value:
+                to_message(item, target.add())
+        elif kind == _REP_ENUM:
+            getattr(msg, key).extend([_scalar_in(field, v) for v in value])
+        elif kind == _UNKNOWN_KEY:
+            msg.MergeFromString(value)
+        else:  # map
+            target = getattr(msg, key)
             vf = field.message_type.fields_by_name["value"]
             for k, v in value.items():
                 if vf.type == vf.TYPE_MESSAGE:
                     to_message(v, target[k])
                 else:
                     target[k] = _scalar_in(vf, v)
-        elif field.is_repeated:
-            if field.type == field.TYPE_MESSAGE:
-                for item in value:
-                    to_message(item, target.add())
-            else:
-                target.extend(_scalar_in(field, v) for v in value)
-        elif field.type == field.TYPE_MESSAGE:
-            target.SetInParent()
-            to_message(value, target)
-        else:
-            setattr(msg, key, _scalar_in(field, value))
     return msg

@@ -15,7 +15,7 @@ import numpy as np
 from ember_xla.hlo_import.errors import ImportError_
 from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.hlo.attr_text import parse_attr
-from ember_xla.ir.hlo.cursor import Cursor
+from ember_xla.ir.hlo.cursor import SIMPLE_SHAPE, Cursor
 from ember_xla.ir.hlo.literal import literal_from_numpy
 from ember_xla.ir.hlo.opcodes import OPCODES
 from ember_xla.ir.hlo.shape import ELEMENT_TYPES, Shape, shape_to_dict
@@ -32,6 +32,21 @@ _HEADER_IGNORED = {"is_scheduled", "entry_computation_layout", "replica_count",
 _SECTIONS = {"FileNames": "file_names", "FunctionNames": "function_names",
              "FileLocations": "file_locations", "StackFrames": "stack_frames"}
 _SHAPE_START = re.compile(r"([a-z][a-z0-9]*)\[")
+_SECTION_WORD = re.compile(r"[A-Za-z]+")
+_SECTION_ITEM = re.compile(r"\d+\s")
+_CALLEE_ORDER = {"condition": 1, "body": 0, "false_computation": 1, "scatter": 1}
+
+# Fast paths for the common spelling of an instruction (names without '%', plain spaces, simple
+# shapes). They only accept text the general code reads the same way, to the same position;
+# anything else, including every error, goes through the general code.
+_IDENT = r"[A-Za-z_$][A-Za-z0-9_.\-$]*+"  # ASCII names; others take the general code
+_HEAD = re.compile(
+    r"[ \t]*%?(" + _IDENT + r")[ \t]*=[ \t]*("
+    + SIMPLE_SHAPE + r"|\((?:" + SIMPLE_SHAPE + r"(?:, " + SIMPLE_SHAPE + r")*)?\))"
+    r"[ \t]*%?(" + _IDENT + r")\(")
+_OPERANDS = re.compile(
+    r"[ \t]*(?:\)|(%?" + _IDENT + r"(?:[ \t]*,[ \t]*%?" + _IDENT + r")*)[ \t]*\))")
+_ATTR = re.compile(r"[ \t]*,([ \t]*)(" + _IDENT + r")[ \t]*=")
 
 
 def _with_default_layout(s: Shape) -> Shape:
@@ -46,6 +61,7 @@ class _Parser:
     def __init__(self, text: str, path: str | None) -> None:
         self.c = Cursor(text, path)
         self.path = path
+        self.shapes: dict[str, Shape] = {}  # instruction shape text -> Shape with layout
 
     # -- module ------------------------------------------------------------------------------
     def module(self) -> Module:
@@ -59,7 +75,7 @@ class _Parser:
         entry: Graph | None = None
         while not c.at_end():
             word_pos = c.pos
-            m2 = re.compile(r"[A-Za-z]+").match(c.text, c.pos)
+            m2 = _SECTION_WORD.match(c.text, c.pos)
             if m2 and m2.group(0) in _SECTIONS and c.text[m2.end():m2.end() + 1] in "\r\n":
                 c.pos = m2.end()
                 self.section(m, _SECTIONS[m2.group(0)])
@@ -131,7 +147,7 @@ class _Parser:
         items: list[Any] = []
         while True:
             c.skip_ws()
-            mm = re.compile(r"\d+\s").match(c.text, c.pos)
+            mm = _SECTION_ITEM.match(c.text, c.pos)
             if not mm:
                 break
             c.integer()
@@ -186,6 +202,88 @@ class _Parser:
 
     def instruction(self, g: Graph, values: dict[str, Operation], calls: list):
         c = self.c
+        head = self._fast_head(values)
+        if head is None:
+            head = self._head(values)
+        is_root, name, shape, opcode = head
+        attrs: dict[str, Any] = {}
+        operands = []
+        if opcode == "parameter":
+            attrs["parameter_number"] = c.integer()
+            c.expect(")")
+        elif opcode == "constant":
+            attrs["literal"] = self.literal(shape)
+            c.expect(")", "to close the constant literal")
+        else:
+            m = _OPERANDS.match(c.text, c.pos)
+            refs = m.group(1) if m else None
+            if refs is not None:
+                try:
+                    operands = [values[r.strip(" \t").lstrip("%")] for r in refs.split(",")]
+                    c.pos = m.end()
+                except KeyError:  # the general code reports it
+                    m = None
+            elif m:
+                c.pos = m.end()
+            if m is None:
+                while not c.eat(")"):
+                    operands.append(self.operand(values, name))
+                    if not c.peek(")"):
+                        c.expect(",", "between operands")
+        op = Operation(opcode, [v.result for v in operands], [shape], attrs, [], name)
+        text = c.text
+        while True:
+            m = _ATTR.match(text, c.pos)
+            if m is not None:
+                apos = m.start(1)
+                key = m.group(2)
+                c.pos = m.end()
+            elif c.eat(","):
+                apos = c.pos
+                key = c.name("an attribute name")
+                c.expect("=", f"after attribute {key}")
+            else:
+                break
+            if key in _CALLEE_ATTRS:
+                if c.peek("{"):
+                    names = []
+                    c.expect("{")
+                    while not c.eat("}"):
+                        names.append(c.name("a computation name"))
+                        c.eat(",")
+                else:
+                    names = [c.name("a computation name")]
+                calls.append((op, key, names, apos, _CALLEE_ORDER.get(key, 0)))
+            else:
+                parse_attr(key, c, op.attributes, opcode)
+        g.insert(len(g.ops), op)
+        values[name] = op
+        return op, is_root
+
+    def _fast_head(self, values: dict[str, Operation]) -> tuple[bool, str, Shape, str] | None:
+        """``[ROOT] name = shape opcode(`` in its common spelling, else None (nothing read)."""
+        c = self.c
+        t, pos = c.text, c.pos
+        is_root = t.startswith("ROOT", pos)
+        m = _HEAD.match(t, pos + 4 if is_root else pos)
+        if m is None:
+            return None
+        name, shape_text, opcode = m.group(1, 2, 3)
+        if name in values or opcode not in OPCODES:
+            return None  # the general code reports it
+        shape = self.shapes.get(shape_text)
+        if shape is None:
+            c.pos = m.start(2)
+            shape = _with_default_layout(c.shape())
+            if c.pos != m.end(2):
+                c.pos = pos
+                return None
+            self.shapes[shape_text] = shape
+        c.pos = m.end()
+        return is_root, name, shape, opcode
+
+    def _head(self, values: dict[str, Operation]) -> tuple[bool, str, Shape, str]:
+        c = self.c
         is_root = c.eat("ROOT")
         name_pos = c.pos
         name = c.name("an instruction name")
@@ -198,40 +296,7 @@ class _Parser:
         if opcode not in OPCODES:
             raise c.error(f"unknown opcode {opcode!r}", op_pos)
         c.expect("(", f"after opcode {opcode}")
-        attrs: dict[str, Any] = {}
-        operands = []
-        if opcode == "parameter":
-            attrs["parameter_number"] = c.integer()
-            c.expect(")")
-        elif opcode == "constant":
-            attrs["literal"] = self.literal(shape)
-            c.expect(")", "to close the constant literal")
-        else:
-            while not c.eat(")"):
-                operands.append(self.operand(values, name))
-                if not c.peek(")"):
-                    c.expect(",", "between operands")
-        op = Operation(opcode, [v.result for v in operands], [shape], attrs, [], name)
-        while c.eat(","):
-            apos = c.pos
-            key = c.name("an attribute name")
-            c.expect("=", f"after attribute {key}")
-            if key in _CALLEE_ATTRS:
-                if c.peek("{"):
-                    names = []
-                    c.expect("{")
-                    while not c.eat("}"):
-                        names.append(c.name("a computation name"))
-                        c.eat(",")
-                else:
-                    names = [c.name("a computation name")]
-                order = {"condition": 1, "body": 0, "false_computation": 1, "scatter": 1}
-                calls.append((op, key, names, apos, order.get(key, 0)))
-            else:
-                parse_attr(key, c, op.attributes, opcode)
-        g.insert(len(g.ops), op)
-        values[name] = op
-        return op, is_root
+        return is_root, name, shape, opcode
 
     def operand(self, values: dict[str, Operation], user: str) -> Operation:
         c = self.c

@@ -73,6 +73,23 @@ class Graph:
 
     def topological(self) -> list[Operation]:
         """Operations in an order where every op follows its operands (stable)."""
+        # Usually the ops already are in such an order, and then the walk below returns them
+        # as they are: check that in one pass first.
+        seen: set[Operation] = set()  # operations hash by identity
+        add = seen.add
+        for op in self.ops:
+            for v in op.operands:
+                dep = v.owner
+                if dep not in seen and dep is not None and dep.parent is self:
+                    break
+            else:
+                if op in seen:
+                    break
+                add(op)
+                continue
+            break
+        else:
+            return list(self.ops)
         placed: set[int] = set()
         order: list[Operation] = []
         for start in self.ops:

@@ -36,8 +36,13 @@ class Operation:
         self.operands: list[Value] = []
         self.parent: Graph | None = None
         self.id: int | None = None
-        for v in operands:
-            self._append_operand(v)
+        ops = self.operands
+        for v in operands:  # _append_operand, inlined
+            if not isinstance(v, Value):
+                raise TypeError(
+                    f"operand of {self.opcode} must be a Value, got {type(v).__name__}")
+            v.uses.append((self, len(ops)))
+            ops.append(v)
 
     # -- operands ---------------------------------------------------------------------------
     def _append_operand(self, v: Value) -> None:

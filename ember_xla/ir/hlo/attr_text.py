@@ -7,6 +7,7 @@ they stay each other's inverse.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -37,22 +38,17 @@ def _ints(xs: list[int]) -> str:
     return "{" + ",".join(str(int(x)) for x in xs) + "}"
 
 
+_ESCAPES = {i: f"\\x{i:02x}" for i in range(32)}
+_ESCAPES.update({ord('"'): '\\"', ord("\\"): "\\\\", ord("\n"): "\\n", ord("\t"): "\\t"})
+_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f]')
+
+
 def _quote(s: str) -> str:
-    out = []
-    for ch in s:
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 32:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
+    if type(s) is not str:  # any other iterable of characters, one at a time
+        return '"' + "".join(_ESCAPES.get(ord(ch), ch) for ch in s) + '"'
+    if _NEEDS_ESCAPE.search(s) is None:
+        return '"' + s + '"'
+    return '"' + s.translate(_ESCAPES) + '"'
 
 
 def _bool(b: Any) -> str:
@@ -138,6 +134,25 @@ def _shape_index(xs: list[int]) -> str:
     return "{" + ",".join(str(x) for x in xs) + "}"
 
 
+# The keys print_attrs tests in each of its three runs of rare fields: an instruction with none
+# of them skips the run in one test.
+_GROUP_A = frozenset({
+    "slice_dimensions", "dynamic_slice_sizes", "padding_config", "window",
+    "convolution_dimension_numbers", "feature_group_count", "batch_group_count"})
+_GROUP_B = frozenset({
+    "dot_dimension_numbers", "precision_config", "comparison_direction", "comparison_type",
+    "gather_dimension_numbers", "gather_slice_sizes", "scatter_dimension_numbers"})
+_GROUP_C = frozenset({
+    "indices_are_sorted", "unique_indices", "is_stable", "largest",
+    "custom_call_has_side_effect", "use_global_device_ids", "constrain_layout",
+    "is_host_transfer", "exponent_bits", "mantissa_bits", "feature_index", "k", "channel_id",
+    "epsilon", "fusion_kind", "distribution", "rng_algorithm", "fft_type", "fft_length",
+    "triangular_solve_options", "cholesky_options", "custom_call_target",
+    "operand_shapes_with_layout", "output_operand_aliasing", "custom_call_schedule",
+    "custom_call_api_version", "backend_config", "replica_groups", "parameter_replication",
+    "infeed_config", "outfeed_config", "outfeed_shape", "async_execution_thread", "sharding"})
+
+
 def print_attrs(opcode: str, attrs: dict[str, Any]) -> list[str]:
     """``name=value`` strings for every attribute (except parameter_number/literal and the
     called computations, which the printer places itself). Raises ValueError for fields that
@@ -154,134 +169,137 @@ def print_attrs(opcode: str, attrs: dict[str, Any]) -> list[str]:
         out.append(f"dimensions={_ints(dims or [])}")
     if "tuple_index" in a or opcode == "get-tuple-element":
         out.append(f"index={a.pop('tuple_index', 0)}")
-    if "slice_dimensions" in a:
-        sl = []
-        for d in a.pop("slice_dimensions"):
-            st, lim, step = d.get("start", 0), d.get("limit", 0), d.get("stride", 1)
-            sl.append(f"[{st}:{lim}]" if step == 1 else f"[{st}:{lim}:{step}]")
-        out.append("slice={" + ", ".join(sl) + "}")
-    if "dynamic_slice_sizes" in a:
-        out.append(f"dynamic_slice_sizes={_ints(a.pop('dynamic_slice_sizes'))}")
-    if "padding_config" in a:
-        ds = a.pop("padding_config").get("dimensions", [])
-        txt = []
-        for d in ds:
-            p = f"{d.get('edge_padding_low', 0)}_{d.get('edge_padding_high', 0)}"
-            if d.get("interior_padding", 0):
-                p += f"_{d['interior_padding']}"
-            txt.append(p)
-        out.append("padding=" + "x".join(txt) if txt else "padding={}")
-    if "window" in a:
-        out.append("window=" + _window_text(a.pop("window")))
-    if "convolution_dimension_numbers" in a:
-        out.append("dim_labels=" + _dim_labels(a.pop("convolution_dimension_numbers")))
-    for key in ("feature_group_count", "batch_group_count"):
-        if key in a:
-            v = a.pop(key)
-            if v not in (0, 1):
-                out.append(f"{key}={v}")
-    if "dot_dimension_numbers" in a:
-        dd = a.pop("dot_dimension_numbers")
-        for tname, field in _DOT_TEXT.items():
-            if dd.get(field):
-                out.append(f"{tname}={_ints(dd[field])}")
-    if "precision_config" in a:
-        pc = a.pop("precision_config")
-        if pc.get("operand_precision"):
-            ps = ",".join(str(p).lower() for p in pc["operand_precision"])
-            out.append("operand_precision={" + ps + "}")
-        if pc.get("algorithm") not in (None, "ALG_UNSET"):
-            out.append("algorithm=" + str(pc["algorithm"]).lower()[len("alg_"):])
-    if "comparison_direction" in a:
-        out.append(f"direction={a.pop('comparison_direction')}")
-    if "comparison_type" in a:
-        out.append(f"type={a.pop('comparison_type')}")
-    if "gather_dimension_numbers" in a:
-        g = a.pop("gather_dimension_numbers")
-        for k in _GATHER:
-            if k == "index_vector_dim":
-                out.append(f"index_vector_dim={g.get(k, 0)}")
-            elif k in ("offset_dims", "collapsed_slice_dims", "start_index_map") or g.get(k):
-                out.append(f"{k}={_ints(g.get(k, []))}")
-    if "gather_slice_sizes" in a:
-        out.append(f"slice_sizes={_ints(a.pop('gather_slice_sizes'))}")
-    if "scatter_dimension_numbers" in a:
-        s = a.pop("scatter_dimension_numbers")
-        for k in _SCATTER:
-            if k == "index_vector_dim":
-                out.append(f"index_vector_dim={s.get(k, 0)}")
-            elif k in _SCATTER[:3] or s.get(k):
-                out.append(f"{k}={_ints(s.get(k, []))}")
-    for key in ("indices_are_sorted", "unique_indices", "is_stable", "largest",
-                "custom_call_has_side_effect", "use_global_device_ids", "constrain_layout",
-                "is_host_transfer"):
-        if key in a:
-            v = a.pop(key)
-            if v:
-                out.append(f"{key}={_bool(v)}")
-    for key in ("exponent_bits", "mantissa_bits", "feature_index", "k", "channel_id"):
-        if key in a:
-            out.append(f"{key}={a.pop(key)}")
-    if "epsilon" in a:
-        out.append(f"epsilon={repr(float(a.pop('epsilon')))}")
-    if "fusion_kind" in a:
-        out.append(f"kind={a.pop('fusion_kind')}")
-    if "distribution" in a:
-        out.append("distribution=" + str(a.pop("distribution")).lower())
-    if "rng_algorithm" in a:
-        out.append("algorithm=" + str(a.pop("rng_algorithm")).lower())
-    if "fft_type" in a:
-        out.append(f"fft_type={a.pop('fft_type')}")
-    if "fft_length" in a:
-        out.append(f"fft_length={_ints(a.pop('fft_length'))}")
-    if "triangular_solve_options" in a:
-        t = a.pop("triangular_solve_options")
-        for k in ("left_side", "lower", "unit_diagonal"):
-            out.append(f"{k}={_bool(t.get(k, False))}")
-        out.append(f"transpose_a={t.get('transpose_a', 'NO_TRANSPOSE')}")
-    if "cholesky_options" in a:
-        out.append(f"lower={_bool(a.pop('cholesky_options').get('lower', False))}")
-    if "custom_call_target" in a:
-        out.append(f"custom_call_target={_quote(a.pop('custom_call_target'))}")
-    if "operand_shapes_with_layout" in a:
-        shapes = [shape_from_dict(s).to_text() for s in a.pop("operand_shapes_with_layout")]
-        out.append("operand_layout_constraints={" + ", ".join(shapes) + "}")
-    if "output_operand_aliasing" in a:
-        items = []
-        for e in a.pop("output_operand_aliasing"):
-            items.append(f"{_shape_index(e.get('output_shape_index', []))}: "
-                         f"({e.get('operand_index', 0)}, "
-                         f"{_shape_index(e.get('operand_shape_index', []))})")
-        out.append("output_to_operand_aliasing={" + ", ".join(items) + "}")
-    if "custom_call_schedule" in a:
-        v = a.pop("custom_call_schedule")
-        if v != "SCHEDULE_NONE":
-            out.append(f"schedule={v}")
-    if "custom_call_api_version" in a:
-        out.append(f"api_version={a.pop('custom_call_api_version')}")
-    if "backend_config" in a:
-        raw = a.pop("backend_config")
-        text = raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
-        if text:
-            out.append("backend_config=" + (text if text.startswith("{") else _quote(text)))
-    if "replica_groups" in a:
-        gs = ["{" + ",".join(map(str, g.get("replica_ids", []))) + "}"
-              for g in a.pop("replica_groups")]
-        out.append("replica_groups={" + ",".join(gs) + "}")
-    if "parameter_replication" in a:
-        pr = a.pop("parameter_replication").get("replicated_at_leaf_buffers", [])
-        out.append("parameter_replication={" + ",".join(_bool(x) for x in pr) + "}")
-    for key in ("infeed_config", "outfeed_config"):
-        if key in a:
-            raw = a.pop(key)
-            text = raw.decode() if isinstance(raw, bytes) else raw
-            out.append(f"{key}={_quote(text)}")
-    if "outfeed_shape" in a:
-        out.append("outfeed_shape=" + shape_from_dict(a.pop("outfeed_shape")).to_text())
-    if "async_execution_thread" in a:
-        out.append(f"async_execution_thread={_quote(a.pop('async_execution_thread'))}")
-    if "sharding" in a:
-        out.append("sharding=" + _sharding_text(a.pop("sharding")))
+    if not _GROUP_A.isdisjoint(a):
+        if "slice_dimensions" in a:
+            sl = []
+            for d in a.pop("slice_dimensions"):
+                st, lim, step = d.get("start", 0), d.get("limit", 0), d.get("stride", 1)
+                sl.append(f"[{st}:{lim}]" if step == 1 else f"[{st}:{lim}:{step}]")
+            out.append("slice={" + ", ".join(sl) + "}")
+        if "dynamic_slice_sizes" in a:
+            out.append(f"dynamic_slice_sizes={_ints(a.pop('dynamic_slice_sizes'))}")
+        if "padding_config" in a:
+            ds = a.pop("padding_config").get("dimensions", [])
+            txt = []
+            for d in ds:
+                p = f"{d.get('edge_padding_low', 0)}_{d.get('edge_padding_high', 0)}"
+                if d.get("interior_padding", 0):
+                    p += f"_{d['interior_padding']}"
+                txt.append(p)
+            out.append("padding=" + "x".join(txt) if txt else "padding={}")
+        if "window" in a:
+            out.append("window=" + _window_text(a.pop("window")))
+        if "convolution_dimension_numbers" in a:
+            out.append("dim_labels=" + _dim_labels(a.pop("convolution_dimension_numbers")))
+        for key in ("feature_group_count", "batch_group_count"):
+            if key in a:
+                v = a.pop(key)
+                if v not in (0, 1):
+                    out.append(f"{key}={v}")
+    if not _GROUP_B.isdisjoint(a):
+        if "dot_dimension_numbers" in a:
+            dd = a.pop("dot_dimension_numbers")
+            for tname, field in _DOT_TEXT.items():
+                if dd.get(field):
+                    out.append(f"{tname}={_ints(dd[field])}")
+        if "precision_config" in a:
+            pc = a.pop("precision_config")
+            if pc.get("operand_precision"):
+                ps = ",".join(str(p).lower() for p in pc["operand_precision"])
+                out.append("operand_precision={" + ps + "}")
+            if pc.get("algorithm") not in (None, "ALG_UNSET"):
+                out.append("algorithm=" + str(pc["algorithm"]).lower()[len("alg_"):])
+        if "comparison_direction" in a:
+            out.append(f"direction={a.pop('comparison_direction')}")
+        if "comparison_type" in a:
+            out.append(f"type={a.pop('comparison_type')}")
+        if "gather_dimension_numbers" in a:
+            g = a.pop("gather_dimension_numbers")
+            for k in _GATHER:
+                if k == "index_vector_dim":
+                    out.append(f"index_vector_dim={g.get(k, 0)}")
+                elif k in ("offset_dims", "collapsed_slice_dims", "start_index_map") or g.get(k):
+                    out.append(f"{k}={_ints(g.get(k, []))}")
+        if "gather_slice_sizes" in a:
+            out.append(f"slice_sizes={_ints(a.pop('gather_slice_sizes'))}")
+        if "scatter_dimension_numbers" in a:
+            s = a.pop("scatter_dimension_numbers")
+            for k in _SCATTER:
+                if k == "index_vector_dim":
+                    out.append(f"index_vector_dim={s.get(k, 0)}")
+                elif k in _SCATTER[:3] or s.get(k):
+                    out.append(f"{k}={_ints(s.get(k, []))}")
+    if not _GROUP_C.isdisjoint(a):
+        for key in ("indices_are_sorted", "unique_indices", "is_stable", "largest",
+                    "custom_call_has_side_effect", "use_global_device_ids", "constrain_layout",
+                    "is_host_transfer"):
+            if key in a:
+                v = a.pop(key)
+                if v:
+                    out.append(f"{key}={_bool(v)}")
+        for key in ("exponent_bits", "mantissa_bits", "feature_index", "k", "channel_id"):
+            if key in a:
+                out.append(f"{key}={a.pop(key)}")
+        if "epsilon" in a:
+            out.append(f"epsilon={repr(float(a.pop('epsilon')))}")
+        if "fusion_kind" in a:
+            out.append(f"kind={a.pop('fusion_kind')}")
+        if "distribution" in a:
+            out.append("distribution=" + str(a.pop("distribution")).lower())
+        if "rng_algorithm" in a:
+            out.append("algorithm=" + str(a.pop("rng_algorithm")).lower())
+        if "fft_type" in a:
+            out.append(f"fft_type={a.pop('fft_type')}")
+        if "fft_length" in a:
+            out.append(f"fft_length={_ints(a.pop('fft_length'))}")
+        if "triangular_solve_options" in a:
+            t = a.pop("triangular_solve_options")
+            for k in ("left_side", "lower", "unit_diagonal"):
+                out.append(f"{k}={_bool(t.get(k, False))}")
+            out.append(f"transpose_a={t.get('transpose_a', 'NO_TRANSPOSE')}")
+        if "cholesky_options" in a:
+            out.append(f"lower={_bool(a.pop('cholesky_options').get('lower', False))}")
+        if "custom_call_target" in a:
+            out.append(f"custom_call_target={_quote(a.pop('custom_call_target'))}")
+        if "operand_shapes_with_layout" in a:
+            shapes = [shape_from_dict(s).to_text() for s in a.pop("operand_shapes_with_layout")]
+            out.append("operand_layout_constraints={" + ", ".join(shapes) + "}")
+        if "output_operand_aliasing" in a:
+            items = []
+            for e in a.pop("output_operand_aliasing"):
+                items.append(f"{_shape_index(e.get('output_shape_index', []))}: "
+                             f"({e.get('operand_index', 0)}, "
+                             f"{_shape_index(e.get('operand_shape_index', []))})")
+            out.append("output_to_operand_aliasing={" + ", ".join(items) + "}")
+        if "custom_call_schedule" in a:
+            v = a.pop("custom_call_schedule")
+            if v != "SCHEDULE_NONE":
+                out.append(f"schedule={v}")
+        if "custom_call_api_version" in a:
+            out.append(f"api_version={a.pop('custom_call_api_version')}")
+        if "backend_config" in a:
+            raw = a.pop("backend_config")
+            text = raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
+            if text:
+                out.append("backend_config=" + (text if text.startswith("{") else _quote(text)))
+        if "replica_groups" in a:
+            gs = ["{" + ",".join(map(str, g.get("replica_ids", []))) + "}"
+                  for g in a.pop("replica_groups")]
+            out.append("replica_groups={" + ",".join(gs) + "}")
+        if "parameter_replication" in a:
+            pr = a.pop("parameter_replication").get("replicated_at_leaf_buffers", [])
+            out.append("parameter_replication={" + ",".join(_bool(x) for x in pr) + "}")
+        for key in ("infeed_config", "outfeed_config"):
+            if key in a:
+                raw = a.pop(key)
+                text = raw.decode() if isinstance(raw, bytes) else raw
+                out.append(f"{key}={_quote(text)}")
+        if "outfeed_shape" in a:
+            out.append("outfeed_shape=" + shape_from_dict(a.pop("outfeed_shape")).to_text())
+        if "async_execution_thread" in a:
+            out.append(f"async_execution_thread={_quote(a.pop('async_execution_thread'))}")
+        if "sharding" in a:
+            out.append("sharding=" + _sharding_text(a.pop("sharding")))
     fa = a.pop("frontend_attributes", {}).get("map", {})
     if fa:
         out.append("frontend_attributes={" + ",".join(
@@ -324,7 +342,6 @@ def parse_attr(name: str, c: Cursor, attrs: dict[str, Any], opcode: str) -> None
         raise c.error(f"unsupported attribute {name!r} on {opcode}")
     start = c.pos
     try:
-        key = name
         fn(c, attrs, opcode, name)
     except ValueError as e:
         if hasattr(e, "line"):
@@ -671,8 +688,58 @@ _META_INT = {"source_line", "source_end_line", "source_column", "source_end_colu
              "size_of_memory_working_set_in_bytes"}
 
 
+# ``{op_name="..." source_file="..." source_line=12}``: up to _META_FAST_MAX fields, without
+# escapes, commas or line breaks, read by one match (the groups alternate key, value).
+_META_FAST_MAX = 12
+
+
+def _meta_fast_pattern() -> re.Pattern[str]:
+    item = (r'[ \t]*([A-Za-z_][A-Za-z0-9_]*)='
+            r'("[^"\\]*+"|[-+]?[0-9]++|(?:true|false)(?![\w.\-+>$]))')
+    inner = ""
+    for _ in range(_META_FAST_MAX):
+        inner = "(?:" + item + inner + ")?"
+    return re.compile(r"\{" + inner + r"[ \t]*\}")
+
+
+_META_FAST = _meta_fast_pattern()
+
+
+def _fast_metadata(groups: tuple[str | None, ...]) -> dict[str, Any] | None:
+    """The fields of a ``_META_FAST`` match, or None when a value has the wrong kind for its
+    field (the general code then reports it)."""
+    m: dict[str, Any] = {}
+    for i in range(0, len(groups), 2):
+        key = groups[i]
+        if key is None:
+            break
+        value = groups[i + 1]
+        first = value[0]
+        if key in _META_INT:
+            if first == '"' or first == "t" or first == "f":
+                return None
+            m[key] = int(value)
+        elif key == "profile_type":
+            return None
+        elif first == '"':
+            m[key] = value[1:-1]
+        elif first == "t" or first == "f":
+            m[key] = first == "t"
+        else:
+            return None
+    return m
+
+
 @_parser("metadata")
 def _p_metadata(c: Cursor, a: dict[str, Any], op: str, key: str) -> None:
+    c.skip_ws()
+    fast = _META_FAST.match(c.text, c.pos)
+    if fast is not None:
+        m = _fast_metadata(fast.groups())
+        if m is not None:
+            c.pos = fast.end()
+            a["metadata"] = m
+            return
     c.expect("{")
     m: dict[str, Any] = {}
     while not c.eat("}"):

@@ -13,6 +13,20 @@ _NAME = re.compile(r"%?[A-Za-z_$][\w.\-$]*")
 _WS = re.compile(r"(?:[ \t\r\n]+|/\*.*?\*/|//[^\n]*)*", re.S)
 _WS_START = " \t\r\n/"
 _NUMBER = re.compile(r"[-+]?(?:inf|nan|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?:\([^)]*\))?")
+_FOUND = re.compile(r"\S{1,20}")
+_WORD = re.compile(r"[\w.\-+>$]+")
+_INTEGER = re.compile(r"[-+]?\d+")
+_ELEMENT_TYPE = re.compile(r"[a-z][a-z0-9]*")
+# Fast paths. Each matches only text that the general code reads the same way and to the same
+# end position; anything else (comments, odd spacing, escapes ...) takes the general code.
+_SIMPLE_STRING = re.compile(r'"([^"\\]*)"')
+_INT_LIST = re.compile(r"\{([-+]?[0-9]+(?:,[-+]?[0-9]+)*)?\}")
+# An array shape without spaces, dynamic dimensions or layout details: its text is its cache key.
+SIMPLE_SHAPE = (r"[a-z][a-z0-9]*\[(?:[0-9]+(?:,[0-9]+)*)?\]"
+                r"(?:\{(?:[0-9]+(?:,[0-9]+)*)?\}|(?!\{))")
+_SIMPLE_SHAPE = re.compile(SIMPLE_SHAPE)
+_BALANCED_STOP = re.compile(r'[{}"]')
+_STRING_BODY = re.compile(r'(?:[^"\\]|\\.)*', re.S)
 
 
 class Cursor:
@@ -20,6 +34,7 @@ class Cursor:
         self.text = text
         self.pos = 0
         self.path = path
+        self.shapes: dict[str, Shape] = {}  # simple shape text -> Shape (see shape())
 
     # -- positions and errors -----------------------------------------------------------------
     def location(self, pos: int | None = None) -> tuple[int, int]:
@@ -35,7 +50,7 @@ class Cursor:
     def found(self) -> str:
         if self.at_end():
             return "end of input"
-        m = re.compile(r"\S{1,20}").match(self.text, self.pos)
+        m = _FOUND.match(self.text, self.pos)
         return repr(m.group(0)) if m else repr(self.text[self.pos])
 
     # -- whitespace and punctuation ----------------------------------------------------------
@@ -52,12 +67,19 @@ class Cursor:
         return self.pos >= len(self.text)
 
     def peek(self, s: str) -> bool:
-        self.skip_ws()
-        return self.text.startswith(s, self.pos)
+        t, pos = self.text, self.pos
+        if pos < len(t) and t[pos] in _WS_START:
+            self.skip_ws()
+            pos = self.pos
+        return t.startswith(s, pos)
 
     def eat(self, s: str) -> bool:
-        if self.peek(s):
-            self.pos += len(s)
+        t, pos = self.text, self.pos
+        if pos < len(t) and t[pos] in _WS_START:
+            self.skip_ws()
+            pos = self.pos
+        if t.startswith(s, pos):
+            self.pos = pos + len(s)
             return True
         return False
 
@@ -77,7 +99,7 @@ class Cursor:
     def word(self) -> str:
         """A bare word such as ``kLoop``, ``LT``, ``b01f_01io->b01f`` or ``0_0x1_1``."""
         self.skip_ws()
-        m = re.compile(r"[\w.\-+>$]+").match(self.text, self.pos)
+        m = _WORD.match(self.text, self.pos)
         if not m:
             raise self.error(f"expected a value, found {self.found()}")
         self.pos = m.end()
@@ -85,7 +107,7 @@ class Cursor:
 
     def integer(self) -> int:
         self.skip_ws()
-        m = re.compile(r"[-+]?\d+").match(self.text, self.pos)
+        m = _INTEGER.match(self.text, self.pos)
         if not m:
             raise self.error(f"expected an integer, found {self.found()}")
         self.pos = m.end()
@@ -107,6 +129,10 @@ class Cursor:
         self.skip_ws()
         if not self.text.startswith('"', self.pos):
             raise self.error(f"expected a string, found {self.found()}")
+        m = _SIMPLE_STRING.match(self.text, self.pos)
+        if m:  # no escapes
+            self.pos = m.end()
+            return m.group(1)
         i = self.pos + 1
         out: list[str] = []
         t = self.text
@@ -138,6 +164,13 @@ class Cursor:
         return "".join(out)
 
     def int_list(self, open_: str = "{", close: str = "}") -> list[int]:
+        if open_ == "{" and close == "}":
+            self.skip_ws()
+            m = _INT_LIST.match(self.text, self.pos)
+            if m:
+                self.pos = m.end()
+                body = m.group(1)
+                return [int(x) for x in body.split(",")] if body else []
         self.expect(open_)
         out: list[int] = []
         if self.eat(close):
@@ -155,15 +188,23 @@ class Cursor:
         if not self.text.startswith("{", start):
             raise self.error(f"expected '{{', found {self.found()}")
         depth, i, t = 0, start, self.text
-        while i < len(t):
+        stop = _BALANCED_STOP.search
+        while True:
+            m = stop(t, i)
+            if m is None:
+                break
+            i = m.start()
             c = t[i]
             if c == '"':
-                i += 1
-                while i < len(t) and t[i] != '"':
-                    i += 2 if t[i] == "\\" else 1
+                i = _STRING_BODY.match(t, i + 1).end()
+                if i >= len(t):
+                    break
+                # t[i] is the closing quote (a lone trailing backslash runs to the end)
+                if t[i] != '"':
+                    break
             elif c == "{":
                 depth += 1
-            elif c == "}":
+            else:
                 depth -= 1
                 if depth == 0:
                     self.pos = i + 1
@@ -174,6 +215,20 @@ class Cursor:
     # -- shapes ------------------------------------------------------------------------------
     def shape(self) -> Shape:
         self.skip_ws()
+        m = _SIMPLE_SHAPE.match(self.text, self.pos)
+        if m is not None:
+            key = m.group(0)
+            s = self.shapes.get(key)
+            if s is None:
+                s = self._shape()
+                if self.pos == m.end():
+                    self.shapes[key] = s
+            else:
+                self.pos = m.end()
+            return s
+        return self._shape()
+
+    def _shape(self) -> Shape:
         if self.eat("("):
             parts: list[Shape] = []
             if not self.eat(")"):
@@ -184,7 +239,7 @@ class Cursor:
                     self.expect(",", "between tuple element shapes")
             return Shape.tuple_of(parts)
         start = self.pos
-        m = re.compile(r"[a-z][a-z0-9]*").match(self.text, self.pos)
+        m = _ELEMENT_TYPE.match(self.text, self.pos)
         if not m or m.group(0) not in ELEMENT_TYPES:
             raise self.error(f"expected a shape such as f32[2,3], found {self.found()}")
         et = m.group(0)

@@ -18,7 +18,8 @@ BINARY = {
     "stochastic-convert", "triangular-solve", "add-dependency",
 }
 TERNARY = {"clamp", "select", "dynamic-update-slice-unused"}
-NULLARY = {"constant", "iota", "parameter", "partition-id", "replica-id", "rng-get-and-update-state"}
+NULLARY = {"constant", "iota", "parameter", "partition-id", "replica-id",
+           "rng-get-and-update-state"}
 VARIADIC = {
     "after-all", "all-gather", "all-gather-start", "all-gather-done", "all-reduce",
     "all-reduce-start", "all-reduce-done", "all-to-all", "async-start", "async-update",

@@ -117,6 +117,16 @@ class Shape:
         )
 
     def to_text(self, with_layout: bool = True) -> str:
+        # Shapes are immutable: remember the text (in the instance dict, outside the fields, so
+        # equality, hashing and repr are unchanged).
+        key = "_text" if with_layout else "_text_nolayout"
+        text = self.__dict__.get(key)
+        if text is None:
+            text = self._to_text(with_layout)
+            object.__setattr__(self, key, text)
+        return text
+
+    def _to_text(self, with_layout: bool) -> str:
         if self.is_tuple:
             return "(" + ", ".join(s.to_text(with_layout) for s in self.tuple_shapes) + ")"
         dims = []
