@@ -325,8 +325,6 @@ class _Parser:
         start = c.pos
         toks: list[str] = []
         self._literal_values(toks)
-        if c.peek("..."):
-            raise c.error("elided literal ('...') cannot be imported; dump with full constants")
         try:
             arr = self._literal_array(toks, shape)
         except ValueError as e:
@@ -348,6 +346,10 @@ class _Parser:
             c.expect(")")
             out.append(f"complex:{re_}:{im}")
             return
+        if c.peek("..."):
+            raise c.error("elided constant ('{...}'): XLA printed this literal without its "
+                          "values; export the HLO with large constants printed in full (e.g. "
+                          "as_hlo_text(True)) or use the HloModuleProto")
         out.append(c.number_token())
 
     @staticmethod

@@ -107,3 +107,10 @@ def test_inspect_ok(good_proto):
     assert p.returncode == 0, p.stderr
     assert "gathers/scatters: 1" in p.stdout
     assert "param 0" in p.stdout
+
+
+def test_elided_constant_is_refused_with_advice(tmp_path):
+    bad = tmp_path / "elided.hlo"
+    bad.write_text("HloModule m\n\nENTRY e {\n  ROOT c = f32[3]{0} constant({...})\n}\n")
+    line = error_line(cli("inspect", str(bad)))
+    assert f"{bad}:4:" in line and "elided constant" in line
