@@ -136,6 +136,10 @@ def _match_fill(walk: Walk, sel: Ref) -> Ref | None:
     chain = [pred]
     p = pred
     if p.op.opcode in ("broadcast", "reshape"):  # reshape when the row dims are all 1
+        src_rank = p.op.operands[0].type.rank
+        if p.op.opcode == "broadcast" and p.op.attributes.get("dimensions", []) != list(
+                range(src_rank)):
+            return None  # the in-bounds flag must follow the lookup dims, not the row
         p = p.operand(0)
         chain.append(p)
     if p.op.opcode == "reduce":
