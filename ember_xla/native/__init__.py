@@ -7,13 +7,17 @@ library with ctypes and registers every handler with XLA for the CPU platform, a
 custom_call_target="ember.<kind>", api_version=API_VERSION_TYPED_FFI`` can use them.
 
 Operands per target: the table, the lookup operand(s), then an optional weights operand; its
-presence must agree with the ``weighted`` attribute. All five attributes (``combiner``,
-``index_mode``, ``wrap_negative``, ``weighted``, ``init``) are required.
+presence must agree with the ``weighted`` attribute. All six attributes (``combiner``,
+``index_mode``, ``wrap_negative``, ``weighted``, ``init``, ``index_bits``) are required.
+
+For kernel development, the environment variable ``EMBER_XLA_NATIVE_LIBRARY`` may name another
+build of the library to load instead (e.g. one compiled by hand from this folder).
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 from pathlib import Path
 
@@ -41,7 +45,11 @@ class NativeLibraryMissing(ImportError):
 
 
 def library_path() -> Path:
-    """Where the compiled kernel library is expected: inside this package folder."""
+    """Where the compiled kernel library is expected: inside this package folder (or the path
+    in ``$EMBER_XLA_NATIVE_LIBRARY`` when that is set)."""
+    override = os.environ.get("EMBER_XLA_NATIVE_LIBRARY")
+    if override:
+        return Path(override).resolve()
     return Path(__file__).resolve().with_name(LIBRARY_NAME)
 
 

@@ -33,8 +33,7 @@ ffi::Error OffsetsBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices, ffi::Any
     if (auto e = GetWeights(rest, opt, table, *out, indices, &weights, &wtype); e.failure())
       return e;
 
-    Plan plan;
-    plan.rows = bags;
+    Plan& plan = ScratchPlan(count, bags);
     if (auto e = ReadInts(offsets, "offsets", &plan.row_ptr); e.failure()) return e;
     for (int64_t b = 0; b <= bags; ++b) {
       const int64_t o = plan.row_ptr[b];

@@ -28,8 +28,7 @@ ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::Remainin
     if (auto e = GetWeights(rest, opt, table, *out, ids, &weights, &wtype); e.failure())
       return e;
 
-    Plan plan;
-    plan.rows = bags;
+    Plan& plan = ScratchPlan(ids.element_count(), bags);
     if (auto e = ResolveIndices(ids, table.dimensions()[0], opt, &plan.src); e.failure())
       return e;
     plan.row_ptr.resize(bags + 1);

@@ -1,5 +1,6 @@
 #include "plan.h"
 
+#include <algorithm>
 #include <string>
 
 namespace ember {
@@ -105,6 +106,46 @@ ffi::Error ResolveIndices(const ffi::AnyBuffer& idx, int64_t n_rows, const Optio
       return Invalid("ember: indices must be s32 or s64, got " +
                      std::string(DtypeName(idx.element_type())));
   }
+}
+
+Plan& ScratchPlan(int64_t lookups, int64_t rows) {
+  thread_local Plan plan;
+  const size_t keep = static_cast<size_t>(std::max<int64_t>({lookups, rows + 1, 1 << 16})) * 4;
+  for (auto* v : {&plan.row_ptr, &plan.src, &plan.pos, &plan.scratch_a, &plan.scratch_b}) {
+    v->clear();
+    if (v->capacity() > keep) v->shrink_to_fit();
+  }
+  plan.rows = rows;
+  return plan;
+}
+
+ffi::Error SortBySegment(const ffi::AnyBuffer& segment_ids, bool need_pos, Plan* plan) {
+  std::vector<int64_t>& seg = plan->scratch_a;
+  std::vector<int64_t>& sorted = plan->scratch_b;
+  if (auto e = ReadInts(segment_ids, "segment_ids", &seg); e.failure()) return e;
+  const int64_t rows = plan->rows, count = static_cast<int64_t>(seg.size());
+  std::vector<int64_t>& row_ptr = plan->row_ptr;
+  row_ptr.assign(rows + 1, 0);
+  for (int64_t s : seg)
+    if (s >= 0 && s < rows) ++row_ptr[s + 1];
+  for (int64_t r = 0; r < rows; ++r) row_ptr[r + 1] += row_ptr[r];
+  const int64_t kept = row_ptr[rows];
+  sorted.resize(kept);
+  if (need_pos) plan->pos.resize(kept);
+  int64_t* pos = need_pos ? plan->pos.data() : nullptr;
+  const int64_t* src = plan->src.data();
+  // row_ptr[s] serves as segment s's fill cursor, then is shifted back.
+  for (int64_t j = 0; j < count; ++j) {
+    const int64_t s = seg[j];
+    if (s < 0 || s >= rows) continue;
+    const int64_t k = row_ptr[s]++;
+    sorted[k] = src[j];
+    if (pos) pos[k] = j;
+  }
+  for (int64_t r = rows; r > 0; --r) row_ptr[r] = row_ptr[r - 1];
+  row_ptr[0] = 0;
+  plan->src.swap(sorted);
+  return ffi::Error::Success();
 }
 
 ffi::Error ReadInts(const ffi::AnyBuffer& buf, std::string_view what, std::vector<int64_t>* out) {

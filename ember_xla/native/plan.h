@@ -32,16 +32,26 @@ ffi::Error ParseOptions(std::string_view combiner, std::string_view index_mode,
 struct Plan {
   int64_t rows = 0;              // output rows R
   std::vector<int64_t> row_ptr;  // R+1: entries of output row r are [row_ptr[r], row_ptr[r+1])
-  std::vector<int64_t> src;      // per lookup j: table row, or -1 for the all-NaN row (fill)
-  std::vector<int64_t> pos;      // per entry k: its lookup j; empty means j == k
+  std::vector<int64_t> src;      // per entry k: table row, or -1 for the all-NaN row (fill)
+  std::vector<int64_t> pos;      // per entry k: its lookup j (for weights); empty means j == k
+  std::vector<int64_t> scratch_a, scratch_b;  // working space of the plan builders
 };
+
+// A per-thread plan whose buffers are reused from call to call (no page faults or frees on the
+// hot path); buffers far larger than the current call's needs are released first.
+Plan& ScratchPlan(int64_t lookups, int64_t rows);
 
 // Checks T (rank 2, f32/bf16/f16) and the result (rank 2 [rows, D], T's type or f32).
 ffi::Error CheckTableAndResult(const ffi::AnyBuffer& table, const ffi::AnyBuffer& out);
 
-// Resolves lookups (s32/s64, any shape, read flat) to table rows per Options.
+// Resolves lookups (s32/s64, any shape, read flat) to table rows per Options, in lookup order.
 ffi::Error ResolveIndices(const ffi::AnyBuffer& idx, int64_t n_rows, const Options& opt,
                           std::vector<int64_t>* src);
+
+// Turns plan->src (resolved lookups, in lookup order) into plan order for segment ids
+// `segment_ids` (s32/s64, one per lookup): a stable counting sort by segment, dropping ids
+// outside [0, plan->rows). Fills row_ptr and, when `need_pos`, pos.
+ffi::Error SortBySegment(const ffi::AnyBuffer& segment_ids, bool need_pos, Plan* plan);
 
 // Reads an s32/s64 operand flat into int64.
 ffi::Error ReadInts(const ffi::AnyBuffer& buf, std::string_view what, std::vector<int64_t>* out);

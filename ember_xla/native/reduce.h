@@ -6,11 +6,14 @@
 
 namespace ember {
 
-// `weights` is nullptr unless opt.weighted; it has T's type and is indexed by lookup j.
-// Output rows are independent, so large problems are split by output rows over threads; the
-// order within a row never changes, hence results do not depend on the thread count.
+// `weights` is nullptr unless opt.weighted; it is indexed by lookup j and has type `wtype`
+// (T's type: the product is rounded to T; or, for an f32 result, f32: the product is computed
+// in f32). The result has T's type or f32; every step is rounded to the result's type.
+// Output rows are independent, so large problems are split by output rows over a small
+// persistent thread pool; the order within a row never changes, hence results do not depend on
+// the thread count.
 ffi::Error RunPlan(const ffi::AnyBuffer& table, const Plan& plan, const void* weights,
-                   const Options& opt, ffi::AnyBuffer& out);
+                   ffi::DataType wtype, const Options& opt, ffi::AnyBuffer& out);
 
 }  // namespace ember
 

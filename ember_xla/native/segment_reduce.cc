@@ -30,22 +30,10 @@ ffi::Error SegmentReduceImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices,
     if (auto e = GetWeights(rest, opt, table, *out, indices, &weights, &wtype); e.failure())
       return e;
 
-    Plan plan;
-    plan.rows = out->dimensions()[0];
+    Plan& plan = ScratchPlan(indices.dimensions()[0], out->dimensions()[0]);
     if (auto e = ResolveIndices(indices, table.dimensions()[0], opt, &plan.src); e.failure())
       return e;
-    std::vector<int64_t> seg;
-    if (auto e = ReadInts(segment_ids, "segment_ids", &seg); e.failure()) return e;
-    // Stable counting sort of the lookups by segment; out-of-range segments are dropped.
-    const int64_t rows = plan.rows, count = static_cast<int64_t>(seg.size());
-    plan.row_ptr.assign(rows + 1, 0);
-    for (int64_t s : seg)
-      if (s >= 0 && s < rows) ++plan.row_ptr[s + 1];
-    for (int64_t r = 0; r < rows; ++r) plan.row_ptr[r + 1] += plan.row_ptr[r];
-    plan.pos.resize(plan.row_ptr[rows]);
-    std::vector<int64_t> fill(plan.row_ptr.begin(), plan.row_ptr.end() - 1);
-    for (int64_t j = 0; j < count; ++j)
-      if (seg[j] >= 0 && seg[j] < rows) plan.pos[fill[seg[j]]++] = j;
+    if (auto e = SortBySegment(segment_ids, weights != nullptr, &plan); e.failure()) return e;
     return RunPlan(table, plan, weights, wtype, opt, *out);
   });
 }

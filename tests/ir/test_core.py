@@ -7,8 +7,14 @@ import pytest
 
 from ember_xla.ir.builder import Builder
 from ember_xla.ir.graph import Graph, Module
-from ember_xla.ir.passes import ModulePass, PassManager, PipelineError, parse_pipeline
-from ember_xla.ir.passes import pipeline_string, register_pass
+from ember_xla.ir.passes import (
+    ModulePass,
+    PassManager,
+    PipelineError,
+    parse_pipeline,
+    pipeline_string,
+    register_pass,
+)
 from ember_xla.ir.rewriter import (
     PatternRewriter,
     RewritePattern,
@@ -53,7 +59,8 @@ def test_erase_used_op_is_refused():
 def test_clone_and_unique_names():
     g, x, y, z = _graph()
     c = Builder(g, before=z).insert(y.clone([x.result]))
-    assert c.name == "negate.1" and c.attributes == y.attributes and c.attributes is not y.attributes
+    assert c.name == "negate.1" and c.attributes == y.attributes
+    assert c.attributes is not y.attributes
     assert g.ops.index(c) == g.ops.index(z) - 1
 
 

@@ -64,26 +64,41 @@ def make_table(rng: np.random.Generator, n: int, d: int, dtype) -> jnp.ndarray:
     return jnp.asarray(t.astype(np.float32)).astype(dtype)
 
 
-def attrs(combiner: str, mode: str, wrap: bool, weighted: bool, init: float | None = None):
+def attrs(
+    combiner: str,
+    mode: str,
+    wrap: bool,
+    weighted: bool,
+    init: float | None = None,
+    index_bits: int = 64,
+):
     init = DEFAULT_INIT[combiner] if init is None else init
     return dict(
-        combiner=combiner, index_mode=mode, wrap_negative=wrap, weighted=weighted, init=float(init)
+        combiner=combiner,
+        index_mode=mode,
+        wrap_negative=wrap,
+        weighted=weighted,
+        init=float(init),
+        index_bits=np.int64(index_bits),
     )
 
 
-def ember(kind: str, rows: int, table, *operands, **attributes):
+def ember(kind: str, rows: int, table, *operands, out_dtype=None, **attributes):
+    out_dtype = table.dtype if out_dtype is None else out_dtype
     call = jax.ffi.ffi_call(
-        f"ember.{kind}", jax.ShapeDtypeStruct((rows, table.shape[1]), table.dtype)
+        f"ember.{kind}", jax.ShapeDtypeStruct((rows, table.shape[1]), out_dtype)
     )
     return call(table, *operands, **attributes)
 
 
-def looked_up(table, idx, mode: str, wrap: bool):
+def looked_up(table, idx, mode: str, wrap: bool, index_bits: int = 64):
     """The contract's index preprocessing + gather, in plain JAX."""
     n = table.shape[0]
     i = idx.astype(jnp.int64 if idx.dtype == jnp.int64 else jnp.int32)
     if wrap:
         i = jnp.where(i < 0, i + n, i)
+    if index_bits == 32:
+        i = i.astype(jnp.int32)  # XLA's s64 -> s32 convert: keeps the low 32 bits
     rows = jnp.take(table, jnp.clip(i, 0, n - 1), axis=0)
     if mode == "clip":
         return rows
@@ -99,11 +114,23 @@ def ulps(combiner: str) -> int:
     return 4 if combiner == "sqrt_n" else 0
 
 
-def reference(table, idx, seg, num, weights, combiner, mode, wrap, init=None):
-    """segment_* over looked-up rows; seg ids outside [0, num) are dropped."""
-    rows = looked_up(table, idx, mode, wrap)
-    if weights is not None:
+def reference(
+    table, idx, seg, num, weights, combiner, mode, wrap, init=None, index_bits=64, out_dtype=None
+):
+    """segment_* over looked-up rows; seg ids outside [0, num) are dropped.
+
+    With out_dtype=f32 (for a bf16/f16 table) the looked-up (and weighted) rows are converted to
+    f32 first and reduced in f32; weights of T's type multiply before the convert, f32 weights
+    after it."""
+    rows = looked_up(table, idx, mode, wrap, index_bits)
+    late_weights = weights is not None and weights.dtype != table.dtype  # f32, after the convert
+    if weights is not None and not late_weights:
         rows = rows * weights[:, None]
+    if out_dtype is not None:
+        rows = rows.astype(out_dtype)
+    if late_weights:
+        rows = rows * weights[:, None]
+    dtype = rows.dtype
     if init is None and combiner in ("sum", "max", "min"):
         op = {"sum": jax.ops.segment_sum, "max": jax.ops.segment_max, "min": jax.ops.segment_min}[
             combiner
@@ -111,14 +138,14 @@ def reference(table, idx, seg, num, weights, combiner, mode, wrap, init=None):
         return op(rows, seg, num_segments=num)
     if combiner in ("sum", "max", "min"):
         scatter = {"sum": lax.scatter_add, "max": lax.scatter_max, "min": lax.scatter_min}[combiner]
-        start = jnp.full((num, table.shape[1]), init, table.dtype)
+        start = jnp.full((num, table.shape[1]), init, dtype)
         return scatter(start, seg[:, None], rows, _DN, mode=lax.GatherScatterMode.FILL_OR_DROP)
     total = jax.ops.segment_sum(rows, seg, num_segments=num).astype(jnp.float32)
     count = jax.ops.segment_sum(jnp.ones(seg.shape, jnp.float32), seg, num_segments=num)
     denom = count if combiner == "mean" else jnp.sqrt(count)
     empty = DEFAULT_INIT[combiner] if init is None else init
     out = jnp.where(count[:, None] > 0, total / denom[:, None], empty)
-    return out.astype(table.dtype)
+    return out.astype(dtype)
 
 
 def offsets_to_segments(offsets: np.ndarray, length: int) -> np.ndarray:
@@ -207,6 +234,100 @@ def test_s64_indices_and_segment_ids():
                 table, p_ids.reshape(-1), jnp.repeat(jnp.arange(6), 8), 6, None, "max", "fill", True
             )
             assert_same_bits(got, want)
+
+
+def test_index_bits_32_truncates_like_xla_convert():
+    """index_bits=32: after wrap_negative the s64 index is truncated to s32 (two's complement,
+    XLA's s64->s32 convert), then clipped/filled; compared with JAX's own convert under x64."""
+    rng = np.random.default_rng(4)
+    huge = [2**31, 2**31 + 3, 2**32 + 5, 2**32 - 1, -(2**31) - 1, 2**40 + 7, -(2**32) + 2, 2**33]
+    with jax.enable_x64(True):
+        for dtype in (jnp.float32, jnp.bfloat16):
+            table = make_table(rng, N, D, dtype)
+            raw = rng.integers(-2 * N, 2 * N, L)
+            raw[: len(huge)] = huge
+            idx = jnp.asarray(raw, jnp.int64)
+            seg = jnp.asarray(rng.integers(0, S, L), jnp.int32)
+            results = {}
+            for mode, wrap, bits in (
+                (m, w, b) for m in ("clip", "fill") for w in (False, True) for b in (32, 64)
+            ):
+                a = attrs("sum", mode, wrap, False, index_bits=bits)
+                got = jax.jit(lambda t, i, s, a=a: ember("segment_reduce", S, t, i, s, **a))(
+                    table, idx, seg
+                )
+                want = jax.jit(
+                    lambda t, i, s, m=mode, w=wrap, b=bits: reference(
+                        t, i, s, S, None, "sum", m, w, index_bits=b
+                    )
+                )(table, idx, seg)
+                assert_same_bits(got, want)
+                results[mode, wrap, bits] = np.asarray(got)
+                ids = idx[:48].reshape(6, 8)
+                got = ember(
+                    "padded_bag", 6, table, ids, **attrs("max", mode, wrap, False, None, bits)
+                )
+                want = reference(
+                    table,
+                    ids.reshape(-1),
+                    jnp.repeat(jnp.arange(6), 8),
+                    6,
+                    None,
+                    "max",
+                    mode,
+                    wrap,
+                    index_bits=bits,
+                )
+                assert_same_bits(got, want)
+            # The truncation really changes results here (2**32 + 5 -> row 5, not clipped).
+            assert not np.array_equal(results["clip", True, 32], results["clip", True, 64])
+
+
+@pytest.mark.parametrize("weights", ["none", "table", "f32"])
+@pytest.mark.parametrize("combiner", COMBINERS)
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16], ids=lambda t: jnp.dtype(t).name)
+def test_f32_result_for_low_precision_table(dtype, combiner, weights):
+    """An f32 result for a bf16/f16 table: convert(rows) then reduce in f32. Weights of T's type
+    multiply before the convert (rounded to T); f32 weights multiply after it, in f32."""
+    rng = np.random.default_rng(hash((jnp.dtype(dtype).name, combiner, weights)) % 2**32)
+    table = make_table(rng, N, D, dtype)
+    bags, width = 9, 6
+    ids = jnp.asarray(rng.integers(-2 * N, 2 * N, (bags, width)), jnp.int32)
+    wdt = {"none": None, "table": dtype, "f32": jnp.float32}[weights]
+    w = None if wdt is None else jnp.asarray(rng.standard_normal((bags, width)), wdt)
+    flat_w = None if w is None else w.reshape(-1)
+    seg_p = jnp.repeat(jnp.arange(bags, dtype=jnp.int32), width)
+    seg_u = jnp.asarray(rng.integers(-1, bags + 1, bags * width), jnp.int32)
+    offsets = jnp.asarray([0, 0, 7, 7, 20, 33, 33, 40, 51, 54], jnp.int32)
+    seg_o = jnp.asarray(offsets_to_segments(np.asarray(offsets), bags * width))
+    f32 = jnp.float32
+    for mode, wrap in (("clip", False), ("fill", True)):
+        a = attrs(combiner, mode, wrap, w is not None)
+        ww = () if w is None else (w,)
+        fw = () if w is None else (flat_w,)
+        cases = (
+            (ember("padded_bag", bags, table, ids, *ww, out_dtype=f32, **a), seg_p),
+            (
+                ember(
+                    "segment_reduce", bags, table, ids.reshape(-1), seg_u, *fw, out_dtype=f32, **a
+                ),
+                seg_u,
+            ),
+            (
+                ember(
+                    "offsets_bag", bags, table, ids.reshape(-1), offsets, *fw, out_dtype=f32, **a
+                ),
+                seg_o,
+            ),
+        )
+        for got, seg in cases:
+            want = jax.jit(
+                lambda t, i, s, w, m=mode, wr=wrap: reference(
+                    t, i, s, bags, w, combiner, m, wr, out_dtype=f32
+                )
+            )(table, ids.reshape(-1), seg, flat_w)
+            assert got.dtype == jnp.float32
+            assert_same_bits(got, want, ulps(combiner))
 
 
 # ----------------------------------------------------------------------------- bags
@@ -311,6 +432,64 @@ def test_large_inputs_use_threads_and_match(dtype):
     assert_same_bits(got, want)
 
 
+def test_concurrent_calls_share_the_pool_safely():
+    """Several threads calling big kernels at once (XLA may run independent custom-calls
+    concurrently): every call must still get exactly its own result."""
+    import threading
+
+    rng = np.random.default_rng(2)
+    n, d, length, segs = 5000, 48, 20000, 700
+    table = make_table(rng, n, d, jnp.float32)
+    jobs = []
+    for _ in range(4):
+        idx = jnp.asarray(rng.integers(0, n, length), jnp.int32)
+        seg = jnp.asarray(rng.integers(0, segs, length), jnp.int32)
+        a = attrs("sum", "clip", False, False)
+        fn = jax.jit(lambda tb, i, s, a=a: ember("segment_reduce", segs, tb, i, s, **a))
+        want = np.asarray(reference(table, idx, seg, segs, None, "sum", "clip", False))
+        jobs.append((fn, idx, seg, want))
+    for fn, idx, seg, _ in jobs:
+        fn(table, idx, seg).block_until_ready()  # compile outside the threads
+    errors = []
+
+    def work(k):
+        fn, idx, seg, want = jobs[k]
+        try:
+            for _ in range(10):
+                assert_same_bits(fn(table, idx, seg), want)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(jobs))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors[0]
+
+
+@pytest.mark.parametrize("d", [4, 8, 24, 56, 128, 136, 264])
+def test_vectorized_sum_widths_match(d):
+    """The f32 unweighted-sum fast path keeps rows in vector registers in passes of 16/8/4/2/1
+    vectors: every width split must still give XLA's bits (incl. init = -0.0, fill NaN rows)."""
+    rng = np.random.default_rng(d)
+    n, length, segs = 300, 3000, 50
+    table = make_table(rng, n, d, jnp.float32)
+    idx = jnp.asarray(rng.integers(-5, n + 5, length), jnp.int32)
+    seg = jnp.asarray(rng.integers(-1, segs, length), jnp.int32)
+    for init in (None, -0.0, 2.5):
+        a = attrs("sum", "fill", False, False, init)
+        got = ember("segment_reduce", segs, table, idx, seg, **a)
+        want = reference(table, idx, seg, segs, None, "sum", "fill", False, init)
+        assert_same_bits(got, want)
+    ids = idx[: 60 * 50].reshape(60, 50)
+    got = ember("padded_bag", 60, table, ids, **attrs("sum", "clip", True, False))
+    want = reference(
+        table, ids.reshape(-1), jnp.repeat(jnp.arange(60), 50), 60, None, "sum", "clip", True
+    )
+    assert_same_bits(got, want)
+
+
 # ----------------------------------------------------------------------------- errors
 
 
@@ -373,6 +552,27 @@ def test_invalid_operands_raise_not_crash():
     )
     empty = jnp.zeros((0, D), jnp.float32)
     _raises(lambda: ember("segment_reduce", 3, empty, i4, i4, **ok), "at least one row")
+    for bits in (0, 16, 63):
+        bad_bits = attrs("sum", "clip", False, False, index_bits=bits)
+        _raises(lambda b=bad_bits: ember("segment_reduce", 3, table, i4, i4, **b), "index_bits")
+    _raises(
+        lambda: ember("padded_bag", 2, table, i4.reshape(2, 2), out_dtype=jnp.float16, **ok),
+        "result type",
+    )
+    half = table.astype(jnp.bfloat16)
+    _raises(
+        lambda: ember(
+            "segment_reduce",
+            3,
+            half,
+            i4,
+            i4,
+            jnp.ones(4, jnp.float16),
+            out_dtype=jnp.float32,
+            **wa,
+        ),
+        "weights type",
+    )
     bad_out = jax.ffi.ffi_call(
         "ember.segment_reduce", jax.ShapeDtypeStruct((3, D + 1), table.dtype)
     )

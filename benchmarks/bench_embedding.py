@@ -1,0 +1,321 @@
+"""DLRM-like embedding stage: XLA:CPU vs the ember rewrite vs torch.nn.EmbeddingBag.
+
+A benchmark, not a test. It builds the embedding stage of MLPerf DLRM-DCNv2 (Criteo 1TB):
+26 tables, D=128, f32, the MLPerf multi-hot pooling factors (214 lookups per sample), uniform
+random ids, rows per table from the MLPerf list capped (default 1M rows, so the tables fit this
+machine: ~3.6 GiB). Each table's bags are a ``jax.ops.segment_sum`` over the table's flat
+lookups (sample-major, so segment ids are sorted), and the 26 pooled [B, D] results are
+concatenated, exactly what a JAX DLRM does.
+
+Variants, run side by side in one process, interleaved, medians over repetitions:
+  xla      the JAX function (jnp.take + jax.ops.segment_sum per table, concatenated) under
+           jax.jit on XLA:CPU;
+  ember    the same function imported as HLO, rewritten by ``ember_xla.rewrites`` into
+           ``ember.*`` custom-calls and run on XLA:CPU (falls back to calling the ember targets
+           directly through jax.ffi.ffi_call, labelled so, when the rewrite pipeline is missing);
+  torch    torch.nn.functional.embedding_bag(mode='sum') per table (FBGEMM CPU kernels; what
+           nn.EmbeddingBag runs), on the very same table memory, 2 threads;
+  gather   the machine's random-row-gather bandwidth: a C++ loop summing random rows of a
+           1M x D table (the library's EmberGatherProbe, prefetching), 1 and 2 threads.
+
+Bytes moved per stage = lookups * D * 4 + index bytes (ids + segment ids / offsets), the
+TorchRec-style traffic model; "% of gather" is that over the best measured gather bandwidth.
+Small tables are cache resident, so a variant can exceed 100% of the random-gather figure.
+
+    python benchmarks/bench_embedding.py            # full size (needs ~9 GiB of memory)
+    python benchmarks/bench_embedding.py --quick    # small smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import os
+import statistics
+import sys
+import time
+import warnings
+
+import numpy as np
+
+MLPERF_ROWS = [
+    40000000, 39060, 17295, 7424, 20265, 3, 7122, 1543, 63, 40000000, 3067956, 405282, 10, 2209,
+    11938, 155, 4, 976, 14, 40000000, 40000000, 40000000, 590152, 12973, 108, 36,
+]  # fmt: skip
+POOLING = [3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Prints a table of medians and the ratios ember/XLA, ember/torch, ember/gather.",
+    )
+    p.add_argument("--quick", action="store_true", help="small smoke run (B=256, 20k rows, 5 reps)")
+    p.add_argument("--batch", type=int, default=None, help="samples per batch B (default 2048)")
+    p.add_argument("--dim", type=int, default=128, help="embedding dimension D (default 128)")
+    p.add_argument(
+        "--max-rows", type=int, default=None, help="cap on rows per table (default 1000000)"
+    )
+    p.add_argument("--reps", type=int, default=None, help="timed repetitions (default 15)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-torch", action="store_true", help="skip the torch column")
+    args = p.parse_args(argv)
+    args.batch = args.batch or (256 if args.quick else 2048)
+    args.max_rows = args.max_rows or (20000 if args.quick else 1_000_000)
+    args.reps = args.reps or (5 if args.quick else 15)
+    return args
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def make_data(args):
+    import jax
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(args.seed)
+    rows = [min(r, args.max_rows) for r in MLPERF_ROWS]
+    tables, idx, seg, offsets = [], [], [], []
+    for n in rows:
+        t = rng.standard_normal((n, args.dim), dtype=np.float32)
+        tables.append(jax.device_put(t))  # one copy in XLA's memory; numpy's is dropped
+        del t
+    b = args.batch
+    for n, p in zip(rows, POOLING, strict=True):
+        idx.append(rng.integers(0, n, b * p, dtype=np.int32))
+        seg.append(np.repeat(np.arange(b, dtype=np.int32), p))
+        offsets.append(np.arange(b + 1, dtype=np.int32) * p)
+    gc.collect()
+    return rows, tables, [jnp.asarray(i) for i in idx], [jnp.asarray(s) for s in seg], offsets
+
+
+def stage_fn(batch: int):
+    import jax
+    import jax.numpy as jnp
+
+    def stage(*args):
+        k = len(args) // 3
+        tables, idx, seg = args[:k], args[k : 2 * k], args[2 * k :]
+        pooled = [
+            jax.ops.segment_sum(jnp.take(t, i, axis=0), s, num_segments=batch)
+            for t, i, s in zip(tables, idx, seg, strict=True)
+        ]
+        return jnp.concatenate(pooled, axis=1)
+
+    return stage
+
+
+# ----------------------------------------------------------------------------- variants
+
+
+def xla_variant(stage, inputs):
+    import jax
+
+    fn = jax.jit(stage)
+
+    def run():
+        return fn(*inputs).block_until_ready()
+
+    return run
+
+
+def ember_variant(stage, inputs):
+    """The rewrite pipeline's module; or direct FFI calls when the pipeline is unavailable."""
+    try:
+        from ember_xla.hlo_import.jax_source import from_jax
+        from ember_xla.rewrites.pipeline import rewrite_module
+        from ember_xla.runtime.execute import compile_module
+    except ImportError as e:
+        print(f"note: rewrite pipeline unavailable ({e}); calling the ember targets directly")
+        return direct_ffi_variant(inputs), "ember (direct FFI; rewrite pipeline unavailable)", ""
+    module = from_jax(stage, *inputs).module
+    result = rewrite_module(module)
+    kinds: dict[str, int] = {}
+    for c in result.clusters:
+        kinds[c["kind"]] = kinds.get(c["kind"], 0) + 1
+    exe = compile_module(result.module)
+    # The inputs already live on the device: Executable.run() would copy GiBs of tables per call
+    # and run_device() re-puts every input from Python (~50 us each); time the loaded
+    # executable's own execute (what jax.jit's dispatch also boils down to) when we can reach it.
+    loaded = getattr(exe, "_loaded", None)
+
+    def run():
+        outs = loaded.execute(inputs) if loaded is not None else exe.run_device(inputs)
+        for o in outs:
+            o.block_until_ready()
+        return outs[0]
+
+    summary = ", ".join(f"{n} x {k}" for k, n in sorted(kinds.items())) or "no clusters"
+    label = "ember (rewritten module)" + ("" if loaded is not None else " via run_device")
+    return run, label, summary
+
+
+def direct_ffi_variant(inputs):
+    import jax
+    import jax.numpy as jnp
+
+    from ember_xla.native import register_targets
+
+    register_targets()
+    k = len(inputs) // 3
+    tables, idx, seg = inputs[:k], inputs[k : 2 * k], inputs[2 * k :]
+    batch = int(seg[0].shape[0] // POOLING[0])
+
+    def stage(*args):
+        pooled = []
+        for t, i, s in zip(args[:k], args[k : 2 * k], args[2 * k :], strict=True):
+            call = jax.ffi.ffi_call(
+                "ember.segment_reduce", jax.ShapeDtypeStruct((batch, t.shape[1]), t.dtype)
+            )
+            a = dict(combiner="sum", index_mode="fill", wrap_negative=True, weighted=False)
+            pooled.append(call(t, i, s, init=0.0, index_bits=np.int64(64), **a))
+        return jnp.concatenate(pooled, axis=1)
+
+    fn = jax.jit(stage)
+    args = list(tables) + list(idx) + list(seg)
+    return lambda: fn(*args).block_until_ready()
+
+
+def torch_variant(tables, idx, offsets):
+    try:
+        import torch
+    except ImportError:
+        return None, "torch is not installed (pip install torch==2.13.0, CPU build): column skipped"
+    torch.set_num_threads(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # XLA's buffers are read-only numpy views: fine here
+        weights = [torch.from_numpy(np.asarray(t)) for t in tables]
+    ids = [torch.from_numpy(np.asarray(i)) for i in idx]
+    offs = [torch.from_numpy(o[:-1].copy()) for o in offsets]
+    bag = torch.nn.functional.embedding_bag
+
+    def run():
+        with torch.inference_mode():
+            pooled = [bag(i, w, o, mode="sum") for i, w, o in zip(ids, weights, offs, strict=True)]
+            return torch.cat(pooled, dim=1)
+
+    return run, f"torch {torch.__version__} F.embedding_bag (2 threads)"
+
+
+def gather_probe(tables, dim: int, lookups: int, seed: int):
+    """Random-row gather over the largest table: returns {threads: run} closures."""
+    from ember_xla.native import load_library
+
+    lib = load_library()
+    lib.EmberPoolThreads.restype = ctypes.c_int64
+    lib.EmberGatherProbe.restype = None
+    lib.EmberGatherProbe.argtypes = [
+        ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+        ctypes.c_int64, ctypes.c_void_p,
+    ]  # fmt: skip
+    big = max(tables, key=lambda t: t.shape[0])
+    table = np.asarray(big)  # the same memory XLA uses
+    idx = np.random.default_rng(seed + 1).integers(0, table.shape[0], lookups, dtype=np.int32)
+    runs = {}
+    for threads in sorted({1, min(2, int(lib.EmberPoolThreads()))}):
+        out = np.zeros((threads, dim), np.float32)
+
+        def run(threads=threads, out=out):
+            out.fill(0)
+            lib.EmberGatherProbe(
+                table.ctypes.data, dim, idx.ctypes.data, lookups, threads, 8, out.ctypes.data
+            )
+            return out
+
+        runs[threads] = run
+    return runs, table.shape[0]
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    # torch's OpenMP threads otherwise spin-wait after every embedding_bag and steal the CPU
+    # from whatever runs next (on 2 cores this made torch itself 40x slower, interleaved with
+    # XLA's threads): sleep when idle, like the other variants' threads do.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    import jax
+
+    jax.config.update("jax_platforms", "cpu")
+    t0 = time.perf_counter()
+    rows, tables, idx, seg, offsets = make_data(args)
+    b, d = args.batch, args.dim
+    lookups = b * sum(POOLING)
+    bytes_moved = lookups * d * 4 + lookups * 4 * 2  # rows + ids + segment ids (s32)
+    print(
+        f"DLRM-DCNv2 embedding stage: 26 tables, D={d}, B={b}, f32, {sum(POOLING)} lookups/sample "
+        f"({lookups} per batch), rows per table = MLPerf list capped at {args.max_rows:,} "
+        f"({sum(rows) * d * 4 / 2**30:.2f} GiB of tables); uniform random ids; "
+        f"setup {time.perf_counter() - t0:.1f} s; load average {os.getloadavg()[0]:.2f}"
+    )
+    stage = stage_fn(b)
+    inputs = list(tables) + idx + seg
+    variants = {}
+    names = {}
+    variants["xla"] = xla_variant(stage, inputs)
+    names["xla"] = "XLA:CPU jnp.take + segment_sum (jit)"
+    run, names["ember"], summary = ember_variant(stage, inputs)
+    variants["ember"] = run
+    if summary:
+        print(f"rewrite: {summary}")
+    if not args.no_torch:
+        run, label = torch_variant(tables, idx, offsets)
+        if run is None:
+            print(f"note: {label}")
+        else:
+            variants["torch"], names["torch"] = run, label
+    probes, probe_rows = gather_probe(tables, d, lookups, args.seed)
+    for threads, run in probes.items():
+        variants[f"gather{threads}"] = run
+        names[f"gather{threads}"] = (
+            f"random row gather, {threads} thread{'s' if threads > 1 else ''} "
+            f"({probe_rows:,} x {d} table)"
+        )
+
+    # Results: XLA vs ember bit for bit; torch allclose.
+    want = np.asarray(variants["xla"]())
+    got = np.asarray(variants["ember"]())
+    same = want.shape == got.shape and np.array_equal(want.view(np.uint32), got.view(np.uint32))
+    print(f"check: ember == XLA bit for bit: {same}")
+    if "torch" in variants:
+        tv = variants["torch"]().numpy()
+        close = np.allclose(tv, want, rtol=1e-5, atol=1e-5)
+        print(f"check: torch allclose to XLA: {close} (max |diff| {np.abs(tv - want).max():.2e})")
+    for run in variants.values():  # warm up
+        run()
+
+    times: dict[str, list[float]] = {k: [] for k in variants}
+    for _ in range(args.reps):
+        for k, run in variants.items():  # interleaved
+            t = time.perf_counter()
+            run()
+            times[k].append(time.perf_counter() - t)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    gather_bw = max(lookups * d * 4 / med[k] for k in med if k.startswith("gather"))
+
+    print(f"\n{args.reps} interleaved repetitions; load average {os.getloadavg()[0]:.2f}")
+    print("| variant | median ms | min ms | GB/s | % of gather |")
+    print("|---|---:|---:|---:|---:|")
+    for k in variants:
+        is_probe = k.startswith("gather")
+        moved = lookups * d * 4 if is_probe else bytes_moved
+        bw = moved / med[k] / 1e9
+        print(
+            f"| {names[k]} | {med[k] * 1e3:.2f} | {min(times[k]) * 1e3:.2f} | {bw:.2f} | "
+            f"{100 * bw * 1e9 / gather_bw:.0f}% |"
+        )
+    print()
+    print(f"ember vs XLA:CPU: {med['xla'] / med['ember']:.2f}x faster")
+    if "torch" in med:
+        print(f"ember vs torch:   {med['torch'] / med['ember']:.2f}x faster")
+    print(
+        f"ember vs gather:  {100 * bytes_moved / med['ember'] / gather_bw:.0f}% of the measured "
+        f"random-row-gather bandwidth ({gather_bw / 1e9:.2f} GB/s)"
+    )
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,21 @@
+// A tiny persistent worker pool for splitting one kernel call over the machine's cores.
+//
+// Run(parts, fn) calls fn(p) once for every p in [0, parts) and returns when all are done. The
+// calling thread claims parts too, so a call always completes even when every worker is busy
+// with other calls (or none could be started, or the process forked): workers only ever help.
+#ifndef EMBER_XLA_NATIVE_POOL_H_
+#define EMBER_XLA_NATIVE_POOL_H_
+
+#include <cstdint>
+#include <functional>
+
+namespace ember {
+
+// Number of threads a call may use (workers + the caller), at least 1.
+int64_t PoolThreads();
+
+void PoolRun(int64_t parts, const std::function<void(int64_t)>& fn);
+
+}  // namespace ember
+
+#endif  // EMBER_XLA_NATIVE_POOL_H_
