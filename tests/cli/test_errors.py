@@ -4,14 +4,29 @@
 import os
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
-RUN = [sys.executable, "-c", "from ember_xla.cli import run; run()"]
+# The installed console script when there is one (as a user runs it), else the same entry point.
+_SCRIPT = Path(sys.executable).with_name("ember-xla")
+RUN = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-c",
+                                                "from ember_xla.cli import run; run()"]
+# Run outside the source tree, importing the ember_xla this test process imported (the
+# installed package, with its compiled kernels, in CI).
+NEUTRAL_CWD = tempfile.gettempdir()
 
 
-def cli(*args, cwd=None):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+def _env():
+    import ember_xla
+
+    home = str(Path(ember_xla.__file__).resolve().parents[1])
+    return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=home)
+
+
+def cli(*args, cwd=NEUTRAL_CWD):
+    env = _env()
     return subprocess.run(RUN + list(args), capture_output=True, text=True, cwd=cwd, env=env,
                           timeout=300)
 
