@@ -12,7 +12,7 @@ import dataclasses
 import math
 
 from ember_xla.ir.hlo.shape import FLOAT_TYPES
-from ember_xla.rewrites.refs import Ref, resolve, scalar_constant
+from ember_xla.rewrites.refs import Ref, resolve, scalar_constant, step_out
 from ember_xla.rewrites.walk import NoMatch, Walk
 
 
@@ -45,10 +45,11 @@ def match_wrap(ref: Ref, n_rows: int) -> Ref | None:
     if cx.value is not x.value or scalar_constant(c0) != 0:
         return None
     a0, a1 = add.operand(0), add.operand(1)
+    raw = Ref(op.operands[2], ref.stack)  # unresolved: the caller decides whether to step in
     if a0.value is x.value and scalar_constant(a1) == n_rows:
-        return x
+        return raw
     if a1.value is x.value and scalar_constant(a0) == n_rows:
-        return x
+        return raw
     return None
 
 
@@ -61,11 +62,18 @@ def _wrap_owned(walk: Walk, ref: Ref) -> None:
 
 def index_chain(walk: Walk, ref: Ref, n_rows: int) -> tuple[Ref, bool, int]:
     """Walk back from a gather's indices through reshapes, one s64->s32 convert and one wrap;
-    stop where the chain leaves the cluster. Returns (raw indices, wrap_negative, index_bits)."""
+    stop where the chain leaves the cluster. Returns (raw indices, wrap_negative, index_bits).
+
+    A top-level call is stepped into only if the walk comes back out of it (JAX's ``_where``
+    or ``_take`` wrappers); otherwise the call's result itself is the raw index value."""
     wrap, bits = False, 64
+    saved: tuple[int, Ref, bool, int] | None = None
     while True:
-        if ref.top and ref.op.opcode == "call" and not walk.can_take(ref):
-            break
+        ref = step_out(ref)
+        if ref.top and ref.op.opcode == "call":
+            if not walk.can_take(ref):
+                break
+            saved = (walk.snapshot(), ref, wrap, bits)
         ref = walk.enter(ref)
         op = ref.op
         if ref.top and not walk.can_take(ref):
@@ -92,6 +100,9 @@ def index_chain(walk: Walk, ref: Ref, n_rows: int) -> tuple[Ref, bool, int]:
                 ref = x
                 continue
         break
+    if not ref.top and saved is not None and len(saved[1].stack) == 0:
+        mark, ref, wrap, bits = saved  # the index comes out of a call we cannot see through
+        walk.restore(mark)
     if not ref.top:
         raise NoMatch(f"the indices are computed inside {ref.op.parent.name} by "
                       f"{ref.op.opcode} {ref.op.name}, which the lookup kernels do not model")

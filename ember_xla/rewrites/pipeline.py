@@ -9,6 +9,7 @@ from typing import Any
 from ember_xla.ir.graph import Module
 from ember_xla.ir.hlo.verifier import verify_module
 from ember_xla.rewrites.cluster import NearMiss
+from ember_xla.rewrites.group_tables import GROUPED, group_tables
 from ember_xla.rewrites.matcher import Pattern, find_clusters
 from ember_xla.rewrites.outline import outline
 from ember_xla.rewrites.patterns import ALL_PATTERNS
@@ -22,6 +23,7 @@ class RewriteResult:
     clusters: list[dict[str, Any]]
     near_misses: list[dict[str, Any]]
     counters: dict[str, dict[str, int]]
+    groups: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -29,10 +31,20 @@ class RewriteResult:
 
     def report(self) -> dict[str, Any]:
         return {"module": self.module.name, "clusters": self.clusters,
-                "near_misses": self.near_misses, "counters": self.counters}
+                "groups": self.groups, "near_misses": self.near_misses,
+                "counters": self.counters}
 
 
-def rewrite_module(module: Module, patterns: list[Pattern] | None = None) -> RewriteResult:
+def grouping_available() -> bool:
+    from ember_xla.native import TARGETS
+
+    return GROUPED in TARGETS
+
+
+def rewrite_module(module: Module, patterns: list[Pattern] | None = None,
+                   group: bool = True) -> RewriteResult:
+    """Rewrite every cluster; with ``group``, independent same-attribute segment reductions
+    of one computation share one table-batched call (see group_tables.py)."""
     from ember_xla.runtime.execute import clone_module
 
     work = clone_module(module)
@@ -49,6 +61,7 @@ def rewrite_module(module: Module, patterns: list[Pattern] | None = None) -> Rew
         entry["custom_call"] = cc.name
         entry["outlined_computation"] = cc.callees[0].name
         entries.append(entry)
+    groups = group_tables(work) if group and entries and grouping_available() else []
     verify_module(work)
     counters = {k: dict(v) for k, v in found.counters.items()}
-    return RewriteResult(work if entries else module, entries, misses, counters)
+    return RewriteResult(work if entries else module, entries, misses, counters, groups)

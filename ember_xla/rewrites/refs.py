@@ -51,6 +51,15 @@ def resolve(ref: Ref, visited: list[Operation] | None = None) -> Ref:
             return ref
 
 
+def step_out(ref: Ref) -> Ref:
+    """From a callee parameter to the calling op's operand, as far as that goes (without
+    stepping into any call)."""
+    while ref.op.opcode == "parameter" and ref.stack:
+        call = ref.stack[-1]
+        ref = Ref(call.operands[ref.op.attributes.get("parameter_number", 0)], ref.stack[:-1])
+    return ref
+
+
 def scalar_constant(ref: Ref) -> float | None:
     """The value of ``constant(c)``, ``broadcast(constant(c))`` or ``convert(constant(c))``."""
     ref = resolve(ref)

@@ -39,6 +39,15 @@ class Walk:
                 raise NoMatch(f"{ref.op.name} is also used outside the cluster (by {users})")
             self._claim(ref.op)
 
+    def snapshot(self) -> int:
+        return len(self.owned)
+
+    def restore(self, mark: int) -> None:
+        """Forget the claims made since ``snapshot`` returned ``mark``."""
+        for op in self.owned[mark:]:
+            self._ids.discard(id(op))
+        del self.owned[mark:]
+
     def enter(self, ref: Ref) -> Ref:
         """``resolve`` through calls, claiming every top-level call it steps into (a call whose
         result is also used elsewhere cannot be part of the cluster)."""

@@ -1,0 +1,91 @@
+"""Table batching (FBGEMM TBE-style): merge independent ``ember.segment_reduce`` calls of one
+computation that share their attributes into one ``ember.grouped_segment_reduce`` call with a
+tuple result, so one kernel launch plans and parallelises the lookups of all tables at once.
+
+A call joins a group only if none of its operands depends on a member's result (no cycles).
+The grouped call's called computation calls each member's outlined computation and tuples the
+results, so it stays a checkable reference.
+"""
+
+from __future__ import annotations
+
+from ember_xla.ir.graph import Graph, Module
+from ember_xla.ir.hlo.shape import Shape
+from ember_xla.ir.operation import Operation
+
+SINGLE = "ember.segment_reduce"
+GROUPED = "ember.grouped_segment_reduce"
+
+
+def _ancestors(op: Operation, limit: int = 200000) -> set[int]:
+    seen: set[int] = set()
+    stack = [v.owner for v in op.operands]
+    while stack and len(seen) < limit:
+        o = stack.pop()
+        if id(o) in seen:
+            continue
+        seen.add(id(o))
+        stack.extend(v.owner for v in o.operands)
+    return seen
+
+
+def _groups(g: Graph) -> list[list[Operation]]:
+    calls = [op for op in g.topological() if op.opcode == "custom-call"
+             and op.attributes.get("custom_call_target") == SINGLE
+             and b"weighted = false" in op.attributes.get("backend_config", b"")]
+    by_config: dict[bytes, list[list[Operation]]] = {}
+    for c in calls:
+        groups = by_config.setdefault(c.attributes["backend_config"], [])
+        anc = _ancestors(c)
+        for grp in groups:
+            if not any(id(m) in anc for m in grp):
+                grp.append(c)
+                break
+        else:
+            groups.append([c])
+    return [grp for gs in by_config.values() for grp in gs if len(grp) > 1]
+
+
+def _reference(module: Module, members: list[Operation], name: str) -> Graph:
+    comp = Graph(module.unique_graph_name(name))
+    outs = []
+    n = 0
+    for m in members:
+        params = []
+        for v in m.operands:
+            params.append(comp.append(Operation("parameter", [], [v.type],
+                                                {"parameter_number": n}, name=f"p{n}")).result)
+            n += 1
+        outs.append(comp.append(Operation("call", params, [m.result.type], {}, [m.callees[0]],
+                                          name="table")).result)
+    comp.root = comp.append(Operation("tuple", outs, [Shape.tuple_of([o.type for o in outs])],
+                                      name="tables"))
+    return comp
+
+
+def group_tables(module: Module) -> list[dict]:
+    """Group in place; returns one entry per grouped call (its name and member calls)."""
+    made = []
+    for g in list(module.graphs):
+        for members in _groups(g):
+            operands = [v for m in members for v in m.operands]
+            tshape = Shape.tuple_of([m.result.type for m in members])
+            comp = _reference(module, members, f"{GROUPED}.{len(made)}")
+            module.graphs.insert(module.graphs.index(g), comp)
+            attrs = dict(members[0].attributes)
+            attrs["custom_call_target"] = GROUPED
+            attrs.pop("metadata", None)
+            grouped = g.append(Operation("custom-call", operands, [tshape], attrs, [comp],
+                                         name="ember_grouped_segment_reduce"))
+            for i, m in enumerate(members):
+                gte = g.append(Operation("get-tuple-element", [grouped.result],
+                                         [m.result.type], {"tuple_index": i}, name=m.name))
+                m.result.replace_all_uses_with(gte.result)
+                if g.root is m:
+                    g.root = gte
+            for m in members:
+                g.erase(m)
+            g.ops[:] = g.topological()
+            made.append({"custom_call": grouped.name,
+                         "members": [m.callees[0].name for m in members]})
+    return made
