@@ -19,6 +19,8 @@ flags.DEFINE_string("out", None, "rewrite: output folder for rewritten.pb, rewri
                     "report.json (created if missing; files are replaced atomically).")
 flags.DEFINE_bool("verify", False, "rewrite: run original and rewritten module on XLA:CPU on "
                   "random valid inputs and report the largest difference.")
+flags.DEFINE_bool("group_tables", True, "rewrite: batch independent segment reductions that "
+                  "share attributes into one table-batched call (FBGEMM TBE-style).")
 flags.DEFINE_integer("seed", 0, "rewrite/run: seed of the random inputs.")
 flags.DEFINE_string("inputs", None, "run: .npz with one array per entry parameter (keys: "
                     "parameter names or arr_0, arr_1, ... as np.savez writes them).")
@@ -69,7 +71,7 @@ def _cmd_rewrite(args: list[str]) -> int:
             import os
 
             sub = os.path.join(FLAGS.out, m.source.rsplit("[", 1)[-1].rstrip("]"))
-        rewrite_one(m, sub, FLAGS.verify, FLAGS.seed)
+        rewrite_one(m, sub, FLAGS.verify, FLAGS.seed, group=FLAGS.group_tables)
     return 0
 
 

@@ -15,14 +15,16 @@ from ember_xla.util.atomic import write_atomic
 
 
 def rewrite_one(model: Model, out_dir: str, verify: bool, seed: int,
-                say: Any = print) -> dict[str, Any]:
+                say: Any = print, group: bool = True) -> dict[str, Any]:
     say(f"[1/3] finding embedding clusters in {model.source} "
         f"({sum(len(g.ops) for g in model.module.graphs)} instructions)")
-    result: RewriteResult = rewrite_module(model.module)
+    result: RewriteResult = rewrite_module(model.module, group=group)
     for c in result.clusters:
         t = c["table"]
         say(f"  cluster {c['custom_call']}: {c['kind']} {c['attributes']['combiner']} over "
             f"table {t['instruction']} [{t['rows']}x{t['dim']} {t['dtype']}] -> {c['output']}")
+    for grp in result.groups:
+        say(f"  {grp['custom_call']}: {len(grp['members'])} tables batched into one call")
     for n in result.near_misses:
         say(f"  near-miss at {n['location']['instruction']}: {n['reason']}")
     report = {"source": model.source, **result.report()}
