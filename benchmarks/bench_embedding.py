@@ -10,6 +10,8 @@ concatenated, exactly what a JAX DLRM does.
 Variants, run side by side in one process, interleaved, medians over repetitions:
   xla      the JAX function (jnp.take + jax.ops.segment_sum per table, concatenated) under
            jax.jit on XLA:CPU;
+  grouped  all tables in one ``ember.grouped_segment_reduce`` custom-call, called directly via
+           jax.ffi.ffi_call (what a grouping rewrite would produce; not made by the rewrite);
   ember    the same function imported as HLO, rewritten by ``ember_xla.rewrites`` into
            ``ember.*`` custom-calls and run on XLA:CPU (falls back to calling the ember targets
            directly through jax.ffi.ffi_call, labelled so, when the rewrite pipeline is missing);
@@ -24,6 +26,9 @@ Small tables are cache resident, so a variant can exceed 100% of the random-gath
 
     python benchmarks/bench_embedding.py            # full size (needs ~9 GiB of memory)
     python benchmarks/bench_embedding.py --quick    # small smoke run
+    GLIBC_TUNABLES=glibc.malloc.hugetlb=1 python benchmarks/bench_embedding.py
+        # malloc'd memory (XLA's buffers) madvised for transparent huge pages: far fewer page
+        # faults on the per-execution output/temp buffers (see docs/BENCHMARKS.md)
 """
 
 from __future__ import annotations
@@ -177,6 +182,32 @@ def direct_ffi_variant(inputs):
     return lambda: fn(*args).block_until_ready()
 
 
+def grouped_variant(inputs, batch: int):
+    """All 26 tables in ONE ember.grouped_segment_reduce custom-call, called directly through
+    jax.ffi.ffi_call (not produced by the rewrite pipeline), then concatenated."""
+    import jax
+    import jax.numpy as jnp
+
+    from ember_xla.native import TARGETS, register_targets
+
+    register_targets()
+    if "ember.grouped_segment_reduce" not in TARGETS:
+        return None
+    k = len(inputs) // 3
+
+    def stage(*args):
+        tables, idx, seg = args[:k], args[k : 2 * k], args[2 * k :]
+        shapes = [jax.ShapeDtypeStruct((batch, t.shape[1]), t.dtype) for t in tables]
+        operands = [x for triple in zip(tables, idx, seg, strict=True) for x in triple]
+        call = jax.ffi.ffi_call("ember.grouped_segment_reduce", shapes)
+        a = dict(combiner="sum", index_mode="fill", wrap_negative=True, weighted=False)
+        pooled = call(*operands, init=0.0, index_bits=np.int64(64), **a)
+        return jnp.concatenate(pooled, axis=1)
+
+    fn = jax.jit(stage)
+    return lambda: fn(*inputs).block_until_ready()
+
+
 def torch_variant(tables, idx, offsets):
     try:
         import torch
@@ -248,7 +279,8 @@ def main(argv: list[str] | None = None) -> int:
         f"DLRM-DCNv2 embedding stage: 26 tables, D={d}, B={b}, f32, {sum(POOLING)} lookups/sample "
         f"({lookups} per batch), rows per table = MLPerf list capped at {args.max_rows:,} "
         f"({sum(rows) * d * 4 / 2**30:.2f} GiB of tables); uniform random ids; "
-        f"setup {time.perf_counter() - t0:.1f} s; load average {os.getloadavg()[0]:.2f}"
+        f"setup {time.perf_counter() - t0:.1f} s; load average {os.getloadavg()[0]:.2f}; "
+        f"GLIBC_TUNABLES={os.environ.get('GLIBC_TUNABLES', '(unset)')}"
     )
     stage = stage_fn(b)
     inputs = list(tables) + idx + seg
@@ -260,6 +292,10 @@ def main(argv: list[str] | None = None) -> int:
     variants["ember"] = run
     if summary:
         print(f"rewrite: {summary}")
+    run = grouped_variant(inputs, b)
+    if run is not None:
+        variants["grouped"] = run
+        names["grouped"] = "ember.grouped_segment_reduce, 1 call (direct ffi_call, no rewrite)"
     if not args.no_torch:
         run, label = torch_variant(tables, idx, offsets)
         if run is None:
@@ -279,6 +315,11 @@ def main(argv: list[str] | None = None) -> int:
     got = np.asarray(variants["ember"]())
     same = want.shape == got.shape and np.array_equal(want.view(np.uint32), got.view(np.uint32))
     print(f"check: ember == XLA bit for bit: {same}")
+    if "grouped" in variants:
+        g = np.asarray(variants["grouped"]())
+        g_same = g.shape == want.shape and np.array_equal(want.view(np.uint32), g.view(np.uint32))
+        same = same and g_same
+        print(f"check: grouped == XLA bit for bit: {g_same}")
     if "torch" in variants:
         tv = variants["torch"]().numpy()
         close = np.allclose(tv, want, rtol=1e-5, atol=1e-5)
@@ -310,6 +351,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ember vs XLA:CPU: {med['xla'] / med['ember']:.2f}x faster")
     if "torch" in med:
         print(f"ember vs torch:   {med['torch'] / med['ember']:.2f}x faster")
+    if "grouped" in med:
+        print(
+            f"grouped: {med['xla'] / med['grouped']:.2f}x XLA:CPU"
+            + (f", {med['torch'] / med['grouped']:.2f}x torch" if "torch" in med else "")
+            + f", {100 * bytes_moved / med['grouped'] / gather_bw:.0f}% of gather"
+        )
     print(
         f"ember vs gather:  {100 * bytes_moved / med['ember'] / gather_bw:.0f}% of the measured "
         f"random-row-gather bandwidth ({gather_bw / 1e9:.2f} GB/s)"

@@ -9,6 +9,8 @@ custom_call_target="ember.<kind>", api_version=API_VERSION_TYPED_FFI`` can use t
 Operands per target: the table, the lookup operand(s), then an optional weights operand; its
 presence must agree with the ``weighted`` attribute. All six attributes (``combiner``,
 ``index_mode``, ``wrap_negative``, ``weighted``, ``init``, ``index_bits``) are required.
+``ember.grouped_segment_reduce`` takes k unweighted segment_reduce triples
+``T_1, I_1, S_1, ..., T_k, I_k, S_k`` and returns a tuple of k results (one per table).
 
 For kernel development, the environment variable ``EMBER_XLA_NATIVE_LIBRARY`` may name another
 build of the library to load instead (e.g. one compiled by hand from this folder).
@@ -30,6 +32,7 @@ _SYMBOLS: dict[str, str] = {
     "ember.segment_reduce": "EmberSegmentReduce",
     "ember.padded_bag": "EmberPaddedBag",
     "ember.offsets_bag": "EmberOffsetsBag",
+    "ember.grouped_segment_reduce": "EmberGroupedSegmentReduce",
 }
 
 #: The custom_call_target names this package implements.

@@ -1,6 +1,7 @@
 // ember.offsets_bag: T[N,D], indices[L], offsets[B+1] (+ weights[L]) -> [B,D];
 // bag b is indices[offsets[b] .. offsets[b+1]). Offsets must be non-decreasing within [0, L].
 #include "handler.h"
+#include "pool.h"
 #include "reduce.h"
 
 namespace ember {
@@ -8,9 +9,10 @@ namespace {
 
 ffi::Error OffsetsBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices, ffi::AnyBuffer offsets,
                           ffi::RemainingArgs rest, ffi::Result<ffi::AnyBuffer> out,
-                          std::string_view combiner, std::string_view index_mode,
-                          bool wrap_negative, bool weighted, double init,
-                          int64_t index_bits) {
+                          ffi::ThreadPool xla_pool, std::string_view combiner,
+                          std::string_view index_mode, bool wrap_negative, bool weighted,
+                          double init, int64_t index_bits) {
+  XlaPoolScope pool_scope(&xla_pool);
   return Guarded("offsets_bag", [&]() -> ffi::Error {
     Options opt;
     if (auto e = ParseOptions(combiner, index_mode, wrap_negative, weighted, init,
@@ -60,4 +62,5 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(EmberOffsetsBag, ember::OffsetsBagImpl,
                                                    .Arg<xla::ffi::AnyBuffer>()
                                                    .Arg<xla::ffi::AnyBuffer>()
                                                    .RemainingArgs()
-                                                   .Ret<xla::ffi::AnyBuffer>()));
+                                                   .Ret<xla::ffi::AnyBuffer>()
+                                                   .Ctx<xla::ffi::ThreadPool>()));

@@ -1,14 +1,17 @@
 // ember.padded_bag: T[N,D], ids[B,P] (+ weights[B,P]) -> [B,D]; bag b is ids[b, 0..P) in order.
 #include "handler.h"
+#include "pool.h"
 #include "reduce.h"
 
 namespace ember {
 namespace {
 
 ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::RemainingArgs rest,
-                         ffi::Result<ffi::AnyBuffer> out, std::string_view combiner,
+                         ffi::Result<ffi::AnyBuffer> out, ffi::ThreadPool xla_pool,
+                         std::string_view combiner,
                          std::string_view index_mode, bool wrap_negative, bool weighted,
                          double init, int64_t index_bits) {
+  XlaPoolScope pool_scope(&xla_pool);
   return Guarded("padded_bag", [&]() -> ffi::Error {
     Options opt;
     if (auto e = ParseOptions(combiner, index_mode, wrap_negative, weighted, init,
@@ -47,4 +50,5 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(EmberPaddedBag, ember::PaddedBagImpl,
                                                    .Arg<xla::ffi::AnyBuffer>()
                                                    .Arg<xla::ffi::AnyBuffer>()
                                                    .RemainingArgs()
-                                                   .Ret<xla::ffi::AnyBuffer>()));
+                                                   .Ret<xla::ffi::AnyBuffer>()
+                                                   .Ctx<xla::ffi::ThreadPool>()));

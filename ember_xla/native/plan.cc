@@ -1,6 +1,7 @@
 #include "plan.h"
 
 #include <algorithm>
+#include <memory>
 #include <string>
 
 namespace ember {
@@ -32,6 +33,25 @@ void Resolve(const I* idx, int64_t count, int64_t n, const Options& opt, int64_t
     }
     src[j] = i;
   }
+}
+
+// Segment ids already in order (non-decreasing, all in [0, rows), the usual sample-major
+// layout): the stable counting sort would leave every lookup where it is, so only row_ptr is
+// built, in one pass. Returns false (plan untouched apart from row_ptr) when they are not.
+template <typename I>
+bool SortedSegments(const I* seg, int64_t count, Plan* plan) {
+  const int64_t rows = plan->rows;
+  std::vector<int64_t>& row_ptr = plan->row_ptr;
+  row_ptr.resize(rows + 1);
+  int64_t r = 0;  // row_ptr[0..r] are set
+  row_ptr[0] = 0;
+  for (int64_t j = 0; j < count; ++j) {
+    const int64_t s = static_cast<int64_t>(seg[j]);
+    if (s < r || s >= rows) return false;
+    while (r < s) row_ptr[++r] = j;
+  }
+  while (r < rows) row_ptr[++r] = count;
+  return true;
 }
 
 }  // namespace
@@ -108,18 +128,46 @@ ffi::Error ResolveIndices(const ffi::AnyBuffer& idx, int64_t n_rows, const Optio
   }
 }
 
-Plan& ScratchPlan(int64_t lookups, int64_t rows) {
-  thread_local Plan plan;
+namespace {
+void ResetPlan(Plan& plan, int64_t lookups, int64_t rows) {
   const size_t keep = static_cast<size_t>(std::max<int64_t>({lookups, rows + 1, 1 << 16})) * 4;
   for (auto* v : {&plan.row_ptr, &plan.src, &plan.pos, &plan.scratch_a, &plan.scratch_b}) {
     v->clear();
     if (v->capacity() > keep) v->shrink_to_fit();
   }
   plan.rows = rows;
+}
+}  // namespace
+
+Plan& ScratchPlan(int64_t lookups, int64_t rows) {
+  thread_local Plan plan;
+  ResetPlan(plan, lookups, rows);
   return plan;
 }
 
+Plan& ScratchPlanAt(size_t slot, int64_t lookups, int64_t rows) {
+  thread_local std::vector<std::unique_ptr<Plan>> plans;
+  if (plans.size() <= slot) plans.resize(slot + 1);
+  if (!plans[slot]) plans[slot] = std::make_unique<Plan>();
+  ResetPlan(*plans[slot], lookups, rows);
+  return *plans[slot];
+}
+
 ffi::Error SortBySegment(const ffi::AnyBuffer& segment_ids, bool need_pos, Plan* plan) {
+  const int64_t n_seg = static_cast<int64_t>(segment_ids.element_count());
+  if (n_seg == static_cast<int64_t>(plan->src.size())) {
+    bool sorted_ids = false;
+    if (segment_ids.element_type() == ffi::DataType::S32)
+      sorted_ids = SortedSegments(static_cast<const int32_t*>(segment_ids.untyped_data()), n_seg,
+                                  plan);
+    else if (segment_ids.element_type() == ffi::DataType::S64)
+      sorted_ids = SortedSegments(static_cast<const int64_t*>(segment_ids.untyped_data()), n_seg,
+                                  plan);
+    if (sorted_ids) {
+      plan->pos.clear();  // lookup j is plan entry j
+      return ffi::Error::Success();
+    }
+  }
   std::vector<int64_t>& seg = plan->scratch_a;
   std::vector<int64_t>& sorted = plan->scratch_b;
   if (auto e = ReadInts(segment_ids, "segment_ids", &seg); e.failure()) return e;

@@ -40,6 +40,8 @@ struct Plan {
 // A per-thread plan whose buffers are reused from call to call (no page faults or frees on the
 // hot path); buffers far larger than the current call's needs are released first.
 Plan& ScratchPlan(int64_t lookups, int64_t rows);
+// The same for grouped calls: one reusable plan per slot (table) of this thread.
+Plan& ScratchPlanAt(size_t slot, int64_t lookups, int64_t rows);
 
 // Checks T (rank 2, f32/bf16/f16) and the result (rank 2 [rows, D], T's type or f32).
 ffi::Error CheckTableAndResult(const ffi::AnyBuffer& table, const ffi::AnyBuffer& out);

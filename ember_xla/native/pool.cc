@@ -7,7 +7,11 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <memory>
+#include <string_view>
 #include <thread>
+
+#include "xla/ffi/api/ffi.h"
 
 namespace ember {
 
@@ -116,6 +120,67 @@ class Pool {
   int64_t workers_ = 0;
 };
 
+// Caps from the environment: EMBER_XLA_NUM_THREADS (threads one call may use), at least 1.
+int64_t ThreadCap() {
+  static const int64_t cap = [] {
+    int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
+    if (const char* env = std::getenv("EMBER_XLA_NUM_THREADS")) {
+      const long v = std::strtol(env, nullptr, 10);
+      if (v >= 1) hw = std::min<int64_t>(hw, v);
+    }
+    return std::min(hw, kMaxThreads);
+  }();
+  return cap;
+}
+
+bool XlaPoolAllowed() {
+  static const bool allowed = [] {
+    const char* env = std::getenv("EMBER_XLA_POOL");
+    return env == nullptr || std::string_view(env) != "own";
+  }();
+  return allowed;
+}
+
+thread_local xla::ffi::ThreadPool* t_xla_pool = nullptr;
+thread_local int64_t t_xla_threads = 0;
+
+// A call's parts on XLA's pool. Helpers hold a reference to the shared state, so one that XLA
+// starts late (after the caller has finished every part and returned) only finds nothing left
+// to claim: the caller never waits for helpers to start, only for claimed parts to finish, so
+// a busy or single-threaded XLA pool cannot deadlock a call.
+struct SharedTask {
+  const std::function<void(int64_t)>* fn;
+  int64_t parts;
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> done{0};
+  std::mutex mu;
+  std::condition_variable cv;
+};
+
+void DrainShared(SharedTask* task) {
+  for (;;) {
+    const int64_t p = task->next.fetch_add(1);
+    if (p >= task->parts) return;
+    (*task->fn)(p);
+    if (task->done.fetch_add(1) + 1 == task->parts) {
+      std::lock_guard<std::mutex> lock(task->mu);
+      task->cv.notify_all();
+    }
+  }
+}
+
+void RunOnXla(xla::ffi::ThreadPool* xla_pool, int64_t threads, int64_t parts,
+              const std::function<void(int64_t)>& fn) {
+  auto task = std::make_shared<SharedTask>();
+  task->fn = &fn;
+  task->parts = parts;
+  const int64_t helpers = std::min(threads, parts) - 1;
+  for (int64_t h = 0; h < helpers; ++h) xla_pool->Schedule([task] { DrainShared(task.get()); });
+  DrainShared(task.get());
+  std::unique_lock<std::mutex> lock(task->mu);
+  task->cv.wait(lock, [&] { return task->done.load() == task->parts; });
+}
+
 Pool& GetPool() {
   static Pool* pool = new Pool();  // never destroyed: detached workers outlive static teardown
   return *pool;
@@ -123,8 +188,37 @@ Pool& GetPool() {
 
 }  // namespace
 
-int64_t PoolThreads() { return GetPool().threads(); }
+XlaPoolScope::XlaPoolScope(xla::ffi::ThreadPool* pool)
+    : prev_(t_xla_pool), prev_threads_(t_xla_threads) {
+  int64_t n = 0;
+  if (pool != nullptr && XlaPoolAllowed()) n = pool->num_threads();
+  if (n >= 1) {
+    t_xla_pool = pool;
+    t_xla_threads = std::min(n, ThreadCap());
+  } else {
+    t_xla_pool = nullptr;
+    t_xla_threads = 0;
+  }
+}
 
-void PoolRun(int64_t parts, const std::function<void(int64_t)>& fn) { GetPool().Run(parts, fn); }
+XlaPoolScope::~XlaPoolScope() {
+  t_xla_pool = prev_;
+  t_xla_threads = prev_threads_;
+}
+
+int64_t PoolThreads() { return t_xla_pool ? t_xla_threads : GetPool().threads(); }
+
+void PoolRun(int64_t parts, const std::function<void(int64_t)>& fn) {
+  if (parts <= 0) return;
+  if (t_xla_pool != nullptr) {
+    if (parts == 1 || t_xla_threads <= 1) {
+      for (int64_t p = 0; p < parts; ++p) fn(p);
+      return;
+    }
+    RunOnXla(t_xla_pool, t_xla_threads, parts, fn);
+    return;
+  }
+  GetPool().Run(parts, fn);
+}
 
 }  // namespace ember

@@ -9,7 +9,28 @@
 #include <cstdint>
 #include <functional>
 
+namespace xla::ffi {
+class ThreadPool;
+}
+
 namespace ember {
+
+// While an XlaPoolScope is alive on a thread, PoolThreads/PoolRun on that thread use XLA's own
+// intra-op thread pool (the typed-FFI ThreadPool context, the Eigen pool that runs XLA:CPU's
+// compute) instead of ember's private workers: no second set of threads competing with XLA's
+// for the cores. Falls back to the private pool when XLA reports no threads, or when
+// EMBER_XLA_POOL=own.
+class XlaPoolScope {
+ public:
+  explicit XlaPoolScope(xla::ffi::ThreadPool* pool);
+  ~XlaPoolScope();
+  XlaPoolScope(const XlaPoolScope&) = delete;
+  XlaPoolScope& operator=(const XlaPoolScope&) = delete;
+
+ private:
+  xla::ffi::ThreadPool* prev_;
+  int64_t prev_threads_;
+};
 
 // Number of threads a call may use (workers + the caller), at least 1.
 int64_t PoolThreads();

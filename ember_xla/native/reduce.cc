@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <string_view>
 #include <type_traits>
 #include <vector>
@@ -326,7 +327,118 @@ void RunTyped(const ffi::AnyBuffer& table, const Plan& plan, const void* weights
   else RunKind<T, O, 2>(job);
 }
 
+// One table of a grouped call: runs rows [r0, r1) of its plan.
+struct ItemRunner {
+  std::vector<float> nan_storage;  // D NaNs of T's type (T is at most 4 bytes)
+  std::function<void(int64_t, int64_t, unsigned)> run;
+};
+
+template <typename T, typename O>
+void MakeRunner(const GroupItem& item, const Options& opt, ItemRunner* runner) {
+  const int64_t d = item.table->dimensions()[1];
+  runner->nan_storage.assign(static_cast<size_t>(d), 0.0f);
+  T* nan_row = reinterpret_cast<T*>(runner->nan_storage.data());
+  for (int64_t c = 0; c < d; ++c) nan_row[c] = Elem<T>::Store(std::nanf(""));
+  Job<T, O> job{static_cast<const T*>(item.table->untyped_data()),
+                nan_row,
+                nullptr,
+                item.plan,
+                opt.combiner,
+                d,
+                Elem<O>::Round(static_cast<float>(opt.init)),
+                static_cast<O*>(item.out->untyped_data())};
+  switch (opt.combiner) {
+    case Combiner::kMax:
+      runner->run = [job](int64_t r0, int64_t r1, unsigned csr) {
+        Part<T, O, 1, 0>(job, r0, r1, csr);
+      };
+      break;
+    case Combiner::kMin:
+      runner->run = [job](int64_t r0, int64_t r1, unsigned csr) {
+        Part<T, O, 2, 0>(job, r0, r1, csr);
+      };
+      break;
+    default:
+      runner->run = [job](int64_t r0, int64_t r1, unsigned csr) {
+        Part<T, O, 0, 0>(job, r0, r1, csr);
+      };
+      break;
+  }
+}
+
 }  // namespace
+
+ffi::Error RunGroupedPlans(const GroupItem* items, int64_t count, const Options& opt) {
+  std::vector<ItemRunner> runners(static_cast<size_t>(count));
+  // Global cost space: item i's row r starts at offset[i] + cost_i(r), where cost_i(r) =
+  // (lookups before row r + r) * D_i.
+  std::vector<int64_t> offset(static_cast<size_t>(count) + 1, 0);
+  for (int64_t i = 0; i < count; ++i) {
+    const GroupItem& it = items[i];
+    const bool f32_out = it.out->element_type() == ffi::DataType::F32;
+    switch (it.table->element_type()) {
+      case ffi::DataType::F32: MakeRunner<float, float>(it, opt, &runners[i]); break;
+      case ffi::DataType::BF16:
+        if (f32_out) MakeRunner<bf16, float>(it, opt, &runners[i]);
+        else MakeRunner<bf16, bf16>(it, opt, &runners[i]);
+        break;
+      case ffi::DataType::F16:
+        if (f32_out) MakeRunner<f16, float>(it, opt, &runners[i]);
+        else MakeRunner<f16, f16>(it, opt, &runners[i]);
+        break;
+      default:
+        return ffi::Error(ffi::ErrorCode::kInvalidArgument, "ember: unsupported table type");
+    }
+    const Plan& p = *it.plan;
+    const int64_t d = std::max<int64_t>(1, it.table->dimensions()[1]);
+    offset[i + 1] = offset[i] + (p.row_ptr[p.rows] - p.row_ptr[0] + p.rows) * d;
+  }
+  const int64_t total = offset[count];
+  if (total == 0) return ffi::Error::Success();
+#if defined(__SSE__)
+  const unsigned csr = _mm_getcsr();
+#else
+  const unsigned csr = 0;
+#endif
+  const int64_t threads =
+      std::min<int64_t>(PoolThreads(), std::max<int64_t>(1, total / kParallelWork));
+  const int64_t parts = threads > 1 ? threads * kPartsPerThread : 1;
+  // Part boundaries as (item, row): the first row whose global start is >= the goal.
+  struct Cut { int64_t item, row; };
+  std::vector<Cut> cut(static_cast<size_t>(parts) + 1);
+  cut[0] = {0, 0};
+  cut[parts] = {count, 0};
+  for (int64_t t = 1; t < parts; ++t) {
+    const int64_t goal = total * t / parts;
+    // The item holding the goal: last i with offset[i] <= goal.
+    int64_t i = static_cast<int64_t>(std::upper_bound(offset.begin(), offset.end(), goal) -
+                                     offset.begin()) - 1;
+    if (i >= count) { cut[t] = {count, 0}; continue; }
+    const Plan& p = *items[i].plan;
+    const int64_t d = std::max<int64_t>(1, items[i].table->dimensions()[1]);
+    const int64_t base = p.row_ptr[0];
+    int64_t lo = 0, hi = p.rows;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (offset[i] + (p.row_ptr[mid] - base + mid) * d < goal) lo = mid + 1; else hi = mid;
+    }
+    cut[t] = lo >= p.rows ? Cut{i + 1, 0} : Cut{i, lo};
+    if (cut[t].item < cut[t - 1].item ||
+        (cut[t].item == cut[t - 1].item && cut[t].row < cut[t - 1].row))
+      cut[t] = cut[t - 1];
+  }
+  auto run_part = [&](int64_t p) {
+    const Cut a = cut[p], b = cut[p + 1];
+    for (int64_t i = a.item; i <= b.item && i < count; ++i) {
+      const int64_t r0 = i == a.item ? a.row : 0;
+      const int64_t r1 = i == b.item ? b.row : items[i].plan->rows;
+      if (r0 < r1) runners[i].run(r0, r1, csr);
+    }
+  };
+  if (parts == 1) run_part(0);
+  else PoolRun(parts, run_part);
+  return ffi::Error::Success();
+}
 
 ffi::Error RunPlan(const ffi::AnyBuffer& table, const Plan& plan, const void* weights,
                    ffi::DataType wtype, const Options& opt, ffi::AnyBuffer& out) {

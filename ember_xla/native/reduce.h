@@ -15,6 +15,17 @@ namespace ember {
 ffi::Error RunPlan(const ffi::AnyBuffer& table, const Plan& plan, const void* weights,
                    ffi::DataType wtype, const Options& opt, ffi::AnyBuffer& out);
 
+// Several unweighted plans (one per table, each with its own table and result) run as one
+// parallel loop: the tables' output rows are laid end to end and cut into parts of equal
+// (lookups + rows) * D cost, so a big table is split over threads and small tables are grouped
+// into one part. Every output row is computed exactly as RunPlan computes it.
+struct GroupItem {
+  const ffi::AnyBuffer* table;
+  const Plan* plan;
+  ffi::AnyBuffer* out;
+};
+ffi::Error RunGroupedPlans(const GroupItem* items, int64_t count, const Options& opt);
+
 }  // namespace ember
 
 #endif  // EMBER_XLA_NATIVE_REDUCE_H_

@@ -1,16 +1,47 @@
 // ember.segment_reduce: T[N,D], indices[L], segment_ids[L] (+ weights[L]) -> [S,D].
 // Lookup j goes to row segment_ids[j]; ids outside [0, S) are dropped (scatter semantics).
 #include "handler.h"
+#include "pool.h"
 #include "reduce.h"
+
+#ifdef EMBER_TRACE_CALLS
+#include <chrono>
+#include <cstdio>
+#include <thread>
+#endif
 
 namespace ember {
 namespace {
 
+#ifdef EMBER_TRACE_CALLS
+struct TraceCall {
+  static int64_t Now() {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  TraceCall(const char* k, size_t n) : kind(k), lookups(n), t0(Now()) {}
+  ~TraceCall() {
+    std::fprintf(stderr, "EMBER_TRACE %s tid=%zx lookups=%zu start=%lld end=%lld\n", kind,
+                 std::hash<std::thread::id>()(std::this_thread::get_id()), lookups,
+                 static_cast<long long>(t0), static_cast<long long>(Now()));
+  }
+  const char* kind;
+  size_t lookups;
+  int64_t t0;
+};
+#endif
+
 ffi::Error SegmentReduceImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices,
                              ffi::AnyBuffer segment_ids, ffi::RemainingArgs rest,
-                             ffi::Result<ffi::AnyBuffer> out, std::string_view combiner,
+                             ffi::Result<ffi::AnyBuffer> out, ffi::ThreadPool xla_pool,
+                             std::string_view combiner,
                              std::string_view index_mode, bool wrap_negative, bool weighted,
                              double init, int64_t index_bits) {
+  XlaPoolScope pool_scope(&xla_pool);
+#ifdef EMBER_TRACE_CALLS  // debug builds only: which thread runs each call, and when
+  TraceCall trace("segment_reduce", indices.element_count());
+#endif
   return Guarded("segment_reduce", [&]() -> ffi::Error {
     Options opt;
     if (auto e = ParseOptions(combiner, index_mode, wrap_negative, weighted, init,
@@ -49,4 +80,5 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(EmberSegmentReduce, ember::SegmentReduceImpl,
                                                    .Arg<xla::ffi::AnyBuffer>()
                                                    .Arg<xla::ffi::AnyBuffer>()
                                                    .RemainingArgs()
-                                                   .Ret<xla::ffi::AnyBuffer>()));
+                                                   .Ret<xla::ffi::AnyBuffer>()
+                                                   .Ctx<xla::ffi::ThreadPool>()));
