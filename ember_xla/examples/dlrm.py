@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 
 ROWS = (50_000, 20_000, 5_000, 1_000, 200_000, 300)  # rows per table
-POOLING = (3, 2, 1, 6, 8, 1)                          # lookups per sample per table
+POOLING = (20, 10, 4, 30, 40, 2)                      # mean lookups per sample per table
 DIM = 32
-BATCH = 256
+BATCH = 2048
 DENSE = 13
 
 
