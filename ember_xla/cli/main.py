@@ -19,8 +19,9 @@ flags.DEFINE_string("out", None, "rewrite: output folder for rewritten.pb, rewri
                     "report.json (created if missing; files are replaced atomically).")
 flags.DEFINE_bool("verify", False, "rewrite: run original and rewritten module on XLA:CPU on "
                   "random valid inputs and report the largest difference.")
-flags.DEFINE_bool("group_tables", True, "rewrite: batch independent segment reductions that "
-                  "share attributes into one table-batched call (FBGEMM TBE-style).")
+flags.DEFINE_bool("group_tables", False, "rewrite: batch independent segment reductions that "
+                  "share attributes into one table-batched call (FBGEMM TBE-style); off by "
+                  "default: separate calls measured faster on XLA:CPU (docs/BENCHMARKS.md).")
 flags.DEFINE_integer("seed", 0, "rewrite/run: seed of the random inputs.")
 flags.DEFINE_string("inputs", None, "run: .npz with one array per entry parameter (keys: "
                     "parameter names or arr_0, arr_1, ... as np.savez writes them).")

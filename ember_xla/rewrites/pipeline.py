@@ -42,9 +42,11 @@ def grouping_available() -> bool:
 
 
 def rewrite_module(module: Module, patterns: list[Pattern] | None = None,
-                   group: bool = True) -> RewriteResult:
+                   group: bool = False) -> RewriteResult:
     """Rewrite every cluster; with ``group``, independent same-attribute segment reductions
-    of one computation share one table-batched call (see group_tables.py)."""
+    of one computation share one table-batched call (see group_tables.py). Off by default:
+    on the 26-table DLRM benchmark separate calls, which XLA:CPU runs concurrently, measured
+    faster (docs/BENCHMARKS.md)."""
     from ember_xla.runtime.execute import clone_module
 
     work = clone_module(module)

@@ -37,7 +37,7 @@ def test_independent_tables_share_one_call():
 
     args = _args(np.random.default_rng(0), (50, 700, 3, 1000))
     m = from_jax(f, *args).module
-    r = rewrite_module(m)
+    r = rewrite_module(m, group=True)
     assert len(r.clusters) == 4  # the report still lists every table
     assert len(r.groups) == 1 and len(r.groups[0]["members"]) == 4
     assert _targets(r.module) == ["ember.grouped_segment_reduce"]
@@ -46,7 +46,7 @@ def test_independent_tables_share_one_call():
         args = _args(np.random.default_rng(seed + 1), (50, 700, 3, 1000))
         want, got = run_module(m, args), run_module(r.module, args)
         assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(got, want, strict=True))
-    ungrouped = rewrite_module(m, group=False)
+    ungrouped = rewrite_module(m)  # the default: separate calls
     assert _targets(ungrouped.module) == ["ember.segment_reduce"] * 4
 
 
@@ -65,7 +65,7 @@ def test_dependent_lookups_are_not_grouped():
             rng.standard_normal((20, 8)).astype(np.float32),
             rng.integers(0, 4, 16).astype(np.int32)]
     m = from_jax(f, *args).module
-    r = rewrite_module(m)
+    r = rewrite_module(m, group=True)
     assert len(r.clusters) == 2 and not r.groups
     assert _targets(r.module) == ["ember.segment_reduce"] * 2
     want, got = run_module(m, args), run_module(r.module, args)
