@@ -1,6 +1,32 @@
-"""Shared test setup: quiet TensorFlow, CPU only, and a helper to run HLO on XLA:CPU."""
+"""Shared test setup: quiet TensorFlow, CPU only, and ``cli`` (run the real console script)."""
 
 import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+
+
+@pytest.fixture
+def cli():
+    """Run ``ember-xla`` as a user does: the installed console script (else the same entry
+    point), outside the source tree, importing the ember_xla this test process imported."""
+    import ember_xla
+
+    script = Path(sys.executable).with_name("ember-xla")
+    cmd = [str(script)] if script.exists() else [sys.executable, "-c",
+                                                 "from ember_xla.cli import run; run()"]
+    home = str(Path(ember_xla.__file__).resolve().parents[1])
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=home)
+
+    def run(*args):
+        return subprocess.run(cmd + list(args), capture_output=True, text=True, env=env,
+                              cwd=tempfile.gettempdir(), timeout=600)
+
+    return run

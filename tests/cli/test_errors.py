@@ -1,34 +1,8 @@
 """Malformed input gives a one-line error naming the place, and exit code 2 — from the real
 ``ember-xla`` entry point, in a subprocess, with no traceback."""
 
-import os
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 
 import pytest
-
-# The installed console script when there is one (as a user runs it), else the same entry point.
-_SCRIPT = Path(sys.executable).with_name("ember-xla")
-RUN = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-c",
-                                                "from ember_xla.cli import run; run()"]
-# Run outside the source tree, importing the ember_xla this test process imported (the
-# installed package, with its compiled kernels, in CI).
-NEUTRAL_CWD = tempfile.gettempdir()
-
-
-def _env():
-    import ember_xla
-
-    home = str(Path(ember_xla.__file__).resolve().parents[1])
-    return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=home)
-
-
-def cli(*args, cwd=NEUTRAL_CWD):
-    env = _env()
-    return subprocess.run(RUN + list(args), capture_output=True, text=True, cwd=cwd, env=env,
-                          timeout=300)
 
 
 def error_line(proc):
@@ -53,7 +27,7 @@ def good_proto(tmp_path_factory):
     return d
 
 
-def test_truncated_proto(good_proto, tmp_path):
+def test_truncated_proto(good_proto, tmp_path, cli):
     data = (good_proto / "m.pb").read_bytes()
     bad = tmp_path / "trunc.pb"
     bad.write_bytes(data[: len(data) // 2])
@@ -61,14 +35,14 @@ def test_truncated_proto(good_proto, tmp_path):
     assert str(bad) in line and "HloModuleProto" in line
 
 
-def test_random_bytes(tmp_path):
+def test_random_bytes(tmp_path, cli):
     bad = tmp_path / "rand.pb"
     bad.write_bytes(bytes(range(7, 256, 3)) * 5)
     line = error_line(cli("inspect", str(bad)))
     assert str(bad) in line
 
 
-def test_bad_text_reports_line_and_column(good_proto, tmp_path):
+def test_bad_text_reports_line_and_column(good_proto, tmp_path, cli):
     lines = (good_proto / "m.hlo").read_text().splitlines()
     k = next(i for i, ln in enumerate(lines) if " = " in ln and "parameter" not in ln)
     lines[k] = lines[k].replace(" = ", " = f32[2,", 1)
@@ -78,7 +52,7 @@ def test_bad_text_reports_line_and_column(good_proto, tmp_path):
     assert f"{bad}:{k + 1}:" in line
 
 
-def test_unknown_opcode(tmp_path):
+def test_unknown_opcode(tmp_path, cli):
     bad = tmp_path / "op.hlo"
     bad.write_text("HloModule m\n\nENTRY e {\n  p = f32[2]{0} parameter(0)\n"
                    "  ROOT q = f32[2]{0} frobnicate(p)\n}\n")
@@ -86,12 +60,12 @@ def test_unknown_opcode(tmp_path):
     assert f"{bad}:5:21: unknown opcode 'frobnicate'" in line
 
 
-def test_missing_file(tmp_path):
+def test_missing_file(tmp_path, cli):
     line = error_line(cli("inspect", str(tmp_path / "nope.pb")))
     assert "no such file" in line
 
 
-def test_savedmodel_without_signatures(tmp_path):
+def test_savedmodel_without_signatures(tmp_path, cli):
     import tensorflow as tf
 
     class M(tf.Module):
@@ -105,26 +79,26 @@ def test_savedmodel_without_signatures(tmp_path):
     assert "no serving signatures" in line and str(d) in line
 
 
-def test_unknown_command_and_no_args():
+def test_unknown_command_and_no_args(cli):
     assert cli().returncode == 2
     p = cli("frob", "x")
     assert p.returncode == 2 and "unknown command" in p.stderr
 
 
-def test_help_lists_flags():
+def test_help_lists_flags(cli):
     p = cli("--help")
     assert p.returncode == 0
     assert "--signature" in p.stdout + p.stderr
 
 
-def test_inspect_ok(good_proto):
+def test_inspect_ok(good_proto, cli):
     p = cli("inspect", str(good_proto / "m.pb"))
     assert p.returncode == 0, p.stderr
     assert "gathers/scatters: 1" in p.stdout
     assert "param 0" in p.stdout
 
 
-def test_elided_constant_is_refused_with_advice(tmp_path):
+def test_elided_constant_is_refused_with_advice(tmp_path, cli):
     bad = tmp_path / "elided.hlo"
     bad.write_text("HloModule m\n\nENTRY e {\n  ROOT c = f32[3]{0} constant({...})\n}\n")
     line = error_line(cli("inspect", str(bad)))

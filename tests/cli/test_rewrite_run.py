@@ -4,34 +4,9 @@ clusters and near-misses, --verify runs both modules on XLA:CPU, run executes th
 
 import json
 import os
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-# The installed console script when there is one (as a user runs it), else the same entry point.
-_SCRIPT = Path(sys.executable).with_name("ember-xla")
-RUN = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-c",
-                                                "from ember_xla.cli import run; run()"]
-# Run outside the source tree, importing the ember_xla this test process imported (the
-# installed package, with its compiled kernels, in CI).
-NEUTRAL_CWD = tempfile.gettempdir()
-
-
-def _env():
-    import ember_xla
-
-    home = str(Path(ember_xla.__file__).resolve().parents[1])
-    return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=home)
-
-
-def cli(*args):
-    env = _env()
-    return subprocess.run(RUN + list(args), capture_output=True, text=True, env=env, timeout=600,
-                          cwd=NEUTRAL_CWD)
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +27,7 @@ def jax_model(tmp_path_factory):
 
 
 @pytest.mark.parametrize("src", ["m.pb", "m.hlo"])
-def test_rewrite_verify_and_run(jax_model, tmp_path, src):
+def test_rewrite_verify_and_run(jax_model, tmp_path, src, cli):
     out = tmp_path / "out"
     p = cli("rewrite", str(jax_model / src), "--out", str(out), "--verify")
     assert p.returncode == 0, p.stderr
@@ -85,18 +60,18 @@ def test_rewrite_verify_and_run(jax_model, tmp_path, src):
         assert np.array_equal(got, want, equal_nan=True)
 
 
-def test_run_rejects_wrong_inputs(jax_model, tmp_path):
+def test_run_rejects_wrong_inputs(jax_model, tmp_path, cli):
     np.savez(tmp_path / "bad.npz", np.ones((3, 3), np.float32))
     p = cli("run", str(jax_model / "m.pb"), "--inputs", str(tmp_path / "bad.npz"))
     assert p.returncode == 2 and "parameter 0" in p.stderr and "Traceback" not in p.stderr
 
 
-def test_rewrite_needs_out(jax_model):
+def test_rewrite_needs_out(jax_model, cli):
     p = cli("rewrite", str(jax_model / "m.pb"))
     assert p.returncode == 2 and "--out" in p.stderr
 
 
-def test_rewrite_savedmodel_with_table_variable(tmp_path):
+def test_rewrite_savedmodel_with_table_variable(tmp_path, cli):
     import tensorflow as tf
 
     rng = np.random.default_rng(3)
