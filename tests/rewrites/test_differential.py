@@ -24,10 +24,10 @@ def programs(draw):
     s = draw(st.integers(1, 12))
     lengths = draw(st.lists(st.integers(0, 6), min_size=s, max_size=s))
     lookup = draw(st.sampled_from(["take_fill", "take_clip", "index"]))
-    combiner = draw(st.sampled_from(["sum", "max", "min"]))
+    combiner = draw(st.sampled_from(["sum", "max", "min", "mean"]))
     dtype = draw(st.sampled_from(sorted(DTYPES)))
     idx64 = draw(st.booleans())
-    weighted = combiner == "sum" and draw(st.booleans())
+    weighted = combiner in ("sum", "mean") and draw(st.booleans())
     sorted_ids = draw(st.booleans())
     seed = draw(st.integers(0, 2**31 - 1))
     return dict(n=n, d=d, s=s, lengths=lengths, lookup=lookup, combiner=combiner, dtype=dtype,
@@ -47,9 +47,14 @@ def build(p):
             rows = table[idx]
         if w:
             rows = rows * w[0][:, None]
+        kw = dict(num_segments=p["s"], indices_are_sorted=p["sorted_ids"])
+        if p["combiner"] == "mean":  # how users write a segment mean in JAX
+            total = jax.ops.segment_sum(rows, seg, **kw)
+            count = jax.ops.segment_sum(jnp.ones_like(seg, dtype=rows.dtype), seg, **kw)
+            return total / jnp.maximum(count, 1)[:, None]
         op = {"sum": jax.ops.segment_sum, "max": jax.ops.segment_max,
               "min": jax.ops.segment_min}[p["combiner"]]
-        return op(rows, seg, num_segments=p["s"], indices_are_sorted=p["sorted_ids"])
+        return op(rows, seg, **kw)
 
     rng = np.random.default_rng(p["seed"])
     dt = DTYPES[p["dtype"]]
