@@ -48,7 +48,6 @@ def embedding_bag(table: Any, indices: Any, offsets: Any = None, *, segment_ids:
         operands.append(jnp.asarray(weights, dtype=table.dtype))
     out = jax.ShapeDtypeStruct((rows, table.shape[1]), table.dtype)
     call = jax.ffi.ffi_call(target, out)
-    idx_bits = 64
     return call(*operands, combiner=combiner, index_mode=mode,
                 wrap_negative=bool(wrap_negative), weighted=weights is not None,
-                init=float(init), index_bits=idx_bits)
+                init=float(init), index_bits=64)

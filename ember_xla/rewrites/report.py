@@ -25,8 +25,6 @@ def describe_value(v: Value) -> dict[str, Any]:
     d: dict[str, Any] = {"instruction": op.name, "shape": str(v.type)}
     if op.opcode == "parameter":
         d["parameter_number"] = op.attributes.get("parameter_number", 0)
-        if op.parent is not None and op.parent.root is not None:
-            d["entry_parameter"] = True
     return d
 
 

@@ -29,10 +29,8 @@ class Walk:
             return True  # inside a called computation reached through a claimed call
         return all(self.owns(u) for u in ref.op.users)
 
-    def take(self, ref: Ref, calls: list[Operation] | None = None) -> None:
-        """Claim ``ref``'s op (and the top-level calls the walk entered to reach it)."""
-        for c in calls or []:
-            self._claim(c)
+    def take(self, ref: Ref) -> None:
+        """Claim ``ref``'s op (ops inside called computations need no claim)."""
         if ref.top:
             if not self.can_take(ref):
                 users = ", ".join(u.name for u in ref.op.users if not self.owns(u))

@@ -75,8 +75,7 @@ def random_array(shape: Shape, rng: np.random.Generator, high: int = 10) -> np.n
     if et in FLOAT_TYPES:
         return rng.standard_normal(shape.dims).astype(shape.dtype)
     if et in INT_TYPES:
-        lo = 0
-        return rng.integers(lo, max(high, 1), size=shape.dims).astype(shape.dtype)
+        return rng.integers(0, max(high, 1), size=shape.dims).astype(shape.dtype)
     if et in ("c64", "c128"):
         return (rng.standard_normal(shape.dims) + 1j * rng.standard_normal(shape.dims)).astype(
             shape.dtype)

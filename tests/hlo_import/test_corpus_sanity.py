@@ -21,30 +21,18 @@ Those cases are skipped here with the reason; ``KNOWN_BLOCKED`` lists which case
 from __future__ import annotations
 
 import re
+import sys
 
 import numpy as np
 import pytest
 
-try:
-    from . import corpus
-except ImportError:  # no package __init__: load the sibling module by path
-    import importlib.util
-    import sys
-    from pathlib import Path
+if "tests_hlo_import_corpus" not in sys.modules:  # run as the child script of _run_isolated
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    __import__("conftest").load_sibling("corpus.py", "tests_hlo_import_corpus")
+corpus = sys.modules["tests_hlo_import_corpus"]  # loaded by conftest.py
+BITCAST, KCUSTOM, LAYOUT = corpus.BITCAST, corpus.KCUSTOM, corpus.LAYOUT
+KNOWN_BLOCKED = corpus.KNOWN_BLOCKED
 
-    _name = "tests_hlo_import_corpus"
-    corpus = sys.modules.get(_name)
-    if corpus is None:
-        _spec = importlib.util.spec_from_file_location(_name, Path(__file__).with_name("corpus.py"))
-        corpus = importlib.util.module_from_spec(_spec)
-        sys.modules[_name] = corpus
-        _spec.loader.exec_module(corpus)
-
-BITCAST = "bitcast (optimized HLO) needs bitcast->reshape legalization"
-KCUSTOM = "kCustom (__ynn_fusion) fusion loses backend_config in hlo_to_stablehlo"
-
-
-LAYOUT = "non-default layout (e.g. transpose to {0,1} + copy) is dropped by hlo_to_stablehlo"
 
 _SHAPE_LAYOUT = re.compile(r"\b(?:pred|[sufc]\d+|bf16|f8\w*)\[([0-9,]*)\]\{([0-9,]*)")
 
@@ -66,15 +54,6 @@ def _has_nondefault_layout(text: str) -> bool:
 #            config" (compile)
 #   LAYOUT:  "F shape_util.cc Check failed: input_shape.has_layout() f32[32,48]" (compile;
 #            aborts the process)
-KNOWN_BLOCKED: dict[str, tuple[str, ...]] = {
-    "jax_opt_fusion_mlp": (KCUSTOM,),
-    "jax_opt_conv_net": (KCUSTOM,),
-    "jax_opt_reduction": (LAYOUT,),
-    "jax_opt_gather_scatter": (BITCAST,),
-    "jax_opt_control_flow": (KCUSTOM,),
-    "jax_opt_sort_cumsum": (BITCAST,),
-    "tf_opt_embedding": (BITCAST,),
-}
 
 
 def blockers(text: str) -> tuple[str, ...]:

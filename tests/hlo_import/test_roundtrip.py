@@ -4,9 +4,7 @@ runs on XLA:CPU with outputs bit-identical to the framework's own outputs."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,13 +16,7 @@ from ember_xla.ir.hlo.verifier import verify_module
 from ember_xla.runtime.execute import executable_proto, run_module
 from ember_xla.runtime.xla_cpu import compile_proto, xla_parse_text
 
-_name = "tests_hlo_import_corpus"
-corpus = sys.modules.get(_name)
-if corpus is None:
-    _spec = importlib.util.spec_from_file_location(_name, Path(__file__).with_name("corpus.py"))
-    corpus = importlib.util.module_from_spec(_spec)
-    sys.modules[_name] = corpus
-    _spec.loader.exec_module(corpus)
+corpus = sys.modules["tests_hlo_import_corpus"]  # loaded by conftest.py
 
 NAMES = [c.name for c in corpus.CASES]
 
@@ -61,15 +53,7 @@ def reference(name: str) -> list[np.ndarray]:
 
 
 def corpus_blocked() -> set[str]:
-    name = "tests_hlo_import_corpus_sanity"
-    mod = sys.modules.get(name)
-    if mod is None:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).with_name("test_corpus_sanity.py"))
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return set(mod.KNOWN_BLOCKED)
+    return set(corpus.KNOWN_BLOCKED)
 
 
 def _hlo_pb2():

@@ -3,7 +3,6 @@ HloModuleProto -> StableHLO -> compile, the way rewritten modules will run) and 
 framework's own jit result, for random and edge inputs: bit for bit for JAX; for TF within the
 idiom's tolerance where TF's runtime divides exactly and jaxlib's XLA:CPU does not."""
 
-import importlib.util
 import pathlib
 import sys
 
@@ -12,17 +11,7 @@ import pytest
 
 _HERE = pathlib.Path(__file__).parent
 
-def _load_idiom_models():
-    if "idiom_models" in sys.modules:
-        return sys.modules["idiom_models"]
-    spec = importlib.util.spec_from_file_location("idiom_models", _HERE / "idiom_models.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["idiom_models"] = mod  # dataclasses need the module registered
-    spec.loader.exec_module(mod)
-    return mod
-
-
-im = _load_idiom_models()
+im = sys.modules["idiom_models"]  # loaded by conftest.py
 
 NAMES = [i.name for i in im.IDIOMS]
 

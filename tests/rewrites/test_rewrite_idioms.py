@@ -5,9 +5,7 @@ unless the idiom states a tolerance (and why) in tests/rewrites/idiom_models.py.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,13 +15,7 @@ from ember_xla.ir.hlo.verifier import verify_module
 from ember_xla.rewrites.pipeline import rewrite_module
 from ember_xla.runtime.execute import run_module
 
-if "idiom_models" not in sys.modules:
-    _spec = importlib.util.spec_from_file_location(
-        "idiom_models", Path(__file__).with_name("idiom_models.py"))
-    _mod = importlib.util.module_from_spec(_spec)
-    sys.modules["idiom_models"] = _mod
-    _spec.loader.exec_module(_mod)
-im = sys.modules["idiom_models"]
+im = sys.modules["idiom_models"]  # loaded by conftest.py
 
 # Idioms the rewriter deliberately leaves alone, with the near-miss reason it must report.
 NOT_REWRITTEN = {

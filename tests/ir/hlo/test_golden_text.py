@@ -45,3 +45,13 @@ def test_xla_reads_our_text_and_proto_the_same_way():
     np.testing.assert_array_equal(a[3], x.max(axis=1))
     np.testing.assert_array_equal(a[5], x[0:4:2, 1:4])
     np.testing.assert_allclose(a[0], x ** 8, rtol=1e-5)
+
+
+def test_hlo_dialect_hooks_parse_verify_and_print():
+    from ember_xla.ir.dialect import get_dialect
+
+    hlo = get_dialect("hlo")
+    expected = (GOLDEN / "canonical.expected.hlo").read_text()
+    m = hlo.parse_module(expected, "canonical.expected.hlo")
+    hlo.verify_module(m)
+    assert hlo.print_module(m) == expected
