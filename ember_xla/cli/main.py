@@ -6,6 +6,7 @@ import sys
 
 from absl import app, flags
 
+import ember_xla.batch.flags  # noqa: F401  (the batch command's flags)
 from ember_xla.cli.errors import USAGE_EXIT, UsageError, guarded
 
 FLAGS = flags.FLAGS
@@ -15,7 +16,7 @@ flags.DEFINE_string("signature", None, "SavedModel input: the serving signature 
 flags.DEFINE_integer("unknown_dim", 8, "SavedModel input: size given to unknown (None) "
                      "dimensions of a signature.", lower_bound=1)
 
-flags.DEFINE_string("out", None, "rewrite: output folder for rewritten.pb, rewritten.hlo and "
+flags.DEFINE_string("out", None, "rewrite/batch: output folder for rewritten.pb, rewritten.hlo and "
                     "report.json (created if missing; files are replaced atomically).")
 flags.DEFINE_bool("verify", False, "rewrite: run original and rewritten module on XLA:CPU on "
                   "random valid inputs and report the largest difference.")
@@ -24,12 +25,14 @@ flags.DEFINE_bool("group_tables", False, "rewrite: batch independent segment red
                   "default: separate calls measured faster on XLA:CPU (docs/BENCHMARKS.md).")
 flags.DEFINE_integer("seed", 0, "rewrite/run: seed of the random inputs.")
 flags.DEFINE_string("inputs", None, "run: .npz with one array per entry parameter (keys: "
-                    "parameter names or arr_0, arr_1, ... as np.savez writes them).")
+                    "parameter names or arr_0, arr_1, ... as np.savez writes them); batch: "
+                    "GLOB[,GLOB...] of models (SavedModel folders, .pb, .hlo/.txt).")
 flags.DEFINE_string("outputs", None, "run: write the outputs to this .npz.")
 flags.DEFINE_integer("repeat", 0, "run: also time this many runs and print the median.",
                      lower_bound=0)
 flags.DEFINE_bool("tf", True, "example: also export, rewrite and verify the TensorFlow version.")
-flags.DEFINE_integer("timing_repeats", 10, "example: timed runs per module.", lower_bound=1)
+flags.DEFINE_integer("timing_repeats", 10, "example, batch --actions=...,time: timed runs per "
+                     "module.", lower_bound=1)
 
 COMMANDS = {
     "inspect": "inspect MODEL: entry signature, computations, opcode counts, gathers/scatters.",
@@ -37,6 +40,8 @@ COMMANDS = {
     "run": "run MODEL [--inputs X.npz] [--outputs Y.npz] [--repeat N]: execute on XLA:CPU.",
     "example": "example [--out DIR] [--notf]: export, rewrite, verify and time the built-in "
                "DLRM-style model.",
+    "batch": "batch --inputs=GLOB[,GLOB] --out=DIR [--actions=rewrite,verify,time] "
+             "[--workers=N] [--runner=local|beam] [--flagfile=F]: a fleet of models.",
 }
 USAGE = """usage: ember-xla COMMAND MODEL [--flags]
 
@@ -95,8 +100,14 @@ def _cmd_example(args: list[str]) -> int:
     return run_example(FLAGS.out, FLAGS.tf, FLAGS.timing_repeats)
 
 
+def _cmd_batch(args: list[str]) -> int:
+    from ember_xla.cli.batch_cmd import cmd_batch
+
+    return cmd_batch(args)
+
+
 HANDLERS = {"inspect": _cmd_inspect, "rewrite": _cmd_rewrite, "run": _cmd_run,
-            "example": _cmd_example}
+            "example": _cmd_example, "batch": _cmd_batch}
 
 
 def main(argv: list[str]) -> int:
@@ -121,5 +132,6 @@ def run() -> None:
     if any(a in ("-h", "--help", "--helpshort", "help") for a in sys.argv[1:2] + sys.argv[2:]):
         print(USAGE.replace("Run `ember-xla --helpfull` for every flag.", "Flags:"))
         print(FLAGS.module_help(__name__))
+        print(FLAGS.module_help(ember_xla.batch.flags.__name__))
         sys.exit(0)
     app.run(main, argv=sys.argv)

@@ -1,0 +1,130 @@
+"""What a batch job does to one model, run inside a worker process.
+
+Built in: ``rewrite`` (clusters -> ember custom-calls, the ``rewrite`` command's library
+function), ``verify`` (original vs rewritten on XLA:CPU, random valid inputs), ``time``
+(median time per run of both modules on XLA:CPU: the speed-up of the native kernels).
+Plugged in: ``lower`` and ``emulate`` come from the DAE compiler and emulator; each is
+available once its command module defines ``batch_action(model, rewritten, out_dir, options)
+-> dict`` (summary fields, e.g. ``{"emulated_cycles": 12345}``). Until then asking for it is a
+one-line error before any model is touched.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from typing import Any
+
+from ember_xla.batch.settings import JobSettings
+
+BUILTIN = ("rewrite", "verify", "time")
+PLUGINS = {"lower": ("ember_xla.cli.lower_cmd", "the DAE compiler (ember-xla lower)"),
+           "emulate": ("ember_xla.cli.emulate_cmd", "the DAE emulator (ember-xla emulate)")}
+ORDER = BUILTIN + tuple(PLUGINS)
+ROW_FIELDS = ("signatures", "instructions", "clusters", "near_misses", "verify",
+              "max_abs_diff", "xla_ms", "ember_ms", "speedup", "emulated_cycles")
+
+
+class ActionError(ValueError):
+    pass
+
+
+class ModelFailed(ValueError):
+    """The model was processed but a check failed (e.g. the rewrite changed its outputs)."""
+
+
+def plugin(name: str) -> Callable[..., dict[str, Any]] | None:
+    module, _ = PLUGINS[name]
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name and module.startswith(e.name):
+            return None
+        raise
+    return getattr(mod, "batch_action", None)
+
+
+def validate(names: list[str]) -> tuple[str, ...]:
+    """The requested actions in execution order; a one-line error for unknown, unavailable or
+    incomplete requests."""
+    names = [n.strip() for n in names if n.strip()]
+    if not names:
+        raise ActionError("--actions: empty; expected e.g. --actions=rewrite,verify")
+    for n in names:
+        if n not in ORDER:
+            raise ActionError(f"--actions: unknown action {n!r}; expected some of "
+                              f"{', '.join(ORDER)}")
+        if n in PLUGINS and plugin(n) is None:
+            raise ActionError(f"--actions: {n!r} is not available in this build: "
+                              f"{PLUGINS[n][1]} is not installed "
+                              f"({PLUGINS[n][0]}.batch_action is missing)")
+    if "rewrite" not in names:
+        raise ActionError(f"--actions: {','.join(names)} needs rewrite first "
+                          f"(e.g. --actions=rewrite,{','.join(names)})")
+    return tuple(n for n in ORDER if n in names)
+
+
+def _speed(model: Any, rewritten_pb: str, settings: JobSettings) -> tuple[float, float]:
+    from ember_xla.hlo_import.load import load_model
+    from ember_xla.runtime.compare import time_modules
+    from ember_xla.runtime.inputs import random_inputs
+
+    rewritten = load_model(rewritten_pb).module
+    inputs = random_inputs(model.module, settings.seed, model.bound)
+    t = time_modules({"xla": model.module, "ember": rewritten}, inputs,
+                     settings.timing_repeats)
+    return t["xla"], t["ember"]
+
+
+def run_model(path: str, settings: JobSettings, out_dir: str,
+              say: Callable[[str], None]) -> dict[str, Any]:
+    """Run the job's actions on the model(s) at ``path``; outputs go to ``out_dir`` (one
+    sub-folder per signature when a SavedModel has several). Returns the summary fields."""
+    from ember_xla.cli.rewrite_cmd import rewrite_one
+    from ember_xla.hlo_import.load import load_model, load_models
+
+    acts = settings.actions
+    models = load_models(path, settings.signature, settings.unknown_dim)
+    row: dict[str, Any] = {f: None for f in ROW_FIELDS}
+    row.update(signatures=len(models), instructions=0, clusters=0, near_misses=0)
+    xla_s = ember_s = 0.0
+    worst = 0.0
+    for m in models:
+        sub = out_dir
+        if len(models) > 1:
+            sub = os.path.join(out_dir, m.source.rsplit("[", 1)[-1].rstrip("]"))
+        report = rewrite_one(m, sub, "verify" in acts, settings.seed, say=say,
+                             group=settings.group_tables)
+        row["instructions"] += sum(len(g.ops) for g in m.module.graphs)
+        row["clusters"] += len(report["clusters"])
+        row["near_misses"] += len(report["near_misses"])
+        if "verify" in acts:
+            v = report["verify"]
+            worst = max(worst, v["max_abs_diff"])
+            if not v["bitwise_equal"] and not v["max_abs_diff"] <= settings.verify_atol:
+                raise ModelFailed(f"{m.source}: verify: the rewritten module's outputs differ "
+                                  f"by {v['max_abs_diff']:.3g} (> --verify_atol="
+                                  f"{settings.verify_atol:g})")
+            if not v["bitwise_equal"]:
+                row["verify"] = "close"
+            elif row["verify"] is None:
+                row["verify"] = "bitwise"
+        if "time" in acts and report["clusters"]:
+            x, e = _speed(m, os.path.join(sub, "rewritten.pb"), settings)
+            xla_s, ember_s = xla_s + x, ember_s + e
+        plugged = [a for a in acts if a in PLUGINS]
+        if plugged:
+            rewritten = load_model(os.path.join(sub, "rewritten.pb")).module
+            for a in plugged:
+                fn = plugin(a)
+                assert fn is not None  # validated before the job started
+                extra = fn(m, rewritten, sub, dict(settings.extra))
+                for k, val in extra.items():
+                    row[k] = val if row.get(k) is None else row[k] + val
+    if "verify" in acts:
+        row["max_abs_diff"] = worst
+    if ember_s > 0:
+        row.update(xla_ms=round(1e3 * xla_s, 4), ember_ms=round(1e3 * ember_s, 4),
+                   speedup=round(xla_s / ember_s, 3))
+    return row
