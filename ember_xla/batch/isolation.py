@@ -74,6 +74,10 @@ class WorkerProcess:
             raise WorkerStartError(f"the batch worker did not start: {got.get('error')} "
                                    f"(log: {self.log_path})")
 
+    def ensure_started(self) -> None:
+        if not self.alive():
+            self.start()
+
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
@@ -100,8 +104,7 @@ class WorkerProcess:
     # -- one model ---------------------------------------------------------------------------
     def run(self, task: dict[str, Any]) -> dict[str, Any]:
         """``{"status": "ok", "row": ...}`` or ``{"status": "failed", "error": ...}``."""
-        if not self.alive():
-            self.start()
+        self.ensure_started()
         self._send(task)
         return self._receive(self.settings.timeout_s, self.settings.memory_mb)
 
@@ -121,7 +124,6 @@ class WorkerProcess:
         assert self.proc is not None and self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + timeout_s
-        peak = 0.0
         with selectors.DefaultSelector() as sel:
             sel.register(fd, selectors.EVENT_READ)
             while b"\n" not in self._buf:
@@ -132,19 +134,18 @@ class WorkerProcess:
                 if sel.select(min(POLL_S, left)):
                     chunk = os.read(fd, 1 << 16)
                     if not chunk:
-                        return self._fail(self._death_reason(peak, memory_mb))
+                        return self._fail(self._death_reason())
                     self._buf += chunk
                     continue
                 if memory_mb:
                     used = rss_mb(self.proc.pid) or 0.0
-                    peak = max(peak, used)
                     if used > memory_mb:
                         return self._fail(f"out of memory: the worker used {used:.0f} MB "
                                           f"(> --memory_mb={memory_mb}); worker killed")
         line, self._buf = self._buf.split(b"\n", 1)
         return json.loads(line)
 
-    def _death_reason(self, peak: float, memory_mb: int) -> str:
+    def _death_reason(self) -> str:
         assert self.proc is not None
         rc = self.proc.wait()
         log = os.path.relpath(self.log_path, self.settings.out)

@@ -71,6 +71,7 @@ def execute_one(worker: WorkerProcess, task: Task, settings: JobSettings,
                 run_id: str) -> dict[str, Any]:
     """Run one model in ``worker``; switch its outputs in; write its manifest entry last."""
     out = settings.out
+    worker.ensure_started()  # (re)starting a worker is not the model's time
     stage = manifest.new_stage(out, task.key)
     t0 = time.monotonic()
     result = worker.run({"key": task.key, "path": os.path.abspath(task.path), "stage": stage})
