@@ -27,16 +27,24 @@ class Progress:
         self.t0 = time.monotonic()
         self._lock = threading.Lock()
         self._drawn = False
+        self._first: float | None = None   # when the first model finished
+        self._stop = threading.Event()
 
     @property
     def done(self) -> int:
         return self.ok + self.failed
 
     def eta(self) -> str:
+        """From the pace since the first model finished (worker start-up is not a model's
+        time); from the start while only one has."""
         if not self.done:
             return "?"
-        left = (time.monotonic() - self.t0) / self.done * (self.total - self.done)
-        return _clock(left)
+        now = time.monotonic()
+        if self.done >= 2 and self._first is not None and now > self._first:
+            rate = (now - self._first) / (self.done - 1)
+        else:
+            rate = (now - self.t0) / self.done
+        return _clock(rate * (self.total - self.done))
 
     def update(self, key: str, status: str, seconds: float, error: str = "") -> None:
         with self._lock:
@@ -44,6 +52,8 @@ class Progress:
                 self.ok += 1
             else:
                 self.failed += 1
+            if self._first is None:
+                self._first = time.monotonic()
             if self.mode == "log":
                 tail = f": {error}" if error else ""
                 print(f"batch: [{self.done}/{self.total}] {key} {status} ({seconds:.1f} s, "
@@ -62,6 +72,7 @@ class Progress:
         self._drawn = True
 
     def close(self) -> None:
+        self._stop.set()
         with self._lock:
             if self.mode == "bar" and self._drawn:
                 self.stream.write("\n")
@@ -71,3 +82,11 @@ class Progress:
         with self._lock:
             if self.mode == "bar":
                 self._draw()
+        if self.mode == "bar":  # keep the elapsed time moving while a model runs
+            threading.Thread(target=self._tick, daemon=True).start()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(1.0):
+            with self._lock:
+                if not self._stop.is_set():
+                    self._draw()
