@@ -1,8 +1,8 @@
-"""One job over 51 good models (JAX and TF; .pb, .hlo/.txt, SavedModels) and 8 bad ones
+"""One job over 51 good models (JAX and TF; .pb, .hlo/.txt, SavedModels) and 7 bad ones
 (truncated, random bytes, empty, bad syntax, SavedModel without signatures, a text file too
-big to import within the timeout, a model that runs out of the memory limit, a worker crash):
-every good model done, every bad one reported with a one-line reason, exit code 1; a rerun
-keeps every finished model. Cost: ~1-2 min (the shared session run)."""
+big to import within the timeout, a worker crash): every good model done, every bad one
+reported with a one-line reason, exit code 1; a rerun keeps every finished model. A model past
+the memory limit is killed and reported, and the next model still runs. Cost: ~1-2 min."""
 
 import csv
 import json
@@ -60,3 +60,18 @@ def test_rerun_keeps_finished_models(fleet_run, fleet, kit):
     assert f"batch: {n} models; {n} done before (kept), 0 to run" in p.stdout
     after = {f: (out / "manifest" / f).read_text() for f in os.listdir(out / "manifest")}
     assert after == before  # not one entry rewritten
+
+
+def test_a_model_past_the_memory_limit_is_killed_and_the_batch_goes_on(oom_model, fleet,
+                                                                       tmp_path, kit):
+    out = tmp_path / "out"
+    good = f"{fleet[0]}/jax_000_segsum_64x8.pb"
+    p = kit.run(f"--inputs={oom_model},{good}", f"--out={out}", f"--memory_mb={kit.MEMORY_MB}",
+                "--timeout_s=300", "--workers=1", "--progress=log")
+    assert p.returncode == 1, p.stderr[-2000:]
+    rows = _rows(out)
+    assert list(rows) == ["big_output.hlo", "jax_000_segsum_64x8.pb"]  # the big one first
+    err = rows["big_output.hlo"]["error"]
+    assert rows["big_output.hlo"]["status"] == "failed" and err.startswith("out of memory: "), err
+    assert f"(> --memory_mb={kit.MEMORY_MB}); worker killed" in err
+    assert rows["jax_000_segsum_64x8.pb"]["status"] == "ok"
