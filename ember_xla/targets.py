@@ -11,6 +11,8 @@ import re
 import struct
 from typing import Any
 
+from ember_xla.ir.hlo.extensions import register_attribute_encoder
+
 #: Attributes every kernel takes, in the order they are printed (the handler looks names up).
 KERNEL_ATTRS = ("combiner", "index_bits", "index_mode", "init", "weighted", "wrap_negative")
 
@@ -129,6 +131,23 @@ def _decode_value(raw: str) -> Any:
     return int(value)
 
 
+#: The key under which an ember custom-call keeps its kernel attributes (structured, on the op);
+#: they become ``backend_config`` only on export (``ir.hlo.extensions``).
+ATTRS_KEY = "ember"
+
+
 def call_attributes(op: Any) -> dict[str, Any]:
-    """The kernel attributes of an ember custom-call op (decoded from its backend_config)."""
+    """The kernel attributes of an ember custom-call op: the structured ones on the op, or
+    decoded from ``backend_config`` for a call read from a file."""
+    if ATTRS_KEY in op.attributes:
+        return dict(op.attributes[ATTRS_KEY])
     return decode_backend_config(op.attributes.get("backend_config", b""))
+
+
+def _encode_call(attrs: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in attrs.items() if k != ATTRS_KEY}
+    out["backend_config"] = encode_backend_config(attrs[ATTRS_KEY])
+    return out
+
+
+register_attribute_encoder(ATTRS_KEY, _encode_call)

@@ -55,6 +55,24 @@ class TimingReport:
         return d
 
 
+def case_cycles(target: Target, trace: Trace) -> dict[int, float]:
+    """Cycles of one firing of each case: dispatch + its ops x their issue cycles."""
+    ex = target.execute
+    return {cid: float(ex.callback_dispatch_cycles
+                       + sum(n * ex.op_cycles[k] for k, n in c.ops.items()))
+            for cid, c in trace.cases.items()}
+
+
+def bound_of(cycles: float, execute: float, dram: float, access: float) -> str:
+    """The unit busiest over the run, or "memory latency" when none is busy 70% of it."""
+    if not cycles:
+        return "none"
+    util = {"execute": execute / cycles, "dram bandwidth": dram / cycles,
+            "access": access / cycles}
+    bound = max(util, key=util.get)
+    return bound if util[bound] >= 0.7 else "memory latency"
+
+
 class _Sim:
     def __init__(self, target: Target, trace: Trace) -> None:
         self.t = target
@@ -65,10 +83,7 @@ class _Sim:
         self.queue_bytes = a.data_queue_bytes * a.lanes
         self.outstanding = a.outstanding_requests
         self.ctrl_cap = a.control_queue_entries
-        self.case_cycles = {
-            cid: target.execute.callback_dispatch_cycles
-            + sum(n * target.execute.op_cycles[k] for k, n in c.ops.items())
-            for cid, c in trace.cases.items()}
+        self.case_cycles = case_cycles(target, trace)
         self._index()
 
     # -- structure of the trace --------------------------------------------------------------
@@ -259,13 +274,7 @@ class _Sim:
         return self._report(end)
 
     def _report(self, cycles: float) -> TimingReport:
-        bw_util = self.mem.dram_busy / cycles if cycles else 0.0
-        ex_util = self.exec_busy / cycles if cycles else 0.0
-        ac_util = self.access_busy / cycles if cycles else 0.0
-        util = {"execute": ex_util, "dram bandwidth": bw_util, "access": ac_util}
-        bound = max(util, key=util.get)
-        if util[bound] < 0.7:
-            bound = "memory latency"
+        bound = bound_of(cycles, self.exec_busy, self.mem.dram_busy, self.access_busy)
         return TimingReport(
             cycles=cycles, seconds=cycles / (self.t.clock_ghz * 1e9),
             access_busy=self.access_busy, execute_busy=self.exec_busy,

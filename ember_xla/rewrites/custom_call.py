@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember_xla.targets import KERNEL_ATTRS, encode_backend_config, mlir_f64, target_of_kind
+from ember_xla.targets import (
+    ATTRS_KEY,
+    KERNEL_ATTRS,
+    encode_backend_config,
+    mlir_f64,
+    target_of_kind,
+)
 
 __all__ = ["KERNEL_ATTRS", "backend_config", "custom_call_attributes", "mlir_f64"]
 
@@ -16,9 +22,13 @@ def backend_config(attrs: dict[str, Any]) -> bytes:
 
 
 def custom_call_attributes(kind: str, attrs: dict[str, Any]) -> dict[str, Any]:
-    """The instruction attributes (proto-dict form) of an ``ember.<kind>`` custom-call."""
+    """The instruction attributes of an ``ember.<kind>`` custom-call: the kernel attributes
+    stay structured under ``ATTRS_KEY`` and become ``backend_config`` on export."""
+    missing = [k for k in KERNEL_ATTRS if k not in attrs]
+    if missing:
+        raise ValueError(f"custom-call attributes missing: {missing}")
     return {
         "custom_call_target": target_of_kind(kind).name,
         "custom_call_api_version": "API_VERSION_TYPED_FFI",
-        "backend_config": encode_backend_config(attrs),
+        ATTRS_KEY: {k: attrs[k] for k in KERNEL_ATTRS},
     }

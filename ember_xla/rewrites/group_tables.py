@@ -13,7 +13,7 @@ from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.rewriter import PatternRewriter
-from ember_xla.targets import GROUPED_SEGMENT_REDUCE, SEGMENT_REDUCE
+from ember_xla.targets import GROUPED_SEGMENT_REDUCE, SEGMENT_REDUCE, call_attributes
 
 SINGLE = SEGMENT_REDUCE.name
 GROUPED = GROUPED_SEGMENT_REDUCE.name
@@ -35,10 +35,11 @@ def _ancestors(op: Operation) -> set[int]:
 def _groups(g: Graph) -> list[list[Operation]]:
     calls = [op for op in g.topological() if op.opcode == "custom-call"
              and op.attributes.get("custom_call_target") == SINGLE
-             and b"weighted = false" in op.attributes.get("backend_config", b"")]
-    by_config: dict[bytes, list[list[Operation]]] = {}
+             and not call_attributes(op)["weighted"]]
+    by_config: dict[tuple, list[list[Operation]]] = {}
     for c in calls:
-        groups = by_config.setdefault(c.attributes["backend_config"], [])
+        key = tuple(sorted(call_attributes(c).items()))
+        groups = by_config.setdefault(key, [])
         anc = _ancestors(c)
         for grp in groups:
             if not any(id(m) in anc for m in grp):

@@ -59,3 +59,21 @@ def test_rewrites_do_not_import_the_runtime():
             offenders += [f"{path.name}: {n}" for n in names
                           if n.startswith("ember_xla.runtime")]
     assert offenders == []
+
+
+def test_kernel_attributes_stay_structured_until_export():
+    from ember_xla.hlo_import.proto import module_from_proto, module_to_proto
+    from ember_xla.ir.hlo.printer import print_module
+    from ember_xla.targets import ATTRS_KEY, call_attributes
+
+    m = module_from_text(FIXTURE.read_text(), str(FIXTURE))
+    r = rewrite_module(m)
+    (cc,) = [op for op in r.module.walk() if op.opcode == "custom-call"]
+    assert "backend_config" not in cc.attributes
+    assert cc.attributes[ATTRS_KEY]["combiner"] == "sum"
+    text = print_module(r.module)
+    assert 'backend_config={combiner = "sum"' in text
+    back = module_from_proto(module_to_proto(r.module))
+    (cc2,) = [op for op in back.walk() if op.opcode == "custom-call"]
+    assert call_attributes(cc2) == call_attributes(cc)
+    assert ATTRS_KEY in cc.attributes  # export did not encode the op in place
