@@ -1,7 +1,10 @@
 """Native XLA:CPU kernels for the ember custom-calls (see docs/CUSTOM_CALL.md).
 
 The C++ typed-FFI handlers in this folder are compiled by ``pip install .`` (scikit-build-core +
-CMake) into ``libember_kernels.so`` next to this file. :func:`register_targets` loads that
+CMake) into ``libember_kernels.so`` next to this file. In an editable install (``pip install -e
+.``) the library is installed into site-packages while this file stays in the source tree; it is
+then found through the package's ``__path__`` (scikit-build-core's redirecting finder lists the
+install tree there) or the distribution's installed-file record. :func:`register_targets` loads that
 library with ctypes and registers every handler with XLA for the CPU platform, after which
 ``jax.ffi.ffi_call`` or an HLO module containing ``custom-call(...),
 custom_call_target="ember.<kind>", api_version=API_VERSION_TYPED_FFI`` can use them.
@@ -44,16 +47,43 @@ _registered = False
 
 
 class NativeLibraryMissing(ImportError):
-    """The compiled kernel library is not next to this module (package not built/installed)."""
+    """The compiled kernel library was not found (package not built/installed)."""
+
+
+def _candidates() -> list[Path]:
+    """Where the installer may have put the library, most specific first: next to this file
+    (regular install), every directory of this package's ``__path__`` (an editable install's
+    install tree), then the file the ``ember-xla`` distribution's RECORD lists."""
+    here = Path(__file__).resolve().parent
+    dirs = [here] + [Path(p) for p in globals().get("__path__", [])]
+    found = [d / LIBRARY_NAME for d in dirs]
+    try:
+        from importlib import metadata
+
+        for f in metadata.distribution("ember-xla").files or []:
+            if f.name == LIBRARY_NAME:
+                found.append(Path(str(f.locate())))
+    except Exception:  # noqa: BLE001 - no metadata (source checkout): nothing more to try
+        pass
+    unique: list[Path] = []
+    for p in found:
+        if p not in unique:
+            unique.append(p)
+    return unique
 
 
 def library_path() -> Path:
-    """Where the compiled kernel library is expected: inside this package folder (or the path
-    in ``$EMBER_XLA_NATIVE_LIBRARY`` when that is set)."""
+    """The compiled kernel library: ``$EMBER_XLA_NATIVE_LIBRARY`` when that is set, else the first
+    existing candidate of :func:`_candidates` (next to this file, the package's ``__path__``,
+    the installed distribution's file list), else where a regular install puts it."""
     override = os.environ.get("EMBER_XLA_NATIVE_LIBRARY")
     if override:
         return Path(override).resolve()
-    return Path(__file__).resolve().with_name(LIBRARY_NAME)
+    candidates = _candidates()
+    for p in candidates:
+        if p.is_file():
+            return p.resolve()
+    return candidates[0]
 
 
 def load_library() -> ctypes.CDLL:
@@ -63,8 +93,11 @@ def load_library() -> ctypes.CDLL:
         if _library is None:
             path = library_path()
             if not path.is_file():
+                looked = ([path] if os.environ.get("EMBER_XLA_NATIVE_LIBRARY")
+                          else _candidates())
                 raise NativeLibraryMissing(
-                    f"ember-xla's native kernels ({LIBRARY_NAME}) were not found in {path.parent}. "
+                    f"ember-xla's native kernels ({LIBRARY_NAME}) were not found (looked in "
+                    f"{', '.join(str(c.parent) for c in looked)}). "
                     "They are compiled when the package is installed: run `pip install .` in the "
                     "ember-xla source tree (and import ember_xla from the installed package, not "
                     "from the source folder)."
