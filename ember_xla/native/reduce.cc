@@ -10,6 +10,7 @@
 
 #include "common.h"
 #include "pool.h"
+#include "reduce_minmax.h"
 
 #if defined(__SSE__)
 #include <xmmintrin.h>
@@ -135,6 +136,14 @@ __attribute__((always_inline)) inline void RowsBody(const Job<T, O>& job, int64_
                 W == 0) {
     if (job.combiner == Combiner::kSum && job.d % VL == 0 && job.d > 0) {
       SumRowsVector<VL, NVMax>(job, r0, r1);
+      return;
+    }
+  }
+  if constexpr (std::is_same<T, float>::value && std::is_same<O, float>::value && Kind != 0 &&
+                W == 0) {
+    if (job.d % VL == 0 && job.d > 0) {  // vectorized max/min: reduce_minmax.h, same bits
+      static volatile float kOneV = 1.0f;
+      minmax::Rows<VL, Kind, Job<float, float>, Vec<VL>>(job, r0, r1, kOneV, kPrefetchAhead);
       return;
     }
   }

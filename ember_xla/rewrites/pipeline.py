@@ -8,6 +8,7 @@ from typing import Any
 
 from ember_xla.ir.graph import Module
 from ember_xla.ir.hlo.verifier import verify_module
+from ember_xla.rewrites import profitability
 from ember_xla.rewrites.cluster import NearMiss
 from ember_xla.rewrites.group_tables import GROUPED, group_tables
 from ember_xla.rewrites.matcher import Pattern, find_clusters
@@ -42,18 +43,28 @@ def grouping_available() -> bool:
 
 
 def rewrite_module(module: Module, patterns: list[Pattern] | None = None,
-                   group: bool = False) -> RewriteResult:
+                   group: bool = False, cost_model: bool | None = None) -> RewriteResult:
     """Rewrite every cluster; with ``group``, independent same-attribute segment reductions
     of one computation share one table-batched call (see group_tables.py). Off by default:
     on the 26-table DLRM benchmark separate calls, which XLA:CPU runs concurrently, measured
-    faster (docs/BENCHMARKS.md)."""
+    faster (docs/BENCHMARKS.md). With ``cost_model`` (default: on unless
+    EMBER_XLA_COST_MODEL=off) clusters predicted faster in XLA stay there (profitability.py)."""
     from ember_xla.runtime.execute import clone_module
 
     work = clone_module(module)
     found = find_clusters(work, list(patterns or ALL_PATTERNS))
     entries, misses = [], [near_miss_entry(n) for n in found.near_misses]
+    predicted: dict[int, dict[str, float]] = {}
+    if profitability.enabled() if cost_model is None else cost_model:
+        found.clusters, kept, predicted = profitability.split(found.clusters)
+        for n, p in kept:
+            misses.append({**near_miss_entry(n), "kept_in_xla": True,
+                           "predicted_us": {k: round(v * 1e6, 1) for k, v in p.items()}})
+            found.counters[n.pattern]["kept_in_xla"] += 1
     for i, c in enumerate(found.clusters):
         entry = cluster_entry(c, None)  # describe before the cluster's ops are erased
+        if id(c) in predicted:
+            entry["predicted_us"] = {k: round(v * 1e6, 1) for k, v in predicted[id(c)].items()}
         try:
             cc = outline(work, c, i)
         except NoMatch as e:
