@@ -13,7 +13,9 @@ Operands per target: the table, the lookup operand(s), then an optional weights 
 presence must agree with the ``weighted`` attribute. All six attributes (``combiner``,
 ``index_mode``, ``wrap_negative``, ``weighted``, ``init``, ``index_bits``) are required.
 ``ember.grouped_segment_reduce`` takes k unweighted segment_reduce triples
-``T_1, I_1, S_1, ..., T_k, I_k, S_k`` and returns a tuple of k results (one per table).
+``T_1, I_1, S_1, ..., T_k, I_k, S_k`` and returns a tuple of k results (one per table);
+``ember.grouped_segment_reduce_concat`` takes the same and returns their concatenation along
+dimension 1 as one ``[S, sum D]`` array, written in place by the kernel.
 
 For kernel development, the environment variable ``EMBER_XLA_NATIVE_LIBRARY`` may name another
 build of the library to load instead (e.g. one compiled by hand from this folder).
@@ -36,6 +38,7 @@ _SYMBOLS: dict[str, str] = {
     "ember.padded_bag": "EmberPaddedBag",
     "ember.offsets_bag": "EmberOffsetsBag",
     "ember.grouped_segment_reduce": "EmberGroupedSegmentReduce",
+    "ember.grouped_segment_reduce_concat": "EmberGroupedSegmentReduceConcat",
 }
 
 #: The custom_call_target names this package implements.

@@ -70,7 +70,7 @@ __attribute__((always_inline)) inline void Chunk(const Job& job, int64_t r0, int
         Select<VL, Kind>(acc[i], v);
       }
     }
-    float* o = job.out + r * d + c0;
+    float* o = job.out + r * job.out_stride + c0;
     for (int i = 0; i < NV; ++i) *reinterpret_cast<VU*>(o + i * VL) = acc[i];
   }
 }
