@@ -53,7 +53,7 @@ def test_constants_are_the_fit_of_the_stored_measurements():
     spec.loader.exec_module(cal)
     for fam, entry in profitability.load_model()["families"].items():
         for backend in ("ember", "xla"):
-            coef, _ = cal.fit(entry["points"], f"{backend}_s")
+            coef, _ = cal.fit(entry["points"], f"{backend}{profitability.load_model()['fit_on']}")
             stored = entry[backend]
             for got, key in zip(coef, ("c0_s", "per_lookup_elem_s", "per_output_elem_s"),
                                 strict=True):
