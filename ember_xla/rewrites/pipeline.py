@@ -1,5 +1,7 @@
-"""``rewrite_module``: find clusters, outline each into an ``ember.<kind>`` custom-call, verify,
-and report. The input module is not modified; the result holds a rewritten copy."""
+"""The cluster rewrite as a pass (``ember-rewrite-clusters{group=false}``): find clusters, outline
+each into an ``ember.<kind>`` custom-call (every edit through one ``PatternRewriter``), verify,
+and report. ``rewrite_module`` runs it on a copy (``Module.clone``): the input is never
+modified."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ from typing import Any
 
 from ember_xla.ir.graph import Module
 from ember_xla.ir.hlo.verifier import verify_module
+from ember_xla.ir.passes import ModulePass, register_pass
+from ember_xla.ir.rewriter import PatternRewriter
 from ember_xla.rewrites import profitability
 from ember_xla.rewrites.cluster import NearMiss
 from ember_xla.rewrites.group_tables import GROUPED, group_tables
@@ -42,39 +46,64 @@ def grouping_available() -> bool:
     return GROUPED in TARGETS
 
 
+@register_pass
+@dataclasses.dataclass(frozen=True)
+class RewriteClusters(ModulePass):
+    """Rewrite every cluster in place. With ``group``, independent same-attribute segment
+    reductions of one computation share one table-batched call (see group_tables.py). Off by
+    default: on the 26-table DLRM benchmark separate calls, which XLA:CPU runs concurrently,
+    measured faster (docs/BENCHMARKS.md). ``cost_model``: on | off | env (EMBER_XLA_COST_MODEL,
+    default on): clusters the measured cost model predicts faster in XLA stay there
+    (profitability.py), reported as near-misses with both predicted times."""
+
+    name = "ember-rewrite-clusters"
+    group: bool = False
+    cost_model: str = "env"
+
+    def apply(self, module: Module) -> None:
+        self.run(module)
+
+    def run(self, module: Module, patterns: list[Pattern] | None = None) -> RewriteResult:
+        rw = PatternRewriter()
+        found = find_clusters(module, list(patterns or ALL_PATTERNS))
+        entries, misses = [], [near_miss_entry(n) for n in found.near_misses]
+        predicted: dict[int, dict[str, float]] = {}
+        if (profitability.enabled() if self.cost_model == "env" else self.cost_model == "on"):
+            found.clusters, kept, predicted = profitability.split(found.clusters)
+            for n, p in kept:
+                misses.append({**near_miss_entry(n), "kept_in_xla": True,
+                               "predicted_us": {k: round(v * 1e6, 1) for k, v in p.items()}})
+                found.counters[n.pattern]["kept_in_xla"] += 1
+        for i, c in enumerate(found.clusters):
+            entry = cluster_entry(c, None)  # describe before the cluster's ops are erased
+            if id(c) in predicted:
+                entry["predicted_us"] = {k: round(v * 1e6, 1)
+                                         for k, v in predicted[id(c)].items()}
+            try:
+                cc = outline(module, c, i, rw)
+            except NoMatch as e:
+                misses.append(near_miss_entry(NearMiss(c.pattern, c.root, str(e))))
+                found.counters[c.pattern]["refused"] += 1
+                continue
+            entry["custom_call"] = cc.name
+            entry["outlined_computation"] = cc.callees[0].name
+            entries.append(entry)
+        groups = (group_tables(module, rw)
+                  if self.group and entries and grouping_available() else [])
+        verify_module(module)
+        counters = {k: dict(v) for k, v in found.counters.items()}
+        return RewriteResult(module, entries, misses, counters, groups)
+
+
 def rewrite_module(module: Module, patterns: list[Pattern] | None = None,
                    group: bool = False, cost_model: bool | None = None) -> RewriteResult:
-    """Rewrite every cluster; with ``group``, independent same-attribute segment reductions
-    of one computation share one table-batched call (see group_tables.py). Off by default:
-    on the 26-table DLRM benchmark separate calls, which XLA:CPU runs concurrently, measured
-    faster (docs/BENCHMARKS.md). With ``cost_model`` (default: on unless
-    EMBER_XLA_COST_MODEL=off) clusters predicted faster in XLA stay there (profitability.py)."""
-    from ember_xla.runtime.execute import clone_module
-
-    work = clone_module(module)
-    found = find_clusters(work, list(patterns or ALL_PATTERNS))
-    entries, misses = [], [near_miss_entry(n) for n in found.near_misses]
-    predicted: dict[int, dict[str, float]] = {}
-    if profitability.enabled() if cost_model is None else cost_model:
-        found.clusters, kept, predicted = profitability.split(found.clusters)
-        for n, p in kept:
-            misses.append({**near_miss_entry(n), "kept_in_xla": True,
-                           "predicted_us": {k: round(v * 1e6, 1) for k, v in p.items()}})
-            found.counters[n.pattern]["kept_in_xla"] += 1
-    for i, c in enumerate(found.clusters):
-        entry = cluster_entry(c, None)  # describe before the cluster's ops are erased
-        if id(c) in predicted:
-            entry["predicted_us"] = {k: round(v * 1e6, 1) for k, v in predicted[id(c)].items()}
-        try:
-            cc = outline(work, c, i)
-        except NoMatch as e:
-            misses.append(near_miss_entry(NearMiss(c.pattern, c.root, str(e))))
-            found.counters[c.pattern]["refused"] += 1
-            continue
-        entry["custom_call"] = cc.name
-        entry["outlined_computation"] = cc.callees[0].name
-        entries.append(entry)
-    groups = group_tables(work) if group and entries and grouping_available() else []
-    verify_module(work)
-    counters = {k: dict(v) for k, v in found.counters.items()}
-    return RewriteResult(work if entries else module, entries, misses, counters, groups)
+    """Rewrite every cluster of a copy of ``module`` (the input is left untouched); the
+    result's module is the copy, or ``module`` itself when nothing was rewritten. With
+    ``cost_model`` (default: on unless EMBER_XLA_COST_MODEL=off) clusters predicted faster
+    in XLA stay there."""
+    work = module.clone()
+    cost = "env" if cost_model is None else ("on" if cost_model else "off")
+    result = RewriteClusters(group=group, cost_model=cost).run(work, patterns)
+    if not result.clusters:
+        result.module = module
+    return result
