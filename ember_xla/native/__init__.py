@@ -50,25 +50,10 @@ class NativeLibraryMissing(ImportError):
 
 
 def _candidates() -> list[Path]:
-    """Where the installer may have put the library, most specific first: next to this file
-    (regular install), every directory of this package's ``__path__`` (an editable install's
-    install tree), then the file the ``ember-xla`` distribution's RECORD lists."""
-    here = Path(__file__).resolve().parent
-    dirs = [here] + [Path(p) for p in globals().get("__path__", [])]
-    found = [d / LIBRARY_NAME for d in dirs]
-    try:
-        from importlib import metadata
+    """Where the installer may have put the library (ember_xla.util.libpath)."""
+    from ember_xla.util import libpath
 
-        for f in metadata.distribution("ember-xla").files or []:
-            if f.name == LIBRARY_NAME:
-                found.append(Path(str(f.locate())))
-    except Exception:  # noqa: BLE001 - no metadata (source checkout): nothing more to try
-        pass
-    unique: list[Path] = []
-    for p in found:
-        if p not in unique:
-            unique.append(p)
-    return unique
+    return libpath.candidates(__file__, globals().get("__path__", []), LIBRARY_NAME)
 
 
 def library_path() -> Path:
