@@ -120,7 +120,7 @@ def run_sweep(reps: int, max_rows: int, stage_tables=None, batches=BATCHES, log=
         jobs.append((f"B={b} 8-table DLRM-style (D=64)", stage_fn(b),
                      stage_inputs(eight, EIGHT_POOLING, b, rng), reps))
         jobs.append((f"B={b} 26-table MLPerf stage (D=128, rows <= {max_rows:,})", stage_fn(b),
-                     stage_inputs(stage_tables, POOLING, b, rng), max(3, reps // 3)))
+                     stage_inputs(stage_tables, POOLING, b, rng), reps))
         for name, fn, inputs, n in jobs:
             r = compare(fn, inputs, n)
             bad += r["ratio"] < 1.0 or not r["same"]
