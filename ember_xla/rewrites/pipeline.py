@@ -8,6 +8,7 @@ from typing import Any
 
 from ember_xla.ir.graph import Module
 from ember_xla.ir.hlo.verifier import verify_module
+from ember_xla.rewrites.canonicalize import canonicalize
 from ember_xla.rewrites.cluster import NearMiss
 from ember_xla.rewrites.group_tables import GROUPED, group_tables
 from ember_xla.rewrites.matcher import Pattern, find_clusters
@@ -42,16 +43,22 @@ def grouping_available() -> bool:
 
 
 def rewrite_module(module: Module, patterns: list[Pattern] | None = None,
-                   group: bool = False) -> RewriteResult:
+                   group: bool = False, canonical: bool = True,
+                   assume_finite_tables: bool = False) -> RewriteResult:
     """Rewrite every cluster; with ``group``, independent same-attribute segment reductions
     of one computation share one table-batched call (see group_tables.py). Off by default:
     on the 26-table DLRM benchmark separate calls, which XLA:CPU runs concurrently, measured
-    faster (docs/BENCHMARKS.md)."""
+    faster (docs/BENCHMARKS.md). ``canonical``: first run the canonicalization pipeline
+    (rewrites/canonicalize); ``assume_finite_tables`` lets it turn one-hot lookups into
+    gathers (exact only for tables without Inf/NaN)."""
     from ember_xla.runtime.execute import clone_module
 
     work = clone_module(module)
+    notes = canonicalize(work, assume_finite_tables=assume_finite_tables) if canonical else []
     found = find_clusters(work, list(patterns or ALL_PATTERNS))
     entries, misses = [], [near_miss_entry(n) for n in found.near_misses]
+    misses += [near_miss_entry(NearMiss(n.pass_name, n.op, n.reason)) for n in notes
+               if n.op.parent is not None]
     for i, c in enumerate(found.clusters):
         entry = cluster_entry(c, None)  # describe before the cluster's ops are erased
         try:
