@@ -107,3 +107,25 @@ def constant_along_last(v: Value, depth: int = 12) -> bool:
         return all(o.type.rank == 0 or (o.type.dims == t.dims and constant_along_last(
             o, depth - 1)) for o in op.operands)
     return False
+
+
+def iota_along_last(v: Value, depth: int = 12) -> bool:
+    """Is ``v[..., j] == j`` for every index (an iota over the last dim, broadcast to the
+    leading dims)?"""
+    t = v.type
+    op = v.owner
+    if t.rank == 0 or depth == 0 or op is None:
+        return False
+    last = t.rank - 1
+    if op.opcode == "iota":
+        return op.attributes.get("dimensions", [0])[0] == last
+    if op.opcode == "broadcast":
+        dims = op.attributes.get("dimensions", [])
+        src = op.operands[0]
+        return (bool(dims) and dims[-1] == last and src.type.dims[-1] == t.dims[last]
+                and iota_along_last(src, depth - 1))
+    if op.opcode in ("reshape", "bitcast", "copy", "convert"):
+        src = op.operands[0]
+        return (src.type.rank >= 1 and src.type.dims[-1] == t.dims[-1]
+                and iota_along_last(src, depth - 1))
+    return False

@@ -7,6 +7,10 @@ a segment reduction in which the masked-out lookups carry an out-of-range segmen
     reduce(select(m, gather(T, ids), c), dims={1})             [B,P,D] -> [B,D]
  => scatter(broadcast(c), select(m[:, :, 0], iota_B, B), gather(T, flat ids))
 
+Rows scaled before the reduction, ``select(m, rows, 0) * w`` with ``w`` one finite constant
+per lookup (e.g. ``* sqrt(D)``), keep their weights; with weights not provably finite the
+pass refuses (a masked-out lookup adds ``0*w``, NaN for an Inf/NaN ``w``).
+
 Exact when ``c`` is the combiner's identity (0 for add, -inf for max, +inf for min): a
 masked-out lookup then adds nothing (``x + 0 = x`` for the sum, whose accumulator starts at +0
 and so is never -0; ``max(x, -inf) = x``), and ``scatter`` drops out-of-range ids, which is
@@ -39,8 +43,15 @@ class MaskedBag(RewritePattern):
         x = op.operands[0]
         if x.type.rank != 3 or op.attributes.get("dimensions", []) != [1]:
             return
-        sel = x.owner
-        if sel.opcode != "select" or len(x.uses) != 1:
+        sel, weights = x.owner, None
+        if sel.opcode == "multiply" and len(x.uses) == 1:
+            for v, w in ((sel.operands[0], sel.operands[1]), (sel.operands[1], sel.operands[0])):
+                if v.owner.opcode == "select" and len(v.uses) == 1:
+                    sel, weights = v.owner, w
+                    break
+            else:
+                return
+        if sel.opcode != "select" or len(sel.result.uses) != 1:
             return
         m, a, b = sel.operands
         rows, fill, negate = (a, b, False) if a.owner.opcode == "gather" else (b, a, True)
@@ -62,6 +73,17 @@ class MaskedBag(RewritePattern):
         if not constant_along_last(m):
             note(PASS, op, f"{where}: the mask {m.owner.name} may differ along the row dim")
             return
+        if weights is not None:
+            wv = scalar_constant(Ref(weights))
+            if comb != "add" or not constant_along_last(weights):
+                note(PASS, op, f"{where}: masked rows times {weights.owner.name}, which is not "
+                               "one weight per lookup of a sum")
+                return
+            if wv is None or not math.isfinite(wv):
+                note(PASS, op, f"{where}: masked rows times weights {weights.owner.name} not "
+                               "provably finite (a masked-out lookup adds 0*w, NaN for an "
+                               "Inf/NaN weight, which dropping it would not reproduce)")
+                return
         dn = g.attributes.get("gather_dimension_numbers", {})
         idx = g.operands[1]
         bsz, p, d = x.type.dims
@@ -76,6 +98,10 @@ class MaskedBag(RewritePattern):
         rows2 = emit.op("gather", [g.operands[0], flat], Shape.array(x.type.element_type,
                                                                       (n_l, d)), attrs,
                         name=g.name)
+        if weights is not None:  # one finite weight per lookup: the weighted-bag form
+            w = emit.reshape(emit.first_along_last(weights), (n_l,))
+            wb = emit.broadcast(w, (n_l, d), [0])
+            rows2 = emit.op("multiply", [rows2, wb], rows2.type)
         keep = emit.first_along_last(m)                               # [B,P]
         if negate:
             keep = emit.op("not", [keep], keep.type)

@@ -29,15 +29,21 @@ from ember_xla.ir.passes import register_pass
 from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
 from ember_xla.ir.value import Value
 from ember_xla.rewrites.canonicalize.base import PatternPass
-from ember_xla.rewrites.canonicalize.build import Emit, constant_along_last, constant_array
+from ember_xla.rewrites.canonicalize.build import (
+    Emit,
+    constant_along_last,
+    constant_array,
+    iota_along_last,
+)
 from ember_xla.rewrites.canonicalize.notes import note
 from ember_xla.rewrites.refs import Ref, scalar_constant
 
 PASS = "onehot-dot-to-gather"
 
 
-def _one_hot_ids(o: Value) -> Value | None:
-    """The broadcast ids ``X`` [..., N] of a one-hot ``o``, or None."""
+def _one_hot_compare(o: Value) -> Operation | None:
+    """The ``compare(.., EQ)`` a one-hot-looking ``o`` (convert(pred) / select(pred, 1, 0))
+    is made of, or None."""
     op = o.owner
     if op.opcode == "convert" and op.operands[0].type.element_type == "pred":
         pred = op.operands[0]
@@ -49,11 +55,13 @@ def _one_hot_ids(o: Value) -> Value | None:
     cmp = pred.owner
     if cmp.opcode != "compare" or cmp.attributes.get("comparison_direction") != "EQ":
         return None
-    last = o.type.rank - 1
+    return cmp
+
+
+def _one_hot_ids(cmp: Operation) -> Value | None:
+    """The broadcast ids ``X`` [..., N] compared with an iota over the last dim, or None."""
     for x, io in ((cmp.operands[0], cmp.operands[1]), (cmp.operands[1], cmp.operands[0])):
-        iota = io.owner
-        if (iota.opcode == "iota" and iota.attributes.get("dimensions", [0])[0] == last
-                and x.type.element_type in ("s32", "s64")
+        if (x.type.element_type in ("s32", "s64") and iota_along_last(io)
                 and constant_along_last(x)):
             return x
     return None
@@ -78,8 +86,14 @@ class OneHotDot(RewritePattern):
                 or dn.get("lhs_contracting_dimensions") != [o.type.rank - 1]
                 or dn.get("rhs_contracting_dimensions") != [0]):
             return
-        x = _one_hot_ids(o)
+        cmp = _one_hot_compare(o)
+        if cmp is None:
+            return
+        x = _one_hot_ids(cmp)
         if x is None:
+            note(PASS, op, f"dot {op.name} multiplies a 0/1 matrix built by {cmp.name}, but "
+                           "not provably one_hot(ids) (ids broadcast along, iota over the "
+                           "vocabulary dim)")
             return
         n, d = table.type.dims
         et = table.type.element_type
