@@ -63,6 +63,8 @@ class MaskedBag(RewritePattern):
         init = scalar_constant(Ref(op.operands[1]))
         ident = _IDENTITY.get(comb or "")
         where = f"masked bag {op.name}"
+        if c is not None and math.isnan(c):
+            return  # jnp.take's out-of-bounds fill, which the lookup matcher models
         if ident is None:
             note(PASS, op, f"{where} combines with {comb or 'a non-trivial computation'}")
             return
