@@ -10,6 +10,7 @@ from ember_xla.ir.graph import Module
 from ember_xla.ir.hlo.verifier import verify_module
 from ember_xla.rewrites.canonicalize import canonicalize
 from ember_xla.rewrites.cluster import NearMiss
+from ember_xla.rewrites.coverage import uncovered
 from ember_xla.rewrites.group_tables import GROUPED, group_tables
 from ember_xla.rewrites.matcher import Pattern, find_clusters
 from ember_xla.rewrites.outline import outline
@@ -57,8 +58,10 @@ def rewrite_module(module: Module, patterns: list[Pattern] | None = None,
     notes = canonicalize(work, assume_finite_tables=assume_finite_tables) if canonical else []
     found = find_clusters(work, list(patterns or ALL_PATTERNS))
     entries, misses = [], [near_miss_entry(n) for n in found.near_misses]
-    misses += [near_miss_entry(NearMiss(n.pass_name, n.op, n.reason)) for n in notes
-               if n.op.parent is not None]
+    canon_misses = [NearMiss(n.pass_name, n.op, n.reason) for n in notes if n.op.parent]
+    misses += [near_miss_entry(n) for n in canon_misses]
+    misses += [near_miss_entry(n) for n in uncovered(work, found.clusters,
+                                                     found.near_misses + canon_misses)]
     for i, c in enumerate(found.clusters):
         entry = cluster_entry(c, None)  # describe before the cluster's ops are erased
         try:
