@@ -100,6 +100,24 @@ _reg(LibModel("flax_embed_vmap_scaled_bag_sum", "flax", ("vmap", "scalar-scale")
               notes="flax.linen.Embed (jnp.take, fill mode) * sqrt(D), .sum(0) under vmap"))
 
 
+def _haiku_time_major_build():
+    import haiku as hk
+    import jax
+
+    # time-major ids [P, B] (as recurrent models lay sequences out), bag over axis 0
+    fwd = hk.without_apply_rng(hk.transform(lambda ids: hk.Embed(N, D)(ids).sum(0)))
+    ids = _ids(np.random.default_rng(0), "random").T.copy()
+    return fwd.apply, [fwd.init(jax.random.key(1), ids), ids]
+
+
+_reg(LibModel("haiku_embed_time_major_bag_sum", "haiku", ("leading-bag-axis",), "jax", 1,
+              TOL_REDUCE, _haiku_time_major_build,
+              lambda case, rng: [_ids(rng, case).T.copy()],
+              notes="reduce over axis 0 of [P,B,D]: the lookups are transposed onto the ids. "
+                    "(A jnp.take fill-mode lookup, e.g. flax Embed, reduced over axis 0 is a "
+                    "near-miss: the fill select sits between the gather and the reduce.)"))
+
+
 # ---------------------------------------------------------------------------------------
 # haiku: hk.Embed(lookup_style="ONE_HOT") bag sum; hk.Embed + jnp.where(mask, rows, 0) mean
 # ---------------------------------------------------------------------------------------
@@ -276,6 +294,23 @@ _reg(LibModel("keras_rs_embed_reduce_weighted_sum", "keras-rs", ("per-row-scale"
               lambda case, rng: [_keras_ids(case, rng)[0], rng.random((B, P)).astype(
                   np.float32)],
               notes="keras_rs.layers.EmbedReduce(combiner='sum') with per-lookup weights"))
+
+
+def _tf_flat_build():
+    import tensorflow as tf
+
+    table = tf.Variable(np.random.default_rng(4).standard_normal((N, D)).astype(np.float32))
+
+    def f(ids):                      # the TF1 idiom: look up flat ids, reshape to bags
+        rows = tf.nn.embedding_lookup(table, tf.reshape(ids, [-1]))
+        return tf.reduce_max(tf.reshape(rows, [B, P, D]), axis=1)
+
+    return f, [_ids(np.random.default_rng(0), "random")]
+
+
+_reg(LibModel("tf_flat_embedding_lookup_reshape_bag_max", "tensorflow", ("batched-reshape",),
+              "tf", 1, 0.0, _tf_flat_build, lambda case, rng: [_ids(rng, case)],
+              notes="reshape([B*P,D] -> [B,P,D]) between the gather and the reduction"))
 
 
 def _tf_onehot_build():

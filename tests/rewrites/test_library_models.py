@@ -18,7 +18,8 @@ from ember_xla.runtime.execute import run_module
 lm = sys.modules["library_models"]  # loaded by conftest.py
 
 IDIOMS = {"vmap", "scalar-scale", "per-row-scale", "one-hot", "where-mask-0",
-          "where-mask-inf", "keras-mask", "take-wrap", "multi-output"}
+          "where-mask-inf", "keras-mask", "take-wrap", "multi-output", "leading-bag-axis",
+          "batched-reshape"}
 
 
 def test_every_idiom_has_a_library_model():

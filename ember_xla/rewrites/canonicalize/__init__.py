@@ -10,6 +10,7 @@ from ember_xla.ir.passes import PassManager
 from ember_xla.rewrites.canonicalize import (  # noqa: F401  (registers the passes)
     fold_noops,
     inline_calls,
+    lookup_layout,
     mask_segments,
     onehot_dot,
     scale_weights,
@@ -24,6 +25,7 @@ def default_pipeline(assume_finite_tables: bool = False) -> str:
         "inline-calls",
         "fold-noops",
         "squeeze-gather",
+        "lookup-layout",
         f"onehot-dot-to-gather{{assume_finite_tables={assume_finite_tables}}}",
         "split-shared-lookup",
         "scale-to-weights",
