@@ -96,3 +96,27 @@ def test_rewrite_savedmodel_with_table_variable(tmp_path, cli):
     rep = json.loads((out / "report.json").read_text())
     assert len(rep["clusters"]) == 1 and rep["verify"]["bitwise_equal"] is True
     assert rep["clusters"][0]["attributes"]["wrap_negative"] is False  # tf.gather: no wrap
+
+
+def test_one_hot_lookup_needs_assume_finite_tables(tmp_path, cli):
+    """A one-hot einsum lookup is a near-miss by default (its reason names the flag) and a
+    verified cluster with --assume_finite_tables."""
+    import jax
+    import jax.numpy as jnp
+
+    def f(t, ids):
+        return jnp.einsum("bpv,vd->bpd", jax.nn.one_hot(ids, t.shape[0]), t).sum(1)
+
+    lo = jax.jit(f).lower(np.ones((30, 8), np.float32), np.zeros((4, 5), np.int32))
+    src = tmp_path / "onehot.pb"
+    src.write_bytes(lo.compiler_ir("hlo").as_serialized_hlo_module_proto())
+    reports = {}
+    for flag in ([], ["--assume_finite_tables"]):
+        out = tmp_path / f"out{len(flag)}"
+        p = cli("rewrite", str(src), "--out", str(out), "--verify", *flag)
+        assert p.returncode == 0, p.stderr
+        reports[bool(flag)] = json.loads((out / "report.json").read_text())
+    assert not reports[False]["clusters"]
+    assert any("--assume_finite_tables" in n["reason"] for n in reports[False]["near_misses"])
+    assert len(reports[True]["clusters"]) == 1
+    assert reports[True]["verify"]["max_abs_diff"] <= 1e-5 * 5 * 4

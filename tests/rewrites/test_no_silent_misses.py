@@ -35,10 +35,10 @@ def _import_corpus():
 
 
 def _one_hot_dots(module) -> list[str]:
-    from ember_xla.rewrites.canonicalize.onehot_dot import _one_hot_compare
+    from ember_xla.rewrites.canonicalize.onehot_dot import _one_hot_compare, multi_hot
 
-    return [op.name for op in module.walk()
-            if op.opcode == "dot" and _one_hot_compare(op.operands[0]) is not None]
+    return [op.name for op in module.walk() if op.opcode == "dot" and (
+        _one_hot_compare(op.operands[0]) is not None or multi_hot(op.operands[0]) is not None)]
 
 
 def check(module, finite: bool = False) -> list[dict]:

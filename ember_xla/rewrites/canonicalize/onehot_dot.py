@@ -58,6 +58,20 @@ def _one_hot_compare(o: Value) -> Operation | None:
     return cmp
 
 
+def multi_hot(o: Value) -> Operation | None:
+    """The ``reduce`` if ``o`` is a one-hot summed over a leading axis, else None."""
+    op = o.owner
+    if op.opcode == "convert":
+        op = op.operands[0].owner
+    if op.opcode != "reduce" or len(op.operands) != 2:
+        return None
+    src = op.operands[0]
+    last = src.type.rank - 1
+    if last in op.attributes.get("dimensions", []):
+        return None
+    return op if _one_hot_compare(src) is not None else None
+
+
 def _one_hot_ids(cmp: Operation) -> Value | None:
     """The broadcast ids ``X`` [..., N] compared with an iota over the last dim, or None."""
     for x, io in ((cmp.operands[0], cmp.operands[1]), (cmp.operands[1], cmp.operands[0])):
@@ -88,6 +102,12 @@ class OneHotDot(RewritePattern):
             return
         cmp = _one_hot_compare(o)
         if cmp is None:
+            multi = multi_hot(o)
+            if multi is not None:
+                note(PASS, op, f"dot {op.name} multiplies the table by a multi-hot matrix "
+                               f"(one-hot summed over a bag by {multi.name}): a bag sum, not "
+                               "rewritten (count * row rounds unlike repeated adds); write "
+                               "the one-hot product first, then sum")
             return
         x = _one_hot_ids(cmp)
         if x is None:

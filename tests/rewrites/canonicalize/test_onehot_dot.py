@@ -66,3 +66,18 @@ def test_a_dot_with_a_non_one_hot_matrix_is_left_alone(canon):
 
     work, notes = canon(f, [canon.table(), IDS], "inline-calls,onehot-dot-to-gather")
     assert "dot" in canon.opcodes(work) and not notes
+
+
+def test_multi_hot_dot_is_a_near_miss(canon):
+    """einsum('bpv,vd->bd', one_hot(ids), T) sums the one-hots first (a multi-hot matrix):
+    reported, not rewritten (count * row rounds differently from repeated adds)."""
+    import jax
+    import jax.numpy as jnp
+
+    def f(t, ids):
+        return jnp.einsum("bpv,vd->bd", jax.nn.one_hot(ids, t.shape[0]), t)
+
+    work, notes = canon(f, [canon.table(), IDS], "inline-calls,onehot-dot-to-gather"
+                        "{assume_finite_tables=true}")
+    assert "dot" in canon.opcodes(work)
+    assert len(notes) == 1 and "multi-hot" in notes[0].reason
