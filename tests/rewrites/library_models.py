@@ -113,9 +113,29 @@ def _haiku_time_major_build():
 _reg(LibModel("haiku_embed_time_major_bag_sum", "haiku", ("leading-bag-axis",), "jax", 1,
               TOL_REDUCE, _haiku_time_major_build,
               lambda case, rng: [_ids(rng, case).T.copy()],
-              notes="reduce over axis 0 of [P,B,D]: the lookups are transposed onto the ids. "
-                    "(A jnp.take fill-mode lookup, e.g. flax Embed, reduced over axis 0 is a "
-                    "near-miss: the fill select sits between the gather and the reduce.)"))
+              notes="reduce over axis 0 of [P,B,D]: the lookups are transposed onto the ids"))
+
+
+def _flax_mask_build():
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+
+    emb = nn.Embed(N, D)
+    rng = np.random.default_rng(0)
+    ids, mask = _ids(rng, "random"), _mask(rng, "random")
+    params = emb.init(jax.random.key(2), ids)
+
+    def f(params, ids, mask):        # jnp.take fill-mode lookup, then a masked sum
+        return jnp.where(mask[..., None], emb.apply(params, ids), 0.0).sum(1)
+
+    return f, [params, ids, mask]
+
+
+_reg(LibModel("flax_embed_where_masked_sum", "flax", ("where-mask-0",), "jax", 1, TOL_REDUCE,
+              _flax_mask_build, lambda case, rng: [_ids(rng, case), _mask(rng, case)],
+              notes="mask over jnp.take's fill select: the fill chain is rebuilt for the flat "
+                    "ids (OOB ids give NaN rows unless masked out)"))
 
 
 # ---------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ before the reduction over the bag axis -- ``jnp.where(mask[..., None], rows, 0).
 a segment reduction in which the masked-out lookups carry an out-of-range segment id:
 
     reduce(select(m, gather(T, ids), c), dims={1})             [B,P,D] -> [B,D]
+    (the gather possibly inside jnp.take's fill select: rebuilt for the flat ids)
  => scatter(broadcast(c), select(m[:, :, 0], iota_B, B), gather(T, flat ids))
 
 Rows scaled before the reduction, ``select(m, rows, 0) * w`` with ``w`` one finite constant
@@ -29,6 +30,7 @@ from ember_xla.ir.passes import register_pass
 from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
 from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit, constant_along_last
+from ember_xla.rewrites.canonicalize.lookups import lookup_ids, relookup, row_lookup
 from ember_xla.rewrites.canonicalize.notes import note
 from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
 
@@ -53,10 +55,13 @@ class MaskedBag(RewritePattern):
                 return
         if sel.opcode != "select" or len(sel.result.uses) != 1:
             return
+        if row_lookup(sel.result) is not None:
+            return  # jnp.take's out-of-bounds fill itself, which the lookup matcher models
         m, a, b = sel.operands
-        rows, fill, negate = (a, b, False) if a.owner.opcode == "gather" else (b, a, True)
-        g = rows.owner
-        if g.opcode != "gather" or g.operands[0].type.rank != 2:
+        lk, fill, negate = row_lookup(a), b, False
+        if lk is None:
+            lk, fill, negate = row_lookup(b), a, True
+        if lk is None:
             return
         comb = binary_combiner(op)
         c = scalar_constant(Ref(fill))
@@ -86,20 +91,12 @@ class MaskedBag(RewritePattern):
                                "provably finite (a masked-out lookup adds 0*w, NaN for an "
                                "Inf/NaN weight, which dropping it would not reproduce)")
                 return
-        dn = g.attributes.get("gather_dimension_numbers", {})
-        idx = g.operands[1]
         bsz, p, d = x.type.dims
-        ivd = dn.get("index_vector_dim", 0)
-        if tuple(idx.type.dims[:ivd]) != (bsz, p) or idx.type.size != bsz * p:
+        if lk.lead != (bsz, p):
             return
         n_l = bsz * p
         emit = Emit(rw, op)
-        flat = emit.reshape(idx, (n_l, 1))
-        attrs = {k: v for k, v in g.attributes.items() if k != "gather_dimension_numbers"}
-        attrs["gather_dimension_numbers"] = {**dn, "offset_dims": [1], "index_vector_dim": 1}
-        rows2 = emit.op("gather", [g.operands[0], flat], Shape.array(x.type.element_type,
-                                                                      (n_l, d)), attrs,
-                        name=g.name)
+        rows2 = relookup(emit, lk, emit.reshape(lookup_ids(emit, lk), (n_l,)))   # [L,D]
         if weights is not None:  # one finite weight per lookup: the weighted-bag form
             w = emit.reshape(emit.first_along_last(weights), (n_l,))
             wb = emit.broadcast(w, (n_l, d), [0])

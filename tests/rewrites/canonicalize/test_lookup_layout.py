@@ -40,3 +40,28 @@ def test_transpose_moving_d_is_left_alone(canon):
     work, _ = canon(lambda t, i: jnp.transpose(t[i], (0, 2, 1)).sum(2),
                     [canon.table(), IDS], "lookup-layout")
     assert _gather_feeds(work, "transpose")
+
+
+def test_take_fill_lookup_keeps_its_fill(canon):
+    """jnp.take (fill mode) reduced over axis 0: the fill chain is rebuilt for the transposed
+    ids, so out-of-range ids still give NaN rows; then the whole thing is a fill-mode bag."""
+    import jax.numpy as jnp
+
+    from ember_xla.hlo_import.jax_source import from_jax
+    from ember_xla.rewrites.pipeline import rewrite_module
+    from ember_xla.runtime.execute import run_module
+
+    def f(t, i):
+        return jnp.take(t, i.T, axis=0).sum(0)
+
+    args = [canon.table(), IDS]
+    work, _ = canon(f, args, "inline-calls,lookup-layout")
+    red = next(op for op in work.entry.ops if op.opcode == "reduce" and
+               op.result.type.element_type == "f32")
+    assert red.attributes["dimensions"] == [1] and red.operands[0].owner.opcode == "select"
+    m = from_jax(f, *args).module
+    r = rewrite_module(m)
+    assert [c["attributes"]["index_mode"] for c in r.clusters] == ["fill"]
+    want, got = run_module(m, args)[0], run_module(r.module, args)[0]
+    assert np.isnan(want).any()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)

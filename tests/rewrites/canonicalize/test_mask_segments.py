@@ -83,3 +83,15 @@ def test_masked_rows_times_a_parameter_weight_is_a_near_miss(canon):
     work, notes = canon(f, [canon.table(), IDS, MASK, np.float32(2.0)],
                         "inline-calls,masked-bag-to-segments")
     assert len(notes) == 1 and "provably finite" in notes[0].reason
+
+
+def test_mask_over_take_fill(canon):
+    """where(mask, jnp.take(t, ids), 0): the fill is rebuilt on the flat ids; an unmasked
+    out-of-range id still gives NaN, a masked one is dropped."""
+    import jax.numpy as jnp
+
+    def f(t, ids, m):
+        return jnp.where(m[..., None], jnp.take(t, ids, axis=0), 0.0).sum(1)
+
+    work, notes = canon(f, [canon.table(), IDS, MASK], "inline-calls,masked-bag-to-segments")
+    assert "scatter" in canon.opcodes(work) and not notes
