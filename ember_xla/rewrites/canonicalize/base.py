@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from ember_xla.ir.graph import Module
+from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import ModulePass
 from ember_xla.ir.rewriter import RewritePattern, apply_patterns_greedily, remove_dead_code
 
@@ -18,8 +19,16 @@ PURE = frozenset({
 })
 
 
-def drop_dead(module: Module) -> int:
-    return sum(remove_dead_code(g, keep=lambda op: op.opcode not in PURE)
+def dead_ops(module: Module) -> set[Operation]:
+    """Ops whose results nobody uses (the root aside)."""
+    return {op for g in module.graphs for op in g.ops
+            if op is not g.root and not any(r.uses for r in op.results)}
+
+
+def drop_dead(module: Module, already_dead: set[Operation]) -> int:
+    """Erase the pure ops a rewrite left unused; dead code the module had before stays (XLA
+    drops it; erasing it all here would cost O(n) per op on large modules)."""
+    return sum(remove_dead_code(g, keep=lambda op: op.opcode not in PURE or op in already_dead)
                for g in module.graphs)
 
 
@@ -31,5 +40,6 @@ class PatternPass(ModulePass):
         raise NotImplementedError
 
     def apply(self, module: Module) -> None:
-        apply_patterns_greedily(module, self.patterns())
-        drop_dead(module)
+        before = dead_ops(module)
+        if apply_patterns_greedily(module, self.patterns()) > 1:  # something changed
+            drop_dead(module, before)
