@@ -17,7 +17,6 @@ from ember_xla.hlo_import.proto import module_from_proto
 from ember_xla.rewrites.canonicalize import canonicalize
 from ember_xla.rewrites.coverage import lookup_reductions
 from ember_xla.rewrites.pipeline import rewrite_module
-from ember_xla.runtime.execute import clone_module
 
 im = sys.modules["idiom_models"]       # loaded by conftest.py
 lm = sys.modules["library_models"]
@@ -43,7 +42,7 @@ def _one_hot_dots(module) -> list[str]:
 
 def check(module, finite: bool = False) -> list[dict]:
     result = rewrite_module(module, assume_finite_tables=finite)
-    work = clone_module(module)
+    work = module.clone()
     canonicalize(work, assume_finite_tables=finite)
     covered = {c["location"]["instruction"] for c in result.clusters}
     named = {n["location"]["instruction"]: n for n in result.near_misses}

@@ -13,7 +13,8 @@ from ember_xla.rewrites.canonicalize.base import PatternPass
 
 class FoldNoop(RewritePattern):
     def match_and_rewrite(self, op: Operation, rw: PatternRewriter) -> None:
-        if len(op.operands) != 1 or len(op.results) != 1 or op is op.parent.root:
+        if (len(op.operands) != 1 or len(op.results) != 1
+                or op is getattr(op.parent, "root", None)):
             return
         src = op.operands[0]
         same = src.type.element_type == op.result.type.element_type and (

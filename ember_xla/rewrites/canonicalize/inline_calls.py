@@ -23,8 +23,7 @@ class InlineCall(RewritePattern):
         callee = op.callees[0]
         if callee.root is None or any(len(o.results) != 1 for o in callee.ops):
             return
-        inline_call(op)
-        rw.changed = True
+        inline_call(op, rw)
 
 
 @register_pass

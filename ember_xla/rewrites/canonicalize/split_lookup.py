@@ -84,7 +84,7 @@ class SplitSharedLookup(RewritePattern):
             copy = mapping[id(op.result)]
             for u, pos in list(op.result.uses):
                 if u is user:
-                    u.set_operand(pos, copy)
+                    rw.set_operand(u, pos, copy)
 
 
 @register_pass

@@ -16,11 +16,11 @@ def canon():
     from ember_xla.ir.hlo.verifier import verify_module
     from ember_xla.ir.passes import PassManager
     from ember_xla.rewrites.canonicalize.notes import collecting
-    from ember_xla.runtime.execute import clone_module, run_module
+    from ember_xla.runtime.execute import run_module
 
     def run(fn, args, pipeline, inputs=()):
         m = parse_module(fn) if isinstance(fn, str) else from_jax(fn, *args).module
-        work = clone_module(m)
+        work = m.clone()
         with collecting() as notes:
             PassManager(pipeline).run(work)
         verify_module(work)
