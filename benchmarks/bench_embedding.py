@@ -15,7 +15,8 @@ Variants, run side by side in one process, interleaved, medians over repetitions
            the ember targets directly through jax.ffi.ffi_call, labelled so, when the rewrite
            pipeline is missing);
   batched  the rewrite with table batching on (``group=True``): one
-           ``ember.grouped_segment_reduce`` call for all 26 tables;
+           ``ember.grouped_segment_reduce_concat`` call for all 26 tables that writes the
+           concatenated [B, 26 * D] result in place;
   torch    torch.nn.functional.embedding_bag(mode='sum') per table (FBGEMM CPU kernels; what
            nn.EmbeddingBag runs), on the very same table memory, 2 threads;
   gather   the machine's random-row-gather bandwidth: a C++ loop summing random rows of a
@@ -27,6 +28,7 @@ Small tables are cache resident, so a variant can exceed 100% of the random-gath
 
     python benchmarks/bench_embedding.py            # full size (needs ~9 GiB of memory)
     python benchmarks/bench_embedding.py --quick    # small smoke run
+    python benchmarks/bench_embedding.py --sweep --reps 15   # every batch size, >= 1.0x rows
     GLIBC_TUNABLES=glibc.malloc.hugetlb=1 python benchmarks/bench_embedding.py
         # malloc'd memory (XLA's buffers) madvised for transparent huge pages: far fewer page
         # faults on the per-execution output/temp buffers (see docs/BENCHMARKS.md)
@@ -66,6 +68,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--reps", type=int, default=None, help="timed repetitions (default 15)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-torch", action="store_true", help="skip the torch column")
+    p.add_argument("--sweep", action="store_true",
+                   help="instead: the batch sweep (batch 1/16/256/2048; single tables, the "
+                        "8-table model, the 26-table stage), rewritten vs XLA:CPU per row "
+                        "(benchmarks/sweep.py)")
     args = p.parse_args(argv)
     args.batch = args.batch or (256 if args.quick else 2048)
     args.max_rows = args.max_rows or (20000 if args.quick else 1_000_000)
@@ -155,7 +161,7 @@ def ember_variant(stage, inputs, group=False):
     summary = ", ".join(f"{n} x {k}" for k, n in sorted(kinds.items())) or "no clusters"
     calls = sum(1 for op in result.module.walk() if op.opcode == "custom-call")
     summary += f" in {calls} custom-call{'s' if calls != 1 else ''}"
-    label = ("ember (rewritten module, tables batched)" if group
+    label = ("ember (rewritten module, tables batched + concat in place)" if group
              else "ember (rewritten module, 26 separate calls)")
     label += "" if loaded is not None else " via run_device"
     return run, label, summary
@@ -249,6 +255,10 @@ def main(argv: list[str] | None = None) -> int:
     import jax
 
     jax.config.update("jax_platforms", "cpu")
+    if args.sweep:
+        from sweep import run_sweep
+
+        return 1 if run_sweep(args.reps, args.max_rows) else 0
     t0 = time.perf_counter()
     rows, tables, idx, seg, offsets = make_data(args)
     b, d = args.batch, args.dim

@@ -37,12 +37,17 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("ember.grouped_segment_reduce", "grouped_segment_reduce",
            ("table", "indices", "segment_ids"), "EmberGroupedSegmentReduce",
            weights=False, grouped=True),
+    # the same operands; one result: the tables' results concatenated along dimension 1
+    Target("ember.grouped_segment_reduce_concat", "grouped_segment_reduce_concat",
+           ("table", "indices", "segment_ids"), "EmberGroupedSegmentReduceConcat",
+           weights=False, grouped=True),
 )}
 
 SEGMENT_REDUCE = TARGETS["ember.segment_reduce"]
 PADDED_BAG = TARGETS["ember.padded_bag"]
 OFFSETS_BAG = TARGETS["ember.offsets_bag"]
 GROUPED_SEGMENT_REDUCE = TARGETS["ember.grouped_segment_reduce"]
+GROUPED_SEGMENT_REDUCE_CONCAT = TARGETS["ember.grouped_segment_reduce_concat"]
 
 
 def target_of_kind(kind: str) -> Target:

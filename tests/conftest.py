@@ -10,6 +10,10 @@ import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# The tests check what a rewrite computes, mostly on tiny models that the measured cost model
+# would (rightly) keep in XLA: rewrite every cluster here. tests/rewrites/test_profitability.py
+# turns the cost model on explicitly.
+os.environ.setdefault("EMBER_XLA_COST_MODEL", "off")
 
 
 

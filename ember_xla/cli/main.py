@@ -23,6 +23,12 @@ flags.DEFINE_bool("verify", False, "rewrite: run original and rewritten module o
 flags.DEFINE_bool("group_tables", False, "rewrite: batch independent segment reductions that "
                   "share attributes into one table-batched call (FBGEMM TBE-style); off by "
                   "default: separate calls measured faster on XLA:CPU (docs/BENCHMARKS.md).")
+flags.DEFINE_bool("rewrite_all", False, "rewrite: also rewrite clusters the measured cost model "
+                  "predicts faster in XLA (default: they stay in XLA and the report says so); "
+                  "the same as EMBER_XLA_COST_MODEL=off.")
+flags.DEFINE_bool("assume_finite_tables", False, "rewrite: promise that no table holds Inf/NaN,"
+                  " so one-hot matmul/einsum lookups may become gathers (the one-hot product "
+                  "turns a column with an Inf into NaN for every lookup; docs/IDIOMS.md).")
 flags.DEFINE_integer("seed", 0, "rewrite/run: seed of the random inputs.")
 flags.DEFINE_string("inputs", None, "run: .npz with one array per entry parameter (keys: "
                     "parameter names or arr_0, arr_1, ... as np.savez writes them); batch: "
@@ -77,7 +83,9 @@ def _cmd_rewrite(args: list[str]) -> int:
             import os
 
             sub = os.path.join(FLAGS.out, m.source.rsplit("[", 1)[-1].rstrip("]"))
-        rewrite_one(m, sub, FLAGS.verify, FLAGS.seed, group=FLAGS.group_tables)
+        rewrite_one(m, sub, FLAGS.verify, FLAGS.seed, group=FLAGS.group_tables,
+                    cost_model=False if FLAGS.rewrite_all else None,
+                    assume_finite_tables=FLAGS.assume_finite_tables)
     return 0
 
 

@@ -15,10 +15,13 @@ from ember_xla.util.atomic import write_atomic
 
 
 def rewrite_one(model: Model, out_dir: str, verify: bool, seed: int,
-                say: Any = print, group: bool = False) -> dict[str, Any]:
+                say: Any = print, group: bool = False,
+                cost_model: bool | None = None,
+                assume_finite_tables: bool = False) -> dict[str, Any]:
     say(f"[1/3] finding embedding clusters in {model.source} "
         f"({sum(len(g.ops) for g in model.module.graphs)} instructions)")
-    result: RewriteResult = rewrite_module(model.module, group=group)
+    result: RewriteResult = rewrite_module(model.module, group=group, cost_model=cost_model,
+                                           assume_finite_tables=assume_finite_tables)
     for c in result.clusters:
         t = c["table"]
         say(f"  cluster {c['custom_call']}: {c['kind']} {c['attributes']['combiner']} over "

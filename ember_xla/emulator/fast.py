@@ -49,7 +49,10 @@ def library_path() -> Path:
     override = os.environ.get("EMBER_XLA_EMULATOR_LIBRARY")
     if override:
         return Path(override).resolve()
-    return Path(__file__).resolve().with_name(LIBRARY_NAME)
+    from ember_xla.emulator import __path__ as package_path  # an editable install's dirs too
+    from ember_xla.util import libpath
+
+    return libpath.find(__file__, package_path, LIBRARY_NAME)
 
 
 def load() -> ctypes.CDLL:

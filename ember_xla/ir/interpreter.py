@@ -109,13 +109,22 @@ class Interpreter:
         fn = self.impls.get(op.opcode)
         if fn is None:
             raise InterpretError(f"no interpreter implementation for {op.opcode}")
-        args = tuple(self.value(v) for v in op.operands)
+        env = self.env
+        try:
+            args = tuple([env[v] for v in op.operands])
+        except KeyError:
+            args = tuple(self.value(v) for v in op.operands)  # raises the named error
         for lst in self.listeners:
             lst.before_op(self, op, args)
         out = fn(self, op, args)
         out = () if out is None else tuple(out)
         if not op.has_trait(IsTerminator):
-            self.set_values(op.results, out)
+            results = op.results
+            if len(results) != len(out):
+                raise InterpretError(f"{op.opcode}: {len(out)} values for "
+                                     f"{len(results)} results")
+            for v, d in zip(results, out, strict=True):
+                env[v] = d
         return out
 
     def run_block(self, block: Block, args: Sequence[Any] = ()) -> tuple[Any, ...]:

@@ -15,6 +15,10 @@ if TYPE_CHECKING:
     from ember_xla.ir.graph import Graph
 
 
+#: (op class, trait) -> has it (traits are class constants; the interpreter asks per op run).
+_TRAIT_CACHE: dict[tuple[type, type], bool] = {}
+
+
 class Operation:
     """A generic operation.
 
@@ -130,7 +134,11 @@ class Operation:
 
     @classmethod
     def has_trait(cls, trait: type) -> bool:
-        return any(issubclass(t, trait) for t in cls.traits)
+        key = (cls, trait)
+        hit = _TRAIT_CACHE.get(key)
+        if hit is None:
+            hit = _TRAIT_CACHE[key] = any(issubclass(t, trait) for t in cls.traits)
+        return hit
 
     def verify_(self) -> None:
         """Op-specific checks (typed op classes override; raise ``VerifyError``)."""

@@ -1,7 +1,10 @@
 """Native XLA:CPU kernels for the ember custom-calls (see docs/CUSTOM_CALL.md).
 
 The C++ typed-FFI handlers in this folder are compiled by ``pip install .`` (scikit-build-core +
-CMake) into ``libember_kernels.so`` next to this file. :func:`register_targets` loads that
+CMake) into ``libember_kernels.so`` next to this file. In an editable install (``pip install -e
+.``) the library is installed into site-packages while this file stays in the source tree; it is
+then found through the package's ``__path__`` (scikit-build-core's redirecting finder lists the
+install tree there) or the distribution's installed-file record. :func:`register_targets` loads that
 library with ctypes and registers every handler with XLA for the CPU platform, after which
 ``jax.ffi.ffi_call`` or an HLO module containing ``custom-call(...),
 custom_call_target="ember.<kind>", api_version=API_VERSION_TYPED_FFI`` can use them.
@@ -10,7 +13,9 @@ Operands per target: the table, the lookup operand(s), then an optional weights 
 presence must agree with the ``weighted`` attribute. All six attributes (``combiner``,
 ``index_mode``, ``wrap_negative``, ``weighted``, ``init``, ``index_bits``) are required.
 ``ember.grouped_segment_reduce`` takes k unweighted segment_reduce triples
-``T_1, I_1, S_1, ..., T_k, I_k, S_k`` and returns a tuple of k results (one per table).
+``T_1, I_1, S_1, ..., T_k, I_k, S_k`` and returns a tuple of k results (one per table);
+``ember.grouped_segment_reduce_concat`` takes the same and returns their concatenation along
+dimension 1 as one ``[S, sum D]`` array, written in place by the kernel.
 
 For kernel development, the environment variable ``EMBER_XLA_NATIVE_LIBRARY`` may name another
 build of the library to load instead (e.g. one compiled by hand from this folder).
@@ -41,16 +46,28 @@ _registered = False
 
 
 class NativeLibraryMissing(ImportError):
-    """The compiled kernel library is not next to this module (package not built/installed)."""
+    """The compiled kernel library was not found (package not built/installed)."""
+
+
+def _candidates() -> list[Path]:
+    """Where the installer may have put the library (ember_xla.util.libpath)."""
+    from ember_xla.util import libpath
+
+    return libpath.candidates(__file__, globals().get("__path__", []), LIBRARY_NAME)
 
 
 def library_path() -> Path:
-    """Where the compiled kernel library is expected: inside this package folder (or the path
-    in ``$EMBER_XLA_NATIVE_LIBRARY`` when that is set)."""
+    """The compiled kernel library: ``$EMBER_XLA_NATIVE_LIBRARY`` when that is set, else the first
+    existing candidate of :func:`_candidates` (next to this file, the package's ``__path__``,
+    the installed distribution's file list), else where a regular install puts it."""
     override = os.environ.get("EMBER_XLA_NATIVE_LIBRARY")
     if override:
         return Path(override).resolve()
-    return Path(__file__).resolve().with_name(LIBRARY_NAME)
+    candidates = _candidates()
+    for p in candidates:
+        if p.is_file():
+            return p.resolve()
+    return candidates[0]
 
 
 def load_library() -> ctypes.CDLL:
@@ -60,8 +77,11 @@ def load_library() -> ctypes.CDLL:
         if _library is None:
             path = library_path()
             if not path.is_file():
+                looked = ([path] if os.environ.get("EMBER_XLA_NATIVE_LIBRARY")
+                          else _candidates())
                 raise NativeLibraryMissing(
-                    f"ember-xla's native kernels ({LIBRARY_NAME}) were not found in {path.parent}. "
+                    f"ember-xla's native kernels ({LIBRARY_NAME}) were not found (looked in "
+                    f"{', '.join(str(c.parent) for c in looked)}). "
                     "They are compiled when the package is installed: run `pip install .` in the "
                     "ember-xla source tree (and import ember_xla from the installed package, not "
                     "from the source folder)."

@@ -10,6 +10,7 @@
 
 #include "common.h"
 #include "pool.h"
+#include "reduce_minmax.h"
 
 #if defined(__SSE__)
 #include <xmmintrin.h>
@@ -41,6 +42,8 @@ struct Job {
   int64_t d;
   float init;  // init rounded to O, as float
   O* out;
+  int64_t out_stride;  // elements from one output row to the next (d, or sum D when the
+                       // result is the tables' concatenated [rows, sum D] layout)
 };
 
 template <typename T, typename O>
@@ -99,7 +102,7 @@ __attribute__((always_inline)) inline void SumChunk(const Job<float, float>& job
       const float* row = RowOf(job, k) + c0;
       for (int i = 0; i < NV; ++i) acc[i] += *reinterpret_cast<const VU*>(row + i * VL);
     }
-    float* o = job.out + r * d + c0;
+    float* o = job.out + r * job.out_stride + c0;
     for (int i = 0; i < NV; ++i) *reinterpret_cast<VU*>(o + i * VL) = acc[i];
   }
 }
@@ -135,6 +138,14 @@ __attribute__((always_inline)) inline void RowsBody(const Job<T, O>& job, int64_
                 W == 0) {
     if (job.combiner == Combiner::kSum && job.d % VL == 0 && job.d > 0) {
       SumRowsVector<VL, NVMax>(job, r0, r1);
+      return;
+    }
+  }
+  if constexpr (std::is_same<T, float>::value && std::is_same<O, float>::value && Kind != 0 &&
+                W == 0) {
+    if (job.d % VL == 0 && job.d > 0) {  // vectorized max/min: reduce_minmax.h, same bits
+      static volatile float kOneV = 1.0f;
+      minmax::Rows<VL, Kind, Job<float, float>, Vec<VL>>(job, r0, r1, kOneV, kPrefetchAhead);
       return;
     }
   }
@@ -187,7 +198,7 @@ __attribute__((always_inline)) inline void RowsBody(const Job<T, O>& job, int64_
         else acc[c] = XlaMin(acc[c] * one, v * one);
       }
     }
-    O* __restrict o = job.out + r * d;
+    O* __restrict o = job.out + r * job.out_stride;
     const int64_t count = k1 - k0;
     if (averaged && count == 0) {
       for (int64_t c = 0; c < d; ++c) o[c] = EO::Store(job.init);
@@ -321,7 +332,8 @@ void RunTyped(const ffi::AnyBuffer& table, const Plan& plan, const void* weights
                 opt.combiner,
                 d,
                 Elem<O>::Round(static_cast<float>(opt.init)),
-                static_cast<O*>(out.untyped_data())};
+                static_cast<O*>(out.untyped_data()),
+                d};
   if (weights == nullptr) RunKind<T, O, 0>(job);
   else if (wtype == table.element_type()) RunKind<T, O, 1>(job);
   else RunKind<T, O, 2>(job);
@@ -346,7 +358,8 @@ void MakeRunner(const GroupItem& item, const Options& opt, ItemRunner* runner) {
                 opt.combiner,
                 d,
                 Elem<O>::Round(static_cast<float>(opt.init)),
-                static_cast<O*>(item.out->untyped_data())};
+                static_cast<O*>(item.out_base ? item.out_base : item.out->untyped_data()),
+                item.out_stride ? item.out_stride : d};
   switch (opt.combiner) {
     case Combiner::kMax:
       runner->run = [job](int64_t r0, int64_t r1, unsigned csr) {

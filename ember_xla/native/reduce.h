@@ -19,10 +19,15 @@ ffi::Error RunPlan(const ffi::AnyBuffer& table, const Plan& plan, const void* we
 // parallel loop: the tables' output rows are laid end to end and cut into parts of equal
 // (lookups + rows) * D cost, so a big table is split over threads and small tables are grouped
 // into one part. Every output row is computed exactly as RunPlan computes it.
+// out gives the result's element type; the rows are written at out_base (default: out's data)
+// every out_stride elements (default: D), so several tables can fill one concatenated
+// [rows, sum D] result side by side.
 struct GroupItem {
   const ffi::AnyBuffer* table;
   const Plan* plan;
   ffi::AnyBuffer* out;
+  void* out_base = nullptr;
+  int64_t out_stride = 0;
 };
 ffi::Error RunGroupedPlans(const GroupItem* items, int64_t count, const Options& opt);
 

@@ -5,6 +5,12 @@ tuple result, so one kernel launch plans and parallelises the lookups of all tab
 A call joins a group only if none of its operands depends on a member's result (no cycles).
 The grouped call's called computation calls each member's outlined computation and tuples the
 results, so it stays a checkable reference.
+
+When the members' results feed exactly one ``concatenate`` along dimension 1 (and nothing
+else), as in DLRM's embedding stage, the concatenate joins the call:
+``ember.grouped_segment_reduce_concat`` writes every table's pooled rows straight into the
+concatenated ``[S, sum D]`` result (no per-table buffers, no copy); its reference computation
+concatenates the members' calls.
 """
 
 from __future__ import annotations
@@ -13,10 +19,16 @@ from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.rewriter import PatternRewriter
-from ember_xla.targets import GROUPED_SEGMENT_REDUCE, SEGMENT_REDUCE, call_attributes
+from ember_xla.targets import (
+    GROUPED_SEGMENT_REDUCE,
+    GROUPED_SEGMENT_REDUCE_CONCAT,
+    SEGMENT_REDUCE,
+    call_attributes,
+)
 
 SINGLE = SEGMENT_REDUCE.name
 GROUPED = GROUPED_SEGMENT_REDUCE.name
+CONCAT = GROUPED_SEGMENT_REDUCE_CONCAT.name
 
 
 def _ancestors(op: Operation) -> set[int]:
@@ -50,7 +62,23 @@ def _groups(g: Graph) -> list[list[Operation]]:
     return [grp for gs in by_config.values() for grp in gs if len(grp) > 1]
 
 
-def _reference(module: Module, members: list[Operation], name: str) -> Graph:
+def _concat_user(g: Graph, members: list[Operation]) -> Operation | None:
+    """The one concatenate along dimension 1 that uses every member's result exactly once
+    (in any order) and is their only user; None if there is none."""
+    users = {id(u): u for m in members for u in m.result.users}
+    if len(users) != 1 or any(g.root is m for m in members):
+        return None
+    (cat,) = users.values()
+    if cat.opcode != "concatenate" or list(cat.attributes.get("dimensions", [])) != [1]:
+        return None
+    owners = [v.owner for v in cat.operands]
+    if len(owners) != len(members) or {id(o) for o in owners} != {id(m) for m in members}:
+        return None
+    return cat
+
+
+def _reference(module: Module, members: list[Operation], name: str,
+               concat: Operation | None = None) -> Graph:
     comp = Graph(module.unique_graph_name(name))
     outs = []
     n = 0
@@ -62,8 +90,13 @@ def _reference(module: Module, members: list[Operation], name: str) -> Graph:
             n += 1
         outs.append(comp.append(Operation("call", params, [m.result.type], {}, [m.callees[0]],
                                           name="table")).result)
-    comp.root = comp.append(Operation("tuple", outs, [Shape.tuple_of([o.type for o in outs])],
-                                      name="tables"))
+    if concat is not None:
+        comp.root = comp.append(Operation("concatenate", outs, [concat.result.type],
+                                          {"dimensions": [1]}, name="tables"))
+    else:
+        comp.root = comp.append(Operation("tuple", outs,
+                                          [Shape.tuple_of([o.type for o in outs])],
+                                          name="tables"))
     return comp
 
 
@@ -74,6 +107,10 @@ def group_tables(module: Module, rewriter: PatternRewriter | None = None) -> lis
     made = []
     for g in list(module.graphs):
         for members in _groups(g):
+            cat = _concat_user(g, members)
+            if cat is not None:
+                made.append(_fuse_concat(module, g, members, cat, len(made), rw))
+                continue
             operands = [v for m in members for v in m.operands]
             tshape = Shape.tuple_of([m.result.type for m in members])
             comp = _reference(module, members, f"{GROUPED}.{len(made)}")
@@ -98,3 +135,25 @@ def group_tables(module: Module, rewriter: PatternRewriter | None = None) -> lis
             made.append({"custom_call": grouped.name,
                          "members": [m.callees[0].name for m in members]})
     return made
+
+
+def _fuse_concat(module: Module, g: Graph, members: list[Operation], cat: Operation,
+                 n: int, rw: PatternRewriter) -> dict:
+    """Replace ``concatenate(members)`` by one concatenated grouped call (at the concatenate,
+    which follows every member and so every member's operands)."""
+    members = [v.owner for v in cat.operands]  # the concatenate's order is the columns' order
+    operands = [v for m in members for v in m.operands]
+    comp = _reference(module, members, f"{CONCAT}.{n}", cat)
+    module.add(comp, before=g)
+    attrs = dict(members[0].attributes)
+    attrs["custom_call_target"] = CONCAT
+    attrs.pop("metadata", None)
+    call = rw.insert_before(cat, Operation("custom-call", operands, [cat.result.type], attrs,
+                                           [comp], name="ember_grouped_segment_reduce_concat"))
+    rw.replace_all_uses(cat.result, call.result)
+    rw.erase(cat)
+    for m in members:
+        rw.erase(m)
+    rw.sort_topologically(g)
+    return {"custom_call": call.name, "members": [m.callees[0].name for m in members],
+            "concatenated": True}

@@ -12,7 +12,10 @@ from ember_xla.ir.graph import Module
 from ember_xla.ir.hlo.verifier import verify_module
 from ember_xla.ir.passes import ModulePass, register_pass
 from ember_xla.ir.rewriter import PatternRewriter
+from ember_xla.rewrites import profitability
+from ember_xla.rewrites.canonicalize import canonicalize
 from ember_xla.rewrites.cluster import NearMiss
+from ember_xla.rewrites.coverage import uncovered
 from ember_xla.rewrites.group_tables import GROUPED, group_tables
 from ember_xla.rewrites.matcher import Pattern, find_clusters
 from ember_xla.rewrites.outline import outline
@@ -51,20 +54,43 @@ class RewriteClusters(ModulePass):
     """Rewrite every cluster in place. With ``group``, independent same-attribute segment
     reductions of one computation share one table-batched call (see group_tables.py). Off by
     default: on the 26-table DLRM benchmark separate calls, which XLA:CPU runs concurrently,
-    measured faster (docs/BENCHMARKS.md)."""
+    measured faster (docs/BENCHMARKS.md). ``canonical``: first run the canonicalization
+    pipeline (rewrites/canonicalize); ``assume_finite_tables`` lets it turn one-hot lookups
+    into gathers (exact only for tables without Inf/NaN). ``cost_model``: on | off | env
+    (EMBER_XLA_COST_MODEL, default on): clusters the measured cost model predicts faster in XLA
+    stay there (profitability.py), reported as near-misses with both predicted times."""
 
     name = "ember-rewrite-clusters"
     group: bool = False
+    canonical: bool = True
+    assume_finite_tables: bool = False
+    cost_model: str = "env"
 
     def apply(self, module: Module) -> None:
         self.run(module)
 
     def run(self, module: Module, patterns: list[Pattern] | None = None) -> RewriteResult:
         rw = PatternRewriter()
+        notes = (canonicalize(module, assume_finite_tables=self.assume_finite_tables)
+                 if self.canonical else [])
         found = find_clusters(module, list(patterns or ALL_PATTERNS))
         entries, misses = [], [near_miss_entry(n) for n in found.near_misses]
+        canon = [NearMiss(n.pass_name, n.op, n.reason) for n in notes if n.op.parent]
+        misses += [near_miss_entry(n) for n in canon]
+        misses += [near_miss_entry(n)
+                   for n in uncovered(module, found.clusters, found.near_misses + canon)]
+        predicted: dict[int, dict[str, float]] = {}
+        if (profitability.enabled() if self.cost_model == "env" else self.cost_model == "on"):
+            found.clusters, kept, predicted = profitability.split(found.clusters)
+            for n, p in kept:
+                misses.append({**near_miss_entry(n), "kept_in_xla": True,
+                               "predicted_us": {k: round(v * 1e6, 1) for k, v in p.items()}})
+                found.counters[n.pattern]["kept_in_xla"] += 1
         for i, c in enumerate(found.clusters):
             entry = cluster_entry(c, None)  # describe before the cluster's ops are erased
+            if id(c) in predicted:
+                entry["predicted_us"] = {k: round(v * 1e6, 1)
+                                         for k, v in predicted[id(c)].items()}
             try:
                 cc = outline(module, c, i, rw)
             except NoMatch as e:
@@ -82,11 +108,16 @@ class RewriteClusters(ModulePass):
 
 
 def rewrite_module(module: Module, patterns: list[Pattern] | None = None,
-                   group: bool = False) -> RewriteResult:
+                   group: bool = False, cost_model: bool | None = None,
+                   canonical: bool = True, assume_finite_tables: bool = False) -> RewriteResult:
     """Rewrite every cluster of a copy of ``module`` (the input is left untouched); the
-    result's module is the copy, or ``module`` itself when nothing was rewritten."""
+    result's module is the copy, or ``module`` itself when nothing was rewritten. With
+    ``cost_model`` (default: on unless EMBER_XLA_COST_MODEL=off) clusters predicted faster
+    in XLA stay there."""
     work = module.clone()
-    result = RewriteClusters(group=group).run(work, patterns)
+    cost = "env" if cost_model is None else ("on" if cost_model else "off")
+    result = RewriteClusters(group=group, canonical=canonical, cost_model=cost,
+                             assume_finite_tables=assume_finite_tables).run(work, patterns)
     if not result.clusters:
         result.module = module
     return result

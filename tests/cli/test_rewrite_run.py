@@ -96,3 +96,23 @@ def test_rewrite_savedmodel_with_table_variable(tmp_path, cli):
     rep = json.loads((out / "report.json").read_text())
     assert len(rep["clusters"]) == 1 and rep["verify"]["bitwise_equal"] is True
     assert rep["clusters"][0]["attributes"]["wrap_negative"] is False  # tf.gather: no wrap
+
+
+def test_one_hot_lookup_with_assume_finite_tables(tmp_path, cli):
+    """--assume_finite_tables turns a one-hot einsum lookup into a verified cluster (without
+    it the lookup is a near-miss naming the flag: tests/rewrites/test_library_models.py)."""
+    import jax
+    import jax.numpy as jnp
+
+    def f(t, ids):
+        return jnp.einsum("bpv,vd->bpd", jax.nn.one_hot(ids, t.shape[0]), t).sum(1)
+
+    lo = jax.jit(f).lower(np.ones((30, 8), np.float32), np.zeros((4, 5), np.int32))
+    src = tmp_path / "onehot.pb"
+    src.write_bytes(lo.compiler_ir("hlo").as_serialized_hlo_module_proto())
+    out = tmp_path / "out"
+    p = cli("rewrite", str(src), "--out", str(out), "--verify", "--assume_finite_tables")
+    assert p.returncode == 0, p.stderr
+    rep = json.loads((out / "report.json").read_text())
+    assert len(rep["clusters"]) == 1 and not rep["near_misses"]
+    assert rep["verify"]["max_abs_diff"] <= 1e-4

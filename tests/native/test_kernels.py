@@ -490,6 +490,30 @@ def test_vectorized_sum_widths_match(d):
     assert_same_bits(got, want)
 
 
+@pytest.mark.parametrize("d", [4, 8, 24, 64, 136])
+@pytest.mark.parametrize("combiner", ["max", "min"])
+def test_vectorized_max_min_widths_match(d, combiner):
+    """The f32 unweighted max/min fast path (reduce_minmax.h: lane-wise XlaMax/XlaMin in passes
+    of 8/4/2/1 vectors) gives XLA's bits: NaN, +-0 and denormal rows, fill NaN rows, empty
+    segments, several inits."""
+    rng = np.random.default_rng(100 + d)
+    n, length, segs = 300, 3000, 50
+    table = make_table(rng, n, d, jnp.float32)
+    idx = jnp.asarray(rng.integers(-5, n + 5, length), jnp.int32)
+    seg = jnp.asarray(rng.integers(-1, segs + 3, length), jnp.int32)  # some segments empty
+    for init in (None, 2.5, -7.0):
+        a = attrs(combiner, "fill", False, False, init)
+        got = ember("segment_reduce", segs + 5, table, idx, seg, **a)
+        want = reference(table, idx, seg, segs + 5, None, combiner, "fill", False, init)
+        assert_same_bits(got, want)
+    ids = idx[: 60 * 50].reshape(60, 50)
+    got = ember("padded_bag", 60, table, ids, **attrs(combiner, "clip", True, False))
+    want = reference(
+        table, ids.reshape(-1), jnp.repeat(jnp.arange(60), 50), 60, None, combiner, "clip", True
+    )
+    assert_same_bits(got, want)
+
+
 # ----------------------------------------------------------------------------- errors
 
 

@@ -18,15 +18,15 @@ from ember_xla.runtime.execute import run_module
 im = sys.modules["idiom_models"]  # loaded by conftest.py
 
 # Idioms the rewriter deliberately leaves alone, with the near-miss reason it must report.
-NOT_REWRITTEN = {
-    "jax_take_wrap_segment_sum": "computed inside",          # jnp.take(mode='wrap'): floor-mod
-    "jax_padded_bag_max_mask": "not jnp.take's out-of-bounds fill",  # where(mask, rows, -inf)
-}
+# (jnp.take(mode='wrap') and where(mask, rows, -inf).max are rewritten since canonicalization:
+# the floor-mod stays in XLA, the mask becomes out-of-range segment ids.)
+NOT_REWRITTEN: dict[str, str] = {}
 
 
 # The segment ids of a searchsorted-over-row-splits bag are computed in XLA (compare + reduce);
 # the rewrite keeps that computation and replaces the lookup + scatter as a segment_reduce.
-KIND_OVERRIDE = {"tf_offsets_searchsorted_segment_sum": "segment_reduce"}
+KIND_OVERRIDE = {"tf_offsets_searchsorted_segment_sum": "segment_reduce",
+                 "jax_padded_bag_max_mask": "segment_reduce"}  # masked bag -> segments
 
 
 def live_float_gathers(module):

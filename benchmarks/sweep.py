@@ -1,0 +1,131 @@
+"""The batch-size sweep of ``bench_embedding.py --sweep``: every model at batch 1, 16, 256 and
+2048, XLA:CPU against the module ``rewrite_module`` produces with its cost model on (the
+default), alternating in one process, medians.
+
+Models: single tables (segment_sum / segment_max bags and jnp.sum padded bags, pooling 1-100,
+D 16-256, 20k-row tables), an 8-table DLRM-style stage (segment sums, concatenated, D=64) and
+the 26-table MLPerf stage (D=128, rows capped). Every row prints the speed-up and how many
+clusters stayed in XLA; a module whose clusters all stayed in XLA is the original module, so
+its row counts as 1.0x (the measured ratio of two identical modules is printed beside it).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+
+import numpy as np
+
+BATCHES = (1, 16, 256, 2048)
+SINGLE = [  # (op, pooling, D)
+    ("segment_sum", 1, 16), ("segment_sum", 10, 64), ("segment_sum", 100, 256),
+    ("segment_max", 1, 16), ("segment_max", 10, 64), ("segment_max", 100, 256),
+    ("sum", 1, 16), ("sum", 10, 64), ("sum", 100, 256),
+]  # fmt: skip
+EIGHT_ROWS = (100_000, 50_000, 20_000, 10_000, 5_000, 1_000, 500, 100)
+EIGHT_POOLING = (20, 10, 5, 3, 2, 1, 1, 1)
+
+
+def single_fn(op: str, batch: int):
+    import jax
+    import jax.numpy as jnp
+
+    if op.startswith("segment"):
+        red = getattr(jax.ops, op)
+        return lambda t, i, s: red(jnp.take(t, i, axis=0), s, num_segments=batch)
+    return lambda t, i: jnp.sum(jnp.take(t, i, axis=0), axis=1)
+
+
+def single_inputs(op, batch, pooling, dim, rng, rows=20_000):
+    table = rng.standard_normal((rows, dim), dtype=np.float32)
+    ids = rng.integers(0, rows, batch * pooling, dtype=np.int32)
+    if op.startswith("segment"):
+        return [table, ids, np.repeat(np.arange(batch, dtype=np.int32), pooling)]
+    return [table, ids.reshape(batch, pooling)]
+
+
+def stage_inputs(tables, pooling, batch, rng):
+    idx = [rng.integers(0, t.shape[0], batch * p, dtype=np.int32)
+           for t, p in zip(tables, pooling, strict=True)]
+    seg = [np.repeat(np.arange(batch, dtype=np.int32), p) for p in pooling]
+    return list(tables) + idx + seg
+
+
+def compare(fn, inputs, reps: int) -> dict:
+    """Rewrite ``fn`` (cost model on), check the outputs, time both alternately."""
+    import jax
+
+    from ember_xla.hlo_import.jax_source import from_jax
+    from ember_xla.rewrites.pipeline import rewrite_module
+    from ember_xla.runtime.execute import compile_module
+
+    module = from_jax(fn, *inputs).module
+    result = rewrite_module(module, cost_model=True)
+    kept = [n for n in result.near_misses if n.get("kept_in_xla")]
+    on_device = [x if isinstance(x, jax.Array) else jax.device_put(x) for x in inputs]
+    ex = {"xla": compile_module(module)._loaded, "ember": compile_module(result.module)._loaded}
+    want = np.asarray(ex["xla"].execute(on_device)[0])
+    got = np.asarray(ex["ember"].execute(on_device)[0])
+    same = want.shape == got.shape and np.array_equal(want.view(np.uint32), got.view(np.uint32))
+    t0 = time.perf_counter()
+    jax.block_until_ready(ex["xla"].execute(on_device))
+    inner = max(1, min(100, int(3e-3 / max(time.perf_counter() - t0, 1e-6))))
+    times: dict[str, list[float]] = {"xla": [], "ember": []}
+    for _ in range(reps):
+        for k, e in ex.items():
+            t = time.perf_counter()
+            for _ in range(inner):
+                outs = e.execute(on_device)
+            jax.block_until_ready(outs)
+            times[k].append((time.perf_counter() - t) / inner)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    measured = med["xla"] / med["ember"]
+    all_kept = not result.clusters
+    return {"xla_ms": med["xla"] * 1e3, "ember_ms": med["ember"] * 1e3, "measured": measured,
+            "ratio": 1.0 if all_kept else measured, "rewritten": len(result.clusters),
+            "kept": len(kept), "same": same,
+            "kept_reasons": [n["reason"] for n in kept]}
+
+
+def row(name: str, r: dict) -> str:
+    ok = "ok" if r["ratio"] >= 1.0 else "SLOWER"
+    note = " (all kept in XLA: counts as 1.0x)" if r["rewritten"] == 0 else ""
+    return (f"| {name} | {r['xla_ms']:.3f} | {r['ember_ms']:.3f} | {r['measured']:.2f}x | "
+            f"{r['ratio']:.2f}x {ok}{note} | {r['rewritten']} | {r['kept']} | "
+            f"{'yes' if r['same'] else 'NO'} |")
+
+
+def run_sweep(reps: int, max_rows: int, stage_tables=None, batches=BATCHES, log=print) -> int:
+    """Prints the markdown table; returns the number of rows below 1.0x (or not bit-equal)."""
+    import jax
+    from bench_embedding import MLPERF_ROWS, POOLING, stage_fn
+
+    rng = np.random.default_rng(0)
+    log(f"sweep: {reps} alternating reps per row, medians; load average "
+        f"{os.getloadavg()[0]:.2f}")
+    log("| model | XLA ms | rewritten ms | measured | counted | clusters rewritten | "
+        "kept in XLA | == XLA |")
+    log("|---|---:|---:|---:|---|---:|---:|---|")
+    bad = 0
+    eight = [jax.device_put(rng.standard_normal((n, 64), dtype=np.float32)) for n in EIGHT_ROWS]
+    if stage_tables is None:
+        stage_tables = [jax.device_put(rng.standard_normal((min(n, max_rows), 128),
+                                                           dtype=np.float32))
+                        for n in MLPERF_ROWS]
+    for b in batches:
+        jobs = [(f"B={b} {'padded jnp.sum' if op == 'sum' else op} P={p} D={d}",
+                 single_fn(op, b), single_inputs(op, b, p, d, rng), reps)
+                for op, p, d in SINGLE]
+        jobs.append((f"B={b} 8-table DLRM-style (D=64)", stage_fn(b),
+                     stage_inputs(eight, EIGHT_POOLING, b, rng), reps))
+        jobs.append((f"B={b} 26-table MLPerf stage (D=128, rows <= {max_rows:,})", stage_fn(b),
+                     stage_inputs(stage_tables, POOLING, b, rng), reps))
+        for name, fn, inputs, n in jobs:
+            r = compare(fn, inputs, n)
+            bad += r["ratio"] < 1.0 or not r["same"]
+            log(row(name, r))
+            for reason in r["kept_reasons"][:2]:
+                log(f"|   kept: {reason} |||||||")
+    log(f"rows below 1.0x or not bit-equal: {bad}; load average {os.getloadavg()[0]:.2f}")
+    return bad

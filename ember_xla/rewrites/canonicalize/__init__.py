@@ -1,0 +1,45 @@
+"""Canonicalize, then match: passes that bring equivalent HLO spellings of an embedding
+lookup + reduction to the one form the cluster patterns match (docs/IDIOMS.md,
+"Canonicalization"). Each pass is a registered ``ModulePass`` in its own module; ``canonicalize``
+runs the default pipeline and returns what the passes saw but refused to rewrite."""
+
+from __future__ import annotations
+
+from ember_xla.ir.graph import Module
+from ember_xla.ir.passes import PassManager
+from ember_xla.rewrites.canonicalize import (  # noqa: F401  (registers the passes)
+    fold_noops,
+    inline_calls,
+    lookup_layout,
+    mask_segments,
+    onehot_dot,
+    scale_weights,
+    split_lookup,
+    squeeze_gather,
+)
+from ember_xla.rewrites.canonicalize.notes import CanonNote, collecting
+
+
+def default_pipeline(assume_finite_tables: bool = False) -> str:
+    return ",".join([
+        "inline-calls",
+        "fold-noops",
+        "squeeze-gather",
+        "lookup-layout",
+        f"onehot-dot-to-gather{{assume_finite_tables={assume_finite_tables}}}",
+        "split-shared-lookup",
+        "scale-to-weights",
+        "masked-bag-to-segments",
+    ])
+
+
+def canonicalize(module: Module, pipeline: str | None = None,
+                 assume_finite_tables: bool = False) -> list[CanonNote]:
+    """Run ``pipeline`` (default: ``default_pipeline``) on ``module`` in place; return the
+    refusals the passes recorded."""
+    with collecting() as notes:
+        PassManager(pipeline or default_pipeline(assume_finite_tables)).run(module)
+    return list(notes)
+
+
+__all__ = ["CanonNote", "canonicalize", "default_pipeline"]

@@ -1,0 +1,45 @@
+"""The shape of a canonicalization pass: a registered ``ModulePass`` that applies its
+``RewritePattern``s greedily to every graph, then drops the pure ops its rewrites orphaned."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ember_xla.ir.graph import Module
+from ember_xla.ir.operation import Operation
+from ember_xla.ir.passes import ModulePass
+from ember_xla.ir.rewriter import RewritePattern, apply_patterns_greedily, remove_dead_code
+
+# ops without side effects that a rewrite may leave unused (anything else is kept)
+PURE = frozenset({
+    "abs", "add", "and", "bitcast", "broadcast", "clamp", "compare", "concatenate",
+    "constant", "convert", "copy", "divide", "dot", "gather", "iota", "maximum", "minimum",
+    "multiply", "negate", "not", "or", "reduce", "remainder", "reshape", "scatter", "select",
+    "slice", "subtract", "transpose", "xor", "call",
+})
+
+
+def dead_ops(module: Module) -> set[Operation]:
+    """Ops whose results nobody uses (the root aside)."""
+    return {op for g in module.graphs for op in g.ops
+            if op is not g.root and not any(r.uses for r in op.results)}
+
+
+def drop_dead(module: Module, already_dead: set[Operation]) -> int:
+    """Erase the pure ops a rewrite left unused; dead code the module had before stays (XLA
+    drops it; erasing it all here would cost O(n) per op on large modules)."""
+    return sum(remove_dead_code(g, keep=lambda op: op.opcode not in PURE or op in already_dead)
+               for g in module.graphs)
+
+
+@dataclasses.dataclass(frozen=True)
+class PatternPass(ModulePass):
+    """Subclasses define ``patterns()``."""
+
+    def patterns(self) -> list[RewritePattern]:
+        raise NotImplementedError
+
+    def apply(self, module: Module) -> None:
+        before = dead_ops(module)
+        if apply_patterns_greedily(module, self.patterns()) > 1:  # something changed
+            drop_dead(module, before)

@@ -1,0 +1,115 @@
+"""Row lookups as canonicalization passes see them, and how to redo one for other lookup
+dims: a whole-row ``gather`` of a [N,D] table, optionally wrapped in ``jnp.take``'s
+out-of-bounds fill ``select(in_bounds(idx), gather(T, idx), NaN)`` (the chain the lookup
+matcher models, rebuilt here in exactly that form for the new indices)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from ember_xla.ir.graph import Graph
+from ember_xla.ir.hlo.shape import Shape
+from ember_xla.ir.operation import Operation
+from ember_xla.ir.value import Value
+from ember_xla.rewrites.canonicalize.build import Emit
+from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
+
+
+@dataclasses.dataclass
+class RowLookup:
+    value: Value                 # the rows [..., D]
+    gather: Operation
+    fill_and: Graph | None       # the and-computation of the fill's in-bounds reduce
+
+    @property
+    def lead(self) -> tuple[int, ...]:
+        return tuple(self.value.type.dims[:-1])
+
+
+def _row_gather(g: Operation) -> bool:
+    if g.opcode != "gather":
+        return False
+    table, idx = g.operands
+    if table.type.rank != 2:
+        return False
+    dn = g.attributes.get("gather_dimension_numbers", {})
+    r = g.result.type.rank - 1
+    ivd = dn.get("index_vector_dim", 0)
+    trailing_one = ivd == idx.type.rank - 1 and idx.type.dims[-1] == 1
+    return ((ivd == idx.type.rank or trailing_one) and ivd == r
+            and dn.get("collapsed_slice_dims") == [0] and dn.get("start_index_map") == [0]
+            and dn.get("offset_dims") == [r] and not dn.get("operand_batching_dims")
+            and g.attributes.get("gather_slice_sizes") == [1, table.type.dims[1]])
+
+
+def _fill_and(sel: Operation, g: Operation) -> Graph | None:
+    """The and-computation if ``sel`` is jnp.take's fill around ``g``, else None."""
+    fill = scalar_constant(Ref(sel.operands[2]))
+    if fill is None or not math.isnan(fill) or sel.operands[1].owner is not g:
+        return None
+    p = sel.operands[0].owner
+    if p.opcode in ("broadcast", "reshape"):
+        p = p.operands[0].owner
+    if p.opcode != "reduce" or binary_combiner(p) != "and":
+        return None
+    if scalar_constant(Ref(p.operands[1])) != 1.0:
+        return None
+    a = p.operands[0].owner
+    if a.opcode != "and":
+        return None
+    n = g.operands[0].type.dims[0]
+    bounds = {}
+    for v in a.operands:
+        c = v.owner
+        if c.opcode != "compare" or c.operands[0] is not g.operands[1]:
+            return None
+        bounds[c.attributes.get("comparison_direction")] = scalar_constant(Ref(c.operands[1]))
+    return p.callees[0] if bounds == {"GE": 0.0, "LE": float(n - 1)} else None
+
+
+def row_lookup(v: Value) -> RowLookup | None:
+    """``v`` as a row lookup used only once (plain gather, or jnp.take's fill select)."""
+    op = v.owner
+    if op is None or len(v.uses) != 1:
+        return None
+    if _row_gather(op):
+        return RowLookup(v, op, None)
+    if op.opcode == "select" and len(op.operands) == 3:
+        g = op.operands[1].owner
+        if _row_gather(g) and len(g.result.uses) == 1:
+            cb = _fill_and(op, g)
+            if cb is not None:
+                return RowLookup(v, g, cb)
+    return None
+
+
+def lookup_ids(emit: Emit, lk: RowLookup) -> Value:
+    """The lookup's indices, one per lookup (no trailing 1)."""
+    return emit.reshape(lk.gather.operands[1], lk.lead)
+
+
+def relookup(emit: Emit, lk: RowLookup, ids: Value) -> Value:
+    """The same lookup (same table, attributes and fill) for indices ``ids`` [lead']."""
+    g = lk.gather
+    table = g.operands[0]
+    n, d = table.type.dims
+    lead = tuple(ids.type.dims)
+    r = len(lead)
+    idx = emit.reshape(ids, lead + (1,))
+    attrs = {k: v for k, v in g.attributes.items() if k != "gather_dimension_numbers"}
+    attrs["gather_dimension_numbers"] = {"offset_dims": [r], "collapsed_slice_dims": [0],
+                                         "start_index_map": [0], "index_vector_dim": r}
+    et = g.result.type.element_type
+    rows = emit.op("gather", [table, idx], Shape.array(et, lead + (d,)), attrs, name=g.name)
+    if lk.fill_and is None:
+        return rows
+    it = idx.type.element_type
+    ge = emit.compare(idx, emit.splat(0, it, lead + (1,)), "GE")
+    le = emit.compare(idx, emit.splat(n - 1, it, lead + (1,)), "LE")
+    ok = emit.op("and", [ge, le], Shape.array("pred", lead + (1,)))
+    okr = emit.op("reduce", [ok, emit.constant(True, "pred")], Shape.array("pred", lead),
+                  {"dimensions": [r]}, callees=[lk.fill_and])
+    okb = emit.broadcast(okr, lead + (d,), list(range(r)))
+    return emit.op("select", [okb, rows, emit.splat(float("nan"), et, lead + (d,))],
+                   Shape.array(et, lead + (d,)), name="take.fill")

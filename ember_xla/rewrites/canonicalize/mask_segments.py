@@ -1,0 +1,129 @@
+"""``masked-bag-to-segments``: a padded bag whose padding is masked out with a ``select``
+before the reduction over the bag axis -- ``jnp.where(mask[..., None], rows, 0).sum(1)``,
+``jnp.where(mask, rows, -inf).max(1)``, Keras' mask propagation into
+``GlobalAveragePooling1D`` (``SelectV2``), the out-of-range zeros of a one-hot lookup -- into
+a segment reduction in which the masked-out lookups carry an out-of-range segment id:
+
+    reduce(select(m, gather(T, ids), c), dims={1})             [B,P,D] -> [B,D]
+    (the gather possibly inside jnp.take's fill select: rebuilt for the flat ids)
+ => scatter(broadcast(c), select(m[:, :, 0], iota_B, B), gather(T, flat ids))
+
+Rows scaled before the reduction, ``select(m, rows, 0) * w`` with ``w`` one finite constant
+per lookup (e.g. ``* sqrt(D)``), keep their weights; with weights not provably finite the
+pass refuses (a masked-out lookup adds ``0*w``, NaN for an Inf/NaN ``w``).
+
+Exact when ``c`` is the combiner's identity (0 for add, -inf for max, +inf for min): a
+masked-out lookup then adds nothing (``x + 0 = x`` for the sum, whose accumulator starts at +0
+and so is never -0; ``max(x, -inf) = x``), and ``scatter`` drops out-of-range ids, which is
+also what ``ember.segment_reduce`` does. Unlike rewriting the mask into a multiply, this stays
+exact for tables holding Inf/NaN. The mask must be provably the same along the row dim D.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from ember_xla.ir.hlo.shape import Shape
+from ember_xla.ir.operation import Operation
+from ember_xla.ir.passes import register_pass
+from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
+from ember_xla.rewrites.canonicalize.base import PatternPass
+from ember_xla.rewrites.canonicalize.build import Emit, constant_along_last
+from ember_xla.rewrites.canonicalize.lookups import lookup_ids, relookup, row_lookup
+from ember_xla.rewrites.canonicalize.notes import note
+from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
+
+PASS = "masked-bag-to-segments"
+_IDENTITY = {"add": 0.0, "maximum": -math.inf, "minimum": math.inf}
+
+
+class MaskedBag(RewritePattern):
+    def match_and_rewrite(self, op: Operation, rw: PatternRewriter) -> None:
+        if op.opcode != "reduce" or len(op.operands) != 2:
+            return
+        x = op.operands[0]
+        if x.type.rank != 3 or op.attributes.get("dimensions", []) != [1]:
+            return
+        sel, weights = x.owner, None
+        if sel.opcode == "multiply" and len(x.uses) == 1:
+            for v, w in ((sel.operands[0], sel.operands[1]), (sel.operands[1], sel.operands[0])):
+                if v.owner.opcode == "select" and len(v.uses) == 1:
+                    sel, weights = v.owner, w
+                    break
+            else:
+                return
+        if sel.opcode != "select" or len(sel.result.uses) != 1:
+            return
+        if row_lookup(sel.result) is not None:
+            return  # jnp.take's out-of-bounds fill itself, which the lookup matcher models
+        m, a, b = sel.operands
+        lk, fill, negate = row_lookup(a), b, False
+        if lk is None:
+            lk, fill, negate = row_lookup(b), a, True
+        if lk is None:
+            return
+        comb = binary_combiner(op)
+        c = scalar_constant(Ref(fill))
+        init = scalar_constant(Ref(op.operands[1]))
+        ident = _IDENTITY.get(comb or "")
+        where = f"masked bag {op.name}"
+        if c is not None and math.isnan(c):
+            return  # jnp.take's out-of-bounds fill, which the lookup matcher models
+        if ident is None:
+            note(PASS, op, f"{where} combines with {comb or 'a non-trivial computation'}")
+            return
+        if c is None or init is None or c != ident or init != ident:
+            note(PASS, op, f"{where}: the masked-out value {c} and the init {init} are not the "
+                           f"identity {ident} of {comb}, so masked lookups are not no-ops")
+            return
+        if not constant_along_last(m):
+            note(PASS, op, f"{where}: the mask {m.owner.name} may differ along the row dim")
+            return
+        if weights is not None:
+            wv = scalar_constant(Ref(weights))
+            if comb != "add" or not constant_along_last(weights):
+                note(PASS, op, f"{where}: masked rows times {weights.owner.name}, which is not "
+                               "one weight per lookup of a sum")
+                return
+            if wv is None or not math.isfinite(wv):
+                note(PASS, op, f"{where}: masked rows times weights {weights.owner.name} not "
+                               "provably finite (a masked-out lookup adds 0*w, NaN for an "
+                               "Inf/NaN weight, which dropping it would not reproduce)")
+                return
+        bsz, p, d = x.type.dims
+        if lk.lead != (bsz, p):
+            return
+        n_l = bsz * p
+        emit = Emit(rw, op)
+        rows2 = relookup(emit, lk, emit.reshape(lookup_ids(emit, lk), (n_l,)))   # [L,D]
+        if weights is not None:  # one finite weight per lookup: the weighted-bag form
+            w = emit.reshape(emit.first_along_last(weights), (n_l,))
+            wb = emit.broadcast(w, (n_l, d), [0])
+            rows2 = emit.op("multiply", [rows2, wb], rows2.type)
+        keep = emit.first_along_last(m)                               # [B,P]
+        if negate:
+            keep = emit.op("not", [keep], keep.type)
+        iota = emit.op("iota", [], Shape.array("s32", (bsz, p)), {"dimensions": [0]})
+        seg = emit.op("select", [keep, iota, emit.splat(bsz, "s32", (bsz, p))],
+                      Shape.array("s32", (bsz, p)), name="bag.segment_ids")
+        seg = emit.reshape(seg, (n_l, 1))
+        base = emit.broadcast(op.operands[1], (bsz, d), [])
+        scatter = emit.op("scatter", [base, seg, rows2], Shape.array(x.type.element_type,
+                                                                    (bsz, d)), {
+            "scatter_dimension_numbers": {"update_window_dims": [1], "inserted_window_dims": [0],
+                                          "scatter_dims_to_operand_dims": [0],
+                                          "index_vector_dim": 1},
+            "indices_are_sorted": False}, callees=list(op.callees), name=op.name)
+        if "metadata" in op.attributes:
+            scatter.owner.attributes["metadata"] = dict(op.attributes["metadata"])
+        rw.replace_op(op, scatter)
+
+
+@register_pass
+@dataclasses.dataclass(frozen=True)
+class MaskedBagPass(PatternPass):
+    name = PASS
+
+    def patterns(self) -> list[RewritePattern]:
+        return [MaskedBag()]

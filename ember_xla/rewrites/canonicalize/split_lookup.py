@@ -1,0 +1,96 @@
+"""``split-shared-lookup``: one lookup feeding several reductions (``segment_sum`` and
+``segment_max`` of the same gathered messages, a bag's sum and max) gets a private copy per
+reduction, so each becomes its own cluster. Lookups are pure, so the copies compute the same
+rows; each kernel then reads the rows itself (no single multi-output pass yet).
+
+A lookup is a ``gather`` of a rank-2 table, or a ``select`` whose value operand is one (the
+``jnp.take`` fill, a mask); its copy takes the backward slice of index arithmetic with it
+(up to 64 pure ops; parameters and constants are shared). It is split only when every user
+is a bag reduction (``scatter``, ``reduce`` over the bag axis) or a
+``multiply``/``convert``/``select`` feeding one;
+rows that also escape elsewhere stay shared (and are reported as such by the matcher)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ember_xla.ir.operation import Operation
+from ember_xla.ir.passes import register_pass
+from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
+from ember_xla.ir.value import Value
+from ember_xla.rewrites.canonicalize.base import PURE, PatternPass
+
+_STEPS = ("multiply", "convert", "select")
+_LIMIT = 64
+
+
+def _is_lookup(v: Value) -> bool:
+    op = v.owner
+    if op.opcode == "select" and len(op.operands) == 3:
+        op = op.operands[1].owner
+    return op.opcode == "gather" and op.operands[0].type.rank == 2
+
+
+def _is_bag_reduction(op: Operation) -> bool:
+    """A segment reduction or a padded bag's reduce over the bag axis (what a cluster roots)."""
+    if op.opcode == "scatter":
+        return True
+    return (op.opcode == "reduce" and op.operands[0].type.rank == 3
+            and op.attributes.get("dimensions", []) == [1])
+
+
+def _feeds_reduction(user: Operation) -> bool:
+    if _is_bag_reduction(user):
+        return True
+    return user.opcode in _STEPS and len(user.users) == 1 and _is_bag_reduction(user.users[0])
+
+
+def _cone(v: Value) -> list[Operation] | None:
+    """Pure non-leaf ops computing ``v``, operands first; None when larger than the limit."""
+    order: list[Operation] = []
+    seen: set[int] = set()
+
+    def visit(op: Operation) -> bool:
+        if id(op) in seen or op.opcode in ("parameter", "constant"):
+            return True
+        seen.add(id(op))
+        if op.opcode not in PURE or op.opcode in ("dot", "call", "scatter"):
+            return False
+        for o in op.operands:
+            if not visit(o.owner):
+                return False
+        order.append(op)
+        return len(order) <= _LIMIT
+
+    return order if visit(v.owner) else None
+
+
+class SplitSharedLookup(RewritePattern):
+    def match_and_rewrite(self, op: Operation, rw: PatternRewriter) -> None:
+        if len(op.results) != 1 or not _is_lookup(op.result):
+            return
+        users = op.result.users
+        if len(users) < 2 or not all(_feeds_reduction(u) for u in users):
+            return
+        cone = _cone(op.result)
+        if cone is None:
+            return
+        for user in users[1:]:
+            mapping: dict[int, Value] = {}
+            for inner in cone:
+                clone = inner.clone([mapping.get(id(o), o) for o in inner.operands])
+                rw.insert_before(op, clone)
+                mapping[id(inner.result)] = clone.result
+            copy = mapping[id(op.result)]
+            for u, pos in list(op.result.uses):
+                if u is user:
+                    rw.set_operand(u, pos, copy)
+
+
+@register_pass
+@dataclasses.dataclass(frozen=True)
+class SplitSharedLookupPass(PatternPass):
+    name = "split-shared-lookup"
+
+    def patterns(self) -> list[RewritePattern]:
+        return [SplitSharedLookup()]

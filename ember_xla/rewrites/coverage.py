@@ -1,0 +1,85 @@
+"""No silent misses: every row gather that feeds a reduction must end up in a cluster or be
+reported. ``lookup_reductions`` follows each gather of a [N,D] float table forward through
+shape and elementwise ops (and into called computations) to the reductions it reaches;
+``uncovered`` turns those the matcher neither clustered nor reported into near-misses."""
+
+from __future__ import annotations
+
+from ember_xla.ir.graph import Module
+from ember_xla.ir.operation import Operation
+from ember_xla.rewrites.cluster import Cluster, NearMiss
+
+REDUCTIONS = frozenset({"reduce", "scatter", "reduce-window", "select-and-scatter"})
+THROUGH = frozenset({
+    "reshape", "bitcast", "broadcast", "convert", "copy", "transpose", "slice", "concatenate",
+    "multiply", "divide", "add", "subtract", "negate", "abs", "maximum", "minimum", "select",
+    "clamp", "pad", "reverse", "tuple", "get-tuple-element", "bitcast-convert",
+})
+FLOATS = ("f32", "bf16", "f16", "f64")
+DEPTH = 8
+
+
+def _is_row_gather(op: Operation) -> bool:
+    t = op.operands[0].type if op.opcode == "gather" else None
+    return t is not None and t.rank == 2 and t.element_type in FLOATS
+
+
+def _reached(g: Operation, callers: dict[int, list[Operation]]) -> list[Operation]:
+    """Reductions ``g``'s rows reach within DEPTH steps; a fusion/call whose body reduces
+    them counts as reaching the fusion/call itself."""
+    out: list[Operation] = []
+    frontier, seen = [g], {id(g)}
+    for _ in range(DEPTH):
+        nxt: list[Operation] = []
+        for op in frontier:
+            if op.parent is not None and op is op.parent.root:  # leave a callee at its root
+                for c in callers.get(id(op.parent), []):
+                    if id(c) not in seen:
+                        seen.add(id(c))
+                        nxt.append(c)
+            for u in op.users:
+                if id(u) in seen:
+                    continue
+                seen.add(id(u))
+                if u.opcode in REDUCTIONS:
+                    out.append(u)
+                elif u.opcode in ("call", "fusion") and any(
+                        o.opcode in REDUCTIONS for c in u.callees for o in c.ops):
+                    out.append(u)
+                elif u.opcode in THROUGH or u.opcode == "call":
+                    nxt.append(u)
+        frontier = nxt
+    return out
+
+
+def lookup_reductions(module: Module) -> list[tuple[Operation, Operation]]:
+    """(gather, reduction) pairs: row gathers whose values reach a reduction."""
+    callers: dict[int, list[Operation]] = {}
+    for g in module.graphs:
+        for op in g.ops:
+            if op.opcode in ("call", "fusion"):
+                for c in op.callees:
+                    callers.setdefault(id(c), []).append(op)
+    pairs = []
+    for g in module.graphs:
+        for op in g.ops:
+            if _is_row_gather(op):
+                pairs.extend((op, r) for r in _reached(op, callers))
+    return pairs
+
+
+def uncovered(module: Module, clusters: list[Cluster],
+              misses: list[NearMiss]) -> list[NearMiss]:
+    """Near-misses for (gather, reduction) pairs no cluster owns and no near-miss names."""
+    owned = {id(o) for c in clusters for o in c.owned}
+    reported = {id(n.root) for n in misses}
+    out: list[NearMiss] = []
+    for gather, red in lookup_reductions(module):
+        if id(gather) in owned or id(red) in reported:
+            continue
+        if gather.parent is not None and any(id(o) in owned for o in gather.users):
+            continue  # the rows are consumed inside a cluster (e.g. a call it steps into)
+        reported.add(id(red))
+        out.append(NearMiss("coverage", red, f"gather {gather.name} feeds {red.opcode} "
+                                             f"{red.name}, which no cluster pattern matches"))
+    return out

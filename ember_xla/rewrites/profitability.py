@@ -1,0 +1,92 @@
+"""Never slower: per cluster, predict the time of the ember kernel and of XLA:CPU's own code for
+the same cluster from a measured cost model, and keep the cluster in XLA when XLA is predicted
+faster (the report lists it as a near-miss with both predicted times).
+
+The model (``cost_model.json`` next to this file, written by
+``benchmarks/calibrate_cost_model.py``, which records its command, date and raw measurements)
+is per family (kind x combiner class) and per backend:
+``t = c0 + per_lookup_elem * lookups * D + per_output_elem * rows * D``: per-call overhead,
+gather-and-reduce work, output work. The environment variable ``EMBER_XLA_COST_MODEL=off``
+(or ``rewrite_module(..., cost_model=False)``, ``ember-xla rewrite --rewrite_all``) rewrites
+every cluster regardless.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+from importlib import resources
+from typing import Any
+
+from ember_xla.rewrites.cluster import Cluster, NearMiss
+
+MODEL_FILE = "cost_model.json"
+
+
+def enabled() -> bool:
+    """The default of ``rewrite_module``'s ``cost_model``: on unless EMBER_XLA_COST_MODEL=off."""
+    return os.environ.get("EMBER_XLA_COST_MODEL", "on").lower() not in ("off", "0", "false")
+
+
+@functools.cache
+def load_model() -> dict[str, Any]:
+    text = resources.files("ember_xla.rewrites").joinpath(MODEL_FILE).read_text()
+    return json.loads(text)
+
+
+def family(c: Cluster) -> str:
+    combiner = str(c.attrs.get("combiner", "sum"))
+    return f"{c.kind}/{'max' if combiner in ('max', 'min') else 'sum'}"
+
+
+def _count(shape: Any) -> int:
+    return math.prod(int(d) for d in shape.dims)
+
+
+def sizes(c: Cluster) -> dict[str, int]:
+    """lookups L (elements of the lookup operand), output rows S, dimension D."""
+    lookup = c.inputs[1]
+    out = c.root.result.type
+    return {"L": _count(lookup.type), "S": int(out.dims[0]) if out.dims else 1,
+            "D": int(c.table.type.dims[1])}
+
+
+def _time(coef: dict[str, float], s: dict[str, int]) -> float:
+    return (coef["c0_s"] + coef["per_lookup_elem_s"] * s["L"] * s["D"]
+            + coef["per_output_elem_s"] * s["S"] * s["D"])
+
+
+def predict(c: Cluster, model: dict[str, Any] | None = None) -> dict[str, float] | None:
+    """Predicted seconds {"ember": ..., "xla": ...} for the cluster, or None when the model has
+    no family for it (then the cluster is rewritten, as without a model)."""
+    model = model or load_model()
+    fam = model["families"].get(family(c))
+    if fam is None:
+        return None
+    s = sizes(c)
+    return {"ember": _time(fam["ember"], s), "xla": _time(fam["xla"], s)}
+
+
+def us(x: float) -> str:
+    return f"{x * 1e6:.1f} us"
+
+
+def split(clusters: list[Cluster]) -> tuple[list[Cluster],
+                                            list[tuple[NearMiss, dict[str, float]]],
+                                            dict[int, dict[str, float]]]:
+    """(clusters to rewrite, (near-miss, prediction) for those kept in XLA, predictions of the
+    clusters to rewrite by id(cluster))."""
+    keep, kept, predictions = [], [], {}
+    for c in clusters:
+        p = predict(c)
+        if p is not None and p["ember"] > p["xla"]:
+            kept.append((NearMiss(c.pattern, c.root,
+                                  f"kept in XLA: predicted native {us(p['ember'])} vs XLA "
+                                  f"{us(p['xla'])} ({family(c)}, {sizes(c)})"), p))
+            continue
+        if p is not None:
+            predictions[id(c)] = p
+        keep.append(c)
+    return keep, kept, predictions

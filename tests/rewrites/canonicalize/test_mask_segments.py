@@ -1,0 +1,97 @@
+"""masked-bag-to-segments: where(mask, rows, identity) reduced over the bag axis becomes a
+segment reduction with out-of-range ids for masked lookups -- exact, also for tables with
+Inf/NaN (which a mask multiply would not be) -- and refusals are reported."""
+
+import numpy as np
+
+IDS = np.array([[0, 9, -1, 4], [12, 3, 3, 3], [1, 2, 5, 7]], np.int32)
+MASK = np.array([[1, 1, 0, 1], [0, 0, 0, 0], [1, 0, 1, 1]], bool)   # bag 1 all masked
+
+
+def _masked(fill, reduce):
+    def f(t, ids, m):
+        import jax.numpy as jnp
+
+        return getattr(jnp.where(m[..., None], t[ids], fill), reduce)(1)
+
+    return f
+
+
+def _check(canon, fill, reduce):
+    t = canon.table()
+    bad = canon.table(seed=5)
+    bad[9, 0], bad[3, 2] = np.inf, np.nan              # masked-out rows may be Inf/NaN
+    work, notes = canon(_masked(fill, reduce), [t, IDS, MASK], "inline-calls,"
+                        "masked-bag-to-segments", inputs=[[bad, IDS, MASK]])
+    assert "scatter" in canon.opcodes(work) and not notes
+    assert "reduce" not in canon.opcodes(work)
+    return work
+
+
+def test_where_zero_sum(canon):
+    _check(canon, 0.0, "sum")
+
+
+def test_where_minus_inf_max(canon):
+    _check(canon, -np.inf, "max")
+
+
+def test_where_plus_inf_min(canon):
+    _check(canon, np.inf, "min")
+
+
+def test_masked_bag_becomes_a_segment_cluster(canon):
+    import jax.numpy as jnp
+
+    from ember_xla.hlo_import.jax_source import from_jax
+    from ember_xla.rewrites.pipeline import rewrite_module
+    from ember_xla.runtime.execute import run_module
+
+    f = _masked(-jnp.inf, "max")
+    args = [canon.table(), IDS, MASK]
+    m = from_jax(f, *args).module
+    r = rewrite_module(m)
+    assert [c["kind"] for c in r.clusters] == ["segment_reduce"]
+    assert run_module(r.module, args)[0].tobytes() == run_module(m, args)[0].tobytes()
+
+
+def test_non_identity_fill_is_a_near_miss(canon):
+    work, notes = canon(_masked(1.0, "sum"), [canon.table(), IDS, MASK],
+                        "inline-calls,masked-bag-to-segments")
+    assert "scatter" not in canon.opcodes(work)
+    assert len(notes) == 1 and "not the identity" in notes[0].reason
+
+
+def test_mask_varying_along_the_row_is_a_near_miss(canon):
+    def f(t, ids, m):
+        import jax.numpy as jnp
+
+        return jnp.where(m, t[ids], 0.0).sum(1)
+
+    m3 = np.random.default_rng(0).random((3, 4, 4)) < 0.5
+    work, notes = canon(f, [canon.table(), IDS, m3], "inline-calls,masked-bag-to-segments")
+    assert "scatter" not in canon.opcodes(work)
+    assert len(notes) == 1 and "row dim" in notes[0].reason
+
+
+def test_masked_rows_times_a_parameter_weight_is_a_near_miss(canon):
+    def f(t, ids, m, w):
+        import jax.numpy as jnp
+
+        return (jnp.where(m[..., None], t[ids], 0.0) * w).sum(1)
+
+    work, notes = canon(f, [canon.table(), IDS, MASK, np.float32(2.0)],
+                        "inline-calls,masked-bag-to-segments")
+    assert len(notes) == 1 and "provably finite" in notes[0].reason
+
+
+def test_mask_over_take_fill(canon):
+    """where(mask, jnp.take(t, ids), 0): the fill is rebuilt on the flat ids; an unmasked
+    out-of-range id still gives NaN, a masked one is dropped."""
+    import jax.numpy as jnp
+
+    def f(t, ids, m):
+        return jnp.where(m[..., None], jnp.take(t, ids, axis=0), 0.0).sum(1)
+
+    work, notes = canon(f, [canon.table(), IDS, MASK], "inline-calls,masked-bag-to-segments")
+    assert "scatter" in canon.opcodes(work) and not notes

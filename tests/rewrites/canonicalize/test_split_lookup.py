@@ -1,0 +1,46 @@
+"""split-shared-lookup: one lookup feeding two bag reductions gets a copy per reduction (with
+its index arithmetic); rows that escape to a non-reduction stay shared."""
+
+import numpy as np
+
+
+def _gathers(module):
+    return [op for op in module.entry.ops if op.opcode == "gather"]
+
+
+def test_lookup_feeding_sum_and_max_is_split(canon):
+    import jax
+
+    def f(t, i, s):
+        rows = t[i]  # inline negative-index wrap + gather
+        return (jax.ops.segment_sum(rows, s, num_segments=3),
+                jax.ops.segment_max(rows, s, num_segments=3))
+
+    args = [canon.table(), np.array([0, 9, -1, 12, 3], np.int32),
+            np.array([0, 2, 2, 5, -1], np.int32)]
+    work, _ = canon(f, args, "split-shared-lookup")
+    gs = _gathers(work)
+    assert len(gs) == 2 and all(len(g.result.uses) == 1 for g in gs)
+    assert gs[0].operands[1] is not gs[1].operands[1]       # index chain copied too
+
+
+def test_padded_bag_sum_and_max_is_split(canon):
+    def f(t, ids):
+        rows = t[ids]
+        return rows.sum(1), rows.max(1)
+
+    ids = np.array([[0, 9, -1], [12, 3, 3]], np.int32)
+    work, _ = canon(f, [canon.table(), ids], "split-shared-lookup")
+    assert len(_gathers(work)) == 2
+
+
+def test_escaping_rows_stay_shared(canon):
+    import jax
+
+    def f(t, i, s):
+        rows = t[i]
+        return jax.ops.segment_sum(rows, s, num_segments=3), rows * 2.0
+
+    args = [canon.table(), np.array([0, 9, 3], np.int32), np.array([0, 2, 1], np.int32)]
+    work, _ = canon(f, args, "split-shared-lookup")
+    assert len(_gathers(work)) == 1

@@ -1,0 +1,109 @@
+"""The profitability step: clusters the measured cost model predicts faster in XLA stay there
+(reported as near-misses with both predicted times); the model's constants are the fit of the
+measurements stored beside them. ~10 s (exports four tiny JAX functions, runs one on XLA:CPU).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from ember_xla.hlo_import.jax_source import from_jax
+from ember_xla.rewrites import profitability
+from ember_xla.rewrites.pipeline import rewrite_module
+from ember_xla.runtime.compare import compare_outputs
+from ember_xla.runtime.execute import run_module
+
+CALIBRATE = Path(__file__).resolve().parents[2] / "benchmarks" / "calibrate_cost_model.py"
+FAMILIES = ("segment_reduce/sum", "segment_reduce/max", "padded_bag/sum", "padded_bag/max")
+
+
+def _segment_sum_module(batch: int, pooling: int, dim: int, rows: int = 20_000):
+    def f(t, i, s):
+        return jax.ops.segment_sum(jnp.take(t, i, axis=0), s, num_segments=batch)
+
+    args = (jax.ShapeDtypeStruct((rows, dim), jnp.float32),
+            jax.ShapeDtypeStruct((batch * pooling,), jnp.int32),
+            jax.ShapeDtypeStruct((batch * pooling,), jnp.int32))
+    return from_jax(f, *args).module
+
+
+def test_model_file_is_a_measurement_with_its_command():
+    model = profitability.load_model()
+    assert model["command"].startswith("python benchmarks/calibrate_cost_model.py")
+    assert model["date"] and model["machine"]
+    for fam in FAMILIES:
+        entry = model["families"][fam]
+        assert len(entry["points"]) >= 12
+        for backend in ("ember", "xla"):
+            coef = entry[backend]
+            assert all(coef[k] >= 0 for k in ("c0_s", "per_lookup_elem_s", "per_output_elem_s"))
+            assert coef["c0_s"] > 0
+
+
+def test_constants_are_the_fit_of_the_stored_measurements():
+    spec = importlib.util.spec_from_file_location("calibrate_cost_model", CALIBRATE)
+    cal = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cal)
+    for fam, entry in profitability.load_model()["families"].items():
+        for backend in ("ember", "xla"):
+            coef, _ = cal.fit(entry["points"], f"{backend}{profitability.load_model()['fit_on']}")
+            stored = entry[backend]
+            for got, key in zip(coef, ("c0_s", "per_lookup_elem_s", "per_output_elem_s"),
+                                strict=True):
+                assert math.isclose(got, stored[key], rel_tol=1e-6, abs_tol=1e-15), (fam, key)
+
+
+def test_tiny_cluster_stays_in_xla_with_predicted_times():
+    module = _segment_sum_module(batch=1, pooling=1, dim=16)
+    result = rewrite_module(module, cost_model=True)
+    assert not result.changed and result.module is module
+    (miss,) = [n for n in result.near_misses if n.get("kept_in_xla")]
+    p = miss["predicted_us"]
+    assert p["ember"] > p["xla"] > 0
+    assert miss["reason"].startswith(f"kept in XLA: predicted native {p['ember']:.1f} us vs XLA ")
+    assert result.counters["ember.segment_reduce"]["kept_in_xla"] == 1
+    # Without the cost model the same cluster is rewritten.
+    assert rewrite_module(module, cost_model=False).changed
+
+
+def test_large_cluster_is_rewritten_and_keeps_its_prediction():
+    module = _segment_sum_module(batch=2048, pooling=10, dim=64)
+    result = rewrite_module(module, cost_model=True)
+    (entry,) = result.clusters
+    assert entry["predicted_us"]["ember"] < entry["predicted_us"]["xla"]
+    assert not any(n.get("kept_in_xla") for n in result.near_misses)
+
+
+def test_kept_cluster_module_still_computes_the_same(monkeypatch):
+    monkeypatch.setenv("EMBER_XLA_COST_MODEL", "on")
+    assert profitability.enabled()
+    module = _segment_sum_module(batch=1, pooling=1, dim=16, rows=50)
+    result = rewrite_module(module)  # default: the environment turns the model on
+    assert not result.changed
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal((50, 16), dtype=np.float32), np.array([3], np.int32),
+              np.array([0], np.int32)]
+    assert compare_outputs(run_module(module, inputs),
+                           run_module(result.module, inputs))["bitwise_equal"]
+    monkeypatch.setenv("EMBER_XLA_COST_MODEL", "off")
+    assert not profitability.enabled()
+
+
+@pytest.mark.parametrize("fam", FAMILIES)
+def test_every_calibrated_family_has_a_break_even(fam):
+    """The model is not a constant verdict: per family, tiny work predicts XLA (per-call
+    overhead) unless the kernel was measured faster even there, and the predictions grow with
+    the work."""
+    entry = profitability.load_model()["families"][fam]
+    small = {"L": 1, "S": 1, "D": 16}
+    big = {"L": 2048 * 100, "S": 2048, "D": 256}
+    for backend in ("ember", "xla"):
+        assert profitability._time(entry[backend], big) > profitability._time(entry[backend],
+                                                                             small)
