@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember_xla.targets import OFFSETS_BAG, SEGMENT_REDUCE
+
 _COMBINERS = ("sum", "mean", "max", "min", "sqrt_n")
 
 
@@ -37,12 +39,12 @@ def embedding_bag(table: Any, indices: Any, offsets: Any = None, *, segment_ids:
     operands = [table, jnp.asarray(indices)]
     if offsets is not None:
         offsets = jnp.asarray(offsets)
-        rows, target = offsets.shape[0] - 1, "ember.offsets_bag"
+        rows, target = offsets.shape[0] - 1, OFFSETS_BAG.name
         operands.append(offsets)
     else:
         if num_segments is None:
             raise ValueError("segment_ids= needs num_segments=")
-        rows, target = int(num_segments), "ember.segment_reduce"
+        rows, target = int(num_segments), SEGMENT_REDUCE.name
         operands.append(jnp.asarray(segment_ids))
     if weights is not None:
         operands.append(jnp.asarray(weights, dtype=table.dtype))

@@ -58,6 +58,12 @@ class Graph(Block):
         self.ops.insert(index, op)
         return op
 
+    def reorder(self, order: list[Operation]) -> None:
+        """Put this graph's ops in ``order`` (a permutation of them)."""
+        if len(order) != len(self.ops) or {id(o) for o in order} != {id(o) for o in self.ops}:
+            raise ValueError(f"reorder of {self.name}: not a permutation of its ops")
+        self.ops[:] = order
+
     def detach(self, op: Operation) -> Operation:
         if op is self.root:
             raise ValueError(f"cannot remove {op.name}: it is the root of {self.name}")

@@ -47,6 +47,18 @@ class PatternRewriter:
         _block_of(op).detach(op)
         _block_of(anchor).insert_before(anchor, op)
 
+    def sort_topologically(self, graph: Graph) -> None:
+        """Reorder ``graph``'s ops so every op follows its operands (stable)."""
+        order = graph.topological()
+        if any(a is not b for a, b in zip(order, graph.ops, strict=True)):
+            self._note()
+            graph.reorder(order)
+
+    def move_after(self, op: Operation, anchor: Operation) -> None:
+        self._note()
+        _block_of(op).detach(op)
+        _block_of(anchor).insert_after(anchor, op)
+
     # -- replacement ------------------------------------------------------------------------
     def replace_all_uses(self, old: Value, new: Value) -> None:
         if old.uses:
