@@ -38,6 +38,9 @@ def _why_not(loop: Operation) -> str | None:
         return "it has more than one callback"
     cb = ops[-2]
     for op in cb.walk():
+        if (op.opcode == "slc.from_stream" and op.parent is not cb.body
+                and op.operands[0].defining_block is loop.body):
+            return "its callback reads a loop stream inside a nested region"
         if op.opcode == "slc.from_stream" and op.operands[0] is loop.iv and any(
                 u.opcode != "slcv.first_lane" for u in op.result.users):
             return "its callback uses the lanes of the induction variable"

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
-from ember_xla.dae_target.dialects import arith, slc, slcv, vector
+from ember_xla.dae_target.dialects import arith, scf, slc, slcv, vector
 from ember_xla.dae_target.passes.slcv_util import (
     PassReport,
     constant_of,
@@ -94,7 +94,7 @@ class _Callback:
     def __init__(self, loop: _Loop, old: Operation) -> None:
         self.loop, self.old, self.vl = loop, old, loop.vl
         self.new = loop.body.append(slc.CallbackOp.build())
-        self.block = self.new.body
+        self.top = self.block = self.new.body
         self.vmap = loop.vmap
         self.varying: set[Value] = set()  # old values that become vectors
         self.lane_index: set[Value] = set()  # old values equal to k
@@ -105,7 +105,7 @@ class _Callback:
 
     def _pre(self, key: str, op: Operation) -> Value:
         if key not in self.prelude:
-            self.block.insert(len(self.prelude), op)
+            self.top.insert(len(self.prelude), op)
             self.prelude[key] = op.result
         else:
             op.drop_all_references()
@@ -163,7 +163,12 @@ class _Callback:
     def run(self) -> None:
         if self.old.results:
             raise Refuse("a callback of the row loop returns values")
-        for op in self.old.body.ops:
+        self.run_block(self.old.body)
+        if self.loaded & self.stored:
+            raise Refuse("a callback reads a fixed element of a row it writes lane-wise")
+
+    def run_block(self, block: Block) -> None:
+        for op in block.ops:
             varying = any(v in self.varying for v in op.operands)
             if op.opcode == "slc.from_stream" and op.operands[0] in self.loop.varying_streams:
                 s = op.operands[0]
@@ -171,10 +176,10 @@ class _Callback:
                     self.base()
                     self.vmap[op.result] = self.prelude["kv"]
                     self.lane_index.add(op.result)
-                else:
+                else:  # read in the prelude: the stream's element is fixed during a callback
                     new_s = self.vmap[s]
-                    self.vmap[op.result] = self.add(
-                        slc.FromStreamOp.create([new_s], [new_s.type.elem])).result
+                    self.vmap[op.result] = self._pre(
+                        f"s{id(s)}", slc.FromStreamOp.create([new_s], [new_s.type.elem]))
                 self.varying.add(op.result)
             elif op.opcode in ("memref.load", "memref.store"):
                 self.memory(op, op.opcode == "memref.store")
@@ -185,14 +190,32 @@ class _Callback:
                 for r, n in zip(op.results, new.results, strict=True):
                     self.vmap[r] = n
                     self.varying.add(r)
-            elif op.opcode == "slc.yield":
-                self.add(slc.YieldOp.create([]))
-            elif varying or any(v in self.varying for v in uses_inside(op)):
+            elif op.opcode in ("slc.yield", "scf.yield") and not op.operands:
+                self.add(type(op).create([]))
+            elif op.opcode == "scf.if" and (
+                    self._reads(op) or any(v in self.varying for v in uses_inside(op))):
+                self.uniform_if(op)
+            elif varying or any(v in self.varying for v in uses_inside(op)) or self._reads(op):
                 raise Refuse(f"{op.opcode} uses a value of the loop index")
             else:
                 self.add(op.clone(value_map=self.vmap))
-        if self.loaded & self.stored:
-            raise Refuse("a callback reads a fixed element of a row it writes lane-wise")
+
+    def _reads(self, op: Operation) -> bool:
+        """Does a region of ``op`` read a vectorized stream?"""
+        return any(o.opcode == "slc.from_stream" and o.operands[0] in self.loop.varying_streams
+                   for o in op.walk() if o is not op)
+
+    def uniform_if(self, op: Operation) -> None:
+        """An ``scf.if`` on a loop-independent condition: vectorize its branches."""
+        if op.results or any(v in self.varying for v in op.operands):
+            raise Refuse("an scf.if depends on the loop index or yields values")
+        new = self.add(scf.IfOp.build(self.vmap.get(op.operands[0], op.operands[0]),
+                                      with_else=len(op.regions) > 1))
+        outer = self.block
+        for old_r, new_r in zip(op.regions, new.regions, strict=True):
+            self.block = new_r.block
+            self.run_block(old_r.block)
+        self.block = outer
 
 
 class VectorizeRowLoops(RewritePattern):
