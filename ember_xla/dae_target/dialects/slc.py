@@ -16,7 +16,8 @@ Ops (operands -> results):
 - ``slc.alu_stream(a[, b]) {op}`` -> integer stream, computed in int64 then wrapped to the
   result's element type. Binary: ``add sub mul min max``, ``wrapneg`` (a < 0 ? a + b : a),
   ``inrange`` (0 <= a < b -> 1 else 0; result elem i1), ``clamp`` (min(max(a, 0), b - 1)).
-  Unary: ``trunc32`` (low 32 bits, two's complement, sign-extended).
+  Unary: ``trunc32`` (low 32 bits, two's complement, sign-extended), ``cast`` (the value
+  in the result's element type, e.g. an i32 offset stream as an index stream).
 - ``slc.fwd_stream(s)`` -> same type: a parent loop's stream forwarded into a nested loop.
 - ``slc.callback()`` ``({ ... slc.yield(vals...) })`` -> yielded values: execute-unit code
   fired at its place in the loop body (before a nested slc.for = begin of that loop, after it
@@ -41,7 +42,7 @@ from ember_xla.ir.value import Value
 slc = register_dialect(Dialect("slc"))
 
 ALU_BINARY = ("add", "sub", "mul", "min", "max", "wrapneg", "inrange", "clamp")
-ALU_UNARY = ("trunc32",)
+ALU_UNARY = ("trunc32", "cast")
 ALU_OPS = ALU_BINARY + ALU_UNARY
 
 

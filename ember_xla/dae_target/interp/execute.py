@@ -18,9 +18,30 @@ from ember_xla.ir.interpreter import Interpreter, InterpreterFunctions, Interpre
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.types import FloatType, IntegerType, MemRefType, VectorType, numpy_dtype
 
+
+def xla_max(a: Any, b: Any) -> Any:
+    """XLA's max: NaN propagates (the first NaN operand), max(+0, -0) = +0."""
+    a, b = np.asarray(a), np.asarray(b)
+    with np.errstate(invalid="ignore"):
+        out = np.where(a > b, a, b)
+        out = np.where((a == b) & np.signbit(a), b, out)
+        out = np.where((a == b) & ~np.signbit(a), a, out)
+    return np.where(np.isnan(a), a, np.where(np.isnan(b), b, out))
+
+
+def xla_min(a: Any, b: Any) -> Any:
+    """XLA's min: NaN propagates (the first NaN operand), min(+0, -0) = -0."""
+    a, b = np.asarray(a), np.asarray(b)
+    with np.errstate(invalid="ignore"):
+        out = np.where(a < b, a, b)
+        out = np.where((a == b) & np.signbit(a), a, out)
+        out = np.where((a == b) & ~np.signbit(a), b, out)
+    return np.where(np.isnan(a), a, np.where(np.isnan(b), b, out))
+
+
 _FLOAT_BINARY = {
     "arith.addf": np.add, "arith.subf": np.subtract, "arith.mulf": np.multiply,
-    "arith.divf": np.divide, "arith.maxf": np.maximum, "arith.minf": np.minimum,
+    "arith.divf": np.divide, "arith.maxf": xla_max, "arith.minf": xla_min,
 }
 _INT_BINARY = {
     "arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b,
@@ -232,7 +253,7 @@ class ExecuteFunctions(InterpreterFunctions):
     @impl("vector.reduce")
     def reduce(self, interp: Interpreter, op: Operation, args: tuple) -> tuple:
         v = args[0]
-        fn = {"add": np.add, "max": np.maximum, "min": np.minimum}[op.attributes["kind"]]
+        fn = {"add": np.add, "max": xla_max, "min": xla_min}[op.attributes["kind"]]
         acc = v[0]
         with np.errstate(all="ignore"):
             for x in v[1:]:

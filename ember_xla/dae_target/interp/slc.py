@@ -26,6 +26,8 @@ def alu(op_name: str, a: int, b: int | None) -> int:
     """One ``slc.alu_stream`` step on Python ints (before wrapping to the result type)."""
     if op_name == "trunc32":
         return ((a + (1 << 31)) % (1 << 32)) - (1 << 31)
+    if op_name == "cast":
+        return a
     assert b is not None
     if op_name == "add":
         return a + b
