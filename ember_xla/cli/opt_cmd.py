@@ -88,7 +88,9 @@ def opt_main(args: list[str], flags: Any, out: Any = sys.stdout) -> int:
 
     def after(p: ModulePass, m: Module, changed: Any) -> None:
         if flags.print_after_all:
-            dumps.append(DUMP_HEADER.format(pipeline_string([p])) + "\n" + print_module(m))
+            notes = "".join(f"// {ln}\n" for ln in str(changed or "").splitlines())
+            dumps.append(DUMP_HEADER.format(pipeline_string([p])) + "\n" + notes
+                         + print_module(m))
 
     run_passes(module, passes, after, where=f"{path}: ")
     result = print_module(module)
