@@ -48,9 +48,10 @@ class B:
 
 
 def embedding_bag(combiner: str = "sum", weighted: bool = False, id_bits: int = 32,
-                  dtype=F32) -> Module:
+                  dtype=F32, clamp: bool = False) -> Module:
     """out[b, :] = combine_{j in [off[b], off[b+1])} w[j] * table[ids[j], :] (init 0 / -inf);
-    one callback per element (O0)."""
+    one callback per element (O0). ``clamp``: the row index is clamped into the table (the
+    lowering's clip mode), which dedup requires."""
     m = Module("bag")
     ids_t = MemRefType((None,), IntegerType(id_bits))
     args = [MemRefType((None,), INDEX), ids_t, MemRefType((None, None), dtype)]
@@ -67,6 +68,7 @@ def embedding_bag(combiner: str = "sum", weighted: bool = False, id_bits: int = 
     nb = b.v(arith.SubIOp, [b.v(memref.DimOp, [off], INDEX, dim=0), c1], INDEX)
     d = b.v(memref.DimOp, [table], INDEX, dim=1)
     s0, s1, sb, sd = b.stream(c0), b.stream(c1), b.stream(nb), b.stream(d)
+    sn = b.stream(b.v(memref.DimOp, [table], INDEX, dim=0)) if clamp else None
     _, bag = b.loop(s0, sb, s1, "b")
     bag_iv = bag.block.args[0]
     _, init = bag.callback()
@@ -83,6 +85,8 @@ def embedding_bag(combiner: str = "sum", weighted: bool = False, id_bits: int = 
     _, lk = bag.loop(start, end, s1, "j")
     j = lk.block.args[0]
     i = lk.v(slc.MemStreamOp, [ids, j], slc.StreamType.of(ids_t.elem))
+    if clamp:
+        i = lk.v(slc.AluStreamOp, [i, sn], i.type, op="clamp")
     ws = lk.v(slc.MemStreamOp, [w, j], slc.StreamType.of(dtype)) if weighted else None
     _, row = lk.loop(s0, sd, s1, "k")
     k = row.block.args[0]

@@ -19,8 +19,9 @@ Ops (operands -> results), ``S<T>`` meaning ``!slc.stream<T>``:
 - Core side (inside callbacks): ``slcv.from_buffer(buf, i)`` -> ``vector<VLxT>`` (elements
   ``i .. i+VL-1``, 0 past the end); ``slcv.mask(i, lb, ub, step)`` -> ``vector<VLxi1>`` (lane l
   active iff ``lb <= i + l*step < ub``); ``slcv.first_lane(v)`` -> lane 0 of an index vector.
-- Dedup: ``slcv.unique(ids, n)`` -> ``(memref<?xT> uniq, memref<?xindex> inv, S<index> count)``
-  (access side: sort and unique ``ids[0:n]``; ``uniq[inv[j]] == ids[j]``). The core keeps
+- Dedup: ``slcv.unique(ids)`` -> ``(memref<?xT> uniq, memref<..xindex> inv, S<index> count)``
+  (access side: sort and unique all of ``ids``, any rank; ``uniq[inv[j...]] == ids[j...]``,
+  ``inv`` has the shape of ``ids``). The core keeps
   the fetched unique rows in a ``memref.alloc`` scratch buffer (re-expansion).
 """
 
@@ -261,19 +262,18 @@ class FirstLaneOp(OpDef):
 
 @slcv.add_op
 class UniqueOp(OpDef):
-    """``slcv.unique(ids, n)`` -> ``(uniq, inv, count)`` (access-side sort + unique)."""
+    """``slcv.unique(ids)`` -> ``(uniq, inv, count)`` (access-side sort + unique)."""
 
     opcode = "slcv.unique"
 
     def verify_(self) -> None:
-        self.expect_counts(operands=2, results=3, regions=0)
-        ids, n = (v.type for v in self.operands)
-        if not (isinstance(ids, MemRefType) and ids.rank == 1 and _is_index(ids.elem)):
-            raise self.fail("ids must be a memref<?xT> of integers")
-        if stream_elem(n) != INDEX:
-            raise self.fail("n must be !slc.stream<index>")
+        self.expect_counts(operands=1, results=3, regions=0)
+        ids = self.operands[0].type
+        if not (isinstance(ids, MemRefType) and _is_index(ids.elem)):
+            raise self.fail("ids must be a memref of integers")
         u, inv, count = (r.type for r in self.results)
-        if u != MemRefType((None,), ids.elem) or inv != MemRefType((None,), INDEX):
-            raise self.fail(f"results must be memref<?x{ids.elem}>, memref<?xindex>, ...")
+        if u != MemRefType((None,), ids.elem) or inv != MemRefType((None,) * ids.rank, INDEX):
+            raise self.fail(f"results must be memref<?x{ids.elem}>, an index memref of the "
+                            "ids' rank and !slc.stream<index>")
         if stream_elem(count) != INDEX:
             raise self.fail("count must be !slc.stream<index>")

@@ -123,13 +123,12 @@ class SlcvFunctions(InterpreterFunctions):
 
     @impl("slcv.unique")
     def unique(self, interp: Interpreter, op: Operation, args: tuple) -> tuple:
-        ids, n = args[0], int(args[1])
-        if not 0 <= n <= ids.shape[0]:
-            raise InterpretError(f"slcv.unique: {n} ids asked of {ids.shape[0]}")
-        uniq, inv = np.unique(ids[:n], return_inverse=True)
-        interp.count("slcv.unique_ids", n)
+        ids = args[0]
+        uniq, inv = np.unique(ids.reshape(-1), return_inverse=True)
+        interp.count("slcv.unique_ids", ids.size)
         interp.count("slcv.unique_rows", len(uniq))
-        return (uniq.astype(ids.dtype), inv.astype(np.int64).reshape(-1), np.int64(len(uniq)))
+        return (uniq.astype(ids.dtype), inv.astype(np.int64).reshape(ids.shape),
+                np.int64(len(uniq)))
 
 
 def functions() -> list[InterpreterFunctions]:

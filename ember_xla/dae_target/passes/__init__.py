@@ -3,6 +3,7 @@ registers its pass with ``ir.passes.register_pass``)."""
 
 from ember_xla.dae_target.passes import (  # noqa: F401  (t6b: the SLC/SLCV passes)
     bufferize,
+    dedup,
     hoist,
     simplify_mem,
     vectorize,

@@ -74,9 +74,12 @@ class BufferizeRows(RewritePattern):
             rw.insert_before(cb, slcv.ToBufferOp.create([s, buf, loop.iv, loop.mask]))
         rw.insert_after(loop, self._row_callback(loop, cb, bufs))
         rw.erase(cb)
+        label = op_label(loop)
         if len(loop.body.ops) == 1:  # only the yield is left: the row loop runs on the core
             rw.erase(loop)
-        self.report.change(f"{op_label(loop)}: {len(bufs)} row buffer(s), one callback per row")
+            self.report.change(f"{label}: no streams left, the row loop runs in one callback")
+        else:
+            self.report.change(f"{label}: {len(bufs)} row buffer(s), one callback per row")
 
     def _row_callback(self, loop: Operation, cb: Operation,
                       bufs: dict[Value, Value]) -> Operation:
