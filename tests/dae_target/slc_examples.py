@@ -139,3 +139,58 @@ def run_bag(module: Module, inputs: list[np.ndarray]) -> tuple[np.ndarray, dict[
     module.entry.attributes["output_shapes"] = [shape]
     (out,), counts = run_counted(module, inputs)
     return out, counts
+
+
+def _normalized(text: str) -> list[str]:
+    """Lines with SSA numbers blanked (``%12`` -> ``%_``, ``%11#2`` -> ``%_#2``), so that a
+    renumbering after an edit is not a difference."""
+    import re
+
+    return [re.sub(r"%\d+", "%_", line) for line in text.splitlines()]
+
+
+def hunks(before: str, after: str) -> list[tuple[list[str], list[str]]]:
+    """The changed hunks between two printed modules: (removed lines, added lines), stripped
+    of indentation and SSA numbers."""
+    import difflib
+
+    a, b = _normalized(before), _normalized(after)
+    out = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag != "equal":
+            out.append(([x.strip() for x in a[i1:i2]], [x.strip() for x in b[j1:j2]]))
+    return out
+
+
+def diff_text(before: str, after: str) -> str:
+    """``hunks`` rendered as text: ``---`` between hunks, ``-``/``+`` per line."""
+    out = []
+    for removed, added in hunks(before, after):
+        out.append("---")
+        out += ["- " + x for x in removed] + ["+ " + x for x in added]
+    return "\n".join(out) + "\n"
+
+
+def apply_printed(module: Module, pipeline: str) -> tuple[str, str, list]:
+    """(text before, text after, reports) of running ``pipeline`` on ``module`` (verified)."""
+    from ember_xla.dae_target import passes  # noqa: F401  (registers the passes)
+    from ember_xla.ir.passes import parse_pipeline
+    from ember_xla.ir.printer import print_module
+    from ember_xla.ir.verify import verify_generic_module
+
+    before = print_module(module)
+    reports = [p.apply(module) for p in parse_pipeline(pipeline)]
+    verify_generic_module(module)
+    return before, print_module(module), reports
+
+
+def check_golden(name: str, text: str) -> None:
+    """``text`` must equal ``golden/<name>`` beside this file (``EMBER_UPDATE_GOLDEN=1``
+    rewrites the file instead; review the diff before committing it)."""
+    import os
+    from pathlib import Path
+
+    path = Path(__file__).with_name("golden") / name
+    if os.environ.get("EMBER_UPDATE_GOLDEN") == "1":
+        path.write_text(text)
+    assert path.read_text() == text, f"golden/{name} differs:\n{text}"

@@ -82,8 +82,9 @@ class DedupRows(RewritePattern):
     def match_and_rewrite(self, v: Operation, rw: PatternRewriter) -> None:
         rows_loop = v.parent_op
         if (v.opcode != "slc.mem_stream" or rows_loop is None or rows_loop.opcode != "slc.for"
-                or len(v.operands) != 3 or v.operands[2] is not rows_loop.iv):
-            return
+                or len(v.operands) != 3 or v.operands[2] is not rows_loop.iv
+                or not isinstance(v.operands[1], OpResult)):
+            return  # not a row stream table[<computed row>, k]
         try:
             plan = self._plan(v, rows_loop)
         except _Done:
