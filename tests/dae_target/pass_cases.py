@@ -5,12 +5,13 @@ edge-case inputs (``dae_target.check.random_inputs``) and demands bit-identical 
 
 from __future__ import annotations
 
+import collections
 import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from lowering_cases import arrays, rewritten
+from lowering_cases import DT, arrays, ffi_fn, rewritten
 
 from ember_xla.dae_target.check import EDGE_CASES, random_inputs
 from ember_xla.dae_target.interp.run import run_counted
@@ -49,7 +50,22 @@ def _padded_sum_f16_d16():
     return (lambda t, i: t[i].sum(axis=1), (t, i))
 
 
+def _offsets_sum_fill_wrap():
+    fn = ffi_fn("offsets_bag", [((4, 6), np.float32)], combiner="sum", index_mode="fill",
+                wrap_negative=True)
+    return fn, (np.zeros((7, 6), np.float32), np.zeros(10, np.int32), np.zeros(5, np.int32))
+
+
+def _offsets_mean_bf16_weighted():
+    fn = ffi_fn("offsets_bag", [((3, 5), np.float32)], combiner="mean", weighted=True,
+                index_mode="clip")
+    return fn, (np.zeros((6, 5), DT["bf16"]), np.zeros(8, np.int64), np.zeros(4, np.int32),
+                np.zeros(8, np.float32))
+
+
 CASES = {
+    "offsets_sum_fill_wrap": _offsets_sum_fill_wrap,
+    "offsets_mean_bf16_weighted": _offsets_mean_bf16_weighted,
     "seg_sum_fill": _seg_sum_fill,
     "seg_max_clip_bf16": _seg_max_clip_bf16,
     "padded_sum_weighted": _padded_sum_weighted,
@@ -105,5 +121,5 @@ def equivalent(before: Module, after: Module, spec, rounds: int = 2,
         got, c1 = run_counted(after, inputs)
         for w, g in zip(want, got, strict=True):
             assert same(w, g), f"case {case}: outputs differ\n{w}\n{g}"
-        counts.append((c0, c1))
+        counts.append((collections.Counter(c0), collections.Counter(c1)))
     return counts

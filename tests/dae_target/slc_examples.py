@@ -137,8 +137,10 @@ def run_bag(module: Module, inputs: list[np.ndarray]) -> tuple[np.ndarray, dict[
 
     shape = [len(inputs[0]) - 1, inputs[2].shape[1]]
     module.entry.attributes["output_shapes"] = [shape]
+    import collections
+
     (out,), counts = run_counted(module, inputs)
-    return out, counts
+    return out, collections.Counter(counts)
 
 
 def _normalized(text: str) -> list[str]:
