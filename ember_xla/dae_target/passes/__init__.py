@@ -6,6 +6,7 @@ from ember_xla.dae_target.passes import (  # noqa: F401  (t6b: SLC/SLCV passes; 
     decouple,
     dedup,
     hoist,
+    queue_align,
     simplify_mem,
     vectorize,
 )

@@ -235,6 +235,8 @@ class _Nest:
                     self.rw.insert_before(term, dlc.IncrementVarOp.create([], [], {"name": name}))
                     if not o.results[0].uses:
                         self.rw.erase(o)
+                        if not a.uses:
+                            self.rw.erase(a.owner)
                     return
         self.rw.insert_before(term, dlc.SetVarOp.create([v], [], {"name": name}))
 
