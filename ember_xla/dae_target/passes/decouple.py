@@ -140,11 +140,12 @@ class _Nest:
             elif op.opcode == "slcv.to_buffer":
                 self.to_buffer(op, loop, tu)
             elif op.opcode in ("slc.yield", "slcv.yield"):
-                self.loop_yield(op, carried)
+                pass  # after the callbacks still pending (below)
             else:
                 raise Refuse(f"{op.opcode} in a loop body is neither a stream nor a callback")
         for cb in pending:
             self.callback(cb, tu, "iter", None)
+        self.loop_yield(loop.body.ops[-1], carried)
         return tu
 
     def to_buffer(self, op: Operation, loop: Operation, tu: Value) -> None:
