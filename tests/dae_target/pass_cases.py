@@ -91,6 +91,7 @@ def lowered(name: str) -> tuple[Module, object]:
 
 def apply(module: Module, pipeline: str) -> list:
     """Run ``pipeline`` on ``module`` in place, verifying after each pass; the reports."""
+    from ember_xla.dae_target import passes  # noqa: F401  (registers the passes)
     from ember_xla.ir.verify import verify_generic_module
 
     reports = []
