@@ -166,38 +166,53 @@ def compare(want: np.ndarray, got: np.ndarray, exact: bool) -> tuple[float, str 
     return md, None
 
 
+Runner = Callable[[Module, list[np.ndarray]], list[np.ndarray]]
+
+
 def check_lowered(module: Module, call: Operation, lowered: Module, rounds: int = 3,
-                  seed: int = 0) -> CheckResult:
-    """Run ``lowered`` (any level) vs the call's reference on ``rounds`` random input sets
-    plus one per edge case; the result lists the failures and the max difference."""
+                  seed: int = 0, runner: Runner = run) -> CheckResult:
+    """Run ``lowered`` (any level, through ``runner``: by default ``interp.run.run``) vs the
+    call's outlined computation on XLA:CPU on ``rounds`` random input sets plus one per edge
+    case; the result lists the failures and the max difference."""
     from ember_xla.runtime.execute import run_module
 
     spec = cluster_spec(call)
+    if not call.callees:
+        return check_spec(spec, lowered, rounds, seed, runner)
     exact = exact_vs_xla(spec)
-    kernel = None if exact and call.callees else kernel_reference(spec)
-    if call.callees:
-        ref_module = outlined_module(module, call)
+    ref_module = outlined_module(module, call)
 
-        def reference(xs: list[np.ndarray]) -> list[np.ndarray]:
-            return run_module(ref_module, xs)
+    def reference(xs: list[np.ndarray]) -> list[np.ndarray]:
+        return run_module(ref_module, xs)
 
-        res = CheckResult(spec.name, spec.kind, "outlined")
-    else:
-        reference = kernel_reference(spec)  # type: ignore[assignment]
-        res = CheckResult(spec.name, spec.kind, "kernel")
-    res.exact = exact or not call.callees
+    res = CheckResult(spec.name, spec.kind, "outlined", exact=exact)
+    kernel = None if exact else kernel_reference(spec)
+    return _run_cases(spec, lowered, reference, kernel, res, rounds, seed, runner)
+
+
+def check_spec(spec: ClusterSpec, lowered: Module, rounds: int = 3, seed: int = 0,
+               runner: Runner = run) -> CheckResult:
+    """Like ``check_lowered`` for a spec without an HLO module: the reference is the native
+    kernel of the spec's target on XLA:CPU (bit-exact expected)."""
+    res = CheckResult(spec.name, spec.kind, "kernel", exact=True)
+    return _run_cases(spec, lowered, kernel_reference(spec), None, res, rounds, seed, runner)
+
+
+def _run_cases(spec: ClusterSpec, lowered: Module, reference: Runner | Callable[..., Any],
+               kernel: Callable[..., Any] | None, res: CheckResult, rounds: int, seed: int,
+               runner: Runner) -> CheckResult:
     rng = np.random.default_rng(seed)
     for case in [None] * rounds + list(EDGE_CASES):
         inputs = random_inputs(spec, rng, case)
         want = reference(inputs)
-        got = run(lowered, inputs)
+        got = runner(lowered, inputs)
         res.cases += 1
         for k, (w, g) in enumerate(zip(want, got, strict=True)):
             md, fail = compare(np.asarray(w), g, res.exact)
             res.max_abs_diff = max(res.max_abs_diff, md)
             if fail:
                 res.failures.append(f"{case or 'random'} output {k}: {fail}")
-        if kernel is not None and call.callees:
+        if kernel is not None:  # not bit-exact vs XLA: the kernel's contract must hold
             for k, (w, g) in enumerate(zip(kernel(inputs), got, strict=True)):
                 _, fail = compare(np.asarray(w), g, True)
                 if fail:

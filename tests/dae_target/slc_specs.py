@@ -30,3 +30,37 @@ def segment_reduce(n: int = 10, d: int = 4, lookups: int = 6, segments: int = 3,
     return ClusterSpec("segment_reduce", "seg", (table, idx, seg),
                        ("table", "indices", "segment_ids"), (out,), combiner, mode, True,
                        False, 0.0, 32, (Part(table, idx, seg, None, out, 0),))
+
+
+def make_spec(kind: str, tables: list[tuple[int, int, str, str]], lookups: int, rows: int,
+              combiner: str, mode: str, wrap: bool, index_bits: int, id_dtype: str,
+              weights: str | None = None, bag_width: int = 1, init: float = 0.0
+              ) -> ClusterSpec:
+    """Any cluster: ``tables`` = [(N, D, table dtype, result dtype)] (k > 1: grouped);
+    ``weights`` = None or the weights' dtype; padded bags are [rows, bag_width]."""
+    operands: list[ArraySpec] = []
+    roles: list[str] = []
+    parts: list[Part] = []
+    outs: list[ArraySpec] = []
+    w = None
+    for n, d, tdt, odt in tables:
+        first = len(operands)
+        table = ArraySpec((n, d), tdt)
+        out = ArraySpec((rows, d), odt)
+        if kind == "padded_bag":
+            lk, layout = ArraySpec((rows, bag_width), id_dtype), None
+            w = ArraySpec((rows, bag_width), weights) if weights else None
+        else:
+            lk = ArraySpec((lookups,), id_dtype)
+            layout = ArraySpec((rows + 1,) if kind == "offsets_bag" else (lookups,), "s32")
+            w = ArraySpec((lookups,), weights) if weights else None
+        operands += [table, lk] + ([layout] if layout else [])
+        roles += ["table", "ids" if kind == "padded_bag" else "indices"]
+        roles += ["offsets" if kind == "offsets_bag" else "segment_ids"] if layout else []
+        parts.append(Part(table, lk, layout, w, out, first))
+        outs.append(out)
+    if w is not None:
+        operands.append(w)
+        roles.append("weights")
+    return ClusterSpec(kind, "random", tuple(operands), tuple(roles), tuple(outs), combiner,
+                       mode, wrap, w is not None, init, index_bits, tuple(parts))

@@ -27,13 +27,11 @@ def test_offsets_bag_combiners_and_modes(combiner, mode, wrap):
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "f16"])
-@pytest.mark.parametrize("out", ["table", "f32"])
-@pytest.mark.parametrize("wtype", [None, "table", "f32"])
+@pytest.mark.parametrize("out,wtype", [("table", None), ("table", "table"), ("f32", None),
+                                       ("f32", "table"), ("f32", "f32")])
 def test_offsets_bag_dtypes_and_weights(dtype, out, wtype):
     """Accumulation in the result type, f32 for an f32 result; weights of T's type (bf16:
     product kept in f32, f16: rounded to f16) or of the result type."""
-    if wtype == "f32" and out == "table":
-        pytest.skip("weights must have the table's or the result's type")
     otype = DT[dtype] if out == "table" else np.float32
     w = None if wtype is None else (DT[dtype] if wtype == "table" else np.float32)
     fn = ffi_fn("offsets_bag", [((3, 2), otype)], combiner="mean", weighted=w is not None,
@@ -55,6 +53,13 @@ def test_index_bits_with_s64_ids(bits):
     fn = ffi_fn("segment_reduce", [((3, 2), np.float32)], index_bits=bits, index_mode="fill")
     args = [np.zeros((5, 2), np.float32), np.zeros(8, np.int64), np.zeros(8, np.int64)]
     check_fn(fn, args, x64=True, expect={"index_bits": bits})
+
+
+@pytest.mark.parametrize("combiner", ["mean", "sqrt_n"])
+def test_padded_bag_means(combiner):
+    fn = ffi_fn("padded_bag", [((4, 3), np.float32)], combiner=combiner, init=-1.0,
+                index_mode="fill", wrap_negative=True)
+    check_fn(fn, [np.zeros((6, 3), np.float32), np.zeros((4, 5), np.int32)])
 
 
 def test_padded_bag_max_with_weights_f16():
