@@ -26,9 +26,10 @@ def rewritten(fn, args, group: bool = False, x64: bool = False):
 
 
 def check_fn(fn, args, group: bool = False, x64: bool = False, rounds: int = 2,
-             expect: dict | None = None) -> list:
+             expect: dict | None = None, bitwise: bool = False) -> list:
     """Lower every ember call of ``fn``'s rewritten module; each must verify and match XLA:CPU
-    (``expect``: spec attributes each call must have, so the case tests what it says)."""
+    (``expect``: spec attributes each call must have, so the case tests what it says;
+    ``bitwise``: also bit for bit where the check only requires a tolerance)."""
     module = rewritten(fn, args, group, x64)
     calls = ember_calls(module)
     assert calls, "the rewrite produced no ember custom-call"
@@ -41,6 +42,7 @@ def check_fn(fn, args, group: bool = False, x64: bool = False, rounds: int = 2,
         verify_generic_module(low)
         res = check_lowered(module, call, low, rounds=rounds)
         assert res.ok, summary(res)
+        assert res.bitwise or not bitwise, summary(res)
         specs.append(spec)
     return specs
 

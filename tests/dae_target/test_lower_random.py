@@ -61,3 +61,19 @@ def test_random_clusters(spec, seed):
 @given(clusters(), st.integers(0, 2**31 - 1))
 def test_random_clusters_many(spec, seed):
     _check(spec, seed)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters())
+def test_shrink_keeps_the_form(spec):
+    """check.shrink: same kind, attributes, dtypes and ranks, sizes within the limits; the
+    shrunk cluster lowers and checks like any other."""
+    from ember_xla.dae_target.check import shrink
+
+    small = shrink(spec, rows=2, lookups=3, width=1, table_rows=2)
+    assert (small.kind, small.attrs, small.roles) == (spec.kind, spec.attrs, spec.roles)
+    for a, b in zip(small.operands, spec.operands, strict=True):
+        assert a.dtype == b.dtype and len(a.shape) == len(b.shape)
+        assert all(x <= y for x, y in zip(a.shape[:1], b.shape[:1], strict=True))
+    assert all(o.shape[0] <= 2 and o.shape[1] <= 1 for o in small.outputs)
+    _check(small, 0)
