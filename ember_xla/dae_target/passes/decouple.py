@@ -90,7 +90,10 @@ class _Nest:
         return None
 
     # -- loops ------------------------------------------------------------------------------
-    def loop(self, loop: Operation, parent: Value | None) -> Value:
+    def loop(self, loop: Operation, parent: Value | None, begin: list[Operation] = ()
+             ) -> Value:
+        """Translate ``loop`` into a TU under ``parent``; ``begin``: the callbacks that fire
+        when it starts (registered right after the TU, before its body)."""
         vl = loop.attributes.get("vl") if loop.opcode == "slcv.for" else None
         lb, ub, step = (self.stream(v) for v in loop.operands[:3])
         tu = self.add(dlc.NewTUOp.build(lb, ub, step, parent, vl)).result
@@ -106,15 +109,15 @@ class _Nest:
         carried = args[n_fixed:]
         if carried and parent is not None:
             raise Refuse("values carried by a nested loop")
+        for cb in begin:
+            self.callback(cb, tu, "begin", None)
         for i, a in enumerate(carried):
             self.vars[a] = a.name_hint or f"v{i}"
         last_child: tuple[Value, Operation] | None = None
         pending: list[Operation] = []
         for op in loop.body.ops:
             if op.opcode in LOOPS:
-                child = self.loop(op, tu)
-                for cb in pending:
-                    self.callback(cb, child, "begin", None)
+                child = self.loop(op, tu, pending)
                 pending, last_child = [], (child, op)
             elif op.opcode == "slc.callback":
                 if last_child is not None:
