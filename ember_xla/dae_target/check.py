@@ -164,7 +164,7 @@ def compare(want: np.ndarray, got: np.ndarray, exact: bool) -> tuple[float, str 
         if not same.all() or (np.signbit(x) != np.signbit(y))[~nx].any():
             return md, f"not bit-exact: max |diff| {md:g}"
         return md, None
-    eps = float(np.finfo(want.dtype).eps)
+    eps = float(ml_dtypes.finfo(want.dtype).eps)  # np.finfo rejects bfloat16
     scale = float(np.abs(np.where(nx | np.isinf(x), 0.0, x)).max()) if x.size else 0.0
     if md > 64 * eps * (1.0 + scale) or (np.isinf(x) != np.isinf(y)).any():
         return md, f"beyond the tolerance: max |diff| {md:g}"
