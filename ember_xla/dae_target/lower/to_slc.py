@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ember_xla.dae_target.dialects import func, memref, scf, slc
+from ember_xla.dae_target.dialects import arith, func, memref, scf, slc
 from ember_xla.dae_target.lower.cluster import (
     ClusterSpec,
     LoweringRefused,
@@ -44,9 +44,6 @@ from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.types import I1, I64, INDEX, MemRefType
 from ember_xla.ir.value import Value
-
-_ROLE_NAMES = {"table": "table", "indices": "indices", "segment_ids": "segment_ids",
-               "offsets": "offsets", "ids": "ids", "weights": "weights"}
 
 
 class _Ctx:
@@ -72,7 +69,7 @@ def lower_cluster(spec: ClusterSpec) -> Module:
     grouped = len(spec.parts) > 1 or spec.kind == "grouped_segment_reduce"
     for i, role in enumerate(spec.roles):
         suffix = str(i // 3) if grouped else ""
-        g.args[i].name_hint = _ROLE_NAMES[role] + suffix
+        g.args[i].name_hint = role + suffix
     for k in range(len(outs)):
         g.args[len(ins) + k].name_hint = f"out{k}" if grouped else "out"
     m = Module(f"slc.{spec.name}")
@@ -173,8 +170,6 @@ def _dims(ctx: _Ctx, table: Value) -> tuple[Value, Value, Value, Value]:
 
 def _offsets_bag(ctx: _Ctx, spec: ClusterSpec, part: Part, table: Value, indices: Value,
                  offsets: Value, w: Value | None, out: Value) -> None:
-    from ember_xla.dae_target.dialects import arith
-
     e = ctx.e
     _, d, s_n, s_d = _dims(ctx, table)
     nb = e.v(arith.SubIOp, [e.dim(offsets, 0), ctx.c1], INDEX, "B")
@@ -227,8 +222,6 @@ def _padded_bag(ctx: _Ctx, spec: ClusterSpec, part: Part, table: Value, ids: Val
 
 def _segment_reduce(ctx: _Ctx, spec: ClusterSpec, part: Part, table: Value, indices: Value,
                     seg: Value, w: Value | None, out: Value) -> None:
-    from ember_xla.dae_target.dialects import arith
-
     e = ctx.e
     _, d, s_n, s_d = _dims(ctx, table)
     s = e.dim(out, 0, "S")
