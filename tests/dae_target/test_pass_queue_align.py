@@ -89,3 +89,45 @@ def test_left_alone_when_the_core_cannot_count():
     (rep,) = apply(m, "queue-align")
     assert not rep and "lower bound or step is not a core value" in rep.refused[0]
     assert print_module(m) == before
+
+
+@pytest.mark.parametrize("before", ["decouple", "vectorize{vl=4},bufferize,decouple"])
+def test_dlc_level_same_as_slc_level(before):
+    """queue-align after decouple removes the same queue entries as before it."""
+    rng = np.random.default_rng(2)
+    late, early = embedding_bag(), embedding_bag()
+    (rep,) = apply(late, before + ",queue-align")[-1:]
+    assert rep and "queue entr" in rep.changes[0], str(rep)
+    apply(early, before.replace("decouple", "queue-align,decouple"))
+    (loop,) = ops(late, "dlc.compute_loop")
+    assert loop.vars == ["row"] and len(ops(late, "dlc.increment_var")) == 1
+    for lengths, rows, dim in BAGS:
+        inputs = bag_inputs(rng, lengths, rows, dim)
+        a, ca = run_bag(late, inputs)
+        b, cb = run_bag(early, inputs)
+        np.testing.assert_array_equal(a, bag_reference(inputs))
+        np.testing.assert_array_equal(a, b)
+        keys = ("dlc.tokens", "dlc.queue_entries", "dlc.queue_bytes", "stream_elements")
+        assert {k: counts(ca)[k] for k in keys} == {k: counts(cb)[k] for k in keys}
+
+
+def test_dlc_level_nothing_to_do_on_the_handwritten_program():
+    from ember_xla.dae_target.handwritten import sum_bag_dlc
+
+    m = sum_bag_dlc()
+    before = print_module(m)
+    (rep,) = apply(m, "queue-align")
+    assert not rep and not rep.refused and print_module(m) == before
+
+
+@pytest.mark.parametrize("case", ["offsets_mean_bf16_weighted", "seg_sum_fill",
+                                  "padded_sum_weighted"])
+def test_dlc_level_on_lowered_clusters(case):
+    from pass_cases import equivalent, lowered
+
+    slc_m, spec = lowered(case)
+    m = slc_m.clone()
+    reports = apply(m, "vectorize{vl=4},bufferize,decouple,queue-align")
+    assert reports[-1], str(reports[-1])
+    assert not ops(m, "slc.for")
+    equivalent(slc_m, m, spec, rounds=1)

@@ -9,7 +9,8 @@ are ``slc.to_stream`` of core values), the pass gives it a carried value ``%row`
 inside its callbacks by ``%row``, and adds an end-of-iteration callback yielding
 ``%row + step`` (the loop yields it). ``decouple`` turns ``%row`` into the core variable
 ``row``: ``dlc.get_var`` in the cases and ``dlc.increment_var`` in the end callback's case.
-Loops whose ``lb`` or ``step`` the core does not know are left alone (reported)."""
+Loops whose ``lb`` or ``step`` the core does not know are left alone (reported). On an
+already decoupled program the same happens at DLC level (``passes/queue_align_dlc.py``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import dataclasses
 from typing import ClassVar
 
 from ember_xla.dae_target.dialects import arith, slc
+from ember_xla.dae_target.passes.queue_align_dlc import align_dlc
 from ember_xla.dae_target.passes.slcv_util import PassReport, defined_inside, op_label
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
@@ -108,4 +110,17 @@ class QueueAlign(ModulePass):
                 if n:
                     report.change(f"{label}: {n} read(s) of the induction variable -> core "
                                   "counter %row (+step in an end-of-iteration callback)")
+            for op in list(g.ops):
+                if op.opcode != "dlc.configure_access_engine":
+                    continue
+                loop = op.parent.ops[op.parent.index_of(op) + 1]
+                try:
+                    n = align_dlc(op, loop, rw)
+                except ValueError as e:
+                    report.refuse(f"dlc access engine in @{g.name}: {e}")
+                    continue
+                if n:
+                    report.change(f"dlc access engine in @{g.name}: {n} queue entr(ies) of a "
+                                  "root TU's induction variable -> core variable (get_var, "
+                                  "bumped by a case at the TU's iter)")
         return report
