@@ -134,7 +134,8 @@ def generated_call(seed: int | list[int]) -> str:
 # -- pipelines ---------------------------------------------------------------------------------
 @st.composite
 def pipelines(draw) -> str:
-    """A random valid pipeline in the order the passes apply (each optional)."""
+    """A random valid pipeline, passes in the order they apply (each optional, ``queue-align``
+    before or after ``decouple``: it works on both levels)."""
     out = []
     if draw(st.booleans()):
         out.append("dedup")
@@ -144,10 +145,17 @@ def pipelines(draw) -> str:
         out.append(f"vectorize{{vl={draw(st.sampled_from([1, 2, 4, 8, 16]))}}}")
         if draw(st.booleans()):
             out.append("bufferize")
-        if draw(st.booleans()):
-            out.append("simplify-mem")
-        if draw(st.booleans()):
-            out.append("hoist")
+    align = draw(st.sampled_from(["", "before", "after"]))
+    if align == "before":
+        out.append("queue-align")
+    if "vectorize" in ",".join(out) and draw(st.booleans()):
+        out.append("simplify-mem")
+    if draw(st.booleans()):
+        out.append("hoist")
+    if draw(st.integers(0, 3)):  # decouple 3 times out of 4
+        out.append("decouple")
+        if align == "after":
+            out.append("queue-align")
     return ",".join(out)
 
 
