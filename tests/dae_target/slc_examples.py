@@ -48,10 +48,11 @@ class B:
 
 
 def embedding_bag(combiner: str = "sum", weighted: bool = False, id_bits: int = 32,
-                  dtype=F32, clamp: bool = False) -> Module:
+                  dtype=F32, clamp: bool = False, shifted: bool = False) -> Module:
     """out[b, :] = combine_{j in [off[b], off[b+1])} w[j] * table[ids[j], :] (init 0 / -inf);
     one callback per element (O0). ``clamp``: the row index is clamped into the table (the
-    lowering's clip mode), which dedup requires."""
+    lowering's clip mode), which dedup requires. ``shifted``: the row stream reads column
+    ``k + 0`` through an alu stream (a computed sequential index)."""
     m = Module("bag")
     ids_t = MemRefType((None,), IntegerType(id_bits))
     args = [MemRefType((None,), INDEX), ids_t, MemRefType((None, None), dtype)]
@@ -90,7 +91,8 @@ def embedding_bag(combiner: str = "sum", weighted: bool = False, id_bits: int = 
     ws = lk.v(slc.MemStreamOp, [w, j], slc.StreamType.of(dtype)) if weighted else None
     _, row = lk.loop(s0, sd, s1, "k")
     k = row.block.args[0]
-    v = row.v(slc.MemStreamOp, [table, i, k], slc.StreamType.of(dtype))
+    col = row.v(slc.AluStreamOp, [k, s0], slc.INDEX_STREAM, op="add") if shifted else k
+    v = row.v(slc.MemStreamOp, [table, i, col], slc.StreamType.of(dtype))
     _, cb = row.callback()
     bb, kk, vv = cb.from_stream(bag_iv), cb.from_stream(k), cb.from_stream(v)
     if weighted:

@@ -59,3 +59,18 @@ def test_lowered_clusters_bit_identical(name):
     _, rep = P.apply(after, "vectorize{vl=8},simplify-mem")
     assert rep.changes and not rep.refused, rep
     P.equivalent(before, after, spec)
+
+
+def test_computed_sequential_index_vectorized_and_contiguous():
+    """Row column ``k + 0`` (an alu stream on the loop index): vectorize makes it an
+    slcv.alu_stream, simplify-mem still sees sequential lanes."""
+    rng = np.random.default_rng(4)
+    x = E.bag_inputs(rng, [4, 0, 3], 6, 7)
+    m = E.embedding_bag(shifted=True)
+    want, _ = E.run_bag(m, x)
+    _, after, reps = E.apply_printed(m, "vectorize{vl=4},bufferize,simplify-mem")
+    assert '"slcv.alu_stream"(%kv, ' in after and "contiguous = true" in after
+    assert all(r.changes for r in reps)
+    got, c = E.run_bag(m, x)
+    np.testing.assert_array_equal(got, want)
+    assert c["slcv.alu"] == 7 * 2 and c["slcv.contiguous"] == 7 * 2 and not c["slcv.gathers"]

@@ -13,6 +13,8 @@ Ops (operands -> results), ``S<T>`` meaning ``!slc.stream<T>``:
   dimension of ``m`` (scalar streams are broadcast, vector streams give one index per lane);
   masked-off lanes are not loaded (they read 0). ``contiguous = true`` (set by simplify-mem):
   the last index is sequential, so the lanes are one contiguous vector load.
+- ``slcv.alu_stream(a[, b]) {op}`` -> ``S<vector<VLxT>>``: ``slc.alu_stream``'s ops lane-wise,
+  at least one operand a vector stream (scalar operands are broadcast).
 - ``slcv.buf_stream(size)`` -> ``S<memref<?xT>>``: a row buffer of ``size`` elements in the
   queue, fresh each time the op runs. ``slcv.to_buffer(vals, buf, iv, mask)``: the access
   side writes the active lanes of ``vals`` at positions ``iv``.
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember_xla.dae_target.dialects.slc import StreamType
+from ember_xla.dae_target.dialects.slc import ALU_OPS, ALU_UNARY, StreamType
 from ember_xla.ir.dialect import Dialect, register_dialect
 from ember_xla.ir.opdef import OpDef
 from ember_xla.ir.traits import IsTerminator, Pure, SingleBlock, has_parent
@@ -180,6 +182,33 @@ class MemStreamOp(OpDef):
     @property
     def contiguous(self) -> bool:
         return bool(self.attributes.get("contiguous", False))
+
+
+@slcv.add_op
+class AluStreamOp(OpDef):
+    """``slcv.alu_stream(a[, b]) {op}`` -> ``!slc.stream<vector<VLxT>>`` (lane-wise)."""
+
+    opcode = "slcv.alu_stream"
+    traits = frozenset({Pure})
+
+    def verify_(self) -> None:
+        self.expect_counts(results=1, regions=0)
+        op = self.attr("op", str)
+        if op not in ALU_OPS:
+            raise self.fail(f"unknown alu op {op!r}")
+        if len(self.operands) != (1 if op in ALU_UNARY else 2):
+            raise self.fail(f"{op} takes {1 if op in ALU_UNARY else 2} operands")
+        out = stream_elem(self.result.type)
+        vl = _vl_of(out)
+        if vl is None or not isinstance(out.elem, IndexType | IntegerType):
+            raise self.fail("result must be a stream of an integer vector")
+        lanes = [_vl_of(stream_elem(v.type)) for v in self.operands]
+        if vl not in lanes or any(n not in (None, vl) for n in lanes):
+            raise self.fail(f"operands: integer streams, scalar or {vl} lanes, one a vector")
+        for v in self.operands:
+            e = stream_elem(v.type)
+            if e is None or not isinstance(getattr(e, "elem", e), IndexType | IntegerType):
+                raise self.fail(f"operand {v.type} is not an integer stream")
 
 
 @slcv.add_op

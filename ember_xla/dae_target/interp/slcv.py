@@ -9,6 +9,7 @@ Counters (``Interpreter.counters``), next to SLC's ``slc.*``:
   ``slcv.elements`` lanes loaded, ``slcv.bytes`` bytes loaded;
 - ``slcv.buffer_writes`` / ``slcv.buffer_elements`` / ``slcv.buffer_bytes`` what to_buffer
   writes into queue row buffers; ``slcv.buffers`` row buffers made;
+- ``slcv.alu`` vector alu evaluations, ``slcv.alu_lanes`` their lanes;
 - ``slcv.unique_ids`` ids sorted by slcv.unique, ``slcv.unique_rows`` distinct ids found.
 Loads are always checked to be in bounds (an out-of-range active lane is an error, never a
 silent wrap)."""
@@ -19,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ember_xla.dae_target.interp.slc import alu
 from ember_xla.dae_target.interp.values import check_memref, element_index, of_type
 from ember_xla.ir.interpreter import Interpreter, InterpreterFunctions, InterpretError, impl
 from ember_xla.ir.operation import Operation
@@ -78,6 +80,19 @@ class SlcvFunctions(InterpreterFunctions):
         interp.count("slcv.elements", len(active))
         interp.count("slcv.bytes", len(active) * m.dtype.itemsize)
         return (out,)
+
+    @impl("slcv.alu_stream")
+    def alu_stream(self, interp: Interpreter, op: Operation, args: tuple) -> tuple:
+        vt = op.result.type.elem
+        vl = vt.shape[0]
+        a = _lanes(args[0], vl)
+        b = _lanes(args[1], vl) if len(args) > 1 else [None] * vl
+        name = op.attributes["op"]
+        vals = [alu(name, int(x), None if y is None else int(y))
+                for x, y in zip(a, b, strict=True)]
+        interp.count("slcv.alu")
+        interp.count("slcv.alu_lanes", vl)
+        return (of_type(np.array(vals, dtype=object).astype(np.int64), vt),)
 
     @impl("slcv.buf_stream")
     def buf_stream(self, interp: Interpreter, op: Operation, args: tuple) -> tuple:

@@ -63,7 +63,8 @@ class BufferizeRows(RewritePattern):
             return
         vec_streams = [op.operands[0] for op in cb.walk() if op.opcode == "slc.from_stream"
                        and op.operands[0].owner is not None
-                       and getattr(op.operands[0].owner, "opcode", "") == "slcv.mem_stream"
+                       and getattr(op.operands[0].owner, "opcode", "") in (
+                           "slcv.mem_stream", "slcv.alu_stream")
                        and op.operands[0].owner.parent is loop.body]
         bufs: dict[Value, Value] = {}
         for s in dict.fromkeys(vec_streams):

@@ -2,8 +2,9 @@
 contiguous vector load (Ember's SimplifyMemOps).
 
 An ``slcv.mem_stream`` qualifies when its last index is the induction variable of the
-``slcv.for`` it sits in, that loop's step is the constant 1 (so lane ``l`` reads element
-``first + l``), and every other index is a scalar (broadcast) stream. It gets
+``slcv.for`` it sits in (or that plus a broadcast scalar stream), that loop's step is the
+constant 1 (so lane ``l`` reads element ``first + l``), and every other index is a scalar
+(broadcast) stream. It gets
 ``contiguous = true``: the interpreter then loads the active lanes with one vector access
 (``slcv.contiguous``) instead of a lane-wise gather (``slcv.gathers``); the values are the
 same."""
@@ -20,15 +21,22 @@ from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import ModulePass, register_pass
 from ember_xla.ir.rewriter import PatternRewriter, RewritePattern, count_edits
 from ember_xla.ir.types import VectorType
+from ember_xla.ir.value import OpResult
 
 
 def sequential(op: Operation) -> bool:
     """Do the lanes of ``slcv.mem_stream`` ``op`` read consecutive elements?"""
     loop = op.parent_op
-    if loop is None or loop.opcode != "slcv.for" or op.operands[-2] is not loop.iv:
+    if loop is None or loop.opcode != "slcv.for" or constant_of(loop.step) != 1:
         return False
-    if constant_of(loop.step) != 1:
-        return False
+    last = op.operands[-2]
+    if last is not loop.iv:  # iv + a broadcast scalar is sequential too
+        alu = last.owner if isinstance(last, OpResult) else None
+        if alu is None or alu.opcode != "slcv.alu_stream" or alu.attributes.get("op") != "add":
+            return False
+        others = [v for v in alu.operands if v is not loop.iv]
+        if len(others) != 1 or isinstance(stream_elem(others[0].type), VectorType):
+            return False
     return not any(isinstance(stream_elem(v.type), VectorType) for v in op.operands[1:-2])
 
 

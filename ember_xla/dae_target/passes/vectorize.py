@@ -2,9 +2,9 @@
 SlcVectorizer + CallbackVectorizer).
 
 A candidate is an innermost ``slc.for`` without carried values and with step 1 whose
-induction variable ``k`` is used only as the last index of ``slc.mem_stream`` s and, inside the
-callbacks, through ``slc.from_stream``. Its streams indexed by ``k`` become masked
-``slcv.mem_stream`` s of ``VL`` lanes (other indices are broadcast: ``config = "bcast"``), and
+induction variable ``k`` feeds mem and alu streams and, inside the callbacks, is read through
+``slc.from_stream``. Its streams computed from ``k`` become ``slcv.alu_stream`` s and masked
+``slcv.mem_stream`` s of ``VL`` lanes (scalar indices are broadcast: ``config = "bcast"``), and
 each callback is vectorized lane-wise: values that depend on ``k`` become vectors, arithmetic
 becomes vector arithmetic (uniform operands broadcast), a ``memref.load``/``store`` whose last
 index is ``k`` becomes ``vector.maskedload``/``maskedstore`` at the chunk's first lane under the
@@ -56,17 +56,16 @@ class _Loop:
         self.varying_streams: set[Value] = {old.iv}
 
     def vector_stream(self, op: Operation) -> None:
-        idx = op.operands[1:]
-        if any(v in self.varying_streams for v in idx[:-1]):
-            raise Refuse("the loop index is used before the last index of a mem_stream")
-        if idx[-1] is not self.old.iv:
-            raise Refuse("a mem_stream's last index is computed from the loop index")
+        """A mem or alu stream computed from the loop index: ``VL`` lanes at once."""
         elem = op.result.type.elem
-        ops = [self.vmap.get(v, v) for v in op.operands] + [self.body.args[1]]
-        new = self.body.append(slcv.MemStreamOp.create(
-            ops, [slcv.stream(slcv.vec(self.vl, elem))]))
-        if any(not isinstance(v.type.elem, VectorType) for v in ops[1:-1]):
-            self.new.attributes["config"] = "bcast"
+        t = slcv.stream(slcv.vec(self.vl, elem))
+        ops = [self.vmap.get(v, v) for v in op.operands]
+        if op.opcode == "slc.alu_stream":
+            new = self.body.append(slcv.AluStreamOp.create(ops, [t], dict(op.attributes)))
+        else:
+            new = self.body.append(slcv.MemStreamOp.create(ops + [self.body.args[1]], [t]))
+            if any(not isinstance(v.type.elem, VectorType) for v in ops[1:]):
+                self.new.attributes["config"] = "bcast"
         self.vmap[op.result] = new.result
         self.varying_streams.add(op.result)
 
@@ -78,11 +77,11 @@ class _Loop:
                 self.body.append(slcv.YieldOp.create([]))
             elif op.opcode == "slc.callback":
                 _Callback(self, op).run()
-            elif op.opcode == "slc.mem_stream" and any(
+            elif op.opcode in ("slc.mem_stream", "slc.alu_stream") and any(
                     v in self.varying_streams for v in op.operands):
                 self.vector_stream(op)
             elif any(v in self.varying_streams for v in op.operands):
-                raise Refuse(f"{op.opcode} computes on the loop index")
+                raise Refuse(f"{op.opcode} reads the loop index")
             else:
                 self.body.append(op.clone(value_map=self.vmap))
         return self.new
