@@ -38,10 +38,11 @@ def test_round_trip_fixed_point_uses_every_op():
                     "slcv.to_buffer", "slcv.from_buffer", "slcv.mask", "slcv.unique"}
     assert all(type(op).__module__.endswith("dialects.slcv") for op in m2.walk()
                if op.opcode.startswith("slcv."))
-    m3 = E.embedding_bag("sum")
+    m3 = E.embedding_bag("sum", shifted=True)
     E.apply_printed(m3, "vectorize{vl=8}")
     t3 = print_module(m3)
-    assert "slcv.first_lane" in t3 and print_module(parse_module(t3)) == t3
+    assert "slcv.first_lane" in t3 and "slcv.alu_stream" in t3
+    assert print_module(parse_module(t3)) == t3
 
 
 def _fn(*arg_types) -> tuple[Module, Graph]:
