@@ -125,3 +125,25 @@ def test_left_alone_when_not_expressible():
     (rep,) = [p.apply(m) for p in parse_pipeline("decouple")]
     assert not rep and "arith.addi in a loop body" in rep.refused[0]
     assert print_module(m) == before
+
+
+def test_carried_value_updated_by_set_var():
+    """A carried value yielded as anything but ``+ 1`` becomes ``dlc.set_var``."""
+    m = embedding_bag()
+    run_pipeline(m, "queue-align")
+    root = next(op for op in m.entry.ops if op.opcode == "slc.for")
+    bump = root.body.ops[-2]
+    add = bump.body.ops[0]
+    minus_one = m.entry.insert(0, arith.ConstantOp.create([], [add.result.type], {"value": -1}))
+    sub = arith.SubIOp.create([add.operands[0], minus_one.result], [add.result.type])
+    bump.body.insert_before(add, sub)
+    add.results[0].replace_all_uses_with(sub.result)
+    bump.body.erase(add)
+    (rep,) = run_pipeline(m, "decouple")
+    assert rep and not ops(m, "dlc.increment_var")
+    (sv,) = ops(m, "dlc.set_var")
+    assert sv.attributes["name"] == "row" and sv.operands[0].owner.opcode == "arith.subi"
+    rng = np.random.default_rng(11)
+    for lengths, rows, dim in BAGS:
+        inputs = bag_inputs(rng, lengths, rows, dim)
+        np.testing.assert_array_equal(run_bag(m, inputs)[0], bag_reference(inputs))
