@@ -38,6 +38,10 @@ def _tool(env: str, name: str, fallback: str) -> str:
 ember = _tool("EMBER_XLA_CMD", "ember-xla",
               f"'{sys.executable}' -c 'from ember_xla.cli import run; run()'")
 filecheck = _tool("FILECHECK_CMD", "filecheck", f"'{sys.executable}' -m filecheck")
+if os.environ.get("PYTHONPATH"):
+    # lit's builtin diff rewrites PYTHONPATH in the shared shell environment of a test, so the
+    # ember-xla commands after it would import another ember_xla: pin it per command
+    ember = f"env 'PYTHONPATH={os.environ['PYTHONPATH']}' {ember}"
 config.substitutions.append((r"(?<![\w/.-])ember-xla(?![\w.-])", ember))
 config.substitutions.append((r"(?<![\w/.-])filecheck(?![\w.-])", filecheck))
 
