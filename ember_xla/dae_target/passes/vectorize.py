@@ -98,7 +98,7 @@ class _Callback:
         self.varying: set[Value] = set()  # old values that become vectors
         self.lane_index: set[Value] = set()  # old values equal to k
         self.prelude: dict[str, Value] = {}
-        self.splats: dict[Value, Value] = {}
+        self.splats: dict[tuple[Value, int], Value] = {}
         self.loaded: set[Value] = set()  # memrefs read at loop-independent positions
         self.stored: set[Value] = set()  # memrefs written lane-wise
 
@@ -120,10 +120,11 @@ class _Callback:
         return self._pre("base", slcv.FirstLaneOp.create([kv], [INDEX]))
 
     def splat(self, v: Value) -> Value:
-        if v not in self.splats:
+        key = (v, id(self.block))  # a splat made in an scf.if branch is not visible outside
+        if key not in self.splats:
             t = slcv.vec(self.vl, v.type)
-            self.splats[v] = self.add(vector.BroadcastOp.create([v], [t])).result
-        return self.splats[v]
+            self.splats[key] = self.add(vector.BroadcastOp.create([v], [t])).result
+        return self.splats[key]
 
     def add(self, op: Operation) -> Operation:
         return self.block.append(op)
