@@ -63,7 +63,15 @@ def _offsets_mean_bf16_weighted():
                 np.zeros(8, np.float32))
 
 
+def _grouped_fill():
+    fn = ffi_fn("grouped_segment_reduce", [((4, 3), np.float32), ((4, 5), np.float32)],
+                index_mode="fill")
+    return fn, (np.zeros((6, 3), np.float32), np.zeros(7, np.int32), np.zeros(7, np.int32),
+                np.zeros((9, 5), np.float32), np.zeros(5, np.int32), np.zeros(5, np.int32))
+
+
 CASES = {
+    "grouped_fill": _grouped_fill,
     "offsets_sum_fill_wrap": _offsets_sum_fill_wrap,
     "offsets_mean_bf16_weighted": _offsets_mean_bf16_weighted,
     "seg_sum_fill": _seg_sum_fill,
