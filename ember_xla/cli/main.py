@@ -35,6 +35,9 @@ flags.DEFINE_string("pipeline", None, "lower/opt: passes to run, e.g. "
 flags.DEFINE_integer("opt_level", None, "lower: optimization level, also spelled -O0 .. -O4 "
                      "(default -O3).")
 flags.DEFINE_integer("cluster", None, "lower: lower only cluster N (0-based, in report order).")
+flags.DEFINE_integer("verify_elements", 50_000, "lower --verify: clusters reading more table "
+                     "elements per run are checked at a small size of the same form.",
+                     lower_bound=0)
 flags.DEFINE_bool("print_after_all", False, "lower/opt: print the IR after every pass "
                   "(also --print-after-all).")
 flags.DEFINE_integer("timing_repeats", 10, "example: timed runs per module.", lower_bound=1)
