@@ -68,10 +68,10 @@ def mlir_f64(x: float) -> str:
     if math.isnan(x) or math.isinf(x):
         bits = struct.unpack("<Q", struct.pack("<d", float(x)))[0]
         return f"0x{bits:016X} : f64"
-    text = repr(float(x))
-    if "." not in text and "e" not in text and "E" not in text:
-        text += ".0"
-    return f"{text} : f64"
+    mantissa, e, exponent = repr(float(x)).partition("e")
+    if "." not in mantissa:  # MLIR needs the point even with an exponent: 3e+38 -> 3.0e+38
+        mantissa += ".0"
+    return f"{mantissa}{e}{exponent} : f64"
 
 
 def _encode(v: Any) -> str:

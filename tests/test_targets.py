@@ -45,3 +45,12 @@ def test_registry_is_the_one_source_of_names():
     for t in TARGETS.values():
         assert target_of_kind(t.kind) is t
         assert t.name == f"ember.{t.kind}"
+
+
+def test_mlir_f64_always_has_a_decimal_point():
+    # "-3e+38 : f64" is not an MLIR float literal: XLA:CPU crashes on such a backend_config
+    from ember_xla.targets import mlir_f64
+
+    assert mlir_f64(-3e38) == "-3.0e+38 : f64"
+    assert mlir_f64(1e-07) == "1.0e-07 : f64"
+    assert mlir_f64(0.5) == "0.5 : f64" and mlir_f64(2.0) == "2.0 : f64"

@@ -19,7 +19,8 @@ flags.DEFINE_integer("unknown_dim", 8, "SavedModel input: size given to unknown 
 flags.DEFINE_string("out", None, "rewrite/batch: output folder for rewritten.pb, rewritten.hlo and "
                     "report.json (created if missing; files are replaced atomically).")
 flags.DEFINE_bool("verify", False, "rewrite: run original and rewritten module on XLA:CPU on "
-                  "random valid inputs and report the largest difference.")
+                  "random valid inputs and report the largest difference; lower: run each "
+                  "level's interpreter against the cluster's outlined computation on XLA:CPU.")
 flags.DEFINE_bool("group_tables", False, "rewrite: batch independent segment reductions that "
                   "share attributes into one table-batched call (FBGEMM TBE-style); off by "
                   "default: separate calls measured faster on XLA:CPU (docs/BENCHMARKS.md).")
@@ -37,6 +38,16 @@ flags.DEFINE_string("outputs", None, "run: write the outputs to this .npz.")
 flags.DEFINE_integer("repeat", 0, "run: also time this many runs and print the median.",
                      lower_bound=0)
 flags.DEFINE_bool("tf", True, "example: also export, rewrite and verify the TensorFlow version.")
+flags.DEFINE_string("pipeline", None, "lower/opt: passes to run, e.g. "
+                    "'vectorize{vl=16},bufferize,decouple' (lower: instead of -O0..-O4).")
+flags.DEFINE_integer("opt_level", None, "lower: optimization level, also spelled -O0 .. -O4 "
+                     "(default -O3).")
+flags.DEFINE_integer("cluster", None, "lower: lower only cluster N (0-based, in report order).")
+flags.DEFINE_integer("verify_elements", 50_000, "lower --verify: clusters reading more table "
+                     "elements per run are checked at a small size of the same form.",
+                     lower_bound=0)
+flags.DEFINE_bool("print_after_all", False, "lower/opt: print the IR after every pass "
+                  "(also --print-after-all).")
 flags.DEFINE_integer("timing_repeats", 10, "example, batch --actions=...,time: timed runs per "
                      "module.", lower_bound=1)
 
@@ -48,6 +59,10 @@ COMMANDS = {
                "DLRM-style model.",
     "batch": "batch --inputs=GLOB[,GLOB] --out=DIR [--actions=rewrite,verify,time] "
              "[--workers=N] [--runner=local|beam] [--flagfile=F]: a fleet of models.",
+    "lower": "lower MODEL [-O0..-O4 | --pipeline=P] [--cluster N] [--print-after-all] "
+             "[--verify] [--out DIR]: clusters -> SLC -> SLCV -> DLC (docs/IR.md).",
+    "opt": "opt FILE.mlir [--pipeline=P] [--print-after-all] [--out FILE]: run passes on "
+           "the generic text IR.",
 }
 USAGE = """usage: ember-xla COMMAND MODEL [--flags]
 
@@ -114,8 +129,38 @@ def _cmd_batch(args: list[str]) -> int:
     return cmd_batch(args)
 
 
+def _cmd_lower(args: list[str]) -> int:
+    from ember_xla.cli.lower_cmd import lower_main
+
+    return lower_main(args, FLAGS)
+
+
+def _cmd_opt(args: list[str]) -> int:
+    from ember_xla.cli.opt_cmd import opt_main
+
+    return opt_main(args, FLAGS)
+
+
 HANDLERS = {"inspect": _cmd_inspect, "rewrite": _cmd_rewrite, "run": _cmd_run,
-            "example": _cmd_example, "batch": _cmd_batch}
+            "example": _cmd_example, "batch": _cmd_batch, "lower": _cmd_lower,
+            "opt": _cmd_opt}
+
+
+def _normalize_argv(argv: list[str]) -> list[str]:
+    """``-O3`` -> ``--opt_level=3``; ``--print-after-all`` -> ``--print_after_all``."""
+    import re
+
+    out = []
+    for a in argv:
+        m = re.fullmatch(r"-O(\d+)", a)
+        if m:
+            a = f"--opt_level={m.group(1)}"
+        elif a.startswith("--") and "-" in a[2:].partition("=")[0]:
+            name, eq, val = a[2:].partition("=")
+            if name.replace("-", "_") in FLAGS:
+                a = "--" + name.replace("-", "_") + eq + val
+        out.append(a)
+    return out
 
 
 def main(argv: list[str]) -> int:
@@ -142,4 +187,4 @@ def run() -> None:
         print(FLAGS.module_help(__name__))
         print(FLAGS.module_help(ember_xla.batch.flags.__name__))
         sys.exit(0)
-    app.run(main, argv=sys.argv)
+    app.run(main, argv=_normalize_argv(sys.argv))

@@ -30,6 +30,7 @@ from ember_xla.ir.types import Type
 from ember_xla.ir.value import Value
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_.$-]*$|^[0-9]+$")
+_NUMBERED = re.compile(r"^[0-9]+(_[0-9]+)*$")
 _BARE_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
 
@@ -76,6 +77,8 @@ class _Names:
         self.counter = 0
 
     def _fresh(self, hint: str | None) -> str:
+        if hint and _NUMBERED.match(hint):
+            hint = None  # a number the printer gave (read back by the parser): renumber
         if hint and _IDENT.match(hint) and hint not in self.taken:
             self.taken.add(hint)
             return hint

@@ -1,0 +1,1 @@
+"""Lowering of ember custom-call clusters to SLC; see docs/IR.md."""

@@ -1,0 +1,73 @@
+"""Forms the lowering does not handle are refused with a reason (never lowered wrong)."""
+
+import dataclasses
+
+import pytest
+import slc_specs
+
+from ember_xla.dae_target.lower.cluster import ArraySpec, LoweringRefused, cluster_spec
+from ember_xla.dae_target.lower.to_slc import lower_cluster
+from ember_xla.hlo_import.text import parse_module as parse_hlo_text
+
+HLO = """\
+HloModule m, entry_computation_layout={(f32[6,2]{1,0}, s32[4]{0}, s32[4]{0})->f32[3,2]{1,0}}
+
+ENTRY %main (table: f32[6,2], idx: s32[4], seg: s32[4]) -> f32[3,2] {
+  %table = f32[6,2]{1,0} parameter(0)
+  %idx = s32[4]{0} parameter(1)
+  %seg = s32[4]{0} parameter(2)
+  ROOT %r = f32[3,2]{1,0} custom-call(%table, %idx, %seg), CALL
+}
+""".replace("CALL", 'custom_call_target="ember.segment_reduce", '
+            "api_version=API_VERSION_TYPED_FFI, backend_config={CONFIG}")
+GOOD = ('{combiner = "sum", index_bits = 64 : i64, index_mode = "clip", init = 0.0 : f64, '
+        'weighted = false, wrap_negative = true}')
+
+
+def _call(config: str = GOOD, hlo: str = HLO):
+    m = parse_hlo_text(hlo.replace("{CONFIG}", config))
+    return next(op for op in m.entry.ops if op.opcode == "custom-call")
+
+
+def test_hand_written_call_is_accepted():
+    spec = cluster_spec(_call())
+    assert spec.kind == "segment_reduce" and spec.outlined is None
+
+
+@pytest.mark.parametrize("change,reason", [
+    (("sum", "prod"), "combiner"),
+    (('"clip"', '"wrap"'), "index_mode"),
+    (("64 : i64", "16 : i64"), "index_bits"),
+    (("weighted = false", "weighted = true"), "operands, weighted=True"),
+    ((", wrap_negative = true", ""), "attributes missing"),
+])
+def test_bad_attributes(change, reason):
+    with pytest.raises(LoweringRefused, match=reason):
+        cluster_spec(_call(GOOD.replace(*change)))
+
+
+F64_TABLE = [("f32[6,2]", "f64[6,2]")]
+F32_SEG = [("%seg = s32[4]{0}", "%seg = f32[4]{0}"), ("seg: s32[4]", "seg: f32[4]"),
+           ("s32[4]{0}, s32[4]{0})", "s32[4]{0}, f32[4]{0})")]
+
+
+@pytest.mark.parametrize("changes,reason", [(F64_TABLE, "table"), (F32_SEG, "s32/s64")])
+def test_bad_operand_types(changes, reason):
+    hlo = HLO
+    for old, new in changes:
+        assert old in hlo
+        hlo = hlo.replace(old, new)
+    with pytest.raises(LoweringRefused, match=reason):
+        cluster_spec(_call(hlo=hlo))
+
+
+def test_clip_on_a_table_without_rows():
+    with pytest.raises(LoweringRefused, match="without rows"):
+        lower_cluster(slc_specs.offsets_bag(n=0, mode="clip"))
+
+
+def test_weights_that_are_not_one_per_lookup():
+    spec = slc_specs.offsets_bag(weighted=True)
+    part = dataclasses.replace(spec.parts[0], weights=ArraySpec((3, 2), "f32"))
+    with pytest.raises(LoweringRefused, match="cannot be read"):
+        lower_cluster(dataclasses.replace(spec, parts=(part,)))
