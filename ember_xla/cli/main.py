@@ -103,14 +103,27 @@ def main(argv: list[str]) -> int:
     from absl import logging
 
     logging.set_verbosity(logging.WARNING)  # libraries' INFO chatter stays off the terminal
+    choices = ", ".join(HANDLERS)
     if len(argv) < 2:
-        print(USAGE, file=sys.stderr)
+        print(f"ember-xla: error: no command given; expected one of {choices} "
+              "(ember-xla --help for usage)", file=sys.stderr)
         return USAGE_EXIT
     cmd, args = argv[1], argv[2:]
     if cmd not in HANDLERS:
-        print(f"ember-xla: error: unknown command {cmd!r}\n{USAGE}", file=sys.stderr)
+        print(f"ember-xla: error: unknown command {cmd!r}; expected one of {choices} "
+              "(ember-xla --help for usage)", file=sys.stderr)
         return USAGE_EXIT
     return guarded(lambda: HANDLERS[cmd](args))
+
+
+def _parse_flags(argv: list[str]) -> list[str]:
+    """absl's parser, with a bad flag as one error line and exit code 2 (absl: two, exit 1)."""
+    try:
+        return FLAGS(argv)
+    except flags.Error as e:
+        msg = " ".join(str(e).split("\n")[0].split())
+        print(f"ember-xla: error: {msg} (ember-xla --help lists the flags)", file=sys.stderr)
+        sys.exit(USAGE_EXIT)
 
 
 def run() -> None:
@@ -122,4 +135,4 @@ def run() -> None:
         print(USAGE.replace("Run `ember-xla --helpfull` for every flag.", "Flags:"))
         print(FLAGS.module_help(__name__))
         sys.exit(0)
-    app.run(main, argv=sys.argv)
+    app.run(main, argv=sys.argv, flags_parser=_parse_flags)
