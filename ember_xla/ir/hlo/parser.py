@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from ember_xla.ir.hlo.errors import ImportError_
 from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.hlo.attr_text import parse_attr
 from ember_xla.ir.hlo.cursor import SIMPLE_SHAPE, Cursor
+from ember_xla.ir.hlo.errors import ImportError_
 from ember_xla.ir.hlo.literal import literal_from_numpy
 from ember_xla.ir.hlo.opcodes import OPCODES
 from ember_xla.ir.hlo.shape import ELEMENT_TYPES, Shape, shape_to_dict
@@ -330,7 +330,7 @@ class _Parser:
         self._literal_values(toks)
         try:
             arr = self._literal_array(toks, shape)
-        except ValueError as e:
+        except (ValueError, OverflowError, TypeError) as e:
             raise c.error(f"bad literal for {shape}: {e}", start) from None
         return literal_from_numpy(arr, shape)
 
