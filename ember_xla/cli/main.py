@@ -58,7 +58,7 @@ def _cmd_inspect(args: list[str]) -> int:
 
 
 def _cmd_rewrite(args: list[str]) -> int:
-    from ember_xla.cli.rewrite_cmd import rewrite_one
+    from ember_xla.cli.rewrite_cmd import rewrite_all
     from ember_xla.hlo_import.load import load_models
 
     if len(args) != 1:
@@ -66,13 +66,7 @@ def _cmd_rewrite(args: list[str]) -> int:
     if not FLAGS.out:
         raise UsageError("rewrite needs --out DIR")
     models = load_models(args[0], FLAGS.signature, FLAGS.unknown_dim)
-    for m in models:
-        sub = FLAGS.out
-        if len(models) > 1:
-            import os
-
-            sub = os.path.join(FLAGS.out, m.source.rsplit("[", 1)[-1].rstrip("]"))
-        rewrite_one(m, sub, FLAGS.verify, FLAGS.seed, group=FLAGS.group_tables)
+    rewrite_all(models, FLAGS.out, FLAGS.verify, FLAGS.seed, group=FLAGS.group_tables)
     return 0
 
 
@@ -131,6 +125,9 @@ def run() -> None:
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # keep TensorFlow quiet on stderr
     os.environ.setdefault("JAX_PLATFORMS", "cpu")  # no accelerator probing
+    # TensorFlow (imported for its HloModuleProto schema) otherwise logs a oneDNN notice on
+    # stderr at import; the CLI runs no TF kernels whose numerics the setting could change.
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
     if any(a in ("-h", "--help", "--helpshort", "help") for a in sys.argv[1:2] + sys.argv[2:]):
         print(USAGE.replace("Run `ember-xla --helpfull` for every flag.", "Flags:"))
         print(FLAGS.module_help(__name__))
