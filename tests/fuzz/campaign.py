@@ -74,7 +74,7 @@ def judge(o: Outcome, cmd: str, out_dir: Path | None, before: dict | None) -> st
 
 
 def run_campaign(cases: int, seed: int, budget_s: float | None = None,
-                 runner: ForkRunner | None = None, log=print) -> dict:
+                 runner: ForkRunner | None = None, log=print, progress: int = 0) -> dict:
     runner = runner or ForkRunner()
     rng = random.Random(seed)
     corpus = seeds()
@@ -108,6 +108,8 @@ def run_campaign(cases: int, seed: int, budget_s: float | None = None,
             argv += ["--out", str(out_dir)]
         o = runner.run(argv, timeout=120, env=ENV)
         stats["cases"] += 1
+        if progress and stats["cases"] % progress == 0:
+            log(f"progress: {dict(stats)} after {time.monotonic() - t0:.0f} s")
         stats[f"{cmd} exit {o.code}"] += 1
         why = judge(o, cmd, out_dir, before)
         if why:
@@ -128,7 +130,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--budget", type=float, default=None, help="seconds")
     a = ap.parse_args()
-    res = run_campaign(a.cases, a.seed, a.budget)
+    res = run_campaign(a.cases, a.seed, a.budget,
+                       log=lambda m: print(m, flush=True), progress=250)
     print(json.dumps(res["stats"], indent=1, sort_keys=True))
     print(f"{len(res['failures'])} failures")
 
