@@ -86,7 +86,7 @@ def run_campaign(cases: int, seed: int, budget_s: float | None = None,
     stats: collections.Counter = collections.Counter()
     failures: list[dict] = []
     t0 = time.monotonic()
-    for k in range(cases):
+    for _ in range(cases):
         if budget_s is not None and time.monotonic() - t0 > budget_s:
             break
         name, data = corpus[rng.randrange(len(corpus))]
@@ -134,6 +134,7 @@ def main() -> None:
                        log=lambda m: print(m, flush=True), progress=250)
     print(json.dumps(res["stats"], indent=1, sort_keys=True))
     print(f"{len(res['failures'])} failures")
+    print("RESULT " + json.dumps(res))
 
 
 if __name__ == "__main__":
