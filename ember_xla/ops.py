@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from ember_xla.targets import OFFSETS_BAG, SEGMENT_REDUCE
+
 _COMBINERS = ("sum", "mean", "max", "min", "sqrt_n")
 
 
@@ -71,7 +73,7 @@ def embedding_bag(table: Any, indices: Any, offsets: Any = None, *, segment_ids:
         if offsets.shape[0] < 1:
             raise ValueError("offsets must have at least one entry (B+1 entries for B bags)")
         _check_values("offsets", offsets, 0, n_lookups, monotone=True)
-        rows, target = offsets.shape[0] - 1, "ember.offsets_bag"
+        rows, target = offsets.shape[0] - 1, OFFSETS_BAG.name
     else:
         if num_segments is None:
             raise ValueError("segment_ids= needs num_segments=")
@@ -83,7 +85,7 @@ def embedding_bag(table: Any, indices: Any, offsets: Any = None, *, segment_ids:
             raise ValueError(f"segment_ids must have one entry per index ({n_lookups}), has "
                              f"{segment_ids.shape[0]}")
         _check_values("segment_ids", segment_ids, -2**31, 2**31 - 1)
-        rows, target = int(num_segments), "ember.segment_reduce"
+        rows, target = int(num_segments), SEGMENT_REDUCE.name
     _check_values("indices", indices, -2**31, 2**31 - 1)
     if weights is not None:
         weights = _array("weights", weights, 1, kinds="fiu")

@@ -14,6 +14,7 @@ from typing import Any
 from ember_xla.hlo_import import protodict
 from ember_xla.hlo_import.errors import ImportError_
 from ember_xla.ir.graph import Graph, Module
+from ember_xla.ir.hlo.extensions import encode_extensions
 from ember_xla.ir.hlo.opcodes import OPCODES
 from ember_xla.ir.hlo.shape import Shape, shape_from_dict, shape_to_dict
 from ember_xla.ir.operation import Operation
@@ -177,7 +178,7 @@ def assign_ids(module: Module) -> None:
 def _instruction_dict(op: Operation, names: dict[str, Operation]) -> dict[str, Any]:
     ins: dict[str, Any] = {"name": op.name, "opcode": op.opcode}
     ins["shape"] = shape_to_dict(op.result.type)
-    attrs = dict(op.attributes)
+    attrs = dict(encode_extensions(op.attributes))
     preds = attrs.pop("control_predecessors", [])
     ins.update(attrs)
     ins["id"] = op.id
@@ -267,7 +268,7 @@ def _module_message(module: Module, hlo_pb2: Any) -> Any:
 
 def _instruction_message(op: Operation, names: dict[str, Operation], msg: Any,
                          shape_bytes: _ShapeBytes) -> None:
-    attrs = op.attributes
+    attrs = encode_extensions(op.attributes)
     if not _INSTR_STRUCT.isdisjoint(attrs):  # attributes shadow structural fields
         protodict.to_message(_instruction_dict(op, names), msg)
         return

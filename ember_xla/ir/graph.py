@@ -1,22 +1,29 @@
-"""Graphs (an ordered SSA region with a root) and modules (named graphs with an entry)."""
+"""Graphs (a named top-level block with a root: an HLO computation, or a function of the Ember
+levels with block arguments) and modules (named graphs with an entry: the symbol table)."""
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterator
 from typing import Any
 
+from ember_xla.ir.block import Block
 from ember_xla.ir.operation import Operation
+from ember_xla.ir.value import Value
 
 _SUFFIX = re.compile(r"^(.*?)(?:\.(\d+))?$")
 
 
-class Graph:
-    """An ordered list of operations in SSA form; ``root`` is the value it returns."""
+class Graph(Block):
+    """A named top-level block. HLO computations hold ``parameter`` ops and no block arguments,
+    and ``root`` is the op whose value they return; functions of the Ember levels take block
+    arguments and end in a terminator. Op names are kept unique inside a graph."""
 
-    def __init__(self, name: str, attributes: dict[str, Any] | None = None) -> None:
+    def __init__(self, name: str, attributes: dict[str, Any] | None = None,
+                 arg_types: list[Any] | tuple[Any, ...] = ()) -> None:
+        super().__init__(arg_types)
         self.name = name
-        self.ops: list[Operation] = []
         self.root: Operation | None = None
         self.attributes: dict[str, Any] = dict(attributes or {})
         self.id: int | None = None
@@ -40,32 +47,46 @@ class Graph:
         op.name = new
 
     # -- mutation ---------------------------------------------------------------------------
-    def append(self, op: Operation) -> Operation:
-        return self.insert(len(self.ops), op)
-
     def insert(self, index: int, op: Operation) -> Operation:
         if op.parent is not None:
-            raise ValueError(f"{op.name} already belongs to graph {op.parent.name}")
-        op.name = self.unique_name(op.name or op.opcode)
-        self._names.add(op.name)
+            where = getattr(op.parent, "name", "a block")
+            raise ValueError(f"{op.name} already belongs to {where}")
+        if op.name:  # unnamed ops (Ember levels) stay unnamed: printers number them
+            op.name = self.unique_name(op.name)
+            self._names.add(op.name)
         op.parent = self
         self.ops.insert(index, op)
         return op
 
-    def insert_before(self, anchor: Operation, op: Operation) -> Operation:
-        return self.insert(self.ops.index(anchor), op)
+    def reorder(self, order: list[Operation]) -> None:
+        """Put this graph's ops in ``order`` (a permutation of them)."""
+        if len(order) != len(self.ops) or {id(o) for o in order} != {id(o) for o in self.ops}:
+            raise ValueError(f"reorder of {self.name}: not a permutation of its ops")
+        self.ops[:] = order
 
-    def erase(self, op: Operation) -> None:
-        """Remove an op that has no users left."""
-        if op.users:
-            names = ", ".join(u.name for u in op.users)
-            raise ValueError(f"cannot erase {op.name}: still used by {names}")
+    def detach(self, op: Operation) -> Operation:
         if op is self.root:
-            raise ValueError(f"cannot erase {op.name}: it is the root of {self.name}")
-        op.drop_operands()
-        self.ops.remove(op)
+            raise ValueError(f"cannot remove {op.name}: it is the root of {self.name}")
+        super().detach(op)
         self._names.discard(op.name)
-        op.parent = None
+        return op
+
+    def clone_into(self, other: Graph, graph_map: dict[int, Graph],
+                   vmap: dict[Value, Value] | None = None) -> None:
+        """Copy this graph's arguments, ops (names and ids kept, callees through
+        ``graph_map``), root and attributes into the empty graph ``other``."""
+        vmap = {} if vmap is None else vmap
+        for a in self.args:
+            vmap[a] = other.add_arg(a.type, a.name_hint)
+        for op in self.ops:
+            new = op.clone(value_map=vmap)
+            new.callees = [graph_map.get(id(c), c) for c in op.callees]
+            new.id = op.id
+            other.append(new)
+            if op is self.root:
+                other.root = new
+        other.id = self.id
+        other.attributes = copy.deepcopy(self.attributes)
 
     # -- queries ----------------------------------------------------------------------------
     def params(self) -> list[Operation]:
@@ -108,9 +129,6 @@ class Graph:
                 order.append(op)
         return order
 
-    def __iter__(self) -> Iterator[Operation]:
-        return iter(list(self.ops))
-
     def __repr__(self) -> str:
         return f"<Graph {self.name}: {len(self.ops)} ops>"
 
@@ -124,13 +142,28 @@ class Module:
         self.entry: Graph | None = None
         self.attributes: dict[str, Any] = dict(attributes or {})
 
-    def add(self, graph: Graph, entry: bool = False) -> Graph:
+    def add(self, graph: Graph, entry: bool = False, before: Graph | None = None) -> Graph:
+        """Add ``graph`` (at the end, or just before ``before``)."""
         if any(g.name == graph.name for g in self.graphs):
             raise ValueError(f"module {self.name} already has a graph named {graph.name}")
-        self.graphs.append(graph)
+        if before is None:
+            self.graphs.append(graph)
+        else:
+            self.graphs.insert(self.graphs.index(before), graph)
         if entry:
             self.entry = graph
         return graph
+
+    def clone(self) -> Module:
+        """A deep copy: names, ids, attributes and graph order kept; nothing shared."""
+        new = Module(self.name, copy.deepcopy(self.attributes))
+        graph_map: dict[int, Graph] = {}
+        for g in self.graphs:
+            graph_map[id(g)] = Graph(g.name)
+        for g in self.graphs:
+            g.clone_into(graph_map[id(g)], graph_map)
+            new.add(graph_map[id(g)], entry=g is self.entry)
+        return new
 
     def graph(self, name: str) -> Graph:
         for g in self.graphs:
@@ -197,8 +230,9 @@ class Module:
         return renamed
 
     def walk(self) -> Iterator[Operation]:
+        """Every op of every graph, nested ops included (pre-order)."""
         for g in self.graphs:
-            yield from list(g.ops)
+            yield from g.walk()
 
     def remove_unreachable_graphs(self) -> int:
         """Drop graphs no longer called from the entry; returns how many were removed."""

@@ -23,17 +23,14 @@ import os
 import threading
 from pathlib import Path
 
+from ember_xla.targets import TARGETS as _REGISTRY
+
 __all__ = ["TARGETS", "NativeLibraryMissing", "library_path", "load_library", "register_targets"]
 
 LIBRARY_NAME = "libember_kernels.so"
 
-#: custom_call_target name -> exported handler symbol in the library.
-_SYMBOLS: dict[str, str] = {
-    "ember.segment_reduce": "EmberSegmentReduce",
-    "ember.padded_bag": "EmberPaddedBag",
-    "ember.offsets_bag": "EmberOffsetsBag",
-    "ember.grouped_segment_reduce": "EmberGroupedSegmentReduce",
-}
+#: custom_call_target name -> exported handler symbol in the library (ember_xla.targets).
+_SYMBOLS: dict[str, str] = {t.name: t.ffi_symbol for t in _REGISTRY.values()}
 
 #: The custom_call_target names this package implements.
 TARGETS: tuple[str, ...] = tuple(_SYMBOLS)

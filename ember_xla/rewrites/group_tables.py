@@ -12,15 +12,18 @@ from __future__ import annotations
 from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
+from ember_xla.ir.rewriter import PatternRewriter
+from ember_xla.targets import GROUPED_SEGMENT_REDUCE, SEGMENT_REDUCE, call_attributes
 
-SINGLE = "ember.segment_reduce"
-GROUPED = "ember.grouped_segment_reduce"
+SINGLE = SEGMENT_REDUCE.name
+GROUPED = GROUPED_SEGMENT_REDUCE.name
 
 
-def _ancestors(op: Operation, limit: int = 200000) -> set[int]:
+def _ancestors(op: Operation) -> set[int]:
+    """Every op ``op`` depends on (a complete search: no node limit)."""
     seen: set[int] = set()
     stack = [v.owner for v in op.operands]
-    while stack and len(seen) < limit:
+    while stack:
         o = stack.pop()
         if id(o) in seen:
             continue
@@ -32,10 +35,11 @@ def _ancestors(op: Operation, limit: int = 200000) -> set[int]:
 def _groups(g: Graph) -> list[list[Operation]]:
     calls = [op for op in g.topological() if op.opcode == "custom-call"
              and op.attributes.get("custom_call_target") == SINGLE
-             and b"weighted = false" in op.attributes.get("backend_config", b"")]
-    by_config: dict[bytes, list[list[Operation]]] = {}
+             and not call_attributes(op)["weighted"]]
+    by_config: dict[tuple, list[list[Operation]]] = {}
     for c in calls:
-        groups = by_config.setdefault(c.attributes["backend_config"], [])
+        key = tuple(sorted(call_attributes(c).items()))
+        groups = by_config.setdefault(key, [])
         anc = _ancestors(c)
         for grp in groups:
             if not any(id(m) in anc for m in grp):
@@ -63,29 +67,34 @@ def _reference(module: Module, members: list[Operation], name: str) -> Graph:
     return comp
 
 
-def group_tables(module: Module) -> list[dict]:
-    """Group in place; returns one entry per grouped call (its name and member calls)."""
+def group_tables(module: Module, rewriter: PatternRewriter | None = None) -> list[dict]:
+    """Group in place (every edit through ``rewriter``); returns one entry per grouped call
+    (its name and member calls)."""
+    rw = rewriter or PatternRewriter()
     made = []
     for g in list(module.graphs):
         for members in _groups(g):
             operands = [v for m in members for v in m.operands]
             tshape = Shape.tuple_of([m.result.type for m in members])
             comp = _reference(module, members, f"{GROUPED}.{len(made)}")
-            module.graphs.insert(module.graphs.index(g), comp)
+            module.add(comp, before=g)
             attrs = dict(members[0].attributes)
             attrs["custom_call_target"] = GROUPED
             attrs.pop("metadata", None)
-            grouped = g.append(Operation("custom-call", operands, [tshape], attrs, [comp],
-                                         name="ember_grouped_segment_reduce"))
+            # the last member follows every member's operands; users of earlier members that
+            # sat before it are then put back in dependency order
+            last = max(members, key=g.index_of)
+            grouped = rw.insert_before(last, Operation(
+                "custom-call", operands, [tshape], attrs, [comp],
+                name="ember_grouped_segment_reduce"))
             for i, m in enumerate(members):
-                gte = g.append(Operation("get-tuple-element", [grouped.result],
-                                         [m.result.type], {"tuple_index": i}, name=m.name))
-                m.result.replace_all_uses_with(gte.result)
-                if g.root is m:
-                    g.root = gte
+                gte = rw.insert_before(last, Operation(
+                    "get-tuple-element", [grouped.result], [m.result.type],
+                    {"tuple_index": i}, name=m.name))
+                rw.replace_all_uses(m.result, gte.result)
             for m in members:
-                g.erase(m)
-            g.ops[:] = g.topological()
+                rw.erase(m)
+            rw.sort_topologically(g)
             made.append({"custom_call": grouped.name,
                          "members": [m.callees[0].name for m in members]})
     return made

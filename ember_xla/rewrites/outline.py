@@ -13,6 +13,7 @@ import math
 from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
+from ember_xla.ir.rewriter import PatternRewriter
 from ember_xla.ir.value import Value
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.custom_call import custom_call_attributes
@@ -36,10 +37,11 @@ def kernel_shapes(c: Cluster) -> list[Shape]:
     return out
 
 
-def _depends_on_owned(values: list[Value], owned: set[int], limit: int = 100000) -> str | None:
+def _depends_on_owned(values: list[Value], owned: set[int]) -> str | None:
+    """The name of an owned op some value depends on (a complete search: no node limit)."""
     stack = [v.owner for v in values]
     seen: set[int] = set()
-    while stack and len(seen) < limit:
+    while stack:
         op = stack.pop()
         if id(op) in seen:
             continue
@@ -50,7 +52,10 @@ def _depends_on_owned(values: list[Value], owned: set[int], limit: int = 100000)
     return None
 
 
-def outline(module: Module, c: Cluster, index: int) -> Operation:
+def outline(module: Module, c: Cluster, index: int,
+            rewriter: PatternRewriter | None = None) -> Operation:
+    """Outline cluster ``c`` (every edit through ``rewriter``); returns the custom-call."""
+    rw = rewriter or PatternRewriter()
     g: Graph = c.root.parent
     owned = {id(op) for op in c.owned}
     cyc = _depends_on_owned(c.inputs, owned)
@@ -88,26 +93,24 @@ def outline(module: Module, c: Cluster, index: int) -> Operation:
         comp.append(new)
         mapping[id(op.result)] = new.result
     comp.root = mapping[id(c.root.result)].owner
-    module.graphs.insert(module.graphs.index(g), comp)
+    module.add(comp, before=g)
 
     operands = []
     for v, s in zip(c.inputs, shapes, strict=True):
         if s.dims != v.type.dims:
-            v = g.insert_before(c.root, Operation("reshape", [v], [s], name=v.owner.name + ".r")
-                                ).result
+            v = rw.insert_before(c.root, Operation("reshape", [v], [s],
+                                                   name=v.owner.name + ".r")).result
         operands.append(v)
     cc = Operation("custom-call", operands, [c.root.result.type],
                    custom_call_attributes(c.kind, c.attrs), [comp], name=f"ember_{c.kind}")
     md = c.root.attributes.get("metadata")
     if md:
         cc.attributes["metadata"] = dict(md)
-    g.insert_before(c.root, cc)
-    c.root.result.replace_all_uses_with(cc.result)
-    if g.root is c.root:
-        g.root = cc
+    rw.insert_before(c.root, cc)
+    rw.replace_all_uses(c.root.result, cc.result)
     # erase the owned ops, then cone members (shared constants) that only they used
     for op in reversed(cone):
         if op.parent is g and not op.users and op is not g.root and (
                 id(op) in owned or op.opcode in ("constant", "broadcast")):
-            g.erase(op)
+            rw.erase(op)
     return cc

@@ -1,5 +1,7 @@
-"""``rewrite_module``: find clusters, outline each into an ``ember.<kind>`` custom-call, verify,
-and report. The input module is not modified; the result holds a rewritten copy."""
+"""The cluster rewrite as a pass (``ember-rewrite-clusters{group=false}``): find clusters, outline
+each into an ``ember.<kind>`` custom-call (every edit through one ``PatternRewriter``), verify,
+and report. ``rewrite_module`` runs it on a copy (``Module.clone``): the input is never
+modified."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ from typing import Any
 
 from ember_xla.ir.graph import Module
 from ember_xla.ir.hlo.verifier import verify_module
+from ember_xla.ir.passes import ModulePass, register_pass
+from ember_xla.ir.rewriter import PatternRewriter
 from ember_xla.rewrites.cluster import NearMiss
 from ember_xla.rewrites.group_tables import GROUPED, group_tables
 from ember_xla.rewrites.matcher import Pattern, find_clusters
@@ -41,29 +45,48 @@ def grouping_available() -> bool:
     return GROUPED in TARGETS
 
 
+@register_pass
+@dataclasses.dataclass(frozen=True)
+class RewriteClusters(ModulePass):
+    """Rewrite every cluster in place. With ``group``, independent same-attribute segment
+    reductions of one computation share one table-batched call (see group_tables.py). Off by
+    default: on the 26-table DLRM benchmark separate calls, which XLA:CPU runs concurrently,
+    measured faster (docs/BENCHMARKS.md)."""
+
+    name = "ember-rewrite-clusters"
+    group: bool = False
+
+    def apply(self, module: Module) -> None:
+        self.run(module)
+
+    def run(self, module: Module, patterns: list[Pattern] | None = None) -> RewriteResult:
+        rw = PatternRewriter()
+        found = find_clusters(module, list(patterns or ALL_PATTERNS))
+        entries, misses = [], [near_miss_entry(n) for n in found.near_misses]
+        for i, c in enumerate(found.clusters):
+            entry = cluster_entry(c, None)  # describe before the cluster's ops are erased
+            try:
+                cc = outline(module, c, i, rw)
+            except NoMatch as e:
+                misses.append(near_miss_entry(NearMiss(c.pattern, c.root, str(e))))
+                found.counters[c.pattern]["refused"] += 1
+                continue
+            entry["custom_call"] = cc.name
+            entry["outlined_computation"] = cc.callees[0].name
+            entries.append(entry)
+        groups = (group_tables(module, rw)
+                  if self.group and entries and grouping_available() else [])
+        verify_module(module)
+        counters = {k: dict(v) for k, v in found.counters.items()}
+        return RewriteResult(module, entries, misses, counters, groups)
+
+
 def rewrite_module(module: Module, patterns: list[Pattern] | None = None,
                    group: bool = False) -> RewriteResult:
-    """Rewrite every cluster; with ``group``, independent same-attribute segment reductions
-    of one computation share one table-batched call (see group_tables.py). Off by default:
-    on the 26-table DLRM benchmark separate calls, which XLA:CPU runs concurrently, measured
-    faster (docs/BENCHMARKS.md)."""
-    from ember_xla.runtime.execute import clone_module
-
-    work = clone_module(module)
-    found = find_clusters(work, list(patterns or ALL_PATTERNS))
-    entries, misses = [], [near_miss_entry(n) for n in found.near_misses]
-    for i, c in enumerate(found.clusters):
-        entry = cluster_entry(c, None)  # describe before the cluster's ops are erased
-        try:
-            cc = outline(work, c, i)
-        except NoMatch as e:
-            misses.append(near_miss_entry(NearMiss(c.pattern, c.root, str(e))))
-            found.counters[c.pattern]["refused"] += 1
-            continue
-        entry["custom_call"] = cc.name
-        entry["outlined_computation"] = cc.callees[0].name
-        entries.append(entry)
-    groups = group_tables(work) if group and entries and grouping_available() else []
-    verify_module(work)
-    counters = {k: dict(v) for k, v in found.counters.items()}
-    return RewriteResult(work if entries else module, entries, misses, counters, groups)
+    """Rewrite every cluster of a copy of ``module`` (the input is left untouched); the
+    result's module is the copy, or ``module`` itself when nothing was rewritten."""
+    work = module.clone()
+    result = RewriteClusters(group=group).run(work, patterns)
+    if not result.clusters:
+        result.module = module
+    return result

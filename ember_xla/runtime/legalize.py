@@ -23,6 +23,7 @@ from ember_xla.ir.hlo.literal import literal_from_numpy, literal_to_numpy
 from ember_xla.ir.hlo.shape import Shape, shape_from_dict
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import ModulePass, register_pass
+from ember_xla.ir.rewriter import PatternRewriter, RewritePattern, apply_patterns_greedily
 
 
 class LegalizeError(ValueError):
@@ -35,15 +36,14 @@ class InlineFusions(ModulePass):
     name = "inline-fusions"
 
     def apply(self, module: Module) -> None:
-        changed = True
-        while changed:
-            changed = False
-            for g in module.graphs:
-                for op in list(g.ops):
-                    if op.opcode == "fusion" and op.parent is g:
-                        inline_call(op)
-                        changed = True
+        apply_patterns_greedily(module, [_InlineFusion()], max_iterations=1 << 30)
         module.remove_unreachable_graphs()
+
+
+class _InlineFusion(RewritePattern):
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if op.opcode == "fusion":
+            inline_call(op, rewriter)
 
 
 def _physical_perm(s: Shape) -> list[int]:
@@ -53,12 +53,23 @@ def _physical_perm(s: Shape) -> list[int]:
     return list(reversed(s.layout))
 
 
-def _lower_bitcast(op: Operation) -> None:
+class _LowerBitcast(RewritePattern):
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if op.opcode == "bitcast":
+            _lower_bitcast(op, rewriter)
+
+
+def _lower_bitcast(op: Operation, rw: PatternRewriter) -> None:
     g = op.parent
     src, dst = op.operands[0].type, op.result.type
     if (src.element_type != dst.element_type and src.dims == dst.dims
             and src.dtype.itemsize == dst.dtype.itemsize):
-        op.opcode = "bitcast-convert"  # same bits, new type: exactly a bitcast-convert
+        # same bits, new type: exactly a bitcast-convert
+        new = Operation("bitcast-convert", list(op.operands), [dst], dict(op.attributes),
+                        name=op.name)
+        new.id = op.id
+        rw.insert_before(op, new)
+        rw.replace_op(op, new.result)
         return
     if src.element_type != dst.element_type or src.size != dst.size:
         raise LegalizeError(f"computation {g.name}, instruction {op.name}: bitcast {src} -> "
@@ -67,18 +78,15 @@ def _lower_bitcast(op: Operation) -> None:
     sp, dp = _physical_perm(src), _physical_perm(dst)
     if sp != list(range(src.rank)):
         t = Shape.array(src.element_type, [src.dims[d] for d in sp])
-        v = g.insert_before(op, Operation("transpose", [v], [t], {"dimensions": sp},
-                                          name=op.name + ".t")).result
+        v = rw.insert_before(op, Operation("transpose", [v], [t], {"dimensions": sp},
+                                           name=op.name + ".t")).result
     phys = Shape.array(dst.element_type, [dst.dims[d] for d in dp])
-    v = g.insert_before(op, Operation("reshape", [v], [phys], name=op.name + ".r")).result
+    v = rw.insert_before(op, Operation("reshape", [v], [phys], name=op.name + ".r")).result
     if dp != list(range(dst.rank)):
         inv = [dp.index(i) for i in range(dst.rank)]
-        v = g.insert_before(op, Operation("transpose", [v], [Shape.array(
+        v = rw.insert_before(op, Operation("transpose", [v], [Shape.array(
             dst.element_type, dst.dims)], {"dimensions": inv}, name=op.name + ".t")).result
-    op.result.replace_all_uses_with(v)
-    if g.root is op:
-        g.root = v.owner
-    g.erase(op)
+    rw.replace_op(op, v)
 
 
 @register_pass
@@ -87,10 +95,7 @@ class LowerBitcasts(ModulePass):
     name = "lower-bitcasts"
 
     def apply(self, module: Module) -> None:
-        for g in module.graphs:
-            for op in list(g.ops):
-                if op.opcode == "bitcast":
-                    _lower_bitcast(op)
+        apply_patterns_greedily(module, [_LowerBitcast()])
 
 
 def _default(s: Shape) -> Shape:

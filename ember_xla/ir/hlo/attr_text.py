@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ember_xla.ir.hlo.cursor import Cursor
+from ember_xla.ir.hlo.extensions import encode_extensions
 from ember_xla.ir.hlo.shape import shape_from_dict, shape_to_dict
 
 # Fields that have no text form and carry no semantics (debug or statistics data).
@@ -157,7 +158,7 @@ def print_attrs(opcode: str, attrs: dict[str, Any]) -> list[str]:
     """``name=value`` strings for every attribute (except parameter_number/literal and the
     called computations, which the printer places itself). Raises ValueError for fields that
     have no text form here."""
-    a = dict(attrs)
+    a = dict(encode_extensions(attrs))
     a.pop("parameter_number", None)
     a.pop("literal", None)
     a.pop("control_predecessors", None)

@@ -15,10 +15,11 @@ from ember_xla.rewrites.patterns.common import (
 )
 from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
 from ember_xla.rewrites.walk import NoMatch, Walk
+from ember_xla.targets import PADDED_BAG
 
 
 class PaddedBag(Pattern):
-    name = "ember.padded_bag"
+    name = PADDED_BAG.name
     kind = "padded_bag"
     roots = ("reduce",)
 

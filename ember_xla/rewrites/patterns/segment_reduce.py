@@ -17,6 +17,7 @@ from ember_xla.rewrites.patterns.common import (
 )
 from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
 from ember_xla.rewrites.walk import NoMatch, Walk
+from ember_xla.targets import SEGMENT_REDUCE
 
 
 def segment_chain(walk: Walk, ref: Ref, n_lookups: int) -> Ref:
@@ -34,7 +35,7 @@ def segment_chain(walk: Walk, ref: Ref, n_lookups: int) -> Ref:
 
 
 class SegmentReduce(Pattern):
-    name = "ember.segment_reduce"
+    name = SEGMENT_REDUCE.name
     kind = "segment_reduce"
     roots = ("scatter",)
 

@@ -1,0 +1,185 @@
+"""Target descriptions of DAE machines: ``configs/*.toml`` read with ``tomllib`` into frozen
+dataclasses and validated. Every error is one line naming the file, the key and what was
+expected. Every timing parameter of the emulator comes from here (docs: configs/README.md)."""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from pathlib import Path
+from typing import Any
+
+
+class TargetError(ValueError):
+    """A target description is missing, unreadable or invalid."""
+
+
+@dataclasses.dataclass(frozen=True)
+class AccessUnit:
+    layers: int                    # traversal-unit layers (loop levels)
+    lanes: int                     # lanes per layer
+    outstanding_requests: int      # memory requests in flight per access unit
+    data_queue_bytes: int          # data queue per lane
+    control_queue_entries: int     # control tokens the queue holds
+    lockstep: bool                 # lanes can run a vector traversal in lockstep
+    broadcast: bool                # a parent layer can broadcast to several lanes
+    addresses_per_cycle: int       # address generation rate per lane
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecuteUnit:
+    vector_bits: int
+    callback_dispatch_cycles: int  # pop a control token and jump to its case
+    op_cycles: dict[str, int]      # issue cycles per vector op class
+
+
+@dataclasses.dataclass(frozen=True)
+class Cache:
+    name: str
+    size_bytes: int
+    line_bytes: int
+    associativity: int
+    latency_cycles: int
+    shared: bool                   # shared by all cores (else one per core)
+
+
+@dataclasses.dataclass(frozen=True)
+class Dram:
+    latency_ns: float
+    bandwidth_gb_per_s: float      # shared by all cores
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    name: str
+    description: str
+    cores: int
+    clock_ghz: float
+    access: AccessUnit
+    execute: ExecuteUnit
+    caches: tuple[Cache, ...]
+    dram: Dram
+    scratchpad_bytes: int          # core-local scratchpad ("L1" of an NPU core); 0 = none
+    source: str                    # the file it was read from
+
+    @property
+    def vector_lanes_f32(self) -> int:
+        return self.execute.vector_bits // 32
+
+    @property
+    def dram_latency_cycles(self) -> float:
+        return self.dram.latency_ns * self.clock_ghz
+
+    @property
+    def dram_bytes_per_cycle(self) -> float:
+        return self.dram.bandwidth_gb_per_s / self.clock_ghz
+
+
+OP_CLASSES = ("load", "store", "add", "mul", "max", "convert", "compare", "select", "scalar")
+
+_SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
+    "target": {"name": (str,), "description": (str,), "cores": (int,), "clock_ghz": (float, int)},
+    "access_unit": {"layers": (int,), "lanes": (int,), "outstanding_requests": (int,),
+                    "data_queue_bytes": (int,), "control_queue_entries": (int,),
+                    "lockstep": (bool,), "broadcast": (bool,), "addresses_per_cycle": (int,)},
+    "execute_unit": {"vector_bits": (int,), "callback_dispatch_cycles": (int,),
+                     "op_cycles": (dict,)},
+    "dram": {"latency_ns": (float, int), "bandwidth_gb_per_s": (float, int)},
+    "scratchpad": {"size_bytes": (int,)},
+}
+_CACHE_KEYS: dict[str, tuple[type, ...]] = {
+    "name": (str,), "size_bytes": (int,), "line_bytes": (int,), "associativity": (int,),
+    "latency_cycles": (int,), "shared": (bool,)}
+_MAY_BE_ZERO = {"scratchpad.size_bytes"}
+_KIND = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
+         dict: "a table"}
+
+
+def _check_table(path: str, where: str, table: Any, keys: dict[str, tuple[type, ...]]
+                 ) -> dict[str, Any]:
+    if not isinstance(table, dict):
+        raise TargetError(f"{path}: [{where}] must be a table")
+    unknown = sorted(set(table) - set(keys))
+    if unknown:
+        raise TargetError(f"{path}: {where}.{unknown[0]}: unknown key (expected one of "
+                          f"{', '.join(keys)})")
+    for key, kinds in keys.items():
+        full = f"{where}.{key}"
+        if key not in table:
+            raise TargetError(f"{path}: {full}: missing (expected {_KIND[kinds[0]]})")
+        v = table[key]
+        if isinstance(v, bool) and bool not in kinds or not isinstance(v, kinds):
+            raise TargetError(f"{path}: {full}: expected {_KIND[kinds[0]]}, got {v!r}")
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            if v < 0 or (v == 0 and full not in _MAY_BE_ZERO):
+                raise TargetError(f"{path}: {full}: expected a positive value, got {v!r}")
+    return table
+
+
+def parse_target(data: dict[str, Any], path: str = "<target>") -> Target:
+    """Validate a parsed TOML document and build the ``Target``."""
+    unknown = sorted(set(data) - set(_SCHEMA) - {"cache"})
+    if unknown:
+        raise TargetError(f"{path}: [{unknown[0]}]: unknown section (expected "
+                          f"{', '.join(list(_SCHEMA) + ['cache'])})")
+    t = {s: _check_table(path, s, data.get(s, {}), keys) for s, keys in _SCHEMA.items()}
+    ops = t["execute_unit"]["op_cycles"]
+    for cls in OP_CLASSES:
+        v = ops.get(cls)
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            raise TargetError(f"{path}: execute_unit.op_cycles.{cls}: expected a positive "
+                              f"integer, got {v!r}")
+    extra = sorted(set(ops) - set(OP_CLASSES))
+    if extra:
+        raise TargetError(f"{path}: execute_unit.op_cycles.{extra[0]}: unknown op class "
+                          f"(expected one of {', '.join(OP_CLASSES)})")
+    caches_raw = data.get("cache", [])
+    if not isinstance(caches_raw, list) or not caches_raw:
+        raise TargetError(f"{path}: [[cache]]: expected at least one cache level")
+    caches = []
+    for i, c in enumerate(caches_raw):
+        c = _check_table(path, f"cache[{i}]", c, _CACHE_KEYS)
+        lines = c["size_bytes"] // c["line_bytes"]
+        if c["size_bytes"] % c["line_bytes"] or lines % c["associativity"]:
+            raise TargetError(f"{path}: cache[{i}].size_bytes: expected a multiple of "
+                              "line_bytes x associativity")
+        caches.append(Cache(**c))
+    vb = t["execute_unit"]["vector_bits"]
+    if vb % 32:
+        raise TargetError(f"{path}: execute_unit.vector_bits: expected a multiple of 32, "
+                          f"got {vb}")
+    tgt = t["target"]
+    return Target(
+        name=tgt["name"], description=tgt["description"], cores=tgt["cores"],
+        clock_ghz=float(tgt["clock_ghz"]), access=AccessUnit(**t["access_unit"]),
+        execute=ExecuteUnit(vb, t["execute_unit"]["callback_dispatch_cycles"], dict(ops)),
+        caches=tuple(caches),
+        dram=Dram(float(t["dram"]["latency_ns"]), float(t["dram"]["bandwidth_gb_per_s"])),
+        scratchpad_bytes=t["scratchpad"]["size_bytes"], source=path)
+
+
+def builtin_configs() -> Path:
+    """The folder of the shipped target descriptions: ``ember_xla/configs`` in an installed
+    package (CMake installs the repository's ``configs/`` there), else the source tree's."""
+    pkg = Path(__file__).resolve().parent.parent
+    installed = pkg / "configs"
+    return installed if installed.is_dir() else pkg.parent / "configs"
+
+
+def load_target(name_or_path: str | Path) -> Target:
+    """Read a target: a ``.toml`` path, or the name of a shipped one (``tmu``, ``tiny``)."""
+    p = Path(name_or_path)
+    if not p.suffix and not p.exists():
+        p = builtin_configs() / f"{p}.toml"
+    if not p.is_file():
+        shipped = sorted(q.stem for q in builtin_configs().glob("*.toml"))
+        raise TargetError(f"{name_or_path}: no such target file (shipped targets: "
+                          f"{', '.join(shipped) or 'none'})")
+    try:
+        with p.open("rb") as f:
+            data = tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise TargetError(f"{p}: not valid TOML: {e}") from None
+    except OSError as e:
+        raise TargetError(f"{p}: cannot read: {e.strerror}") from None
+    return parse_target(data, str(p))
