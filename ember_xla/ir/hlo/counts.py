@@ -61,8 +61,7 @@ def check_counts(op: Operation) -> str | None:
     want = _CALLEES.get(code)
     if want is not None and len(op.callees) != want:
         return f"{code} calls {want} computation(s), has {len(op.callees)}"
-    if code == "conditional" and len(op.callees) != k - 1 and not (
-            len(op.callees) == 2 and k == 3):
+    if code == "conditional" and len(op.callees) != k - 1:
         return f"conditional has {len(op.callees)} branches for {k - 1} branch operands"
     if not op.callees:
         return None
