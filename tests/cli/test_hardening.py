@@ -121,3 +121,13 @@ def test_dev_zero_is_refused(cli):
 ])
 def test_usage_errors_are_one_line(cli, args, needle):
     one_line(cli(*args), needle)
+
+
+def test_layout_rank_mismatch(tmp_path, cli):
+    """Found by the fuzzer: a rank-1 table with a rank-2 layout crashed `rewrite`'s report."""
+    text = (FIXTURES / "jax_gnn_segment_max.hlo").read_text()
+    line = next(ln for ln in text.splitlines() if "parameter(0)" in ln and "{1,0}" in ln)
+    dims = line.split("[", 1)[1].split("]", 1)[0]
+    f = tmp_path / "lay.hlo"
+    f.write_text(text.replace(line, line.replace(f"[{dims}]", f"[{dims.replace(',', '')}]")))
+    one_line(cli("rewrite", str(f), "--out", str(tmp_path / "o")), "not a permutation")

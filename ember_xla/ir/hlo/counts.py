@@ -1,7 +1,7 @@
 """Rules XLA's HLO verifier enforces before shape inference, which the rewrites rely on: operand
 and called-computation counts of the variadic opcodes, the parameter count of each callee
 against its caller, and well-formed shapes (dims in [0, 2^63), element counts that fit int64,
-bounded tuple nesting). Each check returns a problem description or ``None``."""
+bounded tuple nesting, layouts that permute the dims). Each check returns a problem description or ``None``."""
 
 from __future__ import annotations
 
@@ -32,6 +32,10 @@ def check_shape(shape: Shape) -> str | None:
                 return f"tuple shape nested more than {MAX_TUPLE_DEPTH} deep"
             stack.extend((t, depth + 1) for t in s.tuple_shapes)
             continue
+        lay = s.layout
+        if lay and sorted(lay) != list(range(len(s.dims))):
+            return (f"layout {{{','.join(map(str, lay))}}} of {s.element_type}{list(s.dims)} is "
+                    f"not a permutation of its {len(s.dims)} dimensions")
         n = 1
         for d in s.dims:
             if not 0 <= d < _INT64:
