@@ -49,7 +49,7 @@ def _kill_after(out: Path, step: int):
     """Start `rewrite NEW --out out` with the pause hook; SIGKILL it after ``step`` hook lines
     (0: before the first write)."""
     p = subprocess.Popen(_cmd() + ["rewrite", str(NEW), "--out", str(out)],
-                         env=_env(EMBER_XLA_TEST_PAUSE_WRITES="30"), stderr=subprocess.PIPE,
+                         env=_env(EMBER_XLA_TEST_PAUSE_WRITES="2"), stderr=subprocess.PIPE,
                          stdout=subprocess.DEVNULL, text=True, cwd=tempfile.gettempdir())
     seen = 0
     while seen < step:
