@@ -4,9 +4,42 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ember_xla.targets import OFFSETS_BAG, SEGMENT_REDUCE
 
 _COMBINERS = ("sum", "mean", "max", "min", "sqrt_n")
+
+
+def _array(name: str, x: Any, rank: int, kinds: str) -> Any:
+    """``x`` as an array (numpy, or the jax array/tracer as given) of ``rank`` and a dtype kind
+    in ``kinds``; else a ValueError naming the argument."""
+    if not hasattr(x, "shape") or not hasattr(x, "dtype"):
+        try:
+            x = np.asarray(x)
+        except (ValueError, TypeError, OverflowError) as e:
+            raise ValueError(f"{name} must be an array: {e}") from None
+    if len(x.shape) != rank:
+        raise ValueError(f"{name} must be {rank}-D, got shape {list(x.shape)}")
+    kind = np.dtype(x.dtype).kind if str(x.dtype) != "bfloat16" else "f"
+    if kind not in kinds or (kind == "f" and "f" not in kinds):
+        want = "floating point" if kinds == "f" else "integer"
+        raise ValueError(f"{name} must have {want} dtype, got {x.dtype}")
+    return x
+
+
+def _check_values(name: str, x: Any, lo: int, hi: int, monotone: bool = False) -> None:
+    """Range (and order) of concrete values; traced values are checked by nothing here."""
+    import jax
+
+    if isinstance(x, jax.core.Tracer) or x.shape[0] == 0:
+        return
+    v = np.asarray(x)
+    if v.min() < lo or v.max() > hi:
+        raise ValueError(f"{name} values must lie in [{lo}, {hi}], got [{v.min()}, {v.max()}]"
+                         " (the kernels index with 32-bit bag boundaries)")
+    if monotone and np.any(np.diff(v) < 0):
+        raise ValueError(f"{name} must never decrease (bag b is indices[offsets[b]:offsets[b+1]])")
 
 
 def embedding_bag(table: Any, indices: Any, offsets: Any = None, *, segment_ids: Any = None,
@@ -32,20 +65,39 @@ def embedding_bag(table: Any, indices: Any, offsets: Any = None, *, segment_ids:
         raise ValueError(f"mode must be 'clip' or 'fill', got {mode!r}")
     if (offsets is None) == (segment_ids is None):
         raise ValueError("give exactly one of offsets= or segment_ids=")
+    table = _array("table", table, 2, kinds="f")
+    indices = _array("indices", indices, 1, kinds="iu")
+    n_lookups = indices.shape[0]
+    if offsets is not None:
+        offsets = _array("offsets", offsets, 1, kinds="iu")
+        if offsets.shape[0] < 1:
+            raise ValueError("offsets must have at least one entry (B+1 entries for B bags)")
+        _check_values("offsets", offsets, 0, n_lookups, monotone=True)
+        rows, target = offsets.shape[0] - 1, OFFSETS_BAG.name
+    else:
+        if num_segments is None:
+            raise ValueError("segment_ids= needs num_segments=")
+        if isinstance(num_segments, bool) or not isinstance(num_segments, (int, np.integer)) \
+                or not 0 <= int(num_segments) < 2**31:
+            raise ValueError(f"num_segments must be an integer in [0, 2^31), got {num_segments!r}")
+        segment_ids = _array("segment_ids", segment_ids, 1, kinds="iu")
+        if segment_ids.shape[0] != n_lookups:
+            raise ValueError(f"segment_ids must have one entry per index ({n_lookups}), has "
+                             f"{segment_ids.shape[0]}")
+        _check_values("segment_ids", segment_ids, -2**31, 2**31 - 1)
+        rows, target = int(num_segments), SEGMENT_REDUCE.name
+    _check_values("indices", indices, -2**31, 2**31 - 1)
+    if weights is not None:
+        weights = _array("weights", weights, 1, kinds="fiu")
+        if weights.shape[0] != n_lookups:
+            raise ValueError(f"weights must have one entry per index ({n_lookups}), has "
+                             f"{weights.shape[0]}")
     register_targets()
     table = jnp.asarray(table)
     if init is None:
         init = {"max": float("-inf"), "min": float("inf")}.get(combiner, 0.0)
     operands = [table, jnp.asarray(indices)]
-    if offsets is not None:
-        offsets = jnp.asarray(offsets)
-        rows, target = offsets.shape[0] - 1, OFFSETS_BAG.name
-        operands.append(offsets)
-    else:
-        if num_segments is None:
-            raise ValueError("segment_ids= needs num_segments=")
-        rows, target = int(num_segments), SEGMENT_REDUCE.name
-        operands.append(jnp.asarray(segment_ids))
+    operands.append(jnp.asarray(offsets if offsets is not None else segment_ids))
     if weights is not None:
         operands.append(jnp.asarray(weights, dtype=table.dtype))
     out = jax.ShapeDtypeStruct((rows, table.shape[1]), table.dtype)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 
 USAGE_EXIT = 2
+INTERNAL_EXIT = 70  # EX_SOFTWARE: a bug of ours, not bad input (the fuzzer counts these)
 
 
 class UsageError(ValueError):
@@ -33,3 +35,14 @@ def guarded(fn: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         print("ember-xla: interrupted", file=sys.stderr)
         return 130
+    except (MemoryError, RecursionError) as e:
+        print(f"ember-xla: error: out of resources ({type(e).__name__}); the input is too large "
+              "or nested too deeply", file=sys.stderr)
+        return USAGE_EXIT
+    except Exception as e:  # a bug: still one line, never a traceback, but a distinct exit code
+        if os.environ.get("EMBER_XLA_TRACEBACK"):
+            raise
+        msg = " ".join(str(e).split("\n")[0].split())[:300]
+        print(f"ember-xla: internal error: {type(e).__name__}: {msg} (please report it; "
+              "EMBER_XLA_TRACEBACK=1 shows the traceback)", file=sys.stderr)
+        return INTERNAL_EXIT

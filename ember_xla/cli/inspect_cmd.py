@@ -67,7 +67,12 @@ def render(s: dict[str, Any]) -> str:
 
 
 def inspect(models: list[Model], as_json: bool) -> str:
-    sums = [summary(m) for m in models]
+    sums = []
+    for m in models:
+        try:
+            sums.append(summary(m))
+        except ValueError as e:  # e.g. a shape whose layout the text form cannot spell
+            raise ValueError(f"{m.source}: {e}") from None
     if as_json:
         return json.dumps(sums if len(sums) > 1 else sums[0], indent=2)
     return "\n\n".join(render(s) for s in sums)

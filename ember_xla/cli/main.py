@@ -84,7 +84,7 @@ def _cmd_inspect(args: list[str]) -> int:
 
 
 def _cmd_rewrite(args: list[str]) -> int:
-    from ember_xla.cli.rewrite_cmd import rewrite_one
+    from ember_xla.cli.rewrite_cmd import rewrite_all
     from ember_xla.hlo_import.load import load_models
 
     if len(args) != 1:
@@ -92,15 +92,9 @@ def _cmd_rewrite(args: list[str]) -> int:
     if not FLAGS.out:
         raise UsageError("rewrite needs --out DIR")
     models = load_models(args[0], FLAGS.signature, FLAGS.unknown_dim)
-    for m in models:
-        sub = FLAGS.out
-        if len(models) > 1:
-            import os
-
-            sub = os.path.join(FLAGS.out, m.source.rsplit("[", 1)[-1].rstrip("]"))
-        rewrite_one(m, sub, FLAGS.verify, FLAGS.seed, group=FLAGS.group_tables,
-                    cost_model=False if FLAGS.rewrite_all else None,
-                    assume_finite_tables=FLAGS.assume_finite_tables)
+    rewrite_all(models, FLAGS.out, FLAGS.verify, FLAGS.seed, group=FLAGS.group_tables,
+                cost_model=False if FLAGS.rewrite_all else None,
+                assume_finite_tables=FLAGS.assume_finite_tables)
     return 0
 
 
@@ -167,14 +161,27 @@ def main(argv: list[str]) -> int:
     from absl import logging
 
     logging.set_verbosity(logging.WARNING)  # libraries' INFO chatter stays off the terminal
+    choices = ", ".join(HANDLERS)
     if len(argv) < 2:
-        print(USAGE, file=sys.stderr)
+        print(f"ember-xla: error: no command given; expected one of {choices} "
+              "(ember-xla --help for usage)", file=sys.stderr)
         return USAGE_EXIT
     cmd, args = argv[1], argv[2:]
     if cmd not in HANDLERS:
-        print(f"ember-xla: error: unknown command {cmd!r}\n{USAGE}", file=sys.stderr)
+        print(f"ember-xla: error: unknown command {cmd!r}; expected one of {choices} "
+              "(ember-xla --help for usage)", file=sys.stderr)
         return USAGE_EXIT
     return guarded(lambda: HANDLERS[cmd](args))
+
+
+def _parse_flags(argv: list[str]) -> list[str]:
+    """absl's parser, with a bad flag as one error line and exit code 2 (absl: two, exit 1)."""
+    try:
+        return FLAGS(argv)
+    except flags.Error as e:
+        msg = " ".join(str(e).split("\n")[0].split())
+        print(f"ember-xla: error: {msg} (ember-xla --help lists the flags)", file=sys.stderr)
+        sys.exit(USAGE_EXIT)
 
 
 def run() -> None:
@@ -182,9 +189,12 @@ def run() -> None:
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # keep TensorFlow quiet on stderr
     os.environ.setdefault("JAX_PLATFORMS", "cpu")  # no accelerator probing
+    # TensorFlow (imported for its HloModuleProto schema) otherwise logs a oneDNN notice on
+    # stderr at import; the CLI runs no TF kernels whose numerics the setting could change.
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
     if any(a in ("-h", "--help", "--helpshort", "help") for a in sys.argv[1:2] + sys.argv[2:]):
         print(USAGE.replace("Run `ember-xla --helpfull` for every flag.", "Flags:"))
         print(FLAGS.module_help(__name__))
         print(FLAGS.module_help(ember_xla.batch.flags.__name__))
         sys.exit(0)
-    app.run(main, argv=_normalize_argv(sys.argv))
+    app.run(main, argv=_normalize_argv(sys.argv), flags_parser=_parse_flags)

@@ -1,5 +1,8 @@
 """``ember-xla rewrite MODEL --out DIR [--verify]``: rewrite embedding clusters into ember
-custom-calls; write ``rewritten.pb``, ``rewritten.hlo`` and ``report.json`` atomically."""
+custom-calls; write ``rewritten.pb``, ``rewritten.hlo`` and ``report.json`` (one subfolder per
+signature of a SavedModel with several). Every output is produced in memory first (a module the
+printer or the proto writer refuses is an error before anything is written), then the folder is
+replaced as a whole (``util.atomic.write_folder_atomic``)."""
 
 from __future__ import annotations
 
@@ -7,17 +10,62 @@ import json
 import os
 from typing import Any
 
+from ember_xla.cli.errors import UsageError
 from ember_xla.hlo_import.model import Model
 from ember_xla.hlo_import.proto import module_to_proto
 from ember_xla.ir.hlo.printer import print_module
 from ember_xla.rewrites.pipeline import RewriteResult, rewrite_module
-from ember_xla.util.atomic import write_atomic
+from ember_xla.util.atomic import write_folder_atomic
+
+OUTPUTS = ("rewritten.pb", "rewritten.hlo", "report.json")
+
+
+def check_out_dir(out_dir: str) -> None:
+    """``out_dir`` is replaced as a whole: it must be new, empty, or hold only our outputs."""
+    if not os.path.exists(out_dir):
+        return
+    if not os.path.isdir(out_dir):
+        raise UsageError(f"--out {out_dir}: exists and is not a folder")
+    for name in sorted(os.listdir(out_dir)):
+        sub = os.path.join(out_dir, name)
+        ours = name in OUTPUTS or (os.path.isdir(sub) and not os.path.islink(sub) and all(
+            f in OUTPUTS for f in os.listdir(sub)))
+        if not ours:
+            raise UsageError(f"--out {out_dir}: holds {name!r}, which rewrite did not write; "
+                             "the folder is replaced as a whole, so give a new or empty folder")
 
 
 def rewrite_one(model: Model, out_dir: str, verify: bool, seed: int,
-                say: Any = print, group: bool = False,
-                cost_model: bool | None = None,
+                say: Any = print, group: bool = False, cost_model: bool | None = None,
                 assume_finite_tables: bool = False) -> dict[str, Any]:
+    check_out_dir(out_dir)
+    report, files = prepare(model, verify, seed, say, group, cost_model, assume_finite_tables)
+    say(f"[3/3] writing {out_dir}")
+    write_folder_atomic(out_dir, files)
+    return report
+
+
+def rewrite_all(models: list[Model], out_dir: str, verify: bool, seed: int,
+                group: bool = False, cost_model: bool | None = None,
+                assume_finite_tables: bool = False) -> None:
+    """Rewrite every model, then write all outputs as one atomic folder replacement."""
+    check_out_dir(out_dir)
+    files: dict[str, bytes | str] = {}
+    for m in models:
+        sub = m.source.rsplit("[", 1)[-1].rstrip("]") if len(models) > 1 else ""
+        if sub and (sub in ("", ".", "..") or "/" in sub or sub in OUTPUTS):
+            raise UsageError(f"{m.source}: signature name {sub!r} cannot name an output folder")
+        _, out = prepare(m, verify, seed, print, group, cost_model, assume_finite_tables)
+        files.update({os.path.join(sub, k) if sub else k: v for k, v in out.items()})
+    print(f"[3/3] writing {out_dir}")
+    write_folder_atomic(out_dir, files)
+
+
+def prepare(model: Model, verify: bool, seed: int, say: Any = print,
+            group: bool = False, cost_model: bool | None = None,
+            assume_finite_tables: bool = False
+            ) -> tuple[dict[str, Any], dict[str, bytes | str]]:
+    """The report and the output files of one model, all in memory."""
     say(f"[1/3] finding embedding clusters in {model.source} "
         f"({sum(len(g.ops) for g in model.module.graphs)} instructions)")
     result: RewriteResult = rewrite_module(model.module, group=group, cost_model=cost_model,
@@ -43,10 +91,13 @@ def rewrite_one(model: Model, out_dir: str, verify: bool, seed: int,
             f"{v['max_abs_diff']:.3g}")
     else:
         say("[2/3] verification skipped (pass --verify)")
-    say(f"[3/3] writing {out_dir}")
-    os.makedirs(out_dir, exist_ok=True)
-    write_atomic(os.path.join(out_dir, "rewritten.pb"), module_to_proto(result.module))
-    write_atomic(os.path.join(out_dir, "rewritten.hlo"), print_module(result.module))
-    write_atomic(os.path.join(out_dir, "report.json"), json.dumps(report, indent=2) + "\n")
+    try:
+        files: dict[str, bytes | str] = {
+            "rewritten.pb": module_to_proto(result.module),
+            "rewritten.hlo": print_module(result.module),
+            "report.json": json.dumps(report, indent=2) + "\n",
+        }
+    except ValueError as e:  # e.g. a layout field the text printer cannot spell
+        raise UsageError(f"{model.source}: cannot write the rewritten module: {e}") from None
     say(f"  {len(result.clusters)} clusters rewritten, {len(result.near_misses)} near-misses")
-    return report
+    return report, files

@@ -5,25 +5,44 @@ from __future__ import annotations
 
 import io
 import time
+import zipfile
+import zlib
+from typing import Any
 
 import numpy as np
 
 from ember_xla.cli.errors import UsageError
 from ember_xla.hlo_import.model import Model
 from ember_xla.runtime.execute import compile_module
-from ember_xla.runtime.inputs import random_inputs
+from ember_xla.runtime.inputs import check_budget, random_inputs
 from ember_xla.util.atomic import write_atomic
 
 
 def load_inputs(model: Model, path: str | None, seed: int) -> list[np.ndarray]:
     params = sorted(model.module.entry.params(),
                     key=lambda p: p.attributes.get("parameter_number", 0))
+    check_budget(model.module)
     if path is None:
         return random_inputs(model.module, seed, model.bound)
     try:
-        data = np.load(path)
-    except (OSError, ValueError) as e:
-        raise UsageError(f"{path}: cannot read inputs ({e}); expected an .npz file") from None
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read inputs ({e.strerror})") from None
+    if magic != b"PK\x03\x04":
+        raise UsageError(f"{path}: not an .npz file (no zip header); expected np.savez output")
+    try:
+        data = np.load(path, allow_pickle=False)
+        return _match(model, params, data, path)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as e:
+        if isinstance(e, UsageError):
+            raise
+        msg = " ".join(str(e).split())[:200]
+        raise UsageError(f"{path}: cannot read inputs ({type(e).__name__}: {msg}); expected an "
+                         ".npz file as np.savez writes it") from None
+
+
+def _match(model: Model, params: list, data: Any, path: str) -> list[np.ndarray]:
     out = []
     for i, p in enumerate(params):
         num = p.attributes.get("parameter_number", i)

@@ -1,17 +1,6 @@
-"""The one error type of the importers: it names the file, the place and what was expected."""
+"""Re-export: the importers' error type lives in ``ember_xla.ir.hlo.errors`` (the HLO text
+parser in ``ir/hlo`` raises it too); callers keep using this name."""
 
-from __future__ import annotations
+from ember_xla.ir.hlo.errors import ImportError_
 
-
-class ImportError_(ValueError):  # noqa: N801 - avoid shadowing the builtin ImportError
-    """Bad or unsupported input. ``str(err)`` is a one-line message with the location."""
-
-    def __init__(self, message: str, path: str | None = None, line: int = 0, col: int = 0):
-        self.path = path
-        self.line = line
-        self.col = col
-        self.bare = message
-        where = path or "<input>"
-        if line:
-            where += f":{line}:{col}"
-        super().__init__(f"{where}: {message}")
+__all__ = ["ImportError_"]

@@ -7,9 +7,34 @@ import os
 from ember_xla.hlo_import.errors import ImportError_
 from ember_xla.hlo_import.model import Model
 from ember_xla.hlo_import.proto import module_from_proto
-from ember_xla.hlo_import.text import parse_module
+from ember_xla.ir.dialect import VerifyError
+from ember_xla.ir.graph import Module
+from ember_xla.ir.hlo.parser import Located, parse_module_located
+from ember_xla.ir.hlo.verifier import HloVerifyError, verify_module
 
 TEXT_SUFFIXES = (".hlo", ".txt", ".hlo.txt")
+MAX_INPUT_BYTES = 2**31  # protobuf's own limit for one message
+
+
+def max_input_bytes() -> int:
+    try:
+        return int(os.environ.get("EMBER_XLA_MAX_INPUT_BYTES", MAX_INPUT_BYTES))
+    except ValueError:
+        return MAX_INPUT_BYTES
+
+
+def read_limited(path: str) -> bytes:
+    """The file's bytes; refuses more than ``max_input_bytes()`` (e.g. /dev/zero, a FIFO)."""
+    limit = max_input_bytes()
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise ImportError_(f"cannot read: {e.strerror}", path) from None
+    if len(data) > limit:
+        raise ImportError_(f"input is larger than {limit} bytes; expected an HLO module "
+                           "(set EMBER_XLA_MAX_INPUT_BYTES to allow more)", path)
+    return data
 
 
 def load_models(path: str, signature: str | None = None, unknown_dim: int = 8) -> list[Model]:
@@ -19,12 +44,11 @@ def load_models(path: str, signature: str | None = None, unknown_dim: int = 8) -
     if os.path.isdir(path):
         from ember_xla.hlo_import.tf_source import from_saved_model
 
-        return list(from_saved_model(path, signature, unknown_dim).values())
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise ImportError_(f"cannot read: {e.strerror}", path) from None
+        models = list(from_saved_model(path, signature, unknown_dim).values())
+        for m in models:
+            verified(m.module, path)
+        return models
+    data = read_limited(path)
     if not data:
         raise ImportError_("file is empty; expected HLO text or an HloModuleProto", path)
     if path.endswith(TEXT_SUFFIXES) or data.lstrip().startswith(b"HloModule"):
@@ -32,8 +56,22 @@ def load_models(path: str, signature: str | None = None, unknown_dim: int = 8) -
             text = data.decode("utf-8")
         except UnicodeDecodeError as e:
             raise ImportError_(f"HLO text is not UTF-8 (byte {e.start})", path) from None
-        return [Model(parse_module(text, path), path)]
-    return [Model(module_from_proto(data, path), path)]
+        module, located = parse_module_located(text, path)
+        return [Model(verified(module, path, located), path)]
+    return [Model(verified(module_from_proto(data, path), path), path)]
+
+
+def verified(module: Module, path: str, located: Located | None = None) -> Module:
+    """``module`` if it passes the HLO verifier, else ``ImportError_`` naming the computation,
+    the instruction and (for text) its line:column."""
+    try:
+        verify_module(module)
+    except HloVerifyError as e:
+        line, col = located.where(e.graph, e.op) if located and e.op else (0, 0)
+        raise ImportError_(str(e), path, line, col) from None
+    except VerifyError as e:
+        raise ImportError_(str(e), path) from None
+    return module
 
 
 def load_model(path: str, signature: str | None = None, unknown_dim: int = 8) -> Model:

@@ -6,11 +6,15 @@ dimension they index (so random runs exercise real lookups); everything else is 
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.hlo.shape import FLOAT_TYPES, INT_TYPES, Shape
 from ember_xla.ir.operation import Operation
+
+MAX_RUN_BYTES = 4 << 30  # inputs + outputs of one `run` / `--verify`
 
 # Ops through which an index value passes unchanged (in value range).
 _PASS = {"reshape", "bitcast", "convert", "copy", "broadcast", "slice", "concatenate",
@@ -69,22 +73,78 @@ def _index_bounds(module: Module) -> dict[int, int]:
 
 
 def random_array(shape: Shape, rng: np.random.Generator, high: int = 10) -> np.ndarray:
-    et = shape.element_type
+    """Random values made directly in the target dtype (floats via float32 at most), so a
+    large input never needs a float64 copy of itself."""
+    et, dims = shape.element_type, shape.dims
     if et == "pred":
-        return rng.random(shape.dims) < 0.5
+        return rng.integers(0, 2, size=dims, dtype=np.uint8).astype(bool)
     if et in FLOAT_TYPES:
-        return rng.standard_normal(shape.dims).astype(shape.dtype)
+        wide = np.float64 if shape.dtype == np.float64 else np.float32
+        arr = rng.standard_normal(dims, dtype=wide)
+        return arr if arr.dtype == shape.dtype else arr.astype(shape.dtype)
     if et in INT_TYPES:
-        return rng.integers(0, max(high, 1), size=shape.dims).astype(shape.dtype)
+        native = np.dtype(shape.dtype).kind in "iu" and np.dtype(shape.dtype).itemsize >= 1
+        gen = shape.dtype if native else np.int8  # ml_dtypes' 4-bit ints: via int8
+        hi = min(max(high, 1), int(np.iinfo(gen).max), int(ml_iinfo(shape.dtype)) + 1)
+        arr = rng.integers(0, hi, size=dims, dtype=gen)
+        return arr if native else arr.astype(shape.dtype)
     if et in ("c64", "c128"):
-        return (rng.standard_normal(shape.dims) + 1j * rng.standard_normal(shape.dims)).astype(
-            shape.dtype)
+        wide = np.float64 if et == "c128" else np.float32
+        arr = np.empty(dims, shape.dtype)
+        arr.real = rng.standard_normal(dims, dtype=wide)
+        arr.imag = rng.standard_normal(dims, dtype=wide)
+        return arr
     raise ValueError(f"cannot make a random {shape}")
+
+
+def ml_iinfo(dtype: np.dtype) -> int:
+    try:
+        return int(np.iinfo(dtype).max)
+    except ValueError:
+        import ml_dtypes
+
+        return int(ml_dtypes.iinfo(dtype).max)
+
+
+def max_run_bytes() -> int:
+    try:
+        return int(os.environ.get("EMBER_XLA_MAX_RUN_BYTES", MAX_RUN_BYTES))
+    except ValueError:
+        return MAX_RUN_BYTES
+
+
+def check_budget(module: Module) -> None:
+    """Refuse a module whose entry parameters or result need more than ``max_run_bytes()``."""
+    limit = max_run_bytes()
+    total = 0
+    items = [(f"parameter {p.name}", p.result.type) for p in module.entry.params()]
+    items.append(("the result", module.entry.root.result.type))
+    for what, shape in items:
+        n = _bytes(shape)
+        total += n
+        if n > limit or total > limit:
+            raise ValueError(f"{what} {shape} needs {n / 2**30:.3g} GiB; inputs and outputs "
+                             f"above {limit / 2**30:.3g} GiB are refused "
+                             "(set EMBER_XLA_MAX_RUN_BYTES to allow more)")
+
+
+def _bytes(shape: Shape) -> int:
+    if shape.is_tuple:
+        return sum(_bytes(t) for t in shape.tuple_shapes)
+    try:
+        item = np.dtype(shape.dtype).itemsize
+    except (TypeError, ValueError, KeyError):
+        item = 8
+    n = item
+    for d in shape.dims:
+        n *= max(d, 0)
+    return n
 
 
 def random_inputs(module: Module, seed: int = 0,
                   bound: dict[int, np.ndarray] | None = None) -> list[np.ndarray]:
     """One array per entry parameter; parameters in ``bound`` take the given values."""
+    check_budget(module)
     rng = np.random.default_rng(seed)
     bounds = _index_bounds(module)
     params = sorted(module.entry.params(), key=lambda p: p.attributes.get("parameter_number", 0))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ember_xla.hlo_import.errors import ImportError_
+from ember_xla.ir.hlo.errors import ImportError_
 from ember_xla.ir.hlo.shape import ELEMENT_TYPES, Shape
 
 _NAME = re.compile(r"%?[A-Za-z_$][\w.\-$]*")

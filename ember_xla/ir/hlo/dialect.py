@@ -8,7 +8,7 @@ from ember_xla.ir.hlo.verifier import verify_module
 
 
 def _parse(text: str, path: str) -> object:
-    from ember_xla.hlo_import.text import parse_module
+    from ember_xla.ir.hlo.parser import parse_module
 
     return parse_module(text, path)
 

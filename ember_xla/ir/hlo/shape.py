@@ -135,8 +135,9 @@ class Shape:
             dims.append(f"<={d}" if dyn else str(d))
         text = f"{self.element_type}[{','.join(dims)}]"
         if with_layout and self.layout is not None and self.is_array:
-            extra = {k: v for k, v in self.layout_extra
-                     if (k, v) not in _TEXTLESS_LAYOUT and k != "__unknown_fields__"}
+            extra = {k: v for k, v in self.layout_extra  # values may be lists: no hashing
+                     if not any(k == a and v == b for a, b in _TEXTLESS_LAYOUT)
+                     and k != "__unknown_fields__"}
             if extra:
                 raise ValueError(f"cannot print layout fields {extra} as HLO text")
             if self.dims or self.layout:

@@ -1,10 +1,13 @@
-"""The HLO verifier: structure (names, ids, operands, called computations, parameters) and the
-shape rules that can be checked locally (elementwise, tuples, reshape, broadcast, calls)."""
+"""The HLO verifier: structure (names, ids, operands, called computations, parameters), what
+XLA's verifier rejects before any shape inference (operand and callee counts per opcode,
+parameter numbers against callers, dims in [0, 2^63), tuple nesting depth) and the shape rules
+that can be checked locally (elementwise, tuples, reshape, broadcast, calls)."""
 
 from __future__ import annotations
 
 from ember_xla.ir.dialect import VerifyError
 from ember_xla.ir.graph import Graph, Module
+from ember_xla.ir.hlo.counts import check_counts, check_shape
 from ember_xla.ir.hlo.opcodes import ARITY, ELEMENTWISE, OPCODES
 from ember_xla.ir.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
@@ -17,9 +20,19 @@ def _same_dims(a: Shape, b: Shape) -> bool:
     return a.dims == b.dims and a.is_tuple == b.is_tuple
 
 
+class HloVerifyError(VerifyError):
+    """A broken rule, with the computation and (if any) instruction it was found at."""
+
+    def __init__(self, message: str, graph: str, op: str | None) -> None:
+        super().__init__(message)
+        self.graph = graph
+        self.op = op
+        self.bare = message.split(": ", 1)[-1]
+
+
 def _fail(g: Graph, op: Operation | None, msg: str) -> VerifyError:
     where = f"computation {g.name}" + (f", instruction {op.name}" if op is not None else "")
-    return VerifyError(f"{where}: {msg}")
+    return HloVerifyError(f"{where}: {msg}", g.name, op.name if op is not None else None)
 
 
 def strip_layout(s: Shape) -> Shape:
@@ -34,6 +47,12 @@ def verify_op(g: Graph, op: Operation, graphs: set[int]) -> None:
     want = ARITY.get(op.opcode)
     if want is not None and len(op.operands) != want:
         raise _fail(g, op, f"{op.opcode} takes {want} operands, has {len(op.operands)}")
+    problem = check_shape(op.result.type)
+    if problem:
+        raise _fail(g, op, problem)
+    problem = check_counts(op)
+    if problem:
+        raise _fail(g, op, problem)
     for v in op.operands:
         if v.owner is None or v.owner.parent is not g:
             raise _fail(g, op, "reads a value from outside its computation")
@@ -88,9 +107,16 @@ def verify_graph(g: Graph, graphs: set[int]) -> None:
             raise _fail(g, op, "duplicate instruction name")
         names.add(op.name)
         verify_op(g, op, graphs)
-    numbers = sorted(p.attributes.get("parameter_number", 0) for p in g.params())
+    params = g.params()
+    numbers = sorted(p.attributes.get("parameter_number", 0) for p in params)
     if numbers != list(range(len(numbers))):
-        raise _fail(g, None, f"parameter numbers {numbers} are not 0..{len(numbers) - 1}")
+        seen: set[int] = set()
+        for p in params:  # name the first parameter out of range or repeated
+            num = p.attributes.get("parameter_number", 0)
+            if not 0 <= num < len(params) or num in seen:
+                raise _fail(g, p, f"parameter number {num} is not unique in 0..{len(params) - 1}"
+                                  f" (the computation has {len(params)} parameters)")
+            seen.add(num)
     order = g.topological()
     if len(order) != len(g.ops):
         raise _fail(g, None, "has a cycle")

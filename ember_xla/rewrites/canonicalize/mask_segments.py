@@ -73,6 +73,13 @@ class MaskedBag(RewritePattern):
         if ident is None:
             note(PASS, op, f"{where} combines with {comb or 'a non-trivial computation'}")
             return
+        if comb in ("maximum", "minimum"):
+            # the bag is a reduce: XLA:CPU may offload it to YNNPACK, whose max/min drop NaN,
+            # while a segment reduction propagates NaN (docs/RELIABILITY.md): not equivalent
+            note(PASS, op, f"{where} is a {comb} bag: XLA:CPU's NaN handling for max/min "
+                           "reduces depends on whether it offloads them to YNNPACK, so the "
+                           "cluster stays in XLA")
+            return
         if c is None or init is None or c != ident or init != ident:
             note(PASS, op, f"{where}: the masked-out value {c} and the init {init} are not the "
                            f"identity {ident} of {comb}, so masked lookups are not no-ops")

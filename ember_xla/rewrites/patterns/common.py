@@ -69,7 +69,10 @@ def split_weighted(walk: Walk, ref: Ref, n_lookups: int) -> tuple[Ref, Ref | Non
 
 
 def lookup_of(walk: Walk, rows: Ref) -> Lookup:
-    return match_lookup(walk, rows)
+    lk = match_lookup(walk, rows)
+    if lk.table.value.type.rank != 2:  # a gather XLA's shape inference would refuse
+        raise NoMatch(f"table {lk.table.value.type} is not a [rows, dim] matrix")
+    return lk
 
 
 def make_cluster(pattern: Any, walk: Walk, lk: Lookup, layout: list[tuple[str, Ref]],
