@@ -35,7 +35,10 @@ def test_library_model_rewrite(name):
     model = lm.export(name)
     result = rewrite_module(model.module, assume_finite_tables=m.assume_finite_tables)
     assert len(result.clusters) == m.clusters, result.near_misses
-    assert not result.near_misses, result.near_misses
+    if m.clusters:
+        assert not result.near_misses, result.near_misses
+    else:  # kept in XLA on purpose: the report must say why
+        assert any("YNNPACK" in n["reason"] for n in result.near_misses), result.near_misses
     verify_module(result.module)
     for case in ("random", "edge"):
         args = lm.inputs(name, case)

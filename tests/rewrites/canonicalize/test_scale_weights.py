@@ -19,17 +19,18 @@ def test_scalar_scale_becomes_per_lookup_weights(canon):
 
 
 def test_scaled_bag_is_rewritten_as_weighted():
+    import jax
     import jax.numpy as jnp
 
     from ember_xla.hlo_import.jax_source import from_jax
     from ember_xla.rewrites.pipeline import rewrite_module
     from ember_xla.runtime.execute import run_module
 
-    def f(t, ids):
-        return (t[ids] * jnp.sqrt(4.0)).max(1)
+    def f(t, ids, seg):   # a segment max (a scatter root: exact; max *bags* stay in XLA)
+        return jax.ops.segment_max(t[ids] * jnp.sqrt(4.0), seg, num_segments=3)
 
     args = [np.random.default_rng(0).standard_normal((10, 4)).astype(np.float32),
-            np.array([[0, 9, -1], [12, 3, 3]], np.int32)]
+            np.array([0, 9, -1, 12, 3, 3], np.int32), np.array([0, 0, 1, 1, 2, 2], np.int32)]
     m = from_jax(f, *args).module
     r = rewrite_module(m)
     assert len(r.clusters) == 1 and r.clusters[0]["attributes"]["weighted"]
