@@ -58,6 +58,7 @@ def _index_bounds(module: Module) -> dict[int, int]:
             dn = op.attributes.get("gather_dimension_numbers", {})
             dims = dn.get("start_index_map", [0])
             operand: Shape = op.operands[0].type
+            dims = [d for d in dims if 0 <= d < operand.rank]  # XLA's verifier rejects others
             bound = min(operand.dims[d] for d in dims) if dims else 1
             visit(op.operands[1].owner, max(bound, 1), set())
         elif op.opcode == "scatter":
@@ -66,6 +67,7 @@ def _index_bounds(module: Module) -> dict[int, int]:
             operand = op.operands[0].type
             if operand.is_tuple:
                 operand = operand.tuple_shapes[0]
+            dims = [d for d in dims if 0 <= d < operand.rank]
             bound = min(operand.dims[d] for d in dims) if dims else 1
             n_ops = len(op.operands)
             visit(op.operands[n_ops // 2].owner, max(bound, 1), set())

@@ -131,3 +131,14 @@ def test_layout_rank_mismatch(tmp_path, cli):
     f = tmp_path / "lay.hlo"
     f.write_text(text.replace(line, line.replace(f"[{dims}]", f"[{dims.replace(',', '')}]")))
     one_line(cli("rewrite", str(f), "--out", str(tmp_path / "o")), "not a permutation")
+
+
+def test_scatter_dims_out_of_range_in_run(tmp_path, cli):
+    """Found by the 10,000-case fuzz run: a scatter_dims_to_operand_dims outside the operand's
+    rank made `run`'s random-input builder raise IndexError (exit 70); it is XLA's to refuse."""
+    src = (FIXTURES / "tf_gather_unsorted_segment_min.hlo").read_text()
+    assert "scatter_dims_to_operand_dims={0}" in src
+    f = tmp_path / "bad_scatter.hlo"
+    f.write_text(src.replace("scatter_dims_to_operand_dims={0}",
+                             "scatter_dims_to_operand_dims={-9}"))
+    one_line(cli("run", str(f)), "scatter_dims_to_operand_dims")
