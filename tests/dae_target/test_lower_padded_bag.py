@@ -1,4 +1,6 @@
-"""padded_bag clusters (as the rewrite produces them: jnp.take(...).sum/max/min(axis=1),
+"""padded_bag clusters (as the rewrite produces them: jnp.take(...).sum(axis=1) — max/min bags
+stay in XLA for XLA:CPU's NaN semantics (docs/RELIABILITY.md), their lowering is covered by
+the direct ember.padded_bag calls of test_lower_ffi_calls.py —
 per-lookup weights, 0/1 padding masks, f32 reduction of bf16/f16 rows) and grouped tables,
 lowered to SLC and checked against XLA:CPU (bit for bit for these small unweighted bags; the
 check itself allows XLA its reduce order and FMA contraction for padded bags, see check.py)."""
@@ -12,7 +14,7 @@ from lowering_cases import DT, arrays, check_fn
 REDUCE = {"sum": jnp.sum, "max": jnp.max, "min": jnp.min}
 
 
-@pytest.mark.parametrize("combiner", sorted(REDUCE))
+@pytest.mark.parametrize("combiner", ["sum"])
 @pytest.mark.parametrize("lookup", ["fill", "clip", "index"])
 def test_combiners_and_modes(combiner, lookup):
     t, ids = arrays(7, 3, (4, 5))
