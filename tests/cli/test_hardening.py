@@ -142,3 +142,29 @@ def test_scatter_dims_out_of_range_in_run(tmp_path, cli):
     f.write_text(src.replace("scatter_dims_to_operand_dims={0}",
                              "scatter_dims_to_operand_dims={-9}"))
     one_line(cli("run", str(f)), "scatter_dims_to_operand_dims")
+
+
+def test_parameter_replication_leaf_count(tmp_path, cli):
+    """Found by the fuzz run: XLA aborts (CHECK failure, signal 6) on a parameter_replication
+    with more entries than the parameter has leaf buffers; the importer refuses it first."""
+    f = module(tmp_path, "  p = f32[2]{0} parameter(0), parameter_replication={false,true}\n"
+               "  ROOT q = f32[2]{0} negate(p)")
+    one_line(cli("run", str(f)), "instruction p", "parameter_replication has 2 entries")
+
+
+def test_literal_layout_not_a_permutation(tmp_path, cli):
+    """Found by the fuzz run: a constant whose literal layout does not permute its dims made
+    the text printer raise IndexError in `rewrite`; now a one-line error, nothing written."""
+    from ember_xla.hlo_import.proto import module_to_proto
+    from ember_xla.hlo_import.text import parse_module
+
+    f = module(tmp_path, "  c = s32[2,1]{1,0} constant({{1},{2}})\n"
+               "  ROOT q = s32[2,1]{1,0} negate(c)")
+    m = parse_module(f.read_text())
+    for op in m.walk():
+        if op.opcode == "constant":
+            op.attributes["literal"]["shape"]["layout"]["minor_to_major"] = [33, 0]
+    pb = tmp_path / "bad_literal.pb"
+    pb.write_bytes(module_to_proto(m))
+    one_line(cli("rewrite", str(pb), "--out", str(tmp_path / "o")), "does not permute")
+    assert not (tmp_path / "o").exists()

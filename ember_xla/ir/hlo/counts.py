@@ -51,8 +51,17 @@ def _params(callee: object) -> int:
     return len(callee.params())  # type: ignore[attr-defined]
 
 
+def _leaves(s: Shape) -> int:
+    return sum(_leaves(t) for t in s.tuple_shapes) if s.is_tuple else 1
+
+
 def check_counts(op: Operation) -> str | None:
     k, code = len(op.operands), op.opcode
+    rep = op.attributes.get("parameter_replication")
+    if isinstance(rep, dict):  # XLA CHECK-fails (aborts) on a mismatch
+        n, want = len(rep.get("replicated_at_leaf_buffers", [])), _leaves(op.result.type)
+        if n and n != want:
+            return f"parameter_replication has {n} entries for {want} leaf buffer(s)"
     rule = _OPERANDS.get(code)
     if rule and (k < rule[0] or k % rule[1]):
         return (f"{code} takes at least {rule[0]} operands in multiples of {rule[1]}, has {k}")

@@ -50,6 +50,9 @@ def literal_to_numpy(d: dict[str, Any]) -> np.ndarray | list:
     perm = _physical_perm(s)
     if perm is None:
         return flat.reshape(s.dims)
+    if sorted(perm) != list(range(len(s.dims))):
+        raise ValueError(f"literal of shape {s}: its layout does not permute the "
+                         f"{len(s.dims)} dims")
     phys = flat.reshape([s.dims[a] for a in perm])
     return np.transpose(phys, np.argsort(perm))
 
