@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember_xla.ir.opdef import OpDef
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.types import (
     I1,
@@ -16,6 +17,7 @@ from ember_xla.ir.types import (
     VectorType,
     element_type,
 )
+from ember_xla.ir.value import Value
 
 
 def is_float(t: Any) -> bool:
@@ -51,3 +53,29 @@ def has_ancestor(op: Operation, pred: Any) -> bool:
             return True
         p = p.parent_op
     return False
+
+
+class LoopOpDef(OpDef):
+    """Accessors shared by the counted loops (``scf.for``, ``slc.for``): operands
+    ``(lb, ub, step, init...)``, one body block whose first argument is the induction variable
+    and whose further arguments are the carried values."""
+
+    @property
+    def lb(self) -> Value:
+        return self.operands[0]
+
+    @property
+    def ub(self) -> Value:
+        return self.operands[1]
+
+    @property
+    def step(self) -> Value:
+        return self.operands[2]
+
+    @property
+    def init(self) -> list[Value]:
+        return self.operands[3:]
+
+    @property
+    def iv(self) -> Value:
+        return self.body.args[0]

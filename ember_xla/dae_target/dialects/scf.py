@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from ember_xla.dae_target.dialects.common import LoopOpDef
 from ember_xla.ir.block import Block, Region
 from ember_xla.ir.dialect import Dialect, register_dialect
 from ember_xla.ir.opdef import OpDef
@@ -28,7 +29,7 @@ def _yield_types(op: OpDef, region_index: int) -> list:
 
 
 @scf.add_op
-class ForOp(OpDef):
+class ForOp(LoopOpDef):
     """Counted loop; operands ``lb, ub, step`` (index) then the initial carried values."""
 
     opcode = "scf.for"
@@ -41,26 +42,6 @@ class ForOp(OpDef):
         body.args[0].name_hint = "i"
         return cls.create([lb, ub, step, *init], [v.type for v in init],
                           regions=[Region([body])])
-
-    @property
-    def lb(self) -> Value:
-        return self.operands[0]
-
-    @property
-    def ub(self) -> Value:
-        return self.operands[1]
-
-    @property
-    def step(self) -> Value:
-        return self.operands[2]
-
-    @property
-    def init(self) -> list[Value]:
-        return self.operands[3:]
-
-    @property
-    def iv(self) -> Value:
-        return self.body.args[0]
 
     def verify_(self) -> None:
         self.expect_counts(regions=1)

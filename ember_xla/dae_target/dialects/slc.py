@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ember_xla.dae_target.dialects.common import has_ancestor, is_index_like
+from ember_xla.dae_target.dialects.common import LoopOpDef, has_ancestor, is_index_like
 from ember_xla.ir.block import Block, Region
 from ember_xla.ir.dialect import Dialect, register_dialect
 from ember_xla.ir.opdef import OpDef
@@ -112,7 +112,7 @@ class FromStreamOp(OpDef):
 
 
 @slc.add_op
-class ForOp(OpDef):
+class ForOp(LoopOpDef):
     """A traversal unit: ``lb, ub, step`` (index streams), then initial carried values."""
 
     opcode = "slc.for"
@@ -126,26 +126,6 @@ class ForOp(OpDef):
         body.args[0].name_hint = iv_name
         return cls.create([lb, ub, step, *init], [v.type for v in init],
                           regions=[Region([body])])
-
-    @property
-    def lb(self) -> Value:
-        return self.operands[0]
-
-    @property
-    def ub(self) -> Value:
-        return self.operands[1]
-
-    @property
-    def step(self) -> Value:
-        return self.operands[2]
-
-    @property
-    def init(self) -> list[Value]:
-        return self.operands[3:]
-
-    @property
-    def iv(self) -> Value:
-        return self.body.args[0]
 
     @property
     def carried(self) -> list[Value]:
