@@ -74,7 +74,8 @@ def bound_of(cycles: float, execute: float, dram: float, access: float) -> str:
 
 
 class _Sim:
-    def __init__(self, target: Target, trace: Trace) -> None:
+    def __init__(self, target: Target, trace: Trace, recorder: Any = None) -> None:
+        self.rec = recorder
         self.t = target
         self.tr = trace
         self.mem = Memory(target)
@@ -175,6 +176,10 @@ class _Sim:
         self.exec_busy += cost
         for e in range(self.data_ptr, self.data_ptr + pops):
             self.pop_time[e] = self.exec_free
+            if self.rec is not None:
+                self.rec.pop(e, self.exec_free)
+        if self.rec is not None:
+            self.rec.callback(case, t_tok, ready, start, self.exec_free)
         self.data_ptr += pops
         self.tok_time.append(t_tok)
         self.tok_start.append(start)
@@ -221,9 +226,12 @@ class _Sim:
             self.in_queue.append(e)
             self.used += self.entry_bytes[e]
             self.reserved += 1
+            if self.rec is not None:
+                self.rec.reserve(e, t, self.entry_bytes[e])
         lb = self.mem.line_bytes
         addr, n = self.tr.a[i], max(self.tr.b[i], 1)
         done = t
+        t_issue = t
         for line in range(addr // lb, (addr + n - 1) // lb + 1):
             while self.heap and self.heap[0] <= t:
                 heapq.heappop(self.heap)
@@ -231,11 +239,15 @@ class _Sim:
                 t = max(t, heapq.heappop(self.heap))
             c = self.mem.access(line, t)
             heapq.heappush(self.heap, c)
+            if self.rec is not None:
+                self.rec.request(t, c)
             done = max(done, c)
             t += self.agen_step
             self.access_busy += self.agen_step
         self.done[i] = done
         self.agen[layer] = t
+        if self.rec is not None:
+            self.rec.load(layer, t_issue, t, done, addr, self.tr.b[i])
 
     def run(self) -> TimingReport:
         self.agen = {layer: 0.0 for layer in self.layers}
@@ -286,8 +298,10 @@ class _Sim:
             tokens=self.n_tok, entries=len(self.entry_loads), bound=bound)
 
 
-def simulate(target: Target, trace: Trace) -> TimingReport:
-    """Cycles, stalls, traffic and the bounding unit of ``trace`` on ``target``."""
+def simulate(target: Target, trace: Trace, recorder: Any = None) -> TimingReport:
+    """Cycles, stalls, traffic and the bounding unit of ``trace`` on ``target``.
+    ``recorder`` (an ``recorder.EventRecorder``) receives every event as the model decides
+    it; the cycles are the same with or without one."""
     if PUSH not in trace.kind and TOKEN not in trace.kind and LOAD not in trace.kind:
         return _Sim(target, trace)._report(0.0)
-    return _Sim(target, trace).run()
+    return _Sim(target, trace, recorder).run()
