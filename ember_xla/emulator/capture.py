@@ -1,0 +1,77 @@
+"""The values every ember cluster of a rewritten module sees in one run: a copy of the module
+whose entry returns, after its own outputs, each cluster's operands and results (tuple results
+split into their arrays). One XLA:CPU run of it gives the model's outputs with the native
+kernels and, per cluster, the inputs an emulated run of the cluster takes and the outputs the
+native kernel computed from them (the functional reference of the emulator)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ember_xla.ir.graph import Module
+from ember_xla.ir.operation import Operation
+from ember_xla.ir.hlo.shape import Shape
+from ember_xla.targets import is_ember_call
+
+
+@dataclasses.dataclass
+class Captured:
+    outputs: list[np.ndarray]                  # the model's own outputs
+    operands: dict[str, list[np.ndarray]]      # per cluster (custom-call name)
+    results: dict[str, list[np.ndarray]]
+
+
+class NotCapturable(ValueError):
+    """An ember call the capture cannot reach (inside a nested computation)."""
+
+
+def _leaves(g, op: Operation) -> list:
+    t = op.result.type
+    if not getattr(t, "tuple_shapes", ()):
+        return [op.result]
+    out = []
+    for i, s in enumerate(t.tuple_shapes):
+        gte = g.append(Operation("get-tuple-element", [op.result], [s], {"tuple_index": i},
+                                 name=g.unique_name(f"{op.name}.result{i}")))
+        out.append(gte.result)
+    return out
+
+
+def capture_module(module: Module) -> tuple[Module, int, list[tuple[str, int, int]]]:
+    """(the capturing copy, how many leading outputs are the model's, per call (name,
+    operand count, result count) in graph order)."""
+    m = module.clone()
+    g = m.entry
+    calls = [op for op in g.ops if is_ember_call(op)]
+    nested = [op.name for gr in m.graphs if gr is not g for op in gr.ops if is_ember_call(op)]
+    if nested:
+        raise NotCapturable(f"ember call %{nested[0]} is inside a nested computation")
+    root = g.root
+    own = _leaves(g, root)
+    n_own = len(own)
+    values = list(own)
+    layout = []
+    for c in calls:
+        res = _leaves(g, c)
+        values += list(c.operands) + res
+        layout.append((c.name, len(c.operands), len(res)))
+    g.root = g.append(Operation("tuple", values, [Shape.tuple_of([v.type for v in values])],
+                                name=g.unique_name("ember_capture")))
+    return m, n_own, layout
+
+
+def capture(module: Module, inputs: list[np.ndarray]) -> Captured:
+    """Run the capturing copy of ``module`` on XLA:CPU (native kernels)."""
+    from ember_xla.runtime.execute import run_module
+
+    m, n_own, layout = capture_module(module)
+    flat = run_module(m, inputs)
+    cap = Captured(flat[:n_own], {}, {})
+    pos = n_own
+    for name, n_in, n_out in layout:
+        cap.operands[name] = flat[pos:pos + n_in]
+        cap.results[name] = flat[pos + n_in:pos + n_in + n_out]
+        pos += n_in + n_out
+    return cap
