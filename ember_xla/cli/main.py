@@ -7,6 +7,7 @@ import sys
 from absl import app, flags
 
 import ember_xla.batch.flags  # noqa: F401  (the batch command's flags)
+import ember_xla.cli.emulate_cmd  # noqa: F401  (the emulate command's flags)
 from ember_xla.cli.errors import USAGE_EXIT, UsageError, guarded
 
 FLAGS = flags.FLAGS
@@ -40,8 +41,8 @@ flags.DEFINE_integer("repeat", 0, "run: also time this many runs and print the m
 flags.DEFINE_bool("tf", True, "example: also export, rewrite and verify the TensorFlow version.")
 flags.DEFINE_string("pipeline", None, "lower/opt: passes to run, e.g. "
                     "'vectorize{vl=16},bufferize,decouple' (lower: instead of -O0..-O4).")
-flags.DEFINE_integer("opt_level", None, "lower: optimization level, also spelled -O0 .. -O4 "
-                     "(default -O3).")
+flags.DEFINE_integer("opt_level", None, "lower/emulate: optimization level, also spelled -O0 .. "
+                     "-O4 (default -O3).")
 flags.DEFINE_integer("cluster", None, "lower: lower only cluster N (0-based, in report order).")
 flags.DEFINE_integer("verify_elements", 50_000, "lower --verify: clusters reading more table "
                      "elements per run are checked at a small size of the same form.",
@@ -63,6 +64,8 @@ COMMANDS = {
              "[--verify] [--out DIR]: clusters -> SLC -> SLCV -> DLC (docs/IR.md).",
     "opt": "opt FILE.mlir [--pipeline=P] [--print-after-all] [--out FILE]: run passes on "
            "the generic text IR.",
+    "emulate": "emulate MODEL [--target=tmu|FILE.toml] [-O0..-O4] [--trace T.json] [--json] "
+               "[--native_fallback]: run the clusters on an emulated DAE machine; timing report.",
 }
 USAGE = """usage: ember-xla COMMAND MODEL [--flags]
 
@@ -135,9 +138,15 @@ def _cmd_opt(args: list[str]) -> int:
     return opt_main(args, FLAGS)
 
 
+def _cmd_emulate(args: list[str]) -> int:
+    from ember_xla.cli.emulate_cmd import emulate_main
+
+    return emulate_main(args, FLAGS)
+
+
 HANDLERS = {"inspect": _cmd_inspect, "rewrite": _cmd_rewrite, "run": _cmd_run,
             "example": _cmd_example, "batch": _cmd_batch, "lower": _cmd_lower,
-            "opt": _cmd_opt}
+            "opt": _cmd_opt, "emulate": _cmd_emulate}
 
 
 def _normalize_argv(argv: list[str]) -> list[str]:
@@ -196,5 +205,6 @@ def run() -> None:
         print(USAGE.replace("Run `ember-xla --helpfull` for every flag.", "Flags:"))
         print(FLAGS.module_help(__name__))
         print(FLAGS.module_help(ember_xla.batch.flags.__name__))
+        print(FLAGS.module_help(ember_xla.cli.emulate_cmd.__name__))
         sys.exit(0)
     app.run(main, argv=_normalize_argv(sys.argv), flags_parser=_parse_flags)

@@ -11,8 +11,8 @@ import dataclasses
 import numpy as np
 
 from ember_xla.ir.graph import Module
-from ember_xla.ir.operation import Operation
 from ember_xla.ir.hlo.shape import Shape
+from ember_xla.ir.operation import Operation
 from ember_xla.targets import is_ember_call
 
 

@@ -58,6 +58,7 @@ class EmulationReport:
     source: str = ""
     engine: str = ""             # which emulator produced the cycles ("C++" / "Python")
     verify: dict[str, Any] | None = None
+    trace_events: int | None = None  # events written to the --trace file
 
     @property
     def total_cycles(self) -> float:
@@ -76,6 +77,8 @@ class EmulationReport:
             "clusters": [c.as_dict() for c in self.clusters]}
         if self.verify is not None:
             d["verify"] = self.verify
+        if self.trace_events is not None:
+            d["trace_events"] = self.trace_events
         return d
 
     def to_json(self) -> str:

@@ -1,0 +1,129 @@
+"""``ember-xla emulate MODEL [--target=tmu|FILE.toml] [-O0..-O4] [--trace t.json] [--json]``:
+rewrite the model's embedding clusters, lower each to a DAE program at the level, run the
+whole model on XLA:CPU with the clusters on the emulated DAE machine, verify the outputs
+against the original module and print the per-cluster timing report (a text table, or JSON
+with ``total_cycles`` and one entry per cluster). Progress and verification go to stderr, the
+report to stdout.
+
+Exit codes: 0 verified; 1 the outputs differ (original vs emulated, or an emulated cluster vs
+its native kernel); 2 bad input: a bad target file, a program that does not fit the target, a
+cluster the lowering refuses (unless ``--native_fallback``: it then runs on the native kernel
+and the report lists it), each as one line naming what and why.
+
+``batch_action`` plugs ``emulate`` into ``ember-xla batch --actions=rewrite,emulate``."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from absl import flags
+
+from ember_xla.cli.errors import UsageError
+
+flags.DEFINE_string("target", None, "emulate (and batch --actions=...,emulate): the DAE target, "
+                    "a shipped name (tmu, tiny) or a .toml file (configs/README.md); default "
+                    "tmu.")
+flags.DEFINE_string("trace", None, "emulate: write a Chrome/Perfetto trace (JSON for "
+                    "ui.perfetto.dev) of the emulated clusters to this file.")
+flags.DEFINE_bool("native_fallback", False, "emulate: run a cluster the DAE lowering refuses "
+                  "on the native kernel (listed in the report) instead of failing.")
+flags.DEFINE_enum("engine", "auto", ["auto", "xla", "python"], "emulate: xla (the C++ emulator "
+                  "as an XLA custom-call, the default when built) or python (the reference "
+                  "emulator beside the native kernels).")
+
+DEFAULT_TARGET = "tmu"
+DEFAULT_LEVEL = 3
+
+
+def _level(flags_: Any) -> int:
+    if getattr(flags_, "pipeline", None) is not None:
+        raise UsageError("emulate takes an optimization level -O0..-O4, not --pipeline")
+    level = DEFAULT_LEVEL if flags_.opt_level is None else flags_.opt_level
+    if not 0 <= level <= 4:
+        raise UsageError(f"-O{level}: expected an optimization level -O0..-O4")
+    return level
+
+
+def emulate_model(model: Any, target_name: str, level: int, inputs: Any, *, engine: str = "auto",
+                  native_fallback: bool = False, trace: str | None = None,
+                  group: bool = False, verify_atol: float = 1e-4, say: Any = None) -> Any:
+    """Rewrite (every cluster: the DAE machine is the target, not the CPU cost model),
+    compile, emulate and verify one imported model; returns ``run_model.Emulated``."""
+    from ember_xla.emulator.run_model import EmulateOptions, emulate_module
+    from ember_xla.emulator.target import load_target
+    from ember_xla.rewrites.pipeline import rewrite_module
+
+    target = load_target(target_name)
+    result = rewrite_module(model.module, group=group, cost_model=False)
+    if say:
+        say(f"{model.source}: {len(result.clusters)} embedding cluster(s) rewritten; "
+            f"emulating at -O{level} on {target.name} ({target.source})")
+    opts = EmulateOptions(target, level, engine, native_fallback, trace, verify_atol)
+    return emulate_module(model.module, result.module, inputs, opts, source=model.source)
+
+
+def _say_verify(em: Any, say: Any) -> None:
+    v = em.report.verify
+    m = v["model"]
+    how = "bit for bit" if m["bitwise_equal"] else f"max |diff| {m['max_abs_diff']:.3g}"
+    say(f"verify: original vs emulated model on XLA:CPU: {how}"
+        f"{'' if m['ok'] else ' > --verify_atol: MISMATCH'}")
+    for c in v["clusters_vs_native"]:
+        if not c["bitwise_equal"]:
+            say(f"verify: cluster {c['index']} (%{c['custom_call']}): emulated outputs differ "
+                f"from the native kernel's (max |diff| {c['max_abs_diff']:.3g}): MISMATCH")
+    if v["clusters_vs_native"] and all(c["bitwise_equal"] for c in v["clusters_vs_native"]):
+        say(f"verify: {len(v['clusters_vs_native'])} emulated cluster(s) equal the native "
+            "kernels bit for bit on the model's values")
+
+
+def emulate_main(args: list[str], flags_: Any) -> int:
+    from ember_xla.cli.run_cmd import load_inputs
+    from ember_xla.emulator.target import load_target
+    from ember_xla.hlo_import.load import load_model
+
+    if len(args) != 1:
+        raise UsageError("emulate takes exactly one MODEL argument")
+    level = _level(flags_)
+    target_name = flags_.target or DEFAULT_TARGET
+    load_target(target_name)  # a bad target fails before the model is loaded
+    model = load_model(args[0], flags_.signature, flags_.unknown_dim)
+    inputs = load_inputs(model, flags_.inputs, flags_.seed)
+
+    def say(msg: str) -> None:
+        print(msg, file=sys.stderr)
+
+    em = emulate_model(model, target_name, level, inputs, engine=flags_.engine,
+                       native_fallback=flags_.native_fallback, trace=flags_.trace,
+                       group=flags_.group_tables, verify_atol=flags_.verify_atol, say=say)
+    _say_verify(em, say)
+    if flags_.trace:
+        say(f"trace: {em.report.trace_events} events written to {flags_.trace} "
+            "(open in ui.perfetto.dev)")
+    print(em.report.to_json() if flags_.json else em.report.table())
+    if not em.ok:
+        say("emulate: verification FAILED")
+        return 1
+    return 0
+
+
+def batch_action(model: Any, rewritten: Any, out_dir: str, options: dict[str, Any]
+                 ) -> dict[str, Any]:
+    """``ember-xla batch --actions=rewrite,emulate``: emulate the model (``--target``,
+    ``-O``; defaults tmu, -O3) on random valid inputs, write ``emulate.json`` into the
+    model's folder; summary field ``emulated_cycles``."""
+    from ember_xla.batch.actions import ModelFailed
+    from ember_xla.runtime.inputs import random_inputs
+    from ember_xla.util.atomic import write_atomic
+
+    level = options.get("opt_level")
+    level = DEFAULT_LEVEL if level is None else int(level)
+    inputs = random_inputs(model.module, 0, model.bound)
+    em = emulate_model(model, options.get("target") or DEFAULT_TARGET, level, inputs)
+    write_atomic(os.path.join(out_dir, "emulate.json"), em.report.to_json() + "\n")
+    if not em.ok:
+        raise ModelFailed(f"{model.source}: emulate: the emulated outputs differ "
+                          "(see emulate.json)")
+    return {"emulated_cycles": em.report.total_cycles}
