@@ -1,0 +1,72 @@
+"""The workloads of ``bench_ladder.py``, as JAX functions whose HLO the rewrite turns into
+ember clusters, with seeded inputs:
+
+- ``dlrm``: MLPerf DLRM-DCNv2 embedding bags (sum, CSR offsets, D=128): a sample of its tables
+  with their multi-hot pooling factors (placement-and-anchors.md), rows capped; every bag has
+  exactly the table's pooling factor (as in the MLPerf multi-hot data);
+- ``gnn``: GNN aggregation (segment sum of source-node features by destination node) on a
+  synthetic power-law graph (in-degrees ~ Zipf), edges sorted by destination;
+- ``attention``: a sparse-attention-like gather: each block pools 1-8 rows (uniform)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+# (rows, pooling factor) of MLPerf DLRM-DCNv2 tables: the largest pooling (100, 27, 12), a
+# mid one (8) and the single-hot majority (1); rows capped at 100k (the caches see misses
+# anyway: 100k x 512 B = 51 MB > the 32 MB LLC of tmu.toml).
+DLRM_TABLES = ((40_000_000, 100), (40_000_000, 27), (40_000_000, 12), (405_282, 8),
+               (3_067_956, 3), (39_060, 1))
+ROW_CAP = 100_000
+
+
+def dlrm(batch: int, dim: int = 128, seed: int = 0):
+    import ember_xla
+
+    rng = np.random.default_rng(seed)
+    args = []
+    for rows, pooling in DLRM_TABLES:
+        n = min(rows, ROW_CAP)
+        args += [rng.standard_normal((n, dim)).astype(np.float32),
+                 rng.integers(0, n, batch * pooling).astype(np.int32),
+                 np.arange(0, batch * pooling + 1, pooling).astype(np.int32)]
+
+    def fn(*a):
+        return tuple(ember_xla.embedding_bag(a[i], a[i + 1], a[i + 2])
+                     for i in range(0, len(a), 3))
+
+    return fn, args
+
+
+def gnn(nodes: int, avg_degree: int = 8, dim: int = 64, seed: int = 1):
+    import jax
+
+    rng = np.random.default_rng(seed)
+    deg = np.minimum(rng.zipf(2.0, nodes), nodes)            # power-law in-degrees
+    deg = np.maximum(1, (deg * (avg_degree * nodes / deg.sum())).astype(np.int64))
+    dst = np.repeat(np.arange(nodes), deg).astype(np.int32)
+    src = rng.integers(0, nodes, dst.size).astype(np.int32)
+    feat = rng.standard_normal((nodes, dim)).astype(np.float32)
+
+    def fn(x, s, d):
+        return jax.ops.segment_sum(x[s], d, num_segments=nodes, indices_are_sorted=True)
+
+    return fn, [feat, src, dst]
+
+
+def attention(blocks: int, rows: int = 4096, dim: int = 64, seed: int = 2):
+    import jax
+
+    rng = np.random.default_rng(seed)
+    per = rng.integers(1, 9, blocks)                           # 1-8 rows per block
+    seg = np.repeat(np.arange(blocks), per).astype(np.int32)
+    ids = rng.integers(0, rows, seg.size).astype(np.int32)
+    keys = rng.standard_normal((rows, dim)).astype(np.float32)
+
+    def fn(k, i, s):
+        return jax.ops.segment_sum(k[i], s, num_segments=blocks, indices_are_sorted=True)
+
+    return fn, [keys, ids, seg]
+
+
+WORKLOADS = {"dlrm": dlrm, "gnn": gnn, "attention": attention}
