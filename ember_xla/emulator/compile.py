@@ -26,7 +26,8 @@ class CompiledCluster:
     kind: str                        # the custom-call target, e.g. ember.offsets_bag
     spec: Any = None                 # ClusterSpec (None when refused before reading it)
     dlc: Module | None = None
-    program: Any = None              # the bound DAE program
+    program: Any = None              # the DAE program (dae_target.program.DaeProgram)
+    binding: Any = None              # its resources on the target (bind_program)
     refused: str | None = None       # why the lowering refused it
 
     @property
@@ -34,13 +35,14 @@ class CompiledCluster:
         return self.call.name
 
 
-def compile_program(dlc: Module, target: Target) -> Any:
-    """Emit and bind the DAE program of a DLC module (the binder's refusal propagates)."""
+def compile_program(dlc: Module, target: Target,
+                    input_shapes: list[tuple[int, ...]] | None = None) -> tuple[Any, Any]:
+    """(program, binding) of a DLC module: emitted (specialised to ``input_shapes`` when
+    given) and bound to ``target`` (the binder's ``ProgramDoesNotFit`` propagates)."""
     from ember_xla.dae_target.program import bind_program, emit_program
 
-    program = emit_program(dlc)
-    bound = bind_program(program, target)
-    return program if bound is None else bound
+    program = emit_program(dlc, input_shapes)
+    return program, bind_program(program, target)
 
 
 def compile_cluster(index: int, call: Operation, target: Target, level: int | str
@@ -57,7 +59,8 @@ def compile_cluster(index: int, call: Operation, target: Target, level: int | st
         out.refused = str(e)
         return out
     try:
-        out.program = compile_program(out.dlc, target)
+        out.program, out.binding = compile_program(
+            out.dlc, target, [a.shape for a in out.spec.operands])
     except (ValueError, LookupError) as e:
         msg = " ".join(str(e).split())
         raise DoesNotFit(f"cluster {index} (%{call.name}, {kind}): its DAE program does not "
