@@ -1,0 +1,88 @@
+"""``ember-xla emulate`` through the installed console script: the built-in example and the
+test-corpus models with clusters emulated and verified; --json; --trace; bad target files and
+programs that do not fit: one line, exit 2. Cost: ~40 s (one example run per level, the
+corpus case, error paths)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).parents[1]
+
+
+def _export_example(path: Path, batch: int) -> str:
+    from ember_xla.examples import dlrm
+    from ember_xla.hlo_import.jax_source import from_jax
+    from ember_xla.hlo_import.proto import module_to_proto
+
+    args = dlrm.flat_args(dlrm.make_params(), dlrm.make_batch(batch=batch))
+    path.write_bytes(module_to_proto(from_jax(dlrm.jax_entry, *args).module))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory):
+    return _export_example(tmp_path_factory.mktemp("ex") / "dlrm_b4.pb", 4)
+
+
+@pytest.fixture(scope="module")
+def corpus_case(tmp_path_factory):
+    """The cluster-bearing case of tests/hlo_import/corpus.py, as a .pb."""
+    sys.path.insert(0, str(TESTS / "hlo_import"))
+    import corpus
+
+    proto, _, _ = corpus.build("jax_embedding_bag")
+    p = tmp_path_factory.mktemp("corpus") / "jax_embedding_bag.pb"
+    p.write_bytes(proto)
+    return str(p)
+
+
+def one_error_line(p) -> str:
+    assert p.returncode == 2, (p.returncode, p.stderr[-2000:])
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ember-xla: error: "), p.stderr
+    assert "Traceback" not in p.stderr and p.stdout == ""
+    return lines[0]
+
+
+@pytest.mark.parametrize("level", ["-O0", "-O3"])
+def test_example_emulated_and_verified(cli, example, level, tmp_path):
+    from ember_xla.examples import dlrm
+
+    trace = tmp_path / "t.json"
+    p = cli("emulate", example, level, "--json", "--trace", str(trace))
+    assert p.returncode == 0, p.stderr[-3000:]
+    rep = json.loads(p.stdout)
+    assert rep["total_cycles"] > 0 and len(rep["clusters"]) == len(dlrm.ROWS)
+    assert rep["total_cycles"] == pytest.approx(sum(c["cycles"] for c in rep["clusters"]))
+    assert rep["verify"]["ok"] and rep["level"] == level[1:]
+    assert "bit for bit" in p.stderr
+    data = json.loads(trace.read_text())
+    assert data["traceEvents"] and data["otherData"]["total_cycles"] == pytest.approx(
+        rep["total_cycles"])
+
+
+def test_table_output_and_corpus_model(cli, corpus_case):
+    p = cli("emulate", corpus_case, "--target=tmu")
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "-O3 on tmu" in p.stdout and "total" in p.stdout and "bound" in p.stdout
+
+
+def test_bad_target_file_is_one_line(cli, example, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text((Path(__file__).parents[2] / "configs" / "tiny.toml").read_text()
+                   .replace("lanes = 2", "lanes = \"two\""))
+    line = one_error_line(cli("emulate", example, f"--target={bad}"))
+    assert "bad.toml: access_unit.lanes: expected an integer" in line
+    line = one_error_line(cli("emulate", example, "--target=nosuch"))
+    assert "nosuch" in line
+
+
+def test_program_that_does_not_fit_tiny_is_one_line(cli, example):
+    # -O3's callbacks use 8 x f32 = 256-bit vectors; tiny's execute unit has 128-bit ones
+    line = one_error_line(cli("emulate", example, "--target=tiny", "-O3"))
+    assert "does not fit target tiny" in line and "cluster 0" in line
