@@ -1,0 +1,2 @@
+def bind_program(*a): raise NotImplementedError
+class Binding: pass
