@@ -11,13 +11,13 @@ buffer has its own 4 KiB-aligned base), the load its address depends on, the tra
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ember_xla.dae_target.interp.values import scalar
-from ember_xla.dae_target.program.model import DaeProgram, Engine, Instr, ir_type
+from ember_xla.dae_target.program.model import DaeProgram, Instr, ir_type
 from ember_xla.dae_target.program.ops import op_class
 from ember_xla.dae_target.program.semantics import step
 from ember_xla.emulator.reference_access import Access

@@ -6,7 +6,6 @@ and the top-level code of one lowered cluster. Plain frozen dataclasses; equalit
 from __future__ import annotations
 
 import dataclasses
-from typing import Union
 
 from ember_xla.ir.types import (
     FloatType,
@@ -24,7 +23,7 @@ REG_CLASSES = ("s", "v", "m")
 ROLES = ("in", "out")
 WHAT = ("push", "buffer", "token")
 
-Imm = Union[int, float, str]
+Imm = int | float | str
 
 
 class ProgramError(ValueError):

@@ -33,6 +33,8 @@ def _code(code: tuple[Instr, ...], regs: tuple[Reg, ...], indent: int) -> list[s
                 if n_else:
                     out.append(f"{pad}else:")
                     emit(i + 1 + n_then, i + 1 + n_then + n_else, depth + 1)
+            elif ins.op == "inc":
+                out.append(f"{pad}inc {dst}")
             else:
                 lhs = f"{dst} = " if dst else ""
                 types = f"  : {', '.join(str(regs[d]) for d in ins.dst)}" if ins.dst else ""
