@@ -1,8 +1,8 @@
 """The C++ core of the timing model (``native/timing.cc``, built into
 ``libember_emulator.so`` by ``pip install``): same algorithm and results as ``timing.py``, for
 traces of DLRM-sized batches. ``simulate_fast(target, trace)`` returns the same
-``TimingReport`` (pass a ``TraceArrays`` to skip converting the trace's Python lists); the environment variable ``EMBER_XLA_EMULATOR_LIBRARY`` may name another
-build of the library."""
+``TimingReport`` (pass a ``TraceArrays`` to skip converting the trace's Python lists). The
+environment variable ``EMBER_XLA_EMULATOR_LIBRARY`` may name another build of the library."""
 
 from __future__ import annotations
 
