@@ -1,12 +1,13 @@
 """The C++ core of the timing model (``native/timing.cc``, built into
 ``libember_emulator.so`` by ``pip install``): same algorithm and results as ``timing.py``, for
 traces of DLRM-sized batches. ``simulate_fast(target, trace)`` returns the same
-``TimingReport``; the environment variable ``EMBER_XLA_EMULATOR_LIBRARY`` may name another
-build of the library."""
+``TimingReport`` (pass a ``TraceArrays`` to skip converting the trace's Python lists). The
+environment variable ``EMBER_XLA_EMULATOR_LIBRARY`` may name another build of the library."""
 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import os
 import threading
 from pathlib import Path
@@ -16,7 +17,7 @@ import numpy as np
 from ember_xla.emulator.memory import LevelStats
 from ember_xla.emulator.target import Target
 from ember_xla.emulator.timing import ProgramDoesNotFit, TimingReport, bound_of, case_cycles
-from ember_xla.emulator.trace import LOAD, Trace
+from ember_xla.emulator.trace import CaseCost, Trace
 
 LIBRARY_NAME = "libember_emulator.so"
 _lock = threading.Lock()
@@ -37,7 +38,8 @@ class _Result(ctypes.Structure):
                 ("execute_busy", ctypes.c_double), ("queue_full", ctypes.c_double),
                 ("queue_empty", ctypes.c_double), ("dram_busy", ctypes.c_double),
                 ("dram_lines", ctypes.c_int64), ("tokens", ctypes.c_int64),
-                ("entries", ctypes.c_int64), ("level_hits", ctypes.c_int64 * 8),
+                ("entries", ctypes.c_int64), ("bytes_loaded", ctypes.c_int64),
+                ("level_hits", ctypes.c_int64 * 8),
                 ("level_misses", ctypes.c_int64 * 8)]
 
 
@@ -70,8 +72,32 @@ def load() -> ctypes.CDLL:
         return _lib
 
 
-def simulate_fast(target: Target, trace: Trace) -> TimingReport:
-    lib = load()
+@dataclasses.dataclass
+class TraceArrays:
+    """A trace as numpy arrays (the layout of ``trace.Trace``): what the C++ core reads without
+    a per-event conversion. ``from_trace`` converts a ``Trace`` once."""
+
+    kind: np.ndarray     # int8: LOAD, PUSH, TOKEN
+    a: np.ndarray        # int64
+    b: np.ndarray        # int64
+    c: np.ndarray        # int64
+    layer: np.ndarray    # int64
+    queued: np.ndarray   # uint8
+    cases: dict[int, CaseCost]
+
+    @classmethod
+    def from_trace(cls, trace: Trace) -> TraceArrays:
+        return cls(np.asarray(trace.kind, np.int8),
+                   *(np.asarray(x, np.int64) for x in (trace.a, trace.b, trace.c, trace.layer)),
+                   np.asarray(trace.queued, np.uint8), dict(trace.cases))
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+
+def target_struct(target: Target) -> tuple[_Target, list[np.ndarray]]:
+    """The timing parameters of ``target`` for the C ABI (and the arrays it points into, which
+    the caller keeps alive during the call)."""
     if len(target.caches) > 8:
         raise ValueError(f"{target.source}: the fast core models at most 8 cache levels")
     lines = {c.line_bytes for c in target.caches}
@@ -87,25 +113,11 @@ def simulate_fast(target: Target, trace: Trace) -> TimingReport:
                  line_bytes / target.dram_bytes_per_cycle, a.data_queue_bytes * a.lanes,
                  a.outstanding_requests, a.control_queue_entries, line_bytes,
                  len(target.caches), sets.ctypes.data, ways.ctypes.data, lat.ctypes.data)
-    kind = np.asarray(trace.kind, np.int8)
-    arr = [np.asarray(x, np.int64) for x in (trace.a, trace.b, trace.c, trace.layer)]
-    queued = np.asarray(trace.queued, np.uint8)
-    costs = case_cycles(target, trace)
-    n_cases = max(costs, default=-1) + 1
-    cyc = np.zeros(n_cases, np.float64)
-    pops = np.zeros(n_cases, np.int64)
-    for cid, cost in costs.items():
-        cyc[cid] = cost
-        pops[cid] = trace.cases[cid].pops
-    res = _Result()
-    err = ctypes.create_string_buffer(512)
-    rc = lib.ember_timing_simulate(
-        ctypes.byref(tg), ctypes.c_int64(len(kind)), _P(kind.ctypes.data),
-        *(_P(x.ctypes.data) for x in arr), _P(queued.ctypes.data), ctypes.c_int64(n_cases),
-        _P(cyc.ctypes.data), _P(pops.ctypes.data), ctypes.byref(res), err,
-        ctypes.c_int64(len(err)))
-    if rc:
-        raise ProgramDoesNotFit(f"{err.value.decode()} (target {target.name})")
+    return tg, [sets, ways, lat]
+
+
+def report_of(target: Target, res: _Result) -> TimingReport:
+    """The ``TimingReport`` of a C result struct (derived fields as ``timing.py`` makes them)."""
     stats = [LevelStats(c.name, res.level_hits[i], res.level_misses[i])
              for i, c in enumerate(target.caches)]
     cycles = res.cycles
@@ -113,8 +125,42 @@ def simulate_fast(target: Target, trace: Trace) -> TimingReport:
         cycles=cycles, seconds=cycles / (target.clock_ghz * 1e9),
         access_busy=res.access_busy, execute_busy=res.execute_busy,
         queue_full_stall=res.queue_full, queue_empty_stall=res.queue_empty,
-        bytes_loaded=int(np.asarray(trace.b, np.int64)[kind == LOAD].sum()),
-        dram_bytes=res.dram_lines * line_bytes,
+        bytes_loaded=res.bytes_loaded, dram_bytes=res.dram_lines * target.caches[0].line_bytes,
         cache_hit_rate={s.name: s.hit_rate for s in stats},
         tokens=res.tokens, entries=res.entries,
         bound=bound_of(cycles, res.execute_busy, res.dram_busy, res.access_busy))
+
+
+def simulate_fast(target: Target, trace: Trace | TraceArrays) -> TimingReport:
+    """``timing.simulate`` in C++: the same report. A ``TraceArrays`` skips the conversion of
+    the trace's Python lists."""
+    lib = load()
+    arr = trace if isinstance(trace, TraceArrays) else TraceArrays.from_trace(trace)
+    tg, keep = target_struct(target)
+    kind = np.ascontiguousarray(arr.kind, np.int8)
+    ints = [np.ascontiguousarray(x, np.int64) for x in (arr.a, arr.b, arr.c, arr.layer)]
+    queued = np.ascontiguousarray(arr.queued, np.uint8)
+    if not all(len(x) == len(kind) for x in (*ints, queued)):
+        raise ValueError("trace arrays differ in length")
+    tr = Trace()
+    tr.cases = arr.cases
+    costs = case_cycles(target, tr)
+    n_cases = max(costs, default=-1) + 1
+    cyc = np.zeros(n_cases, np.float64)
+    pops = np.full(n_cases, -1, np.int64)   # -1: no such case
+    for cid, cost in costs.items():
+        if cid < 0:
+            raise ValueError(f"case id {cid} is negative")
+        cyc[cid] = cost
+        pops[cid] = arr.cases[cid].pops
+    res = _Result()
+    err = ctypes.create_string_buffer(512)
+    rc = lib.ember_timing_simulate(
+        ctypes.byref(tg), ctypes.c_int64(len(kind)), _P(kind.ctypes.data),
+        *(_P(x.ctypes.data) for x in ints), _P(queued.ctypes.data), ctypes.c_int64(n_cases),
+        _P(cyc.ctypes.data), _P(pops.ctypes.data), ctypes.byref(res), err,
+        ctypes.c_int64(len(err)))
+    del keep
+    if rc:
+        raise ProgramDoesNotFit(f"{err.value.decode()} (target {target.name})")
+    return report_of(target, res)

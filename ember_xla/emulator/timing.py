@@ -125,6 +125,8 @@ class _Sim:
         self.reserved = 0                       # entries reserved so far (in order)
         self.in_queue: collections.deque[int] = collections.deque()
         self.used = 0
+        self.room_at = 0.0                      # when the queue space freed so far was freed
+        self.reserve_t = 0.0                    # when the last entry was reserved
         self.n_tok = len(self.token_case)
         self.tok_time: list[float] = []
         self.tok_start: list[float] = []
@@ -139,8 +141,8 @@ class _Sim:
     def _entry_pushed(self, e: int) -> float | None:
         if self.push_time[e] is None:
             loads = self.entry_loads[e]
-            if any(i not in self.done for i in loads):
-                return None
+            if not loads or any(i not in self.done for i in loads):
+                return None  # an entry without loads is pushed when it is reserved
             self.push_time[e] = max((self.done[i] for i in loads), default=0.0)
         return self.push_time[e]
 
@@ -193,18 +195,19 @@ class _Sim:
 
     # -- access unit ------------------------------------------------------------------------
     def _reserve(self, e: int, t: float) -> float | None:
-        """Earliest cycle >= t with room for entry e in the data queue (None: blocked)."""
+        """Earliest cycle >= t with room for entry e in the data queue (None: blocked).
+        Entries leave the queue in order; ``room_at`` keeps the pop time of the last one that
+        had to leave, so the wait survives a candidate that is not issued at once."""
         if e != self.reserved:
             return None  # entries are reserved in order
         need = self.entry_bytes[e]
-        t_free = t
         while self.used + need > self.queue_bytes:
             p = self._popped(self.in_queue[0])
             if p is None:
                 return None
-            t_free = max(t_free, p)
+            self.room_at = max(self.room_at, p)
             self.used -= self.entry_bytes[self.in_queue.popleft()]
-        return t_free
+        return max(t, self.room_at)
 
     def _candidate(self, layer: int) -> float | None:
         i = self.layers[layer][0]
@@ -226,6 +229,7 @@ class _Sim:
             self.in_queue.append(e)
             self.used += self.entry_bytes[e]
             self.reserved += 1
+            self.reserve_t = t
             if self.rec is not None:
                 self.rec.reserve(e, t, self.entry_bytes[e])
         lb = self.mem.line_bytes
@@ -249,9 +253,27 @@ class _Sim:
         if self.rec is not None:
             self.rec.load(layer, t_issue, t, done, addr, self.tr.b[i])
 
+    def _reserve_loadless(self) -> None:
+        """Entries without loads (values the access unit computes, e.g. an induction
+        variable) are reserved as soon as they are next, after the entry before them, and
+        are pushed then."""
+        while self.reserved < len(self.entry_loads) and not self.entry_loads[self.reserved]:
+            e = self.reserved
+            room = self._reserve(e, self.reserve_t)
+            if room is None:
+                return
+            self.in_queue.append(e)
+            self.used += self.entry_bytes[e]
+            self.reserved += 1
+            self.reserve_t = room
+            self.push_time[e] = room
+            if self.rec is not None:
+                self.rec.reserve(e, room, self.entry_bytes[e])
+
     def run(self) -> TimingReport:
         self.agen = {layer: 0.0 for layer in self.layers}
         self.heap: list[float] = []
+        self._reserve_loadless()
         while any(self.layers.values()):
             best, best_t, best_wait = None, INF, 0.0
             for layer, q in self.layers.items():
@@ -278,8 +300,11 @@ class _Sim:
                     f"({self.queue_bytes} B) cannot hold the entries one callback needs "
                     "before its control token is pushed")
             self._issue(best, best_t, best_wait)
-        while self._exec_next():
-            pass
+            self._reserve_loadless()
+        while True:
+            self._reserve_loadless()
+            if not self._exec_next():
+                break
         if len(self.tok_start) != self.n_tok:
             raise ProgramDoesNotFit("callbacks wait for data that is never pushed")
         end = max([self.exec_free, *self.done.values(), *self.tok_time, 0.0])

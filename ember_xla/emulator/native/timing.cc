@@ -1,48 +1,402 @@
-// Fast core of the DAE timing model: the same algorithm as ember_xla/emulator/timing.py (the
-// Python reference), operation for operation, so both give the same cycle counts. C ABI,
-// called through ctypes (ember_xla/emulator/fast.py).
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <deque>
-#include <functional>
-#include <map>
-#include <queue>
-#include <vector>
+// Fast core of the DAE timing model: the algorithm of ember_xla/emulator/timing.py (the Python
+// reference), decision for decision and in the same floating-point order, so both give the
+// same reports. Flat arrays throughout (no maps, no per-event allocation); the C ABI at the end
+// takes the trace as numpy arrays (ember_xla/emulator/fast.py).
+#include "timing.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <new>
+
+#include "cache.h"
+
+namespace ember_emu {
 namespace {
 
-struct Level {
-  int64_t sets, ways, latency;
-  std::vector<std::vector<int64_t>> lines;  // per set, LRU first
-  int64_t hits = 0, misses = 0;
-  bool lookup(int64_t line) {
-    auto& s = lines[line % sets];
-    for (size_t i = 0; i < s.size(); ++i) {
-      if (s[i] == line) {
-        s.erase(s.begin() + i);
-        s.push_back(line);
-        ++hits;
-        return true;
-      }
+// Completion times of the requests in flight: a binary min-heap on a fixed array.
+class RequestHeap {
+ public:
+  explicit RequestHeap(int64_t cap) : h_((size_t)cap + 1) {}
+  bool empty() const { return n_ == 0; }
+  int64_t size() const { return n_; }
+  double top() const { return h_[0]; }
+  void push(double x) {
+    int64_t i = n_++;
+    while (i > 0) {
+      int64_t p = (i - 1) >> 1;
+      if (h_[p] <= x) break;
+      h_[i] = h_[p];
+      i = p;
     }
-    ++misses;
+    h_[i] = x;
+  }
+  double pop() {
+    double top = h_[0];
+    double x = h_[--n_];
+    int64_t i = 0;
+    for (;;) {
+      int64_t l = 2 * i + 1;
+      if (l >= n_) break;
+      int64_t r = l + 1;
+      int64_t m = (r < n_ && h_[r] < h_[l]) ? r : l;
+      if (h_[m] >= x) break;
+      h_[i] = h_[m];
+      i = m;
+    }
+    if (n_ > 0) h_[i] = x;
+    return top;
+  }
+
+ private:
+  std::vector<double> h_;
+  int64_t n_ = 0;
+};
+
+// The next load of one traversal layer: a cursor over the trace (no per-load copy). It counts
+// the pushes it passes, so a queued load's data-queue entry is known without an index.
+struct LayerCursor {
+  int64_t value;          // the trace's layer number
+  double agen = 0.0;      // address generation: cycle of the layer's next address
+  int64_t pos = 0;        // event index of the layer's next load (n: none left)
+  int64_t pushes = 0;     // PUSH events before pos
+  int64_t left = 0;       // loads left
+};
+
+class Sim {
+ public:
+  Sim(const TimingTarget& t, const TraceView& tr, std::string* err)
+      : t_(t), tr_(tr), err_(err), mem_(t), heap_(std::max<int64_t>(t.outstanding, 1)) {}
+
+  bool Run(TimingResult* out) {
+    if (!Index()) return false;
+    if (!Replay()) return false;
+    Report(out);
+    return true;
+  }
+
+ private:
+  bool Fail(const std::string& msg) {
+    *err_ = msg;
     return false;
   }
-  void fill(int64_t line) {
-    auto& s = lines[line % sets];
-    if ((int64_t)s.size() >= ways) s.erase(s.begin());
-    s.push_back(line);
+
+  // -- structure of the trace (timing.py: _Sim._index), one pass ---------------------------------
+  bool Index() {
+    const int64_t n = tr_.n;
+    int64_t n_entries = 0, n_tok = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      n_entries += tr_.kind[i] == kPush;
+      n_tok += tr_.kind[i] == kToken;
+    }
+    entry_bytes_.resize((size_t)n_entries);
+    remaining_.assign((size_t)n_entries, 0);
+    loadless_.assign((size_t)n_entries, 0);
+    push_time_.assign((size_t)n_entries, 0.0);
+    pop_time_.assign((size_t)n_entries, 0.0);
+    n_tok_ = n_tok;
+    ring_.assign((size_t)std::min<int64_t>(t_.ctrl_cap, n_tok + 1), 0.0);
+    done_.assign((size_t)n, -1.0);
+    int64_t e = 0, pending = 0;
+    int64_t last_value = 0;
+    LayerCursor* last = nullptr;
+    for (int64_t i = 0; i < n; ++i) {
+      const int8_t k = tr_.kind[i];
+      if (k == kLoad) {
+        const int64_t dep = tr_.c[i];
+        if (dep >= i || dep < -1 || (dep >= 0 && tr_.kind[dep] != kLoad))
+          return Fail("malformed trace: load " + std::to_string(i) + " depends on event " +
+                      std::to_string(dep) + ", not an earlier load");
+        const int64_t v = tr_.layer[i];
+        if (!last || v != last_value) {
+          last = nullptr;
+          for (LayerCursor& lc : layers_)
+            if (lc.value == v) last = &lc;
+          if (!last) {
+            layers_.push_back(LayerCursor{v, 0.0, i, e, 0});
+            last = &layers_.back();
+          }
+          last_value = v;
+        }
+        ++last->left;
+        bytes_loaded_ += tr_.b[i];
+        pending += tr_.queued[i] != 0;
+      } else if (k == kPush) {
+        // an entry without loads counts as one pending "load": its reservation pushes it
+        remaining_[e] = pending ? pending : 1;
+        loadless_[e] = pending == 0;
+        entry_bytes_[e] = tr_.a[i];
+        if (tr_.a[i] > t_.queue_bytes)
+          return Fail("a data-queue entry of " + std::to_string(tr_.a[i]) +
+                      " bytes does not fit the " + std::to_string(t_.queue_bytes) +
+                      "-byte data queue");
+        pending = 0;
+        ++e;
+      } else if (k == kToken) {
+        const int64_t cs = tr_.a[i];
+        if (cs < 0 || cs >= tr_.n_cases || tr_.case_pops[cs] < 0)
+          return Fail("control token " + std::to_string(cs) + " has no case cost");
+      } else {
+        return Fail("malformed trace: event " + std::to_string(i) + " has kind " +
+                    std::to_string((int)k));
+      }
+    }
+    tok_pos_ = 0;
+    AdvanceToken();
+    return true;
   }
+
+  // Moves the token cursor to the next TOKEN event at or after tok_pos_.
+  void AdvanceToken() {
+    while (tok_pos_ < tr_.n && tr_.kind[tok_pos_] != kToken) {
+      tok_pushes_ += tr_.kind[tok_pos_] == kPush;
+      ++tok_pos_;
+    }
+  }
+  // Moves a layer cursor past its issued load to the layer's next load.
+  void AdvanceLayer(LayerCursor& lc) {
+    if (--lc.left == 0) return;
+    int64_t pos = lc.pos + 1;
+    int64_t pushes = lc.pushes;
+    while (!(tr_.kind[pos] == kLoad && tr_.layer[pos] == lc.value)) {
+      pushes += tr_.kind[pos] == kPush;
+      ++pos;
+    }
+    lc.pos = pos;
+    lc.pushes = pushes;
+    // the emulated caches' sets this load will look up: fetch them into the host's cache now
+    const int64_t lb = t_.line_bytes, addr = tr_.a[pos];
+    const int64_t first = FloorDiv(addr, lb), last = FloorDiv(addr + std::max<int64_t>(tr_.b[pos], 1) - 1, lb);
+    for (int64_t line = first; line <= last && line < first + 8; ++line) mem_.Prefetch(line);
+  }
+  // The entry of the load under a cursor, or -1 (address-only, or never pushed).
+  int64_t EntryOf(const LayerCursor& lc) const {
+    return (tr_.queued[lc.pos] && lc.pushes < (int64_t)entry_bytes_.size()) ? lc.pushes : -1;
+  }
+
+  // -- execute unit ------------------------------------------------------------------------------
+  // Runs the next callback if its inputs are known; false when blocked, done or failed (fatal_).
+  bool ExecNext() {
+    const int64_t k = n_started_;
+    if (k >= n_tok_) return false;
+    const int64_t before = tok_pushes_;
+    double t_tok = last_tok_time_;
+    if (before) {
+      if (remaining_[before - 1] > 0) return false;
+      t_tok = std::max(t_tok, push_time_[before - 1]);
+    }
+    double& ring = ring_[(size_t)(k % (int64_t)ring_.size())];  // tok_start[k - ctrl_cap]
+    if (k >= t_.ctrl_cap) t_tok = std::max(t_tok, ring);
+    const int64_t cs = tr_.a[tok_pos_];
+    const int64_t pops = tr_.case_pops[cs];
+    const int64_t n_e = (int64_t)entry_bytes_.size();
+    double ready = t_tok;
+    for (int64_t e = data_ptr_; e < data_ptr_ + pops; ++e) {
+      if (e >= n_e) {
+        fatal_ = true;
+        *err_ = "callback " + std::to_string(cs) + " pops more data than was pushed";
+        return false;
+      }
+      if (remaining_[e] > 0) return false;
+      ready = std::max(ready, push_time_[e]);
+    }
+    const double start = std::max(exec_free_, ready);
+    if (ready > exec_free_) queue_empty_ += ready - exec_free_;
+    const double cost = tr_.case_cycles[cs];
+    exec_free_ = start + cost;
+    exec_busy_ += cost;
+    for (int64_t e = data_ptr_; e < data_ptr_ + pops; ++e) pop_time_[e] = exec_free_;
+    data_ptr_ += pops;
+    last_tok_time_ = t_tok;
+    ring = start;
+    max_tok_time_ = std::max(max_tok_time_, t_tok);
+    ++n_started_;
+    ++tok_pos_;
+    AdvanceToken();
+    return true;
+  }
+
+  // -- access unit -------------------------------------------------------------------------------
+  // Earliest cycle >= t with room for the next entry to reserve; false when blocked.
+  bool Reserve(int64_t e, double t, double* room) {
+    const int64_t need = entry_bytes_[e];
+    while (used_ + need > t_.queue_bytes) {
+      const int64_t front = queue_front_;
+      while (front >= data_ptr_) {  // not popped yet: run callbacks until it is
+        if (!ExecNext()) return false;
+      }
+      room_at_ = std::max(room_at_, pop_time_[front]);
+      used_ -= entry_bytes_[front];
+      ++queue_front_;
+    }
+    *room = std::max(t, room_at_);
+    return true;
+  }
+
+  void Issue(LayerCursor& lc, double t, double waited) {
+    const int64_t i = lc.pos;
+    const int64_t e = EntryOf(lc);
+    if (e >= 0 && e == reserved_) {
+      queue_full_ += waited;
+      used_ += entry_bytes_[e];
+      ++reserved_;
+      reserve_t_ = t;
+    }
+    const int64_t lb = t_.line_bytes;
+    const int64_t addr = tr_.a[i], nb = std::max<int64_t>(tr_.b[i], 1);
+    const int64_t first = FloorDiv(addr, lb), last = FloorDiv(addr + nb - 1, lb);
+    const double step = t_.agen_step;
+    const int64_t cap = t_.outstanding;
+    double done = t;
+    for (int64_t line = first; line <= last; ++line) {
+      while (!heap_.empty() && heap_.top() <= t) heap_.pop();
+      if (heap_.size() >= cap) t = std::max(t, heap_.pop());
+      const double c = mem_.Access(line, t);
+      heap_.push(c);
+      done = std::max(done, c);
+      t += step;
+      access_busy_ += step;
+    }
+    done_[i] = done;
+    max_done_ = std::max(max_done_, done);
+    if (e >= 0) {
+      push_time_[e] = std::max(push_time_[e], done);
+      --remaining_[e];
+    }
+    lc.agen = t;
+    AdvanceLayer(lc);
+  }
+
+  // Entries without loads are reserved as soon as they are next, after the entry before them,
+  // and are pushed then (timing.py: _reserve_loadless).
+  bool ReserveLoadless() {
+    const int64_t n_e = (int64_t)entry_bytes_.size();
+    while (reserved_ < n_e && loadless_[reserved_]) {
+      const int64_t e = reserved_;
+      double room;
+      if (!Reserve(e, reserve_t_, &room)) return !fatal_;
+      used_ += entry_bytes_[e];
+      ++reserved_;
+      reserve_t_ = room;
+      push_time_[e] = room;
+      remaining_[e] = 0;
+    }
+    return true;
+  }
+
+  bool Replay() {
+    if (!ReserveLoadless()) return false;
+    const int64_t n_layers = (int64_t)layers_.size();
+    for (;;) {
+      bool any = false, have = false;
+      int64_t best = 0;
+      double best_t = 0.0, best_wait = 0.0;
+      for (int64_t l = 0; l < n_layers; ++l) {
+        const LayerCursor& lc = layers_[l];
+        if (!lc.left) continue;
+        any = true;
+        double t = lc.agen;
+        const int64_t dep = tr_.c[lc.pos];
+        if (dep >= 0) {
+          const double d = done_[dep];
+          if (d < 0) continue;
+          t = std::max(t, d);
+        }
+        double wait = 0.0;
+        const int64_t e = EntryOf(lc);
+        if (e >= 0 && e == reserved_) {
+          double room;
+          if (!Reserve(e, t, &room)) {
+            if (fatal_) return false;
+            continue;
+          }
+          wait = std::max(0.0, room - t);
+          t += wait;
+        } else if (e > reserved_) {
+          continue;
+        }
+        if (!have || t < best_t) {
+          best = l, best_t = t, best_wait = wait, have = true;
+        }
+      }
+      if (!any) break;
+      if (!have)
+        return Fail("the access unit deadlocks: the data queue (" +
+                    std::to_string(t_.queue_bytes) +
+                    " B) cannot hold the entries one callback needs before its control token "
+                    "is pushed");
+      Issue(layers_[best], best_t, best_wait);
+      if (!ReserveLoadless()) return false;
+    }
+    for (;;) {
+      if (!ReserveLoadless()) return false;
+      if (!ExecNext()) break;
+    }
+    if (fatal_) return false;
+    if (n_started_ != n_tok_)
+      return Fail("callbacks wait for data that is never pushed");
+    return true;
+  }
+
+  void Report(TimingResult* out) {
+    *out = TimingResult{};
+    out->cycles = std::max({exec_free_, max_done_, max_tok_time_, 0.0});
+    out->access_busy = access_busy_;
+    out->execute_busy = exec_busy_;
+    out->queue_full = queue_full_;
+    out->queue_empty = queue_empty_;
+    out->dram_busy = mem_.dram_busy;
+    out->dram_lines = mem_.dram_lines;
+    out->tokens = n_tok_;
+    out->entries = (int64_t)entry_bytes_.size();
+    out->bytes_loaded = bytes_loaded_;
+    const auto& lv = mem_.levels();
+    for (size_t i = 0; i < lv.size() && i < (size_t)kMaxLevels; ++i) {
+      out->level_hits[i] = lv[i].hits;
+      out->level_misses[i] = lv[i].misses;
+    }
+  }
+
+  const TimingTarget& t_;
+  const TraceView& tr_;
+  std::string* err_;
+  MemorySystem mem_;
+  RequestHeap heap_;
+
+  std::vector<LayerCursor> layers_;  // in first-appearance order (the reference's dict order)
+  std::vector<double> done_;         // per event: completion of a load, -1 before it issues
+  std::vector<int64_t> entry_bytes_, remaining_;  // per entry: size, loads not yet done
+  std::vector<uint8_t> loadless_;                 // per entry: made of no load
+  std::vector<double> push_time_, pop_time_;
+  std::vector<double> ring_;         // start cycles of the last ctrl_cap callbacks
+  int64_t n_tok_ = 0, tok_pos_ = 0, tok_pushes_ = 0;  // token cursor: next token, pushes before
+  double last_tok_time_ = 0.0;
+
+  int64_t n_started_ = 0, data_ptr_ = 0, reserved_ = 0, queue_front_ = 0, used_ = 0;
+  int64_t bytes_loaded_ = 0;
+  double room_at_ = 0.0, reserve_t_ = 0.0, exec_free_ = 0.0, queue_full_ = 0.0, queue_empty_ = 0.0;
+  double exec_busy_ = 0.0, access_busy_ = 0.0, max_done_ = 0.0, max_tok_time_ = 0.0;
+  bool fatal_ = false;
 };
 
 }  // namespace
 
-extern "C" {
+bool Simulate(const TimingTarget& target, const TraceView& trace, TimingResult* out,
+              std::string* err) {
+  if (target.levels.empty() || (int64_t)target.levels.size() > kMaxLevels)
+    return (*err = "the timing core models 1 to 8 cache levels"), false;
+  for (const CacheSpec& s : target.levels)
+    if (s.sets <= 0 || s.ways <= 0) return (*err = "a cache level has no sets or ways"), false;
+  if (target.line_bytes <= 0 || target.outstanding <= 0 || target.ctrl_cap <= 0)
+    return (*err = "line size, outstanding requests and control queue must be positive"), false;
+  Sim sim(target, trace, err);
+  return sim.Run(out);
+}
 
-struct EmberTimingTarget {
+}  // namespace ember_emu
+
+// -- C ABI (ctypes: ember_xla/emulator/fast.py) ---------------------------------------------------
+extern "C" struct EmberTimingTarget {
   double agen_step, dram_latency, transfer;
   int64_t queue_bytes, outstanding, ctrl_cap, line_bytes, n_levels;
   const int64_t* level_sets;
@@ -50,265 +404,41 @@ struct EmberTimingTarget {
   const int64_t* level_latency;
 };
 
-struct EmberTimingResult {
-  double cycles, access_busy, execute_busy, queue_full, queue_empty, dram_busy;
-  int64_t dram_lines, tokens, entries;
-  int64_t level_hits[8], level_misses[8];
-};
+static ember_emu::TimingTarget ember_timing_target(const EmberTimingTarget* tg) {
+  ember_emu::TimingTarget t;
+  t.agen_step = tg->agen_step, t.dram_latency = tg->dram_latency, t.transfer = tg->transfer;
+  t.queue_bytes = tg->queue_bytes, t.outstanding = tg->outstanding, t.ctrl_cap = tg->ctrl_cap;
+  t.line_bytes = tg->line_bytes;
+  for (int64_t i = 0; i < tg->n_levels; ++i)
+    t.levels.push_back({tg->level_sets[i], tg->level_ways[i], tg->level_latency[i]});
+  return t;
+}
 
-// kind: 0 LOAD, 1 PUSH, 2 TOKEN. case_cycles/case_pops indexed by case id (< n_cases).
-// Returns 0 on success; 1 with a message in err when the program does not fit.
-int ember_timing_simulate(const EmberTimingTarget* tg, int64_t n, const int8_t* kind,
-                          const int64_t* a, const int64_t* b, const int64_t* c,
-                          const int64_t* layer, const uint8_t* queued, int64_t n_cases,
-                          const double* case_cycles, const int64_t* case_pops,
-                          EmberTimingResult* out, char* err, int64_t errlen) {
-  std::vector<Level> levels(tg->n_levels);
-  for (int64_t i = 0; i < tg->n_levels; ++i) {
-    levels[i].sets = tg->level_sets[i];
-    levels[i].ways = tg->level_ways[i];
-    levels[i].latency = tg->level_latency[i];
-    levels[i].lines.assign(levels[i].sets, {});
-  }
-  double dram_free = 0, dram_busy = 0;
-  int64_t dram_lines = 0;
-  auto mem_access = [&](int64_t line, double t) -> double {
-    for (size_t i = 0; i < levels.size(); ++i) {
-      if (levels[i].lookup(line)) {
-        for (size_t u = 0; u < i; ++u) levels[u].fill(line);
-        return t + (double)levels[i].latency;
-      }
-    }
-    for (auto& lv : levels) lv.fill(line);
-    double start = std::max(t, dram_free);
-    dram_free = start + tg->transfer;
-    ++dram_lines;
-    dram_busy += tg->transfer;
-    return start + tg->transfer + tg->dram_latency;
-  };
+extern "C" {
 
-  // -- structure ----------------------------------------------------------------------------
-  // layers in first-appearance order (the Python reference's dict order); dense indices
-  std::map<int64_t, int64_t> layer_index;
-  std::vector<std::vector<int64_t>> layers;
-  std::vector<size_t> head;
-  std::vector<int64_t> entry_of(n, -1);
-  std::vector<int64_t> entry_bytes, entry_remaining;
-  std::vector<double> entry_max;
-  std::vector<int64_t> token_case, token_after;
-  std::vector<int64_t> pending;
-  for (int64_t i = 0; i < n; ++i) {
-    if (kind[i] == 0) {
-      auto it = layer_index.find(layer[i]);
-      if (it == layer_index.end()) {
-        it = layer_index.emplace(layer[i], (int64_t)layers.size()).first;
-        layers.emplace_back();
-        head.push_back(0);
-      }
-      layers[it->second].push_back(i);
-      if (queued[i]) pending.push_back(i);
-    } else if (kind[i] == 1) {
-      int64_t e = (int64_t)entry_bytes.size();
-      for (int64_t p : pending) entry_of[p] = e;
-      entry_remaining.push_back((int64_t)pending.size());
-      entry_max.push_back(0.0);
-      entry_bytes.push_back(a[i]);
-      if (a[i] > tg->queue_bytes) {
-        std::snprintf(err, errlen, "a data-queue entry of %lld bytes does not fit the %lld-byte "
-                      "data queue", (long long)a[i], (long long)tg->queue_bytes);
-        return 1;
-      }
-      pending.clear();
-    } else {
-      if (a[i] < 0 || a[i] >= n_cases) {
-        std::snprintf(err, errlen, "control token %lld has no case cost", (long long)a[i]);
-        return 1;
-      }
-      token_case.push_back(a[i]);
-      token_after.push_back((int64_t)entry_bytes.size());
-    }
+// kind: 0 LOAD, 1 PUSH, 2 TOKEN. case_cycles/case_pops indexed by case id (< n_cases; pops < 0
+// marks an undefined case). Returns 0 on success; 1 with a message in err when the program does
+// not fit or the trace is malformed.
+__attribute__((visibility("default"))) int ember_timing_simulate(
+    const EmberTimingTarget* tg, int64_t n, const int8_t* kind, const int64_t* a,
+    const int64_t* b, const int64_t* c, const int64_t* layer, const uint8_t* queued,
+    int64_t n_cases, const double* case_cycles, const int64_t* case_pops,
+    ember_emu::TimingResult* out, char* err, int64_t errlen) {
+  std::string msg;
+  bool ok = false;
+  try {
+    const ember_emu::TimingTarget t = ember_timing_target(tg);
+    const ember_emu::TraceView view{n, kind, a, b, c, layer, queued, n_cases, case_cycles,
+                                    case_pops};
+    ok = ember_emu::Simulate(t, view, out, &msg);
+  } catch (const std::bad_alloc&) {
+    msg = "out of memory";
+  } catch (const std::exception& e) {
+    msg = e.what();
   }
-  const int64_t n_e = (int64_t)entry_bytes.size();
-  const int64_t n_tok = (int64_t)token_case.size();
-  std::vector<double> done(n, 0.0);
-  std::vector<char> is_done(n, 0);
-  std::vector<double> pop_time(n_e, 0.0);
-  std::vector<char> popped(n_e, 0);
-  int64_t reserved = 0, used = 0;
-  std::deque<int64_t> in_queue;
-  std::vector<double> tok_time, tok_start;
-  double exec_free = 0, queue_full = 0, queue_empty = 0, exec_busy = 0, access_busy = 0;
-  int64_t data_ptr = 0;
-  bool fatal = false;
-
-  auto pushed = [&](int64_t e, double* t) -> bool {
-    if (entry_remaining[e] > 0) return false;
-    *t = entry_max[e];
-    return true;
-  };
-  auto exec_next = [&]() -> bool {
-    int64_t k = (int64_t)tok_start.size();
-    if (k >= n_tok) return false;
-    int64_t before = token_after[k];
-    double t_tok = tok_time.empty() ? 0.0 : tok_time.back();
-    if (before) {
-      double p;
-      if (!pushed(before - 1, &p)) return false;
-      t_tok = std::max(t_tok, p);
-    }
-    if (k >= tg->ctrl_cap) t_tok = std::max(t_tok, tok_start[k - tg->ctrl_cap]);
-    int64_t cs = token_case[k];
-    int64_t pops = case_pops[cs];
-    double ready = t_tok;
-    for (int64_t e = data_ptr; e < data_ptr + pops; ++e) {
-      if (e >= n_e) {
-        std::snprintf(err, errlen, "callback %lld pops more data than was pushed",
-                      (long long)cs);
-        fatal = true;
-        return false;
-      }
-      double p;
-      if (!pushed(e, &p)) return false;
-      ready = std::max(ready, p);
-    }
-    double start = std::max(exec_free, ready);
-    if (ready > exec_free) queue_empty += ready - exec_free;
-    double cost = case_cycles[cs];
-    exec_free = start + cost;
-    exec_busy += cost;
-    for (int64_t e = data_ptr; e < data_ptr + pops; ++e) {
-      pop_time[e] = exec_free;
-      popped[e] = 1;
-    }
-    data_ptr += pops;
-    tok_time.push_back(t_tok);
-    tok_start.push_back(start);
-    return true;
-  };
-  auto pop_of = [&](int64_t e, double* t) -> bool {
-    while (!popped[e]) {
-      if (!exec_next()) return false;
-    }
-    *t = pop_time[e];
-    return true;
-  };
-  auto reserve = [&](int64_t e, double t, double* room) -> bool {
-    if (e != reserved) return false;
-    int64_t need = entry_bytes[e];
-    double t_free = t;
-    while (used + need > tg->queue_bytes) {
-      double p;
-      if (!pop_of(in_queue.front(), &p)) return false;
-      t_free = std::max(t_free, p);
-      used -= entry_bytes[in_queue.front()];
-      in_queue.pop_front();
-    }
-    *room = t_free;
-    return true;
-  };
-
-  std::vector<double> agen(layers.size(), 0.0);
-  std::priority_queue<double, std::vector<double>, std::greater<double>> heap;
-  const int64_t lb = tg->line_bytes;
-  for (;;) {
-    bool any = false;
-    int64_t best = 0;
-    bool have = false;
-    double best_t = INFINITY, best_wait = 0;
-    for (int64_t l = 0; l < (int64_t)layers.size(); ++l) {
-      if (head[l] >= layers[l].size()) continue;
-      any = true;
-      int64_t i = layers[l][head[l]];
-      double t = agen[l];
-      if (c[i] >= 0) {
-        if (!is_done[c[i]]) continue;
-        t = std::max(t, done[c[i]]);
-      }
-      double wait = 0;
-      int64_t e = entry_of[i];
-      if (e >= 0 && e == reserved) {
-        double room;
-        if (!reserve(e, t, &room)) {
-          if (fatal) return 1;
-          continue;
-        }
-        wait = std::max(0.0, room - t);
-        t += wait;
-      } else if (e >= 0 && e > reserved) {
-        continue;
-      }
-      if (t < best_t) {
-        best = l;
-        best_t = t;
-        best_wait = wait;
-        have = true;
-      }
-    }
-    if (fatal) return 1;
-    if (!any) break;
-    if (!have) {
-      std::snprintf(err, errlen, "the access unit deadlocks: the data queue (%lld B) cannot "
-                    "hold the entries one callback needs before its control token is pushed",
-                    (long long)tg->queue_bytes);
-      return 1;
-    }
-    // issue
-    int64_t i = layers[best][head[best]++];
-    double t = best_t;
-    int64_t e = entry_of[i];
-    if (e >= 0 && e == reserved) {
-      queue_full += best_wait;
-      in_queue.push_back(e);
-      used += entry_bytes[e];
-      ++reserved;
-    }
-    int64_t nb = std::max<int64_t>(b[i], 1);
-    double d = t;
-    for (int64_t line = a[i] / lb; line <= (a[i] + nb - 1) / lb; ++line) {
-      while (!heap.empty() && heap.top() <= t) heap.pop();
-      if ((int64_t)heap.size() >= tg->outstanding) {
-        t = std::max(t, heap.top());
-        heap.pop();
-      }
-      double cmp = mem_access(line, t);
-      heap.push(cmp);
-      d = std::max(d, cmp);
-      t += tg->agen_step;
-      access_busy += tg->agen_step;
-    }
-    done[i] = d;
-    is_done[i] = 1;
-    if (e >= 0) {
-      entry_max[e] = std::max(entry_max[e], d);
-      --entry_remaining[e];
-    }
-    agen[best] = t;
-  }
-  while (exec_next()) {
-  }
-  if (fatal) return 1;
-  if ((int64_t)tok_start.size() != n_tok) {
-    std::snprintf(err, errlen, "callbacks wait for data that is never pushed");
-    return 1;
-  }
-  double end = std::max(exec_free, 0.0);
-  for (int64_t i = 0; i < n; ++i)
-    if (is_done[i]) end = std::max(end, done[i]);
-  for (double x : tok_time) end = std::max(end, x);
-  out->cycles = end;
-  out->access_busy = access_busy;
-  out->execute_busy = exec_busy;
-  out->queue_full = queue_full;
-  out->queue_empty = queue_empty;
-  out->dram_busy = dram_busy;
-  out->dram_lines = dram_lines;
-  out->tokens = n_tok;
-  out->entries = n_e;
-  for (size_t i = 0; i < levels.size() && i < 8; ++i) {
-    out->level_hits[i] = levels[i].hits;
-    out->level_misses[i] = levels[i].misses;
-  }
-  return 0;
+  if (ok) return 0;
+  std::snprintf(err, (size_t)errlen, "%s", msg.c_str());
+  return 1;
 }
 
 }  // extern "C"

@@ -1,0 +1,88 @@
+// The DAE timing model's fast core: replays a trace (ember_xla/emulator/trace.py) on a target
+// with exactly the algorithm of the Python reference (ember_xla/emulator/timing.py), so both
+// report the same cycles, stalls and traffic. Used by the C ABI (timing.cc) and directly by the
+// program executor (no Python in the loop).
+#ifndef EMBER_XLA_EMULATOR_NATIVE_TIMING_H_
+#define EMBER_XLA_EMULATOR_NATIVE_TIMING_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ember_emu {
+
+enum EventKind : int8_t { kLoad = 0, kPush = 1, kToken = 2 };
+
+struct CacheSpec {
+  int64_t sets, ways, latency;
+};
+
+// The timing parameters of a target (what timing.py derives from target.Target).
+struct TimingTarget {
+  double agen_step = 1.0;      // cycles per cache-line address: 1 / (addresses_per_cycle*lanes)
+  double dram_latency = 0.0;   // cycles
+  double transfer = 1.0;       // cycles per line on the DRAM channel
+  int64_t queue_bytes = 0;     // data queue: per-lane bytes x lanes
+  int64_t outstanding = 1;     // memory requests in flight
+  int64_t ctrl_cap = 1;        // control-queue entries
+  int64_t line_bytes = 64;
+  std::vector<CacheSpec> levels;
+};
+
+// A trace in flat arrays (the layout of trace.Trace), with the per-case cost.
+struct TraceView {
+  int64_t n = 0;
+  const int8_t* kind = nullptr;
+  const int64_t* a = nullptr;      // LOAD: address; PUSH: bytes; TOKEN: case id
+  const int64_t* b = nullptr;      // LOAD: bytes
+  const int64_t* c = nullptr;      // LOAD: event index of the load it depends on, or -1
+  const int64_t* layer = nullptr;  // LOAD: access layer
+  const uint8_t* queued = nullptr; // LOAD: its data goes into the next data-queue entry
+  int64_t n_cases = 0;
+  const double* case_cycles = nullptr;  // by case id
+  const int64_t* case_pops = nullptr;   // by case id
+};
+
+// A growable trace (what the program executor records), viewable as a TraceView.
+struct TraceBuffer {
+  std::vector<int8_t> kind;
+  std::vector<int64_t> a, b, c, layer;
+  std::vector<uint8_t> queued;
+  int64_t Load(int64_t address, int64_t nbytes, int64_t dep, bool to_queue, int64_t lay) {
+    Add(kLoad, address, nbytes, dep, lay, to_queue);
+    return (int64_t)kind.size() - 1;
+  }
+  void Push(int64_t nbytes) { Add(kPush, nbytes, 0, -1, -1, false); }
+  void Token(int64_t case_id) { Add(kToken, case_id, 0, -1, -1, false); }
+  void Clear() {
+    kind.clear(), a.clear(), b.clear(), c.clear(), layer.clear(), queued.clear();
+  }
+  TraceView View(int64_t n_cases, const double* cycles, const int64_t* pops) const {
+    return TraceView{(int64_t)kind.size(), kind.data(), a.data(), b.data(), c.data(),
+                     layer.data(), queued.data(), n_cases, cycles, pops};
+  }
+
+ private:
+  void Add(int8_t k, int64_t x, int64_t y, int64_t z, int64_t l, bool q) {
+    kind.push_back(k), a.push_back(x), b.push_back(y), c.push_back(z), layer.push_back(l);
+    queued.push_back(q ? 1 : 0);
+  }
+};
+
+constexpr int kMaxLevels = 8;
+
+struct TimingResult {
+  double cycles, access_busy, execute_busy, queue_full, queue_empty, dram_busy;
+  int64_t dram_lines, tokens, entries, bytes_loaded;
+  int64_t level_hits[kMaxLevels], level_misses[kMaxLevels];
+};
+
+// Replays `trace` on `target`. False (with a one-line reason in *err) when the program does not
+// fit the target (an entry larger than the data queue, a deadlock, a callback popping data that
+// is never pushed) or the trace is malformed.
+bool Simulate(const TimingTarget& target, const TraceView& trace, TimingResult* out,
+              std::string* err);
+
+}  // namespace ember_emu
+
+#endif  // EMBER_XLA_EMULATOR_NATIVE_TIMING_H_
