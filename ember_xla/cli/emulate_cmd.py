@@ -57,11 +57,12 @@ def emulate_model(model: Any, target_name: str, level: int, inputs: Any, *, engi
 
     target = load_target(target_name)
     result = rewrite_module(model.module, group=group, cost_model=False)
-    if say:
-        say(f"{model.source}: {len(result.clusters)} embedding cluster(s) rewritten; "
-            f"emulating at -O{level} on {target.name} ({target.source})")
     opts = EmulateOptions(target, level, engine, native_fallback, trace, verify_atol)
-    return emulate_module(model.module, result.module, inputs, opts, source=model.source)
+    em = emulate_module(model.module, result.module, inputs, opts, source=model.source)
+    if say:  # after the run: an error is then the only line on stderr
+        say(f"{model.source}: {len(result.clusters)} embedding cluster(s) rewritten, emulated "
+            f"at -O{level} on {target.name} ({target.source}), {em.report.engine} engine")
+    return em
 
 
 def _say_verify(em: Any, say: Any) -> None:

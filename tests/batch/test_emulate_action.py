@@ -6,7 +6,6 @@ import csv
 import json
 
 import numpy as np
-from conftest import run_batch
 
 
 def _model(path):
@@ -21,12 +20,12 @@ def _model(path):
     path.write_bytes(lo.compiler_ir("hlo").as_serialized_hlo_module_proto())
 
 
-def test_emulate_action(tmp_path):
+def test_emulate_action(tmp_path, kit):
     models = tmp_path / "in"
     models.mkdir()
     _model(models / "bag.pb")
     out = tmp_path / "out"
-    p = run_batch(f"--inputs={models}/*.pb", f"--out={out}", "--actions=rewrite,emulate",
+    p = kit.run(f"--inputs={models}/*.pb", f"--out={out}", "--actions=rewrite,emulate",
                   "--target=tmu", "-O1", "--progress=none")
     assert p.returncode == 0, p.stderr[-3000:]
     with open(out / "summary.csv") as f:
