@@ -85,10 +85,11 @@ def handwritten_ratio(compiled_o3: list, cap: Any, target: Any, o3_cycles: float
     cycles = 0.0
     for c in compiled_o3:
         table, ids, offsets = cap.operands[c.name]
+        want = cap.results[c.name][0]
         program, _ = compile_program(sum_bag_dlc(vl=8, id_bits=8 * ids.itemsize), target,
-                                     [offsets.shape, ids.shape, table.shape])
+                                     [offsets.shape, ids.shape, table.shape], [want.shape])
         outs, rep = run_reference(program, [offsets.astype(np.int64), ids, table], target)
-        if not np.array_equal(outs[0], cap.results[c.name][0]):
+        if not np.array_equal(outs[0], want):
             raise SystemExit(f"hand-written program differs from the kernel on {c.name}")
         cycles += rep.cycles
     return {"handwritten_cycles": cycles, "compiled_o3_cycles": o3_cycles,

@@ -36,12 +36,14 @@ class CompiledCluster:
 
 
 def compile_program(dlc: Module, target: Target,
-                    input_shapes: list[tuple[int, ...]] | None = None) -> tuple[Any, Any]:
-    """(program, binding) of a DLC module: emitted (specialised to ``input_shapes`` when
-    given) and bound to ``target`` (the binder's ``ProgramDoesNotFit`` propagates)."""
+                    input_shapes: list[tuple[int, ...]] | None = None,
+                    output_shapes: list[tuple[int, ...]] | None = None) -> tuple[Any, Any]:
+    """(program, binding) of a DLC module: emitted (specialised to ``input_shapes`` /
+    ``output_shapes`` when given) and bound to ``target`` (the binder's
+    ``ProgramDoesNotFit`` propagates)."""
     from ember_xla.dae_target.program import bind_program, emit_program
 
-    program = emit_program(dlc, input_shapes)
+    program = emit_program(dlc, input_shapes, output_shapes)
     return program, bind_program(program, target)
 
 
