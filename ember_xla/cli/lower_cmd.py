@@ -11,6 +11,8 @@ like ``mlir-opt`` does (the IR on stdout, progress and results on stderr) or wri
 - ``--out DIR``: ``DIR/cluster<k>.<level>.mlir`` (``cluster<k>.<nn>.<pass>.mlir`` with
   ``--print-after-all``) and ``DIR/lower.json``, all written atomically after everything
   succeeded.
+- ``--emit=program``: print each cluster's DAE program (docs/DAE_PROGRAM.md) instead of the
+  IR; with ``--out``, ``DIR/cluster<k>.dae`` holds its text form. The pipeline must end in DLC.
 - A cluster the lowering does not support is reported with the reason, never lowered wrong.
 """
 
@@ -139,6 +141,9 @@ def lower_model(model: Any, flags: Any, say: Any, out: Any) -> tuple[dict[str, A
             + " -> ".join(dict.fromkeys(s.level for s in stages)))
         if flags.verify:
             ok &= _verify(result.module, call, spec, shown, passes, entry, flags, say)
+        if getattr(flags, "emit", "ir") == "program":
+            _emit_program(k, call, spec, stages[-1], entry, files, say, out)
+            continue
         for n, s in enumerate(shown):
             name = (f"cluster{k}.{n:02d}.{s.label.partition('{')[0]}.mlir" if flags.print_after_all
                     else f"cluster{k}.{s.level.lower()}.mlir")
@@ -150,6 +155,27 @@ def lower_model(model: Any, flags: Any, say: Any, out: Any) -> tuple[dict[str, A
                     out.write(f"// {line}\n")
                 out.write(s.text)
     return report, files, ok
+
+
+def _emit_program(k: int, call: Operation, spec: Any, last: Stage, entry: dict[str, Any],
+                  files: dict[str, str], say: Any, out: Any) -> None:
+    """``--emit=program``: the DAE program of the last stage (or the reason it has none)."""
+    from ember_xla.dae_target.program import ProgramError, emit_program, print_program, to_text
+
+    try:
+        if last.level != "DLC":
+            raise ProgramError(f"the pipeline ends at {last.level}; a DAE program needs DLC "
+                               "(a pipeline ending in decouple, e.g. -O0..-O4)")
+        program = emit_program(last.module, [a.shape for a in spec.operands])
+    except ProgramError as e:
+        entry["program_refused"] = str(e)
+        say(f"  cluster {k} (%{call.name}): no DAE program: {e}")
+        return
+    files[f"cluster{k}.dae"] = to_text(program)
+    entry["program"] = f"cluster{k}.dae"
+    if out is not None:
+        out.write(f"// ----- cluster {k} (%{call.name}), DAE program -----\n")
+        out.write(print_program(program))
 
 
 def elements(spec: Any) -> int:

@@ -43,6 +43,9 @@ flags.DEFINE_string("pipeline", None, "lower/opt: passes to run, e.g. "
 flags.DEFINE_integer("opt_level", None, "lower: optimization level, also spelled -O0 .. -O4 "
                      "(default -O3).")
 flags.DEFINE_integer("cluster", None, "lower: lower only cluster N (0-based, in report order).")
+flags.DEFINE_enum("emit", "ir", ["ir", "program"], "lower: print the IR levels (ir) or each "
+                  "cluster's DAE program (program; --out writes clusterK.dae; "
+                  "docs/DAE_PROGRAM.md).")
 flags.DEFINE_integer("verify_elements", 50_000, "lower --verify: clusters reading more table "
                      "elements per run are checked at a small size of the same form.",
                      lower_bound=0)
@@ -60,7 +63,8 @@ COMMANDS = {
     "batch": "batch --inputs=GLOB[,GLOB] --out=DIR [--actions=rewrite,verify,time] "
              "[--workers=N] [--runner=local|beam] [--flagfile=F]: a fleet of models.",
     "lower": "lower MODEL [-O0..-O4 | --pipeline=P] [--cluster N] [--print-after-all] "
-             "[--verify] [--out DIR]: clusters -> SLC -> SLCV -> DLC (docs/IR.md).",
+             "[--verify] [--emit=program] [--out DIR]: clusters -> SLC -> SLCV -> DLC "
+             "(docs/IR.md).",
     "opt": "opt FILE.mlir [--pipeline=P] [--print-after-all] [--out FILE]: run passes on "
            "the generic text IR.",
 }
