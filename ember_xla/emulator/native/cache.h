@@ -42,7 +42,7 @@ class CacheLevel {
     int64_t* set = Set(line);
     for (int64_t w = 0; w < ways_; ++w) {
       if (set[w] == line) {
-        std::memmove(set + 1, set, (size_t)w * sizeof(int64_t));
+        for (int64_t v = w; v > 0; --v) set[v] = set[v - 1];
         set[0] = line;
         ++hits;
         return true;
@@ -54,7 +54,7 @@ class CacheLevel {
   // Insert a line that missed: it becomes most recent, the least recent one (if full) leaves.
   void Fill(int64_t line) {
     int64_t* set = Set(line);
-    std::memmove(set + 1, set, (size_t)(ways_ - 1) * sizeof(int64_t));
+    for (int64_t v = ways_ - 1; v > 0; --v) set[v] = set[v - 1];
     set[0] = line;
   }
   int64_t latency() const { return latency_; }
@@ -85,14 +85,17 @@ class MemorySystem {
   }
 
   // Load one line at cycle t; returns the cycle its data is available.
-  double Access(int64_t line, double t) {
+  // *dram: it went to DRAM (such completions are increasing: the channel serialises them).
+  double Access(int64_t line, double t, bool* dram) {
     const size_t n = levels_.size();
     for (size_t i = 0; i < n; ++i) {
       if (levels_[i].Lookup(line)) {
         for (size_t u = 0; u < i; ++u) levels_[u].Fill(line);
+        *dram = false;
         return t + (double)levels_[i].latency();
       }
     }
+    *dram = true;
     for (CacheLevel& lv : levels_) lv.Fill(line);
     const double start = std::max(t, dram_free_);
     dram_free_ = start + transfer_;

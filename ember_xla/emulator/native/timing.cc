@@ -14,43 +14,67 @@
 namespace ember_emu {
 namespace {
 
-// Completion times of the requests in flight: a binary min-heap on a fixed array.
-class RequestHeap {
+// Completion times of the requests in flight, as one multiset (the reference's heapq) split in
+// two: DRAM completions arrive in increasing order (the channel serialises them), so they wait
+// in a FIFO ring; cache hits go into a binary min-heap whose unused slots hold +inf (no bounds
+// checks, branch-free choice of the smaller child). The minimum is the smaller of both fronts.
+class InFlight {
  public:
-  explicit RequestHeap(int64_t cap) : h_((size_t)cap + 1) {}
-  bool empty() const { return n_ == 0; }
-  int64_t size() const { return n_; }
-  double top() const { return h_[0]; }
-  void push(double x) {
-    int64_t i = n_++;
-    while (i > 0) {
-      int64_t p = (i - 1) >> 1;
-      if (h_[p] <= x) break;
-      h_[i] = h_[p];
-      i = p;
-    }
-    h_[i] = x;
+  explicit InFlight(int64_t cap)
+      : ring_((size_t)cap + 1), heap_((size_t)(2 * cap + 4), kInf), cap_(cap + 1) {}
+  int64_t size() const { return n_ring_ + n_heap_; }
+  double top() const {
+    const double r = n_ring_ ? ring_[head_] : kInf;
+    return std::min(r, heap_[0]);
   }
   double pop() {
-    double top = h_[0];
-    double x = h_[--n_];
-    int64_t i = 0;
-    for (;;) {
-      int64_t l = 2 * i + 1;
-      if (l >= n_) break;
-      int64_t r = l + 1;
-      int64_t m = (r < n_ && h_[r] < h_[l]) ? r : l;
-      if (h_[m] >= x) break;
-      h_[i] = h_[m];
-      i = m;
+    const double r = n_ring_ ? ring_[head_] : kInf;
+    if (r <= heap_[0] && n_ring_) {
+      head_ = head_ + 1 == cap_ ? 0 : head_ + 1;
+      --n_ring_;
+      return r;
     }
-    if (n_ > 0) h_[i] = x;
+    const double top = heap_[0];
+    const double x = heap_[--n_heap_];
+    heap_[n_heap_] = kInf;
+    if (n_heap_) SiftDown(x);
     return top;
+  }
+  // A completion no earlier than every DRAM completion pushed before (monotone).
+  void push_ordered(double x) {
+    int64_t tail = head_ + n_ring_;
+    if (tail >= cap_) tail -= cap_;
+    ring_[tail] = x;
+    ++n_ring_;
+  }
+  void push(double x) {
+    int64_t i = n_heap_++;
+    double* h = heap_.data();
+    while (i > 0) {
+      const int64_t p = (i - 1) >> 1;
+      if (h[p] <= x) break;
+      h[i] = h[p];
+      i = p;
+    }
+    h[i] = x;
   }
 
  private:
-  std::vector<double> h_;
-  int64_t n_ = 0;
+  static constexpr double kInf = __builtin_inf();
+  void SiftDown(double x) {
+    double* h = heap_.data();
+    int64_t i = 0;
+    for (;;) {
+      const int64_t l = 2 * i + 1;
+      const int64_t m = l + (h[l + 1] < h[l]);
+      if (!(h[m] < x)) break;  // +inf past the end stops the walk
+      h[i] = h[m];
+      i = m;
+    }
+    h[i] = x;
+  }
+  std::vector<double> ring_, heap_;
+  int64_t cap_, head_ = 0, n_ring_ = 0, n_heap_ = 0;
 };
 
 // The next load of one traversal layer: a cursor over the trace (no per-load copy). It counts
@@ -249,10 +273,14 @@ class Sim {
     const int64_t cap = t_.outstanding;
     double done = t;
     for (int64_t line = first; line <= last; ++line) {
-      while (!heap_.empty() && heap_.top() <= t) heap_.pop();
+      while (heap_.size() && heap_.top() <= t) heap_.pop();
       if (heap_.size() >= cap) t = std::max(t, heap_.pop());
-      const double c = mem_.Access(line, t);
-      heap_.push(c);
+      bool dram;
+      const double c = mem_.Access(line, t, &dram);
+      if (dram)
+        heap_.push_ordered(c);
+      else
+        heap_.push(c);
       done = std::max(done, c);
       t += step;
       access_busy_ += step;
@@ -361,7 +389,7 @@ class Sim {
   const TraceView& tr_;
   std::string* err_;
   MemorySystem mem_;
-  RequestHeap heap_;
+  InFlight heap_;
 
   std::vector<LayerCursor> layers_;  // in first-appearance order (the reference's dict order)
   std::vector<double> done_;         // per event: completion of a load, -1 before it issues

@@ -1,0 +1,107 @@
+"""Speed of the DAE timing model: the Python reference (``emulator/timing.py``) vs the C++ core
+(``emulator/fast.py``), in queue tokens per second (data-queue entries + control tokens
+replayed) and trace events per second, on synthetic embedding-bag traces (DLRM-style bags,
+one data-queue entry per element / vector chunk / row, as O0 / O1 / O2+ push them).
+
+The C++ core is timed on the whole trace, given as numpy arrays (``TraceArrays``: what the
+program executor hands it) and as a ``Trace`` of Python lists (conversion included); the
+Python reference on the first ``python_batch`` bags (it is ~100x slower). Variants alternate
+in one process; medians of ``repeats`` runs.
+
+    PYTHONPATH=. python benchmarks/bench_emulator.py [--batch 2048] [--pooling 20] [--repeats 3]
+
+``measure_speed(...)`` returns the numbers as a dict (bench_ladder imports it)."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any
+
+import numpy as np
+
+from ember_xla.emulator.fast import TraceArrays, simulate_fast
+from ember_xla.emulator.synthetic import embedding_bag_trace
+from ember_xla.emulator.target import Target, load_target
+from ember_xla.emulator.timing import simulate
+
+
+def _timed(fn: Any) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    r = fn()
+    return time.perf_counter() - t0, r
+
+
+def measure_speed(target: str | Target = "tmu", batch: int = 2048, pooling: int = 20,
+                  rows: int = 1_000_000, dim: int = 64, granularity: str = "row",
+                  python_batch: int | None = None, repeats: int = 3,
+                  seed: int = 0) -> dict[str, Any]:
+    """Tokens/s and events/s of the Python reference and the C++ core on a bag trace of
+    ``batch`` bags x ``pooling`` lookups into a ``rows`` x ``dim`` f32 table."""
+    tgt = load_target(target) if isinstance(target, str) else target
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, rows, batch * pooling)
+    offsets = np.arange(0, batch * pooling + 1, pooling)
+    trace = embedding_bag_trace(rows, dim, ids, offsets, granularity, vl=tgt.vector_lanes_f32)
+    arrays = TraceArrays.from_trace(trace)
+    pb = python_batch or max(1, batch // 16)
+    small = embedding_bag_trace(rows, dim, ids[:pb * pooling], offsets[:pb + 1], granularity,
+                                vl=tgt.vector_lanes_f32)
+    times: dict[str, list[float]] = {"cpp_arrays": [], "cpp_trace": [], "python": []}
+    reports: dict[str, Any] = {}
+    for _ in range(repeats):
+        for name, fn in (("cpp_arrays", lambda: simulate_fast(tgt, arrays)),
+                         ("cpp_trace", lambda: simulate_fast(tgt, trace)),
+                         ("python", lambda: simulate(tgt, small))):
+            dt, reports[name] = _timed(fn)
+            times[name].append(dt)
+    if simulate(tgt, small) != simulate_fast(tgt, small):
+        raise AssertionError("C++ core and Python reference disagree")
+    full, part = reports["cpp_arrays"], reports["python"]
+    tok_full = full.tokens + full.entries
+    tok_part = part.tokens + part.entries
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {
+        "target": tgt.name, "granularity": granularity, "batch": batch, "pooling": pooling,
+        "lookups": batch * pooling, "events": len(trace), "tokens": tok_full,
+        "cycles": full.cycles, "python_batch": pb,
+        "cpp_seconds": med["cpp_arrays"], "cpp_trace_seconds": med["cpp_trace"],
+        "python_seconds": med["python"],
+        "cpp_tokens_per_s": tok_full / med["cpp_arrays"],
+        "cpp_events_per_s": len(trace) / med["cpp_arrays"],
+        "cpp_trace_tokens_per_s": tok_full / med["cpp_trace"],
+        "python_tokens_per_s": tok_part / med["python"],
+        "python_events_per_s": len(small) / med["python"],
+    }
+
+
+def format_row(m: dict[str, Any]) -> str:
+    return (f"{m['granularity']:8s} {m['lookups']:8d} {m['events']:9d} {m['tokens']:9d} "
+            f"{m['python_tokens_per_s'] / 1e6:10.3f} {m['cpp_tokens_per_s'] / 1e6:10.2f} "
+            f"{m['cpp_trace_tokens_per_s'] / 1e6:12.2f} "
+            f"{m['cpp_tokens_per_s'] / m['python_tokens_per_s']:8.0f}x   "
+            f"{m['python_events_per_s'] / 1e6:8.3f} {m['cpp_events_per_s'] / 1e6:9.2f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--target", default="tmu")
+    ap.add_argument("--batch", type=int, default=2048)
+    ap.add_argument("--pooling", type=int, default=20)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--dim", type=int, default=64)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--granularity", default="row,chunk,element")
+    a = ap.parse_args()
+    print(f"target {a.target}: {a.batch} bags x {a.pooling} lookups, table {a.rows} x {a.dim} "
+          "f32; tokens = data-queue entries + control tokens; M = million per second")
+    print("granular  lookups    events    tokens  py Mtok/s C++ Mtok/s C++(lists) Mtok/s"
+          "  C++/py   py Mev/s C++ Mev/s")
+    for g in a.granularity.split(","):
+        m = measure_speed(a.target, a.batch, a.pooling, a.rows, a.dim, g, repeats=a.repeats)
+        print(format_row(m))
+
+
+if __name__ == "__main__":
+    main()
