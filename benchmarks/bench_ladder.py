@@ -53,19 +53,32 @@ def prepare(name: str, scale: float) -> tuple[Any, Any]:
 
 
 def emulate_clusters(compiled: list, cap: Any, target: Any) -> dict[str, Any]:
-    """Run each compiled cluster on the Python reference; check it against the native
-    kernel; sum the cycles (clusters run one after the other)."""
-    from ember_xla.emulator.run_model import run_reference
+    """Run each compiled cluster on the Python reference (functional run, then the timing
+    model) and time the same trace on the C++ timing core (cycles must be equal); check the
+    outputs against the native kernel; sum the cycles (clusters run one after the other)."""
+    from ember_xla.emulator.fast import simulate_fast
+    from ember_xla.emulator.reference import run_program
+    from ember_xla.emulator.timing import simulate
     from ember_xla.runtime.compare import compare_outputs
 
-    total = {"cycles": 0.0, "tokens": 0, "wall_s": 0.0, "clusters": []}
+    total = {"cycles": 0.0, "tokens": 0, "run_s": 0.0, "timing_py_s": 0.0, "timing_cpp_s": 0.0,
+             "clusters": []}
     for c in compiled:
         if c.refused:
             raise SystemExit(f"cluster {c.name}: refused by the lowering: {c.refused}")
         t0 = time.perf_counter()
-        outs, rep = run_reference(c.program, cap.operands[c.name], target)
-        total["wall_s"] += time.perf_counter() - t0
-        v = compare_outputs(cap.results[c.name], outs)
+        outs, trace = run_program(c.program, cap.operands[c.name])
+        t1 = time.perf_counter()
+        rep = simulate(target, trace)
+        t2 = time.perf_counter()
+        fast = simulate_fast(target, trace)
+        t3 = time.perf_counter()
+        if fast.cycles != rep.cycles:
+            raise SystemExit(f"cluster {c.name}: C++ core {fast.cycles} != Python {rep.cycles}")
+        total["run_s"] += t1 - t0
+        total["timing_py_s"] += t2 - t1
+        total["timing_cpp_s"] += t3 - t2
+        v = compare_outputs(cap.results[c.name], [np.asarray(o) for o in outs])
         if not v["bitwise_equal"]:
             raise SystemExit(f"cluster {c.name}: emulated outputs differ from the native "
                              f"kernel (max |diff| {v['max_abs_diff']:.3g})")
@@ -157,7 +170,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     cycles: dict[str, dict[int, float]] = {}
     detail: dict[str, Any] = {}
-    speeds: list[float] = []
+    speeds: dict[str, list[float]] = {"functional": [], "timing_py": [], "timing_cpp": []}
     for name in a.workloads.split(","):
         rewritten, cap = prepare(name, a.scale)
         cycles[name], detail[name] = {}, {}
@@ -166,7 +179,9 @@ def main() -> None:
             res = emulate_clusters(compiled, cap, target)
             cycles[name][lv] = res["cycles"]
             detail[name][f"O{lv}"] = res
-            speeds.append(res["tokens"] / res["wall_s"])
+            for k, key in (("functional", "run_s"), ("timing_py", "timing_py_s"),
+                           ("timing_cpp", "timing_cpp_s")):
+                speeds[k].append(res["tokens"] / max(res[key], 1e-9))
             print(f"{name} -O{lv}: {res['cycles']:,.0f} cycles, {res['tokens']:,} queue tokens, "
                   f"bound: {sorted({c['bound'] for c in res['clusters']})}", file=sys.stderr)
             if name == "dlrm" and lv == 3:
@@ -197,15 +212,20 @@ def main() -> None:
               f"{h['handwritten_cycles']:,.0f} cycles -> compiled runs at "
               f"{100 * h['compiled_over_handwritten_speed']:.1f}% of the hand-written speed "
               f"(Ember: {HANDWRITTEN_EMBER})")
-    py = statistics.median(speeds)
-    print(f"emulator speed, Python reference (functional run + timing model): median "
-          f"{py:,.0f} queue tokens/s over {len(speeds)} runs")
+    py = {k: statistics.median(v) for k, v in speeds.items()}
+    print(f"emulator speed on these programs' traces, medians over {len(speeds['functional'])} "
+          f"runs, queue tokens/s: Python functional run {py['functional']:,.0f}, Python "
+          f"timing model {py['timing_py']:,.0f}, C++ timing core {py['timing_cpp']:,.0f} "
+          "(same cycles)")
     cpp = cpp_speed()
     if cpp is not None:
-        print(f"emulator speed, C++: {cpp}")
+        print(f"emulator speed, bench_emulator.measure_speed() (synthetic trace, "
+              f"{cpp['lookups']:,} lookups, {cpp['granularity']} entries): C++ "
+              f"{cpp['cpp_tokens_per_s']:,.0f} tokens/s, Python timing model "
+              f"{cpp['python_tokens_per_s']:,.0f} tokens/s")
     chart(cycles, out / "ladder.png")
     (out / "ladder.json").write_text(json.dumps(
-        {"target": target.name, "cycles": cycles, "detail": detail, "python_tokens_per_s": py,
+        {"target": target.name, "cycles": cycles, "detail": detail, "tokens_per_s": py,
          "cpp": cpp}, indent=1, default=float))
     print(f"chart: {out / 'ladder.png'}; data: {out / 'ladder.json'}")
 
