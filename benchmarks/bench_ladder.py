@@ -146,7 +146,9 @@ def chart(results: dict[str, dict[int, float]], path: Path) -> None:
     ax.set_xticks(range(len(names)), names)
     ax.set_ylabel("speedup over -O0 (emulated cycles)")
     ax.set_title("Ember's ladder on the emulated TMU-like target")
-    ax.legend(fontsize=8)
+    ax.set_ylim(top=max(max(results[n][0] / results[n][lv] for lv in LEVELS) for n in names)
+                * 2.5)
+    ax.legend(fontsize=8, ncol=3, loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
