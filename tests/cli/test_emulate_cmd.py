@@ -86,3 +86,53 @@ def test_program_that_does_not_fit_tiny_is_one_line(cli, example):
     # -O3's callbacks use 8 x f32 = 256-bit vectors; tiny's execute unit has 128-bit ones
     line = one_error_line(cli("emulate", example, "--target=tiny", "-O3"))
     assert "does not fit target tiny" in line and "cluster 0" in line
+
+
+FIXTURES = TESTS / "rewrites" / "fixtures"
+SAMPLED_IDIOMS = ("jax_take_fill_segment_sum_bf16", "tf_gather_weighted_unsorted_segment_sum")
+
+
+def _idiom(cli, name: str, tmp_path: Path) -> None:
+    """An idiom of tests/rewrites/idiom_models.py (via its fixture) emulated and verified."""
+    from ember_xla.hlo_import.load import load_model
+    from ember_xla.rewrites.pipeline import rewrite_module
+
+    model = FIXTURES / f"{name}.hlo"
+    if "{...}" in model.read_text():  # the fixture text elides a constant: export the proto
+        sys.path.insert(0, str(TESTS / "rewrites"))
+        import idiom_models
+
+        proto, _ = idiom_models.hlo(name)
+        model = tmp_path / f"{name}.pb"
+        model.write_bytes(proto)
+    result = rewrite_module(load_model(str(model)).module, cost_model=False)
+    if not result.clusters:
+        reasons = "; ".join(n["reason"] for n in result.near_misses)[:300]
+        pytest.skip(f"{name}: the rewrite makes no cluster (near-misses: {reasons})")
+    p = cli("emulate", str(model), "-O3", "--json")
+    assert p.returncode == 0, p.stderr[-3000:]
+    rep = json.loads(p.stdout)
+    assert rep["verify"]["ok"] and len(rep["clusters"]) == len(result.clusters)
+    assert all(c["emulated"] and c["cycles"] > 0 for c in rep["clusters"])
+
+
+@pytest.mark.parametrize("name", SAMPLED_IDIOMS)
+def test_idiom_models_sampled(cli, name, tmp_path):
+    _idiom(cli, name, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(p.stem for p in FIXTURES.glob("*.hlo")))
+def test_idiom_models_all(cli, name, tmp_path):
+    _idiom(cli, name, tmp_path)
+
+
+@pytest.mark.slow
+def test_example_as_shipped(cli, tmp_path):
+    from ember_xla.examples import dlrm
+
+    model = _export_example(tmp_path / "dlrm.pb", dlrm.BATCH)
+    p = cli("emulate", model, "--json")
+    assert p.returncode == 0, p.stderr[-3000:]
+    rep = json.loads(p.stdout)
+    assert rep["verify"]["ok"] and len(rep["clusters"]) == len(dlrm.ROWS)
