@@ -13,6 +13,7 @@ Perfetto trace: the first DLRM cluster at -O3).
 
     python benchmarks/bench_ladder.py                       # tmu.toml, default sizes
     python benchmarks/bench_ladder.py --scale 0.25 --out /tmp/ladder
+    python benchmarks/bench_ladder.py --out /tmp/ladder --replot   # redraw the chart only
 """
 
 from __future__ import annotations
@@ -166,7 +167,14 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=1.0, help="workload size factor")
     ap.add_argument("--workloads", default="dlrm,gnn,attention")
     ap.add_argument("--out", default="bench_ladder_out")
+    ap.add_argument("--replot", action="store_true", help="only redraw OUT/ladder.png from "
+                    "OUT/ladder.json")
     a = ap.parse_args()
+    if a.replot:
+        data = json.loads((Path(a.out) / "ladder.json").read_text())
+        chart({n: {int(k): v for k, v in c.items()} for n, c in data["cycles"].items()},
+              Path(a.out) / "ladder.png")
+        return
     target = load_target(a.target)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
