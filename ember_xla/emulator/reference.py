@@ -37,7 +37,8 @@ class Machine:
         self.types = [ir_type(r) for r in p.regs]
         self.val: list[Any] = [None] * len(p.regs)
         self.trace = Trace()
-        self.base: dict[int, int] = {}
+        self.base: dict[int, int] = {}      # id(buffer) -> base address
+        self.placed: list[np.ndarray] = []  # keeps the buffers (and so their ids) alive
         self.next_base = PAGE
         self.cb = p.callback_numbers()
         self.ops = [collections.Counter() for _ in range(sum(len(e.cases) for e in p.engines))]
@@ -79,6 +80,7 @@ class Machine:
 
     def _place(self, arr: np.ndarray) -> None:
         self.base[id(arr)] = self.next_base
+        self.placed.append(arr)
         end = self.next_base + max(int(arr.nbytes), 1)
         self.next_base = -(-end // PAGE) * PAGE
 
