@@ -17,6 +17,10 @@ from ember_xla.ir.hlo.extensions import register_attribute_encoder
 KERNEL_ATTRS = ("combiner", "index_bits", "index_mode", "init", "weighted", "wrap_negative")
 
 
+#: Attributes of the ember.emulate target (strings; emulator/fast.py: emulate_attributes).
+EMULATE_ATTRS = ("cluster", "program", "target")
+
+
 @dataclasses.dataclass(frozen=True)
 class Target:
     name: str                       # custom_call_target, e.g. "ember.segment_reduce"
@@ -26,6 +30,7 @@ class Target:
     weights: bool = True            # may take a trailing weights operand
     grouped: bool = False           # operands repeat per table; tuple result
     attributes: tuple[str, ...] = KERNEL_ATTRS
+    library: str = "kernels"        # "kernels": libember_kernels.so; "emulator": the emulator's
 
 
 TARGETS: dict[str, Target] = {t.name: t for t in (
@@ -41,6 +46,10 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("ember.grouped_segment_reduce_concat", "grouped_segment_reduce_concat",
            ("table", "indices", "segment_ids"), "EmberGroupedSegmentReduceConcat",
            weights=False, grouped=True),
+    # emulate mode: the cluster's operands in, its results out; runs the cluster's DAE program
+    # on the C++ emulator (docs/DAE_PROGRAM.md, "The FFI target"). Not a kernel cluster.
+    Target("ember.emulate", "emulate", (), "EmberEmulate", weights=False,
+           attributes=EMULATE_ATTRS, library="emulator"),
 )}
 
 SEGMENT_REDUCE = TARGETS["ember.segment_reduce"]
@@ -48,6 +57,7 @@ PADDED_BAG = TARGETS["ember.padded_bag"]
 OFFSETS_BAG = TARGETS["ember.offsets_bag"]
 GROUPED_SEGMENT_REDUCE = TARGETS["ember.grouped_segment_reduce"]
 GROUPED_SEGMENT_REDUCE_CONCAT = TARGETS["ember.grouped_segment_reduce_concat"]
+EMULATE = TARGETS["ember.emulate"]
 
 
 def target_of_kind(kind: str) -> Target:
@@ -58,8 +68,16 @@ def target_of_kind(kind: str) -> Target:
 
 
 def is_ember_call(op: Any) -> bool:
+    """A kernel cluster's custom-call (``ember.emulate`` calls are not clusters to rewrite or
+    lower again: see ``is_emulate_call``)."""
     return (getattr(op, "opcode", None) == "custom-call"
-            and op.attributes.get("custom_call_target") in TARGETS)
+            and op.attributes.get("custom_call_target") in TARGETS
+            and op.attributes.get("custom_call_target") != EMULATE.name)
+
+
+def is_emulate_call(op: Any) -> bool:
+    return (getattr(op, "opcode", None) == "custom-call"
+            and op.attributes.get("custom_call_target") == EMULATE.name)
 
 
 # -- backend_config codec ----------------------------------------------------------------------
@@ -151,7 +169,9 @@ def call_attributes(op: Any) -> dict[str, Any]:
 
 def _encode_call(attrs: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in attrs.items() if k != ATTRS_KEY}
-    out["backend_config"] = encode_backend_config(attrs[ATTRS_KEY])
+    t = TARGETS.get(attrs.get("custom_call_target"))
+    out["backend_config"] = encode_backend_config(attrs[ATTRS_KEY],
+                                                  t.attributes if t else KERNEL_ATTRS)
     return out
 
 

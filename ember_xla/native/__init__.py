@@ -99,6 +99,16 @@ def register_targets() -> tuple[str, ...]:
     with _lock:
         if not _registered:
             for name, symbol in _SYMBOLS.items():
+                if _REGISTRY[name].library == "emulator":  # the DAE emulator's own library
+                    from ember_xla.emulator import fast
+
+                    try:
+                        emu = fast.load()
+                    except fast.EmulatorLibraryMissing:
+                        continue
+                    capsule = jax.ffi.pycapsule(getattr(emu, symbol))
+                    jax.ffi.register_ffi_target(name, capsule, platform="cpu", api_version=1)
+                    continue
                 capsule = jax.ffi.pycapsule(getattr(lib, symbol))
                 jax.ffi.register_ffi_target(name, capsule, platform="cpu", api_version=1)
             _registered = True

@@ -1,0 +1,192 @@
+// The core side of the DAE executor (reference.py's Machine and semantics.py's step): the
+// top-level code, case bodies and every straight-line instruction, with numpy's rounding per
+// dtype so the outputs equal the Python reference bit for bit.
+#include "machine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+
+namespace ember_emu {
+
+int64_t ElementIndex(const Buffer& b, const int64_t* idx, size_t n, const char* what) {
+  if (n != b.shape.size())
+    throw RunError(std::string(what) + ": " + std::to_string(n) + " indices for a rank-" +
+                   std::to_string(b.shape.size()) + " buffer");
+  int64_t flat = 0;
+  for (size_t d = 0; d < n; ++d) {
+    if (idx[d] < 0 || idx[d] >= b.shape[d])
+      throw RunError(std::string(what) + ": index " + std::to_string(idx[d]) +
+                     " out of bounds for dimension " + std::to_string(d) + " (size " +
+                     std::to_string(b.shape[d]) + ")");
+    flat = flat * b.shape[d] + idx[d];
+  }
+  return flat;
+}
+
+Machine::Machine(const Program& p, TraceBuffer* trace)
+    : p_(p), trace_(trace), val_(p.regs.size()), bound_(p.args.size(), 0) {
+  int64_t n = 0;
+  for (const Engine& e : p.engines) {
+    std::vector<int64_t> cb;
+    for (const Case& c : e.cases) {
+      cb.push_back(n++);
+      CaseStats s;
+      for (const Instr& in : c.code) s.pops += in.op == Op::Pop;
+      stats_.push_back(s);
+    }
+    cb_.push_back(cb);
+  }
+}
+
+void Machine::Place(Buffer& b) {
+  b.base = next_base_;
+  const int64_t end = next_base_ + std::max<int64_t>(b.nbytes(), 1);
+  next_base_ = (end + 4095) / 4096 * 4096;
+}
+
+void Machine::BindArg(int64_t k, const std::vector<int64_t>& shape, void* data, int64_t nbytes) {
+  const Arg& a = p_.args[k];
+  if (shape.size() != a.shape.size())
+    throw RunError("argument " + std::to_string(k) + " (" + a.name + "): rank " +
+                   std::to_string(shape.size()) + ", the program wants " +
+                   std::to_string(a.shape.size()));
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (a.shape[d] >= 0 && a.shape[d] != shape[d])
+      throw RunError("argument " + std::to_string(k) + " (" + a.name + "): dimension " +
+                     std::to_string(d) + " is " + std::to_string(shape[d]) +
+                     ", the program wants " + std::to_string(a.shape[d]));
+  auto b = std::make_shared<Buffer>();
+  b->dtype = a.dtype;
+  b->shape = shape;
+  if (b->nbytes() != nbytes) throw RunError("argument " + a.name + ": buffer size mismatch");
+  b->data = static_cast<uint8_t*>(data);
+  b->readonly = !a.out;
+  if (a.out)
+    for (int64_t e = 0; e < b->numel(); ++e) {
+      if (IsFloat(a.dtype)) b->SetF(e, std::numeric_limits<double>::quiet_NaN());
+      else b->SetI(e, 0);
+    }
+  val_[a.reg].Shape(a.dtype, -1);
+  val_[a.reg].m = b;
+  bound_[k] = 1;
+}
+
+const Buffer& Machine::Mem(int32_t r, const char* what) const {
+  const Value& v = val_[r];
+  if (v.lanes != -1 || !v.m)
+    throw RunError(std::string(what) + ": register " + std::to_string(r) + " holds no buffer");
+  return *v.m;
+}
+
+void Machine::Run() {
+  for (size_t k = 0; k < p_.args.size(); ++k)
+    if (!bound_[k]) throw RunError("argument " + p_.args[k].name + " is not bound");
+  // addresses in argument order
+  for (const Arg& a : p_.args) Place(*val_[a.reg].m);
+  RunCode(p_.code, 0, p_.code.size(), nullptr);
+}
+
+void Machine::RunCode(const std::vector<Instr>& code, size_t lo, size_t hi, CaseStats* cnt) {
+  size_t i = lo;
+  while (i < hi) {
+    const Instr& in = code[i];
+    if (cnt && in.cls >= 0 && in.op != Op::For) cnt->Count(in.cls);
+    switch (in.op) {
+      case Op::For: {
+        const int64_t lb = val_[in.src[0]].I(0), ub = val_[in.src[1]].I(0),
+                      st = val_[in.src[2]].I(0);
+        const size_t n = (size_t)in.imm[0].i;
+        if (st <= 0) throw RunError("for: step must be positive, got " + std::to_string(st));
+        for (int64_t k = lb; k < ub; k += st) {
+          Value& iv = val_[in.dst[0]];
+          iv.Shape(DType::I64, 0);  // np.int64(k)
+          iv.i[0] = k;
+          if (cnt) cnt->Count(kClassScalar);
+          RunCode(code, i + 1, i + 1 + n, cnt);
+          if (ub - k <= st) break;  // no overflow past ub
+        }
+        i += 1 + n;
+        continue;
+      }
+      case Op::If: {
+        const size_t nt = (size_t)in.imm[0].i, ne = (size_t)in.imm[1].i;
+        const Value& c = val_[in.src[0]];
+        if (!c.set) throw RunError("if: condition register read before it is written");
+        if (IsFloat(c.dt) ? c.f[0] != 0.0 : c.i[0] != 0)
+          RunCode(code, i + 1, i + 1 + nt, cnt);
+        else
+          RunCode(code, i + 1 + nt, i + 1 + nt + ne, cnt);
+        i += 1 + nt + ne;
+        continue;
+      }
+      case Op::Run:
+        RunEngine(in.imm[0].i);
+        break;
+      case Op::Pop: {
+        if (q_size_ == 0)
+          throw RunError("pop: the data queue is empty (operand not registered before the "
+                         "control token)");
+        Value& e = queue_[q_head_];
+        const Reg& r = p_.regs[in.dst[0]];
+        const int64_t want = r.cls == 's' ? 0 : r.cls == 'v' ? r.n : -1;
+        bool ok = SameNumpyType(e.dt, r.dtype) && e.lanes == want;
+        if (ok && want == -1) ok = (int64_t)e.m->shape.size() == r.n;
+        if (!ok)
+          throw RunError(std::string("pop: the queue holds ") + DTypeName(e.dt) +
+                         " entry, the case expects " + DTypeName(r.dtype));
+        std::swap(val_[in.dst[0]], e);
+        q_head_ = (q_head_ + 1) % queue_.size();
+        --q_size_;
+        break;
+      }
+      case Op::Inc: {
+        Value& v = val_[in.dst[0]];
+        const DType d = p_.regs[in.dst[0]].dtype;
+        const int64_t x = v.I(0);
+        v.Shape(d, 0);
+        if (IsFloat(d)) v.f[0] = RoundTo((double)(x + 1), d);
+        else v.i[0] = Wrap((int64_t)((uint64_t)x + 1), d);
+        break;
+      }
+      default:
+        Step(in);
+    }
+    ++i;
+  }
+}
+
+void Machine::RunCase(int64_t engine, int64_t case_id) {
+  const Engine& e = p_.engines[engine];
+  for (size_t c = 0; c < e.cases.size(); ++c) {
+    if (e.cases[c].id != case_id) continue;
+    CaseStats& s = stats_[cb_[engine][c]];
+    ++s.fired;
+    RunCode(e.cases[c].code, 0, e.cases[c].code.size(), &s);
+    return;
+  }
+  throw RunError("no case " + std::to_string(case_id));
+}
+
+std::vector<double> Machine::CaseCycles(double dispatch, const double* op_cycles) const {
+  std::vector<double> out;
+  for (const CaseStats& s : stats_) {
+    double sum = 0.0;
+    for (int8_t c : s.order) {
+      const double mean = s.total[c] / (double)s.fired;
+      sum += mean * op_cycles[c];
+    }
+    out.push_back(dispatch + sum);
+  }
+  return out;
+}
+
+std::vector<int64_t> Machine::CasePops() const {
+  std::vector<int64_t> out;
+  for (const CaseStats& s : stats_) out.push_back(s.pops);
+  return out;
+}
+
+}  // namespace ember_emu

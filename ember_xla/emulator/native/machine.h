@@ -1,0 +1,88 @@
+// The C++ executor of DAE programs: the semantics of ember_xla/emulator/reference.py (core,
+// machine.cc) and reference_access.py (access engine, access.cc), value for value and trace
+// event for event, recording into a TraceBuffer the timing core replays directly.
+#ifndef EMBER_XLA_EMULATOR_NATIVE_MACHINE_H_
+#define EMBER_XLA_EMULATOR_NATIVE_MACHINE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "program.h"
+#include "timing.h"
+#include "values.h"
+
+namespace ember_emu {
+
+// A register's or a queue entry's value: a scalar (lanes 0), a vector, or a buffer reference.
+struct Value {
+  DType dt = DType::F32;
+  int64_t lanes = 0;       // 0 scalar, n vector, -1 buffer
+  std::vector<double> f;   // float lanes (float dtypes)
+  std::vector<int64_t> i;  // integer lanes (integer dtypes, i1 as 0/1)
+  BufferRef m;
+  bool set = false;
+  int64_t n() const { return lanes > 0 ? lanes : 1; }
+  double F(int64_t k) const { return IsFloat(dt) ? f[k] : (double)i[k]; }
+  int64_t I(int64_t k) const { return IsFloat(dt) ? (int64_t)f[k] : i[k]; }
+  void Shape(DType d, int64_t l) {
+    dt = d, lanes = l, set = true, m.reset();
+    if (IsFloat(d)) f.resize((size_t)std::max<int64_t>(l, 1));
+    else i.resize((size_t)std::max<int64_t>(l, 1));
+  }
+};
+
+struct CaseStats {
+  std::vector<double> total;     // by op class
+  std::vector<int8_t> order;     // classes in first-counted order (the reference's Counter)
+  int64_t fired = 0, pops = 0;
+  void Count(int cls, double n = 1.0) {
+    if (total.empty()) total.assign(kNumOpClasses, 0.0);
+    if (total[cls] == 0.0) {
+      bool seen = false;
+      for (int8_t c : order) seen |= c == cls;
+      if (!seen) order.push_back((int8_t)cls);
+    }
+    total[cls] += n;
+  }
+};
+
+class Machine {
+ public:
+  Machine(const Program& p, TraceBuffer* trace);
+  // Inputs are read in place (read-only); outputs are written in place (poisoned with NaN).
+  void BindArg(int64_t k, const std::vector<int64_t>& shape, void* data, int64_t nbytes);
+  void Run();
+  const std::vector<CaseStats>& cases() const { return stats_; }
+  // Cycles of one firing of each callback (timing.case_cycles): dispatch + mean ops x cycles.
+  std::vector<double> CaseCycles(double dispatch, const double* op_cycles) const;
+  std::vector<int64_t> CasePops() const;
+
+ private:
+  friend class AccessRun;
+  void Place(Buffer& b);
+  void RunCode(const std::vector<Instr>& code, size_t lo, size_t hi, CaseStats* cnt);
+  void Step(const Instr& in);
+  void RunEngine(int64_t k);
+  void RunCase(int64_t engine, int64_t case_id);
+  const Buffer& Mem(int32_t r, const char* what) const;
+  int64_t Address(const Buffer& b, int64_t flat) const { return b.base + flat * ItemSize(b.dtype); }
+
+  const Program& p_;
+  TraceBuffer* trace_;
+  std::vector<Value> val_;
+  Value out_;  // scratch result
+  int64_t next_base_ = 4096;
+  std::vector<std::vector<int64_t>> cb_;  // per engine: case index -> callback number
+  std::vector<CaseStats> stats_;          // per callback number
+  // the data queue of the running engine: a ring of reusable slots
+  std::vector<Value> queue_;
+  size_t q_head_ = 0, q_size_ = 0;
+  std::vector<int8_t> bound_;
+};
+
+// Flat index of `idx` (one per dim) into b, checked like element_index (RunError outside).
+int64_t ElementIndex(const Buffer& b, const int64_t* idx, size_t n, const char* what);
+
+}  // namespace ember_emu
+
+#endif  // EMBER_XLA_EMULATOR_NATIVE_MACHINE_H_
