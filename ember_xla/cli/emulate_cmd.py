@@ -72,6 +72,9 @@ def _say_verify(em: Any, say: Any) -> None:
     say(f"verify: original vs emulated model on XLA:CPU: {how}"
         f"{'' if m['ok'] else ' > --verify_atol: MISMATCH'}")
     for c in v["clusters_vs_native"]:
+        if not c.get("cpp_cycles_equal", True):
+            say(f"verify: cluster {c['index']} (%{c['custom_call']}): the C++ emulator's cycles "
+                "differ from the Python reference's: MISMATCH")
         if not c["bitwise_equal"]:
             say(f"verify: cluster {c['index']} (%{c['custom_call']}): emulated outputs differ "
                 f"from the native kernel's (max |diff| {c['max_abs_diff']:.3g}): MISMATCH")

@@ -13,9 +13,10 @@ Each cluster is compiled to a bound DAE program (``compile.py``). Engines:
   model's outputs with the emulated clusters are the ones computed).
 
 Either way the model's outputs are compared with the original module's on XLA:CPU, and
-``--trace`` re-times each cluster with the Python timing model recording events (the same
-cycles: tests/emulator/test_fast.py). A cluster the lowering refuses is an error unless
-``native_fallback``: then it runs on the native kernel and the report says so."""
+``--trace`` re-runs each cluster on the Python reference with the timing model recording
+events (with the xla engine its cycles must equal the C++ emulator's, else the run fails).
+A cluster the lowering refuses is an error unless ``native_fallback``: then it runs on the
+native kernel and the report says so."""
 
 from __future__ import annotations
 
@@ -128,15 +129,19 @@ def emulate_module(original: Module, rewritten: Module, inputs: list[np.ndarray]
         for c in emulated:
             rec = EventRecorder() if opts.trace_path is not None else None
             got, timing = run_reference(c.program, cap.operands[c.name], opts.target, rec)
-            cluster_checks.append(_compare_cluster(c, got, cap.results[c.name]))
+            check = _compare_cluster(c, got, cap.results[c.name])
             if engine == "python":
                 results[c.index].timing = timing
+            else:  # both engines ran: the C++ emulator's cycles must be the reference's
+                check["cpp_cycles_equal"] = results[c.index].timing.cycles == timing.cycles
+            cluster_checks.append(check)
             if rec is not None:
                 recorders[c.index] = (rec, timing.cycles)
     want = run_module(original, inputs)
     model_check = compare_outputs(want, outputs)
     model_ok = model_check["bitwise_equal"] or model_check["max_abs_diff"] <= opts.verify_atol
-    clusters_ok = all(x["bitwise_equal"] for x in cluster_checks)
+    clusters_ok = all(x["bitwise_equal"] and x.get("cpp_cycles_equal", True)
+                      for x in cluster_checks)
     report = EmulationReport(opts.target, level, [results[c.index] for c in compiled],
                              source=source, engine="C++ in XLA" if engine == "xla"
                              else "Python reference")

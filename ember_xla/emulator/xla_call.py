@@ -5,8 +5,10 @@ cluster's DAE program (one-line text), the target (``fast.target_text``) and the
 name. The whole model then runs on XLA:CPU; each ``ember.emulate`` execution logs its timing
 report, read back with ``fast.take_reports()``.
 
-Importing this module fails (ImportError) when the installed emulator library has no
-``ember.emulate`` target; ``run_model`` then uses the Python reference engine and says so."""
+The target is registered with the kernels (``native.register_targets``, when the module
+mentions ``ember.``). Importing this module fails (ImportError) when the installed package has
+no ``ember.emulate`` target; ``run_model`` then uses the Python reference engine and says so
+in the report."""
 
 from __future__ import annotations
 
@@ -17,39 +19,26 @@ import numpy as np
 from ember_xla.emulator import fast
 from ember_xla.emulator.target import Target
 from ember_xla.ir.graph import Module
-from ember_xla.targets import encode_backend_config
+from ember_xla.targets import ATTRS_KEY, EMULATE  # noqa: F401  (ImportError: no target)
 
-EMULATE_TARGET = "ember.emulate"
-_KEYS = ("cluster", "program", "target")
-
-if not all(hasattr(fast, f) for f in ("emulate_attributes", "take_reports",
-                                       "register_emulate_target")):
+if not all(hasattr(fast, f) for f in ("emulate_attributes", "take_reports")):
     raise ImportError("the installed emulator has no ember.emulate FFI target")
-
-
-def _register() -> None:
-    fast.register_emulate_target()
 
 
 def emulated_module(rewritten: Module, clusters: list[Any], target: Target) -> Module:
     """The copy of ``rewritten`` with each of ``clusters`` (``compile.CompiledCluster``)
     replaced by an ``ember.emulate`` call."""
-    from ember_xla.targets import ATTRS_KEY
+    from ember_xla.targets import is_ember_call
 
     m = rewritten.clone()
     by_name = {c.name: c for c in clusters}
     for g in m.graphs:
         for op in g.ops:
             c = by_name.get(op.name)
-            if c is None or op.opcode != "custom-call":
+            if c is None or not is_ember_call(op):
                 continue
-            attrs = fast.emulate_attributes(c.program, target, c.name)
-            op.attributes.pop(ATTRS_KEY, None)
-            op.attributes["custom_call_target"] = EMULATE_TARGET
-            op.attributes["custom_call_api_version"] = "API_VERSION_TYPED_FFI"
-            op.attributes["backend_config"] = encode_backend_config(attrs, _KEYS)
-            op.callees = []          # the outlined reference computation is not called
-    m.remove_unreachable_graphs()
+            op.attributes["custom_call_target"] = EMULATE.name
+            op.attributes[ATTRS_KEY] = fast.emulate_attributes(c.program, target, c.name)
     return m
 
 
@@ -58,7 +47,6 @@ def run_emulated(rewritten: Module, clusters: list[Any], inputs: list[np.ndarray
     """(the model's outputs, per cluster name its TimingReport) of one run on XLA:CPU."""
     from ember_xla.runtime.execute import compile_module
 
-    _register()
     exe = compile_module(emulated_module(rewritten, clusters, target))
     fast.take_reports()                       # drop reports of earlier runs
     outputs = exe.run(inputs)

@@ -41,13 +41,19 @@ def model():
     return m, rewrite_module(m.module, cost_model=False).module
 
 
+@pytest.mark.parametrize("engine", ["python", "xla"])
 @pytest.mark.parametrize("level", [0, 3])
-def test_model_emulated_and_verified(model, level, tmp_path):
+def test_model_emulated_and_verified(model, level, engine, tmp_path):
     original, rewritten = model
     trace = tmp_path / "t.json"
     em = emulate_module(original.module, rewritten, inputs(1),
-                        EmulateOptions(TMU, level, engine="python", trace_path=str(trace)))
+                        EmulateOptions(TMU, level, engine=engine, trace_path=str(trace)))
     assert em.ok, em.report.verify
+    assert em.report.engine == {"python": "Python reference", "xla": "C++ in XLA"}[engine]
+    checks = em.report.verify["clusters_vs_native"]
+    assert len(checks) == 2 and all(c["bitwise_equal"] for c in checks)
+    if engine == "xla":   # the trace re-ran the Python reference: same cycles
+        assert all(c["cpp_cycles_equal"] for c in checks)
     want = jax.jit(two_bags)(*inputs(1))
     for w, g in zip(want, em.outputs, strict=True):
         np.testing.assert_array_equal(np.asarray(w), g)
@@ -57,14 +63,17 @@ def test_model_emulated_and_verified(model, level, tmp_path):
     assert d["level"] == f"O{level}" and em.report.trace_events > 0 and trace.stat().st_size
 
 
-def test_levels_change_cycles_not_outputs(model):
+def test_levels_change_cycles_not_outputs_and_engines_agree(model):
     original, rewritten = model
     cyc = {}
     for lv in (0, 3):
-        em = emulate_module(original.module, rewritten, inputs(2),
-                            EmulateOptions(TMU, lv, engine="python"))
-        cyc[lv] = em.report.total_cycles
-    assert cyc[3] < cyc[0]
+        for engine in ("python", "xla"):
+            em = emulate_module(original.module, rewritten, inputs(2),
+                                EmulateOptions(TMU, lv, engine=engine))
+            assert em.ok
+            cyc[lv, engine] = [c.timing.cycles for c in em.report.clusters]
+        assert cyc[lv, "python"] == cyc[lv, "xla"]
+    assert sum(cyc[3, "xla"]) < sum(cyc[0, "xla"])
 
 
 def test_program_that_does_not_fit_names_cluster_and_reason(model):
