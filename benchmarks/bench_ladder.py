@@ -55,15 +55,16 @@ def prepare(name: str, scale: float) -> tuple[Any, Any]:
 
 def emulate_clusters(compiled: list, cap: Any, target: Any) -> dict[str, Any]:
     """Run each compiled cluster on the Python reference (functional run, then the timing
-    model) and time the same trace on the C++ timing core (cycles must be equal); check the
-    outputs against the native kernel; sum the cycles (clusters run one after the other)."""
-    from ember_xla.emulator.fast import simulate_fast
+    model), time the same trace on the C++ timing core, and run the whole C++ emulator
+    (functional + timing: ``fast.emulate_program``); cycles must be equal and the outputs
+    the native kernel's; sum the cycles (clusters run one after the other)."""
+    from ember_xla.emulator.fast import emulate_program, simulate_fast
     from ember_xla.emulator.reference import run_program
     from ember_xla.emulator.timing import simulate
     from ember_xla.runtime.compare import compare_outputs
 
     total = {"cycles": 0.0, "tokens": 0, "run_s": 0.0, "timing_py_s": 0.0, "timing_cpp_s": 0.0,
-             "clusters": []}
+             "cpp_full_s": 0.0, "clusters": []}
     for c in compiled:
         if c.refused:
             raise SystemExit(f"cluster {c.name}: refused by the lowering: {c.refused}")
@@ -74,8 +75,14 @@ def emulate_clusters(compiled: list, cap: Any, target: Any) -> dict[str, Any]:
         t2 = time.perf_counter()
         fast = simulate_fast(target, trace)
         t3 = time.perf_counter()
-        if fast.cycles != rep.cycles:
-            raise SystemExit(f"cluster {c.name}: C++ core {fast.cycles} != Python {rep.cycles}")
+        cpp_outs, cpp = emulate_program(c.program, cap.operands[c.name], target)
+        t4 = time.perf_counter()
+        if not fast.cycles == cpp.cycles == rep.cycles:
+            raise SystemExit(f"cluster {c.name}: C++ {fast.cycles}, {cpp.cycles} != Python "
+                             f"{rep.cycles}")
+        if compare_outputs(cap.results[c.name], cpp_outs)["bitwise_equal"] is not True:
+            raise SystemExit(f"cluster {c.name}: the C++ emulator's outputs differ")
+        total["cpp_full_s"] += t4 - t3
         total["run_s"] += t1 - t0
         total["timing_py_s"] += t2 - t1
         total["timing_cpp_s"] += t3 - t2
@@ -180,7 +187,8 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     cycles: dict[str, dict[int, float]] = {}
     detail: dict[str, Any] = {}
-    speeds: dict[str, list[float]] = {"functional": [], "timing_py": [], "timing_cpp": []}
+    speeds: dict[str, list[float]] = {"functional": [], "timing_py": [], "timing_cpp": [],
+                                      "cpp_full": []}
     for name in a.workloads.split(","):
         rewritten, cap = prepare(name, a.scale)
         cycles[name], detail[name] = {}, {}
@@ -190,7 +198,7 @@ def main() -> None:
             cycles[name][lv] = res["cycles"]
             detail[name][f"O{lv}"] = res
             for k, key in (("functional", "run_s"), ("timing_py", "timing_py_s"),
-                           ("timing_cpp", "timing_cpp_s")):
+                           ("timing_cpp", "timing_cpp_s"), ("cpp_full", "cpp_full_s")):
                 speeds[k].append(res["tokens"] / max(res[key], 1e-9))
             print(f"{name} -O{lv}: {res['cycles']:,.0f} cycles, {res['tokens']:,} queue tokens, "
                   f"bound: {sorted({c['bound'] for c in res['clusters']})}", file=sys.stderr)
@@ -226,7 +234,8 @@ def main() -> None:
     print(f"emulator speed on these programs' traces, medians over {len(speeds['functional'])} "
           f"runs, queue tokens/s: Python functional run {py['functional']:,.0f}, Python "
           f"timing model {py['timing_py']:,.0f}, C++ timing core {py['timing_cpp']:,.0f} "
-          "(same cycles)")
+          f"(trace handed over from Python), whole C++ emulator (functional + timing) "
+          f"{py['cpp_full']:,.0f}; same cycles and outputs")
     cpp = cpp_speed()
     if cpp is not None:
         print(f"emulator speed, bench_emulator.measure_speed() (synthetic trace, "
