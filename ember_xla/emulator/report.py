@@ -5,7 +5,11 @@ moved from DRAM, cache hit rates and the unit that bounds it; as a text table an
 ``total_cycles`` (the emulated cycles of all clusters of one run, which run one after the
 other on the target) and one entry per cluster. A cluster that was not emulated (the lowering
 refused it; it ran on the native kernel) has an entry with ``emulated: false`` and the reason,
-and adds no cycles."""
+and adds no cycles.
+
+Stall cycles are the timing model's: queue-full is summed over the loads that waited for room
+(layers waiting at the same time each count, so it can exceed the run's cycles), queue-empty
+is the execute unit's idle time waiting for a token or data."""
 
 from __future__ import annotations
 
