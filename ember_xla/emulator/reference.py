@@ -37,12 +37,13 @@ class Machine:
         self.types = [ir_type(r) for r in p.regs]
         self.val: list[Any] = [None] * len(p.regs)
         self.trace = Trace()
-        self.base: dict[int, int] = {}
+        self.base: dict[int, int] = {}      # id(buffer) -> base address
+        self.placed: list[np.ndarray] = []  # keeps the buffers (and so their ids) alive
         self.next_base = PAGE
         self.cb = p.callback_numbers()
         self.ops = [collections.Counter() for _ in range(sum(len(e.cases) for e in p.engines))]
         self.fired = [0] * len(self.ops)
-        self.classes: dict[Instr, str | None] = {}
+        self.classes: dict[int, str | None] = {}  # id(instruction) -> op class
         for e, cb in zip(p.engines, self.cb, strict=True):
             for c in e.cases:
                 pops = sum(1 for i in c.code if i.op == "pop")
@@ -79,6 +80,7 @@ class Machine:
 
     def _place(self, arr: np.ndarray) -> None:
         self.base[id(arr)] = self.next_base
+        self.placed.append(arr)
         end = self.next_base + max(int(arr.nbytes), 1)
         self.next_base = -(-end // PAGE) * PAGE
 
@@ -97,9 +99,10 @@ class Machine:
             ins = code[i]
             op = ins.op
             if cnt is not None:
-                if ins not in self.classes:
-                    self.classes[ins] = op_class(ins, self.p.regs)
-                cls = self.classes[ins]
+                key = id(ins)
+                if key not in self.classes:
+                    self.classes[key] = op_class(ins, self.p.regs)
+                cls = self.classes[key]
                 if cls is not None and op != "for":
                     cnt[cls] += 1
             if op == "for":

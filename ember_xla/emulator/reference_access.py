@@ -84,10 +84,12 @@ class Access:
                 else:
                     self.eval(s, self.depth[t])
             for s, buf in buffers.items():
-                vals = self.vals[s]
-                for lane in np.flatnonzero(iv < ub):
-                    (pos,) = element_index(buf, (iv[lane],), "row buffer")
-                    buf[pos] = vals[lane]
+                active = np.flatnonzero(iv < ub)
+                if len(active):
+                    pos = iv[active]
+                    for p in (pos.min(), pos.max()):
+                        element_index(buf, (p,), "row buffer")
+                    buf[pos] = self.vals[s][active]
             for c in self.children[t]:
                 yield from self.start(c)
             yield from self.fire(t, "iter", buffers)

@@ -20,7 +20,8 @@ LOAD, PUSH, TOKEN = 0, 1, 2
 class CaseCost:
     """What one callback (a compute-loop case) does per firing."""
 
-    ops: dict[str, int]   # vector/scalar op counts by op class (target.OP_CLASSES)
+    ops: dict[str, float]  # vector/scalar op counts by op class (target.OP_CLASSES); a DAE
+    #                        program's trace gives the mean per firing (exact totals)
     pops: int             # data-queue entries it pops
 
 
@@ -65,7 +66,7 @@ class Trace:
             raise ValueError(f"control token {case_id} has no case cost (call define_case)")
         self._add(TOKEN, case_id)
 
-    def define_case(self, case_id: int, ops: dict[str, int], pops: int) -> None:
+    def define_case(self, case_id: int, ops: dict[str, float], pops: int) -> None:
         self.cases[case_id] = CaseCost(dict(ops), pops)
 
     def __len__(self) -> int:

@@ -108,6 +108,10 @@ def _check_engine(p: DaeProgram, k: int, e: Engine, t: Target, regs: dict[int, i
     pending = 0
     for r in e.registrations:
         if r.what == "token":
+            if pending > cap:
+                raise ProgramDoesNotFit(f"{where}: callback {r.value} of engine {k} pops "
+                                        f"{pending} bytes, more than the {cap}-byte data queue "
+                                        "holds (access_unit.data_queue_bytes x lanes)")
             pending = 0
             continue
         n = _entry_bytes(e, r.what, r.value, r.tu, static)
@@ -119,10 +123,6 @@ def _check_engine(p: DaeProgram, k: int, e: Engine, t: Target, regs: dict[int, i
                                     f"exceeds the {cap}-byte data queue "
                                     "(access_unit.data_queue_bytes x lanes)")
         pending += n
-        if pending > cap:
-            raise ProgramDoesNotFit(f"{where}: one callback pops {pending} bytes, more than "
-                                    f"the {cap}-byte data queue holds "
-                                    "(access_unit.data_queue_bytes x lanes)")
     return tuple(slots)
 
 

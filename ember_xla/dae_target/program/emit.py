@@ -22,7 +22,8 @@ from ember_xla.dae_target.program.model import (
     dtype_of,
     reg_of_type,
 )
-from ember_xla.dae_target.program.ops import FROM_IR, body_length
+from ember_xla.dae_target.program.ops import FROM_IR
+from ember_xla.dae_target.program.validate import validate
 from ember_xla.ir.block import Block
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
@@ -229,8 +230,7 @@ def emit_program(module: Module, input_shapes: Sequence[Sequence[int]] | None = 
     term = em.block(g, code, in_case=False, nested=False)
     if term is None:
         raise ProgramError(f"{g.name}: the function does not end in func.return")
-    for i in range(len(code)):
-        body_length(code, i)
-    return DaeProgram(ident(g.name, "cluster"), ident(g.attributes.get("kind"), "-"), n_in,
-                      tuple(args), tuple(em.regs), tuple(em.engines), tuple(code))
+    return validate(DaeProgram(ident(g.name, "cluster"), ident(g.attributes.get("kind"), "-"),
+                               n_in, tuple(args), tuple(em.regs), tuple(em.engines),
+                               tuple(code)))
 

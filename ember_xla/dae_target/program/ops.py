@@ -48,7 +48,7 @@ _CLASS = {
     **{o: "convert" for o in ("extf", "truncf", "sitofp", "fptosi", "index_cast",
                               "broadcast", "first_lane")},
     "cmpf": "compare", "cmpi": "compare", "vmask": "compare", "select": "select",
-    "for": "scalar", "if": "scalar", "inc": "scalar", "dim": "scalar",
+    "for": "scalar", "if": "scalar", "inc": "scalar", "dim": "scalar", "alloc": "scalar",
 }
 FREE = ("const", "mov")
 _INT_DTYPES = ("index", "i64", "i32", "i16", "i8", "i1")

@@ -60,10 +60,17 @@ def cmpf(pred: str, a: Any, b: Any) -> Any:
         return _CMP[pred](a, b)
 
 
-def _lanes(m: np.ndarray, idx: list[Any], mask: np.ndarray, what: str) -> list:
+def _lanes(m: np.ndarray, idx: list[Any], mask: np.ndarray, what: str
+           ) -> tuple[np.ndarray, tuple[Any, ...]]:
+    """(active lanes, numpy index of their elements): lane ``l`` reads
+    ``m[idx[:-1], idx[-1] + l]``; every active lane is bounds-checked."""
     base = tuple(int(i) for i in idx)
-    return [(lane, element_index(m, base[:-1] + (base[-1] + lane,), what))
-            for lane in range(len(mask)) if mask[lane]]
+    active = np.flatnonzero(mask)
+    if not len(active):
+        return active, ()
+    element_index(m, base[:-1] + (base[-1] + int(active[0]),), what)
+    element_index(m, base[:-1] + (base[-1] + int(active[-1]),), what)
+    return active, base[:-1] + (base[-1] + active,)
 
 
 def alloc(t: MemRefType, shape: tuple[int, ...], sizes: list[Any]) -> np.ndarray:
@@ -114,13 +121,15 @@ def step(ins: Instr, v: list[Any], dst_types: list[Type]) -> tuple[Any, ...]:
     if op == "maskedload":
         m, *idx, mask, passthru = v
         out = np.array(passthru, copy=True)
-        for lane, at in _lanes(m, idx, mask, "maskedload"):
-            out[lane] = m[at]
+        active, at = _lanes(m, idx, mask, "maskedload")
+        if len(active):
+            out[active] = m[at]
         return (out,)
     if op == "maskedstore":
         m, *idx, mask, x = v
-        for lane, at in _lanes(m, idx, mask, "maskedstore"):
-            m[at] = x[lane]
+        active, at = _lanes(m, idx, mask, "maskedstore")
+        if len(active):
+            m[at] = np.asarray(x)[active]
         return ()
     if op == "broadcast":
         return (of_type(v[0], t),)

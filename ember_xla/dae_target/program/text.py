@@ -28,6 +28,7 @@ from ember_xla.dae_target.program.model import (
     Var,
 )
 from ember_xla.dae_target.program.ops import STREAM_KINDS, body_length, check_shape
+from ember_xla.dae_target.program.validate import validate
 
 HEADER = "ember-dae"
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$|^-$")
@@ -171,8 +172,8 @@ def from_text(text: str) -> DaeProgram:
     r.fields(r.next("end"), 1)
     if r.pos != len(r.recs):
         raise r.fail("records after 'end'")
-    return DaeProgram(r.word(name), r.word(kind), r.int(n_in), tuple(args), tuple(regs),
-                      tuple(engines), code)
+    return validate(DaeProgram(r.word(name), r.word(kind), r.int(n_in), tuple(args),
+                               tuple(regs), tuple(engines), code))
 
 
 def _engine(r: _Reader, k: int) -> Engine:
