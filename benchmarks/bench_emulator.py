@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -76,6 +78,59 @@ def measure_speed(target: str | Target = "tmu", batch: int = 2048, pooling: int 
     }
 
 
+def bag_program(level: int | str, dim: int) -> Any:
+    """The DAE program of the f32 sum embedding bag: compiled at ``-O<level>`` from
+    tests/dae_target/slc_examples.py, or the hand-written one (``level="hand"``)."""
+    from ember_xla.dae_target.handwritten import sum_bag_dlc
+    from ember_xla.dae_target.program import emit_program
+
+    if level == "hand":
+        return emit_program(sum_bag_dlc(vl=16))
+    import ember_xla.dae_target.passes  # noqa: F401
+    from ember_xla.dae_target.passes.levels import run_stages
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "dae_target"))
+    import slc_examples
+
+    return emit_program(run_stages(slc_examples.embedding_bag(), int(level))[-1][1])
+
+
+def measure_program_speed(level: int | str = 3, target: str | Target = "tmu",
+                          batch: int = 4096, pooling: int = 73, rows: int = 1_000_000,
+                          dim: int = 64, python_batch: int | None = None, repeats: int = 3,
+                          seed: int = 0) -> dict[str, Any]:
+    """The whole emulate path on a DLRM-sized bag (one table, ``batch`` x ``pooling``
+    lookups): C++ (``fast.emulate_program``: execution + trace + timing, no Python in the loop)
+    vs the Python reference (``reference.emulate``) on the first ``python_batch`` bags."""
+    from ember_xla.emulator.fast import emulate_program
+    from ember_xla.emulator.reference import emulate
+
+    tgt = load_target(target) if isinstance(target, str) else target
+    program = bag_program(level, dim)
+    rng = np.random.default_rng(seed)
+    off = np.arange(0, batch * pooling + 1, pooling, dtype=np.int64)
+    ids = rng.integers(0, rows, batch * pooling).astype(np.int32)
+    table = rng.standard_normal((rows, dim)).astype(np.float32)
+    pb = python_batch or max(1, batch // 64)
+    small = [off[:pb + 1], ids[:pb * pooling], table]
+    shape, small_shape = [(batch, dim)], [(pb, dim)]
+    times: dict[str, list[float]] = {"cpp": [], "python": []}
+    for _ in range(repeats):
+        dt, (out, rep) = _timed(lambda: emulate_program(program, [off, ids, table], tgt, shape))
+        times["cpp"].append(dt)
+        dt, (out_s, rep_s) = _timed(lambda: emulate(program, small, tgt, small_shape))
+        times["python"].append(dt)
+    _, rep_c = emulate_program(program, small, tgt, small_shape)
+    if rep_c != rep_s or not np.array_equal(out[0][:pb], out_s[0]):
+        raise AssertionError("C++ and Python emulators disagree")
+    med = {k: statistics.median(v) for k, v in times.items()}
+    tok, tok_s = rep.tokens + rep.entries, rep_s.tokens + rep_s.entries
+    return {"level": level, "lookups": batch * pooling, "tokens": tok, "cycles": rep.cycles,
+            "cpp_seconds": med["cpp"], "python_seconds": med["python"], "python_batch": pb,
+            "cpp_tokens_per_s": tok / med["cpp"], "python_tokens_per_s": tok_s / med["python"],
+            "cpp_lookups_per_s": batch * pooling / med["cpp"]}
+
+
 def format_row(m: dict[str, Any]) -> str:
     return (f"{m['granularity']:8s} {m['lookups']:8d} {m['events']:9d} {m['tokens']:9d} "
             f"{m['python_tokens_per_s'] / 1e6:10.3f} {m['cpp_tokens_per_s'] / 1e6:10.2f} "
@@ -93,6 +148,9 @@ def main() -> None:
     ap.add_argument("--dim", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--granularity", default="row,chunk,element")
+    ap.add_argument("--program", default="",
+                    help="also time the whole emulate path of the bag program at these levels "
+                         "(e.g. 0,3,hand), one table, --batch x --pooling lookups")
     a = ap.parse_args()
     print(f"target {a.target}: {a.batch} bags x {a.pooling} lookups, table {a.rows} x {a.dim} "
           "f32; tokens = data-queue entries + control tokens; M = million per second")
@@ -101,6 +159,17 @@ def main() -> None:
     for g in a.granularity.split(","):
         m = measure_speed(a.target, a.batch, a.pooling, a.rows, a.dim, g, repeats=a.repeats)
         print(format_row(m))
+    if a.program:
+        print(f"\nwhole emulate path (program execution + trace + timing), {a.batch} bags x "
+              f"{a.pooling} lookups into {a.rows} x {a.dim} f32")
+        print("level  lookups    tokens   C++ s  C++ Mtok/s  C++ Mlookups/s  py Mtok/s  C++/py")
+        for lv in a.program.split(","):
+            m = measure_program_speed(lv, a.target, a.batch, a.pooling, a.rows, a.dim,
+                                      repeats=a.repeats)
+            print(f"{lv:>5} {m['lookups']:8d} {m['tokens']:9d} {m['cpp_seconds']:7.3f} "
+                  f"{m['cpp_tokens_per_s'] / 1e6:11.2f} {m['cpp_lookups_per_s'] / 1e6:15.2f} "
+                  f"{m['python_tokens_per_s'] / 1e6:10.4f} "
+                  f"{m['cpp_tokens_per_s'] / m['python_tokens_per_s']:7.0f}x")
 
 
 if __name__ == "__main__":

@@ -38,10 +38,14 @@ class EventRecorder:
         self.requests.append((issue, done))
 
     def reserve(self, entry: int, t: float, nbytes: int) -> None:
-        self.entries[entry] = [t, -1.0, float(nbytes)]
+        popped = self.entries.get(entry, [0.0, -1.0])[1]
+        self.entries[entry] = [t, max(popped, t) if popped >= 0 else -1.0, float(nbytes)]
 
     def pop(self, entry: int, t: float) -> None:
-        self.entries.setdefault(entry, [t, t, 0.0])[1] = t
+        """(The model may pop an entry without loads before it reserves its room; its
+        interval is then empty.)"""
+        row = self.entries.setdefault(entry, [t, -1.0, 0.0])
+        row[1] = max(t, row[0])
 
     def callback(self, case: int, pushed: float, ready: float, start: float, end: float
                  ) -> None:

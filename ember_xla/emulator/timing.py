@@ -8,6 +8,8 @@ whole entry in the data queue (``data_queue_bytes`` x ``lanes``): back-pressure 
 Requests are issued in global time order, so the memory system (``memory.py``: LRU caches,
 DRAM latency + shared bandwidth) sees them in order. An entry is pushed when its last load
 completes; a control token right after the data before it, when the control queue has room.
+An entry with no queued load (an induction variable pushed as an operand) takes its room in
+the queue, in order, at the issue time of the last load issued before it, and is pushed then.
 Execute unit: pops tokens in order; a callback starts when the core is free, its token has
 arrived and every entry it pops has arrived (else it starves: queue-empty stall), runs for
 ``callback_dispatch_cycles`` + its ops x ``op_cycles``, and frees its entries when it ends.
@@ -126,7 +128,6 @@ class _Sim:
         self.in_queue: collections.deque[int] = collections.deque()
         self.used = 0
         self.room_at = 0.0                      # when the queue space freed so far was freed
-        self.reserve_t = 0.0                    # when the last entry was reserved
         self.n_tok = len(self.token_case)
         self.tok_time: list[float] = []
         self.tok_start: list[float] = []
@@ -139,10 +140,10 @@ class _Sim:
 
     # -- execute unit -----------------------------------------------------------------------
     def _entry_pushed(self, e: int) -> float | None:
-        if self.push_time[e] is None:
+        if self.push_time[e] is None and self.entry_loads[e]:
             loads = self.entry_loads[e]
-            if not loads or any(i not in self.done for i in loads):
-                return None  # an entry without loads is pushed when it is reserved
+            if any(i not in self.done for i in loads):
+                return None
             self.push_time[e] = max((self.done[i] for i in loads), default=0.0)
         return self.push_time[e]
 
@@ -209,6 +210,22 @@ class _Sim:
             self.used -= self.entry_bytes[self.in_queue.popleft()]
         return max(t, self.room_at)
 
+    def _reserve_loadless(self) -> None:
+        """Reserve (and push) the entries without loads that are next in order, if there is
+        room (else they wait: for pops, or until the final drain)."""
+        while self.reserved < len(self.entry_loads) and not self.entry_loads[self.reserved]:
+            e = self.reserved
+            room = self._reserve(e, self.last_issue)
+            if room is None:
+                return
+            self.queue_full += room - self.last_issue
+            self.in_queue.append(e)
+            self.used += self.entry_bytes[e]
+            self.reserved += 1
+            self.push_time[e] = room
+            if self.rec is not None:
+                self.rec.reserve(e, room, self.entry_bytes[e])
+
     def _candidate(self, layer: int) -> float | None:
         i = self.layers[layer][0]
         t = self.agen[layer]
@@ -223,13 +240,13 @@ class _Sim:
         """Issue the next load of ``layer`` at ``t`` (``waited``: cycles it waited for room
         in the data queue)."""
         i = self.layers[layer].popleft()
+        self.last_issue = max(self.last_issue, t)
         e = self.entry_of.get(i)
         if e is not None and e == self.reserved:
             self.queue_full += waited
             self.in_queue.append(e)
             self.used += self.entry_bytes[e]
             self.reserved += 1
-            self.reserve_t = t
             if self.rec is not None:
                 self.rec.reserve(e, t, self.entry_bytes[e])
         lb = self.mem.line_bytes
@@ -253,28 +270,12 @@ class _Sim:
         if self.rec is not None:
             self.rec.load(layer, t_issue, t, done, addr, self.tr.b[i])
 
-    def _reserve_loadless(self) -> None:
-        """Entries without loads (values the access unit computes, e.g. an induction
-        variable) are reserved as soon as they are next, after the entry before them, and
-        are pushed then."""
-        while self.reserved < len(self.entry_loads) and not self.entry_loads[self.reserved]:
-            e = self.reserved
-            room = self._reserve(e, self.reserve_t)
-            if room is None:
-                return
-            self.in_queue.append(e)
-            self.used += self.entry_bytes[e]
-            self.reserved += 1
-            self.reserve_t = room
-            self.push_time[e] = room
-            if self.rec is not None:
-                self.rec.reserve(e, room, self.entry_bytes[e])
-
     def run(self) -> TimingReport:
         self.agen = {layer: 0.0 for layer in self.layers}
         self.heap: list[float] = []
-        self._reserve_loadless()
+        self.last_issue = 0.0
         while any(self.layers.values()):
+            self._reserve_loadless()
             best, best_t, best_wait = None, INF, 0.0
             for layer, q in self.layers.items():
                 if not q:
@@ -300,11 +301,16 @@ class _Sim:
                     f"({self.queue_bytes} B) cannot hold the entries one callback needs "
                     "before its control token is pushed")
             self._issue(best, best_t, best_wait)
+        while self.reserved < len(self.entry_loads):
+            before = self.reserved
             self._reserve_loadless()
-        while True:
-            self._reserve_loadless()
-            if not self._exec_next():
-                break
+            if self.reserved == before:
+                raise ProgramDoesNotFit(
+                    f"the access unit deadlocks on {self.t.name}: the data queue "
+                    f"({self.queue_bytes} B) cannot hold the entries one callback needs "
+                    "before its control token is pushed")
+        while self._exec_next():
+            pass
         if len(self.tok_start) != self.n_tok:
             raise ProgramDoesNotFit("callbacks wait for data that is never pushed")
         end = max([self.exec_free, *self.done.values(), *self.tok_time, 0.0])
@@ -325,7 +331,7 @@ class _Sim:
 
 def simulate(target: Target, trace: Trace, recorder: Any = None) -> TimingReport:
     """Cycles, stalls, traffic and the bounding unit of ``trace`` on ``target``.
-    ``recorder`` (an ``recorder.EventRecorder``) receives every event as the model decides
+    ``recorder`` (a ``recorder.EventRecorder``) receives every event as the model decides
     it; the cycles are the same with or without one."""
     if PUSH not in trace.kind and TOKEN not in trace.kind and LOAD not in trace.kind:
         return _Sim(target, trace)._report(0.0)

@@ -265,11 +265,27 @@ void Machine::Step(const Instr& in) {
         throw RunError("maskedstore into an input of the program");
       }
       const int64_t lanes = mask.n();
-      const int64_t last = idx[ni - 1];
+      const char* what = load ? "maskedload" : "maskedstore";
+      if (m.shape.size() != ni) ElementIndex(m, idx, ni, what);  // rank error
+      // the leading indices are fixed: check them once; lanes walk the last dimension
+      int64_t row = 0;
+      for (size_t j = 0; j + 1 < ni; ++j) {
+        if (idx[j] < 0 || idx[j] >= m.shape[j]) {
+          for (int64_t l = 0; l < lanes; ++l)
+            if (LI(mask, l)) ElementIndex(m, idx, ni, what);  // throws the reference's error
+          break;
+        }
+        row = row * m.shape[j] + idx[j];
+      }
+      const int64_t last = idx[ni - 1], width = m.shape[ni - 1];
       for (int64_t l = 0; l < lanes; ++l) {
         if (!LI(mask, l)) continue;
-        idx[ni - 1] = last + l;
-        const int64_t at = ElementIndex(m, idx, ni, load ? "maskedload" : "maskedstore");
+        const int64_t col = last + l;
+        if (col < 0 || col >= width) {
+          idx[ni - 1] = col;
+          ElementIndex(m, idx, ni, what);
+        }
+        const int64_t at = row * width + col;
         if (load) {
           if (IsFloat(out.dt)) out.f[out.lanes > 0 ? l : 0] = RoundTo(m.GetF(at), out.dt);
           else out.i[out.lanes > 0 ? l : 0] = Wrap(m.GetI(at), out.dt);

@@ -331,10 +331,6 @@ DType ParseDType(std::string_view s) {
   throw ProgramError("unknown dtype '" + std::string(s) + "'");
 }
 const char* DTypeName(DType d) { return kDTypes[(int)d]; }
-int ItemSize(DType d) {
-  static const int k[] = {8, 4, 2, 2, 8, 4, 2, 1, 1, 8};
-  return k[(int)d];
-}
 int IntWidth(DType d) {
   static const int k[] = {0, 0, 0, 0, 64, 32, 16, 8, 1, 64};
   return k[(int)d];

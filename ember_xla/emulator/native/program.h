@@ -25,7 +25,10 @@ enum class DType : int8_t { F64, F32, F16, BF16, I64, I32, I16, I8, I1, Index };
 DType ParseDType(std::string_view s);
 const char* DTypeName(DType d);
 inline bool IsFloat(DType d) { return d <= DType::BF16; }
-int ItemSize(DType d);
+inline int ItemSize(DType d) {
+  static constexpr int k[] = {8, 4, 2, 2, 8, 4, 2, 1, 1, 8};
+  return k[(int)d];
+}
 int IntWidth(DType d);  // 64 for index
 
 enum class Op : int8_t {

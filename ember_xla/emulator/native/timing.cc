@@ -259,12 +259,12 @@ class Sim {
 
   void Issue(LayerCursor& lc, double t, double waited) {
     const int64_t i = lc.pos;
+    last_issue_ = std::max(last_issue_, t);
     const int64_t e = EntryOf(lc);
     if (e >= 0 && e == reserved_) {
       queue_full_ += waited;
       used_ += entry_bytes_[e];
       ++reserved_;
-      reserve_t_ = t;
     }
     const int64_t lb = t_.line_bytes;
     const int64_t addr = tr_.a[i], nb = std::max<int64_t>(tr_.b[i], 1);
@@ -295,17 +295,18 @@ class Sim {
     AdvanceLayer(lc);
   }
 
-  // Entries without loads are reserved as soon as they are next, after the entry before them,
-  // and are pushed then (timing.py: _reserve_loadless).
+  // Entries without loads that are next in order are reserved (and pushed) at the latest issue
+  // cycle, if there is room; else they wait for pops or the final drain
+  // (timing.py: _reserve_loadless).
   bool ReserveLoadless() {
     const int64_t n_e = (int64_t)entry_bytes_.size();
     while (reserved_ < n_e && loadless_[reserved_]) {
       const int64_t e = reserved_;
       double room;
-      if (!Reserve(e, reserve_t_, &room)) return !fatal_;
+      if (!Reserve(e, last_issue_, &room)) return !fatal_;
+      queue_full_ += room - last_issue_;
       used_ += entry_bytes_[e];
       ++reserved_;
-      reserve_t_ = room;
       push_time_[e] = room;
       remaining_[e] = 0;
     }
@@ -313,9 +314,12 @@ class Sim {
   }
 
   bool Replay() {
-    if (!ReserveLoadless()) return false;
     const int64_t n_layers = (int64_t)layers_.size();
     for (;;) {
+      bool left = false;
+      for (const LayerCursor& lc : layers_) left |= lc.left > 0;
+      if (!left) break;
+      if (!ReserveLoadless()) return false;
       bool any = false, have = false;
       int64_t best = 0;
       double best_t = 0.0, best_wait = 0.0;
@@ -354,11 +358,18 @@ class Sim {
                     " B) cannot hold the entries one callback needs before its control token "
                     "is pushed");
       Issue(layers_[best], best_t, best_wait);
-      if (!ReserveLoadless()) return false;
     }
-    for (;;) {
+    const int64_t n_e = (int64_t)entry_bytes_.size();
+    while (reserved_ < n_e) {
+      const int64_t before = reserved_;
       if (!ReserveLoadless()) return false;
-      if (!ExecNext()) break;
+      if (reserved_ == before)
+        return Fail("the access unit deadlocks: the data queue (" +
+                    std::to_string(t_.queue_bytes) +
+                    " B) cannot hold the entries one callback needs before its control token "
+                    "is pushed");
+    }
+    while (ExecNext()) {
     }
     if (fatal_) return false;
     if (n_started_ != n_tok_)
@@ -402,7 +413,7 @@ class Sim {
 
   int64_t n_started_ = 0, data_ptr_ = 0, reserved_ = 0, queue_front_ = 0, used_ = 0;
   int64_t bytes_loaded_ = 0;
-  double room_at_ = 0.0, reserve_t_ = 0.0, exec_free_ = 0.0, queue_full_ = 0.0, queue_empty_ = 0.0;
+  double room_at_ = 0.0, last_issue_ = 0.0, exec_free_ = 0.0, queue_full_ = 0.0, queue_empty_ = 0.0;
   double exec_busy_ = 0.0, access_busy_ = 0.0, max_done_ = 0.0, max_tok_time_ = 0.0;
   bool fatal_ = false;
 };

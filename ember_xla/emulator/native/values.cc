@@ -61,69 +61,6 @@ uint16_t FloatToBF16(float f) {
   return (uint16_t)((u + 0x7FFF + lsb) >> 16);
 }
 
-double RoundTo(double x, DType d) {
-  switch (d) {
-    case DType::F64: return x;
-    case DType::F32: return (double)(float)x;
-    case DType::F16: return (double)HalfToFloat(DoubleToHalf(x));
-    case DType::BF16: return (double)BF16ToFloat(FloatToBF16((float)x));
-    default: return x;
-  }
-}
-
-int64_t Wrap(int64_t x, DType d) {
-  switch (d) {
-    case DType::I32: return (int32_t)(uint32_t)(uint64_t)x;
-    case DType::I16: return (int16_t)(uint16_t)(uint64_t)x;
-    case DType::I8: return (int8_t)(uint8_t)(uint64_t)x;
-    case DType::I1: return x != 0;  // numpy bool: nonzero
-    default: return x;
-  }
-}
-
-double Buffer::GetF(int64_t k) const {
-  const uint8_t* p = data + k * ItemSize(dtype);
-  switch (dtype) {
-    case DType::F64: { double v; std::memcpy(&v, p, 8); return v; }
-    case DType::F32: { float v; std::memcpy(&v, p, 4); return v; }
-    case DType::F16: { uint16_t v; std::memcpy(&v, p, 2); return HalfToFloat(v); }
-    case DType::BF16: { uint16_t v; std::memcpy(&v, p, 2); return BF16ToFloat(v); }
-    default: return (double)GetI(k);
-  }
-}
-int64_t Buffer::GetI(int64_t k) const {
-  const uint8_t* p = data + k * ItemSize(dtype);
-  switch (dtype) {
-    case DType::I64: case DType::Index: { int64_t v; std::memcpy(&v, p, 8); return v; }
-    case DType::I32: { int32_t v; std::memcpy(&v, p, 4); return v; }
-    case DType::I16: { int16_t v; std::memcpy(&v, p, 2); return v; }
-    case DType::I8: return (int8_t)*p;
-    case DType::I1: return *p ? 1 : 0;
-    default: return (int64_t)GetF(k);
-  }
-}
-void Buffer::SetF(int64_t k, double v) {
-  uint8_t* p = data + k * ItemSize(dtype);
-  switch (dtype) {
-    case DType::F64: std::memcpy(p, &v, 8); return;
-    case DType::F32: { float f = (float)v; std::memcpy(p, &f, 4); return; }
-    case DType::F16: { uint16_t h = DoubleToHalf(v); std::memcpy(p, &h, 2); return; }
-    case DType::BF16: { uint16_t b = FloatToBF16((float)v); std::memcpy(p, &b, 2); return; }
-    default: SetI(k, (int64_t)v); return;
-  }
-}
-void Buffer::SetI(int64_t k, int64_t v) {
-  uint8_t* p = data + k * ItemSize(dtype);
-  switch (dtype) {
-    case DType::I64: case DType::Index: std::memcpy(p, &v, 8); return;
-    case DType::I32: { int32_t x = (int32_t)v; std::memcpy(p, &x, 4); return; }
-    case DType::I16: { int16_t x = (int16_t)v; std::memcpy(p, &x, 2); return; }
-    case DType::I8: *p = (uint8_t)v; return;
-    case DType::I1: *p = v ? 1 : 0; return;
-    default: SetF(k, (double)v); return;
-  }
-}
-
 BufferRef NewBuffer(DType d, std::vector<int64_t> shape) {
   auto b = std::make_shared<Buffer>();
   b->dtype = d;
