@@ -195,7 +195,7 @@ class AccessRun {
         const Value& a = vals_[st.src[0]];
         const Value* b = st.src.size() > 1 ? &vals_[st.src[1]] : nullptr;
         if (!a.set || (b && !b->set)) throw RunError("valu stream: operand without a value");
-        Value tmp;
+        Value& tmp = scratch_;
         tmp.Shape(st.dtype, st.lanes);
         for (int64_t l = 0; l < st.lanes; ++l) {
           const int64_t x = a.I(a.lanes > 0 ? l : 0);
@@ -240,8 +240,10 @@ class AccessRun {
         idx[j] = v.I(v.lanes > 0 ? l : 0);
       }
     };
-    Value tmp;
+    Value& tmp = scratch_;  // swapped in below: no allocation per evaluation
     tmp.Shape(m.dtype, vl);
+    if (IsFloat(m.dtype)) std::fill(tmp.f.begin(), tmp.f.end(), 0.0);  // inactive lanes: 0
+    else std::fill(tmp.i.begin(), tmp.i.end(), 0);
     int64_t first = -1, last = -1;
     for (int64_t l = 0; l < vl; ++l)
       if (mask.i[l]) {
@@ -255,10 +257,15 @@ class AccessRun {
       const int64_t at = ElementIndex(m, idx, ni, "vmem stream");
       idx[ni - 1] += count - 1;
       ElementIndex(m, idx, ni, "vmem stream");
-      for (int64_t l = first; l <= last; ++l) {
-        const bool on = mask.i[l] != 0;
-        if (IsFloat(m.dtype)) tmp.f[l] = on ? m.GetF(at + (l - first)) : 0.0;
-        else tmp.i[l] = on ? m.GetI(at + (l - first)) : 0;
+      if (m.dtype == DType::F32) {
+        const float* p = reinterpret_cast<const float*>(m.data) + at - first;
+        for (int64_t l = first; l <= last; ++l) tmp.f[l] = mask.i[l] ? p[l] : 0.0f;
+      } else {
+        for (int64_t l = first; l <= last; ++l) {
+          const bool on = mask.i[l] != 0;
+          if (IsFloat(m.dtype)) tmp.f[l] = on ? m.GetF(at + (l - first)) : 0.0;
+          else tmp.i[l] = on ? m.GetI(at + (l - first)) : 0;
+        }
       }
       src_[s] = m_.trace_->Load(m_.Address(m, at), count * ItemSize(m.dtype), dep, queued_[s],
                                 layer);
@@ -279,6 +286,7 @@ class AccessRun {
   const int64_t k_;
   const Engine& e_;
   std::vector<Value> vals_;
+  Value scratch_;
   std::vector<int64_t> src_, tu_src_;
   std::vector<std::vector<int32_t>> owned_, children_;
   std::vector<std::vector<const Registration*>> at_;
