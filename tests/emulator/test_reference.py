@@ -188,3 +188,19 @@ def test_levels_get_faster_on_the_emulator(target):
         np.testing.assert_array_equal(outs[0], slc_examples.bag_reference(inputs))
         cycles.append(rep.cycles)
     assert cycles[0] > cycles[1] > cycles[2], cycles
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES)
+def test_many_random_inputs(case):
+    """Exhaustive variant (-m slow): 20 random input sets per level, outputs and counts."""
+    for level in range(5):
+        module, spec = dlc(case, level)
+        program = from_text(to_text(emit_program(module)))
+        rng = np.random.default_rng(100 + level)
+        for round_ in range(20):
+            inputs = random_inputs(spec, rng, EDGE_CASES[round_ % 4] if round_ % 4 < 3 else None)
+            want, c = run_counted(module, inputs)
+            got, trace = run_program(program, inputs)
+            assert all(same(w, g) for w, g in zip(want, got, strict=True)), (level, round_)
+            assert trace_counts(program, trace, inputs) == want_counts(c), (level, round_)

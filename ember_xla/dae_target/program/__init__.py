@@ -2,10 +2,10 @@
 printer and the resource binder."""
 
 from ember_xla.dae_target.program.bind import Binding, bind_program
-from ember_xla.dae_target.program.emit import emit_program
+from ember_xla.dae_target.program.emit import emit_cluster, emit_program
 from ember_xla.dae_target.program.model import VERSION, DaeProgram, ProgramError
 from ember_xla.dae_target.program.printer import print_program
 from ember_xla.dae_target.program.text import from_text, to_text
 
-__all__ = ["VERSION", "Binding", "DaeProgram", "ProgramError", "bind_program", "emit_program",
-           "from_text", "print_program", "to_text"]
+__all__ = ["VERSION", "Binding", "DaeProgram", "ProgramError", "bind_program", "emit_cluster",
+           "emit_program", "from_text", "print_program", "to_text"]

@@ -234,3 +234,13 @@ def emit_program(module: Module, input_shapes: Sequence[Sequence[int]] | None = 
                                n_in, tuple(args), tuple(em.regs), tuple(em.engines),
                                tuple(code)))
 
+
+
+def emit_cluster(spec: object, level: int | str = 3) -> DaeProgram:
+    """Lower a ``ClusterSpec`` through ``-O<level>`` (or a pipeline ending in ``decouple``) and
+    emit its DAE program with the spec's argument shapes (``LoweringRefused`` /
+    ``ProgramError`` when it cannot be done)."""
+    from ember_xla.dae_target.passes.levels import lower_cluster
+
+    module = lower_cluster(spec, level)[-1][1]
+    return emit_program(module, [a.shape for a in spec.operands])  # type: ignore[attr-defined]

@@ -16,7 +16,7 @@ from slc_examples import bag_inputs
 
 from ember_xla.dae_target.handwritten import sum_bag_dlc
 from ember_xla.dae_target.passes.levels import lower_cluster
-from ember_xla.dae_target.program import bind_program, emit_program
+from ember_xla.dae_target.program import bind_program, emit_cluster, emit_program
 from ember_xla.dae_target.program.model import TU
 from ember_xla.emulator.reference import emulate
 from ember_xla.emulator.target import builtin_configs, load_target, parse_target
@@ -40,7 +40,7 @@ def test_tmu_takes_every_cluster(case):
     _, spec = lowered(case)
     tmu = load_target("tmu")
     for level in range(5):
-        p = emit_program(lower_cluster(spec, level)[-1][1], [a.shape for a in spec.operands])
+        p = emit_cluster(spec, level)
         b = bind_program(p, tmu)
         assert 1 <= b.layers_used <= tmu.access.layers
         assert [len(e) for e in b.slots] == [len(e.tus) for e in p.engines]
