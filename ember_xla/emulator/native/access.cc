@@ -46,8 +46,16 @@ class AccessRun {
   };
 
   static int64_t Int(const Value& v, const char* what) {
-    if (!v.set) throw RunError(std::string(what) + ": a stream read before it has a value");
+    if (!v.set || v.lanes == -1)
+      throw RunError(std::string(what) + ": a stream read before it has a value");
     return v.I(0);
+  }
+  // Lane l of an index/operand value (a scalar broadcasts; too few lanes is an error).
+  static int64_t LaneI(const Value& v, int64_t l, const char* what) {
+    if (!v.set || v.lanes == -1 || (v.lanes > 0 && l >= v.lanes))
+      throw RunError(std::string(what) + ": operand without a value for lane " +
+                     std::to_string(l));
+    return v.I(v.lanes > 0 ? l : 0);
   }
 
   void Start(int32_t t) {
@@ -90,6 +98,9 @@ class AccessRun {
       for (RowBuffer& rb : buffers) {
         if (!vl) throw RunError("a row buffer on a scalar tu");
         const Value& v = vals_[rb.stream];
+        if (!v.set || v.lanes == -1 || (v.lanes > 0 && v.lanes < vl))
+          throw RunError("row buffer: its stream has no value of " + std::to_string(vl) +
+                         " lanes");
         Buffer& b = *rb.buf;
         for (int64_t l = 0; l < vl; ++l) {
           const int64_t iv = base + l * st;
@@ -198,8 +209,8 @@ class AccessRun {
         Value& tmp = scratch_;
         tmp.Shape(st.dtype, st.lanes);
         for (int64_t l = 0; l < st.lanes; ++l) {
-          const int64_t x = a.I(a.lanes > 0 ? l : 0);
-          const int64_t y = b ? b->I(b->lanes > 0 ? l : 0) : 0;
+          const int64_t x = LaneI(a, l, "valu stream");
+          const int64_t y = b ? LaneI(*b, l, "valu stream") : 0;
           const int64_t r = AluStep(st.alu, x, y);
           if (IsFloat(st.dtype)) tmp.f[l] = RoundTo((double)r, st.dtype);
           else tmp.i[l] = Wrap(r, st.dtype);
@@ -229,16 +240,13 @@ class AccessRun {
   void VMem(int32_t s, const Stream& st, int64_t dep, int layer) {
     const Buffer& m = StreamBuffer(st);
     const Value& mask = vals_[st.src.back()];
-    if (!mask.set || mask.lanes <= 0) throw RunError("vmem stream: the mask is not a vector");
+    if (!mask.set || mask.lanes <= 0 || IsFloat(mask.dt))
+      throw RunError("vmem stream: the mask is not a vector of i1");
     const int64_t vl = mask.lanes;
     const size_t ni = st.src.size() - 1;
     if (ni > 8 || ni != m.shape.size()) throw RunError("vmem stream: wrong number of indices");
     auto lane_idx = [&](int64_t l, int64_t* idx) {
-      for (size_t j = 0; j < ni; ++j) {
-        const Value& v = vals_[st.src[j]];
-        if (!v.set) throw RunError("vmem stream: index without a value");
-        idx[j] = v.I(v.lanes > 0 ? l : 0);
-      }
+      for (size_t j = 0; j < ni; ++j) idx[j] = LaneI(vals_[st.src[j]], l, "vmem stream");
     };
     Value& tmp = scratch_;  // swapped in below: no allocation per evaluation
     tmp.Shape(m.dtype, vl);

@@ -96,9 +96,16 @@ bool CompareI(int pred, int64_t a, int64_t b) {
   }
 }
 
-// Lane k of v, broadcasting a scalar.
-inline double LF(const Value& v, int64_t k) { return v.F(v.lanes > 0 ? k : 0); }
-inline int64_t LI(const Value& v, int64_t k) { return v.I(v.lanes > 0 ? k : 0); }
+// Lane k of v, broadcasting a scalar (a vector with too few lanes is an error, as in numpy).
+inline int64_t Lane(const Value& v, int64_t k) {
+  if (v.lanes == -1) throw RunError("a buffer used as a scalar or vector operand");
+  if (v.lanes > 0 && k >= v.lanes)
+    throw RunError("vector operand of " + std::to_string(v.lanes) + " lanes, " +
+                   std::to_string(k + 1) + " needed");
+  return v.lanes > 0 ? k : 0;
+}
+inline double LF(const Value& v, int64_t k) { return v.F(Lane(v, k)); }
+inline int64_t LI(const Value& v, int64_t k) { return v.I(Lane(v, k)); }
 
 }  // namespace
 
@@ -284,6 +291,9 @@ void Machine::Step(const Instr& in) {
         throw RunError("maskedstore into an input of the program");
       }
       const int64_t lanes = mask.n();
+      if (x.lanes < lanes)
+        throw RunError(std::string(load ? "maskedload: passthru" : "maskedstore: value") +
+                       " has fewer lanes than the mask");
       const char* what = load ? "maskedload" : "maskedstore";
       if (m.shape.size() != ni) ElementIndex(m, idx, ni, what);  // rank error
       // the leading indices are fixed: check them once; lanes walk the last dimension
@@ -298,7 +308,8 @@ void Machine::Step(const Instr& in) {
       }
       const int64_t last = idx[ni - 1], width = m.shape[ni - 1];
       if (m.dtype == DType::F32 && (load ? out.dt : x.dt) == DType::F32 &&
-          (load ? out.lanes : x.lanes) == lanes && mask.lanes == lanes && last >= 0 &&
+          (load ? out.lanes : x.lanes) == lanes && mask.lanes == lanes &&
+          !IsFloat(mask.dt) && last >= 0 &&
           last + lanes <= width) {  // f32 rows, every lane inside: no per-lane checks
         float* p = reinterpret_cast<float*>(m.data) + row * width + last;
         for (int64_t l = 0; l < lanes; ++l) {
