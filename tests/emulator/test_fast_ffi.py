@@ -78,8 +78,7 @@ def test_emulate_target_equals_the_original_module(case, level):
         return  # its cluster's operands are computed in the module (ids -> segment ids)
     # the cluster's operands are the entry's parameters here: the same run in fast.py
     _, direct = emulate_program(program, list(args), TMU)
-    assert dc.replace(report, cache_hit_rate={}) == dc.replace(direct, cache_hit_rate={})
-    assert list(report.cache_hit_rate.values()) == list(direct.cache_hit_rate.values())
+    assert report == direct        # cycles, stalls, traffic, hit rates by level name, clock
     assert take_reports() == []
 
 

@@ -133,3 +133,17 @@ def test_program_that_does_not_fit_is_refused():
     small = dc.replace(TMU, access=dc.replace(TMU.access, data_queue_bytes=8))
     with pytest.raises(ProgramDoesNotFit, match="does not fit"):
         emulate_program(program, inputs, small, [(2, 64)])
+
+
+@pytest.mark.parametrize("text,match", [
+    # a for bound never written, a vector operand with too few lanes, a buffer as a scalar
+    ("ember-dae 1;program p - 0 0 2 0;reg 0 s index 0;reg 1 s index 0;code 1;"
+     "for 1 3 1 0 1 1 1 0;end", "not a scalar"),
+    ("ember-dae 1;program p - 0 0 3 0;reg 0 v f32 4;reg 1 v f32 8;reg 2 v f32 8;code 3;"
+     "const 1 0 1 0 1.0;const 1 0 1 1 2.0;addf 1 2 0 2 0 1;end", "lanes"),
+    ("ember-dae 1;program p - 0 1 2 0;arg 0 o out 0 f32 1 4;reg 0 m f32 1;reg 1 s f32 0;"
+     "code 1;addf 1 2 0 1 0 0;end", "buffer"),
+])
+def test_ill_typed_programs_are_errors_not_crashes(text, match):
+    with pytest.raises(InterpretError, match=match):
+        run_program_fast(text, [])

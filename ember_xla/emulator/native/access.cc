@@ -46,8 +46,16 @@ class AccessRun {
   };
 
   static int64_t Int(const Value& v, const char* what) {
-    if (!v.set) throw RunError(std::string(what) + ": a stream read before it has a value");
+    if (!v.set || v.lanes == -1)
+      throw RunError(std::string(what) + ": a stream read before it has a value");
     return v.I(0);
+  }
+  // Lane l of an index/operand value (a scalar broadcasts; too few lanes is an error).
+  static int64_t LaneI(const Value& v, int64_t l, const char* what) {
+    if (!v.set || v.lanes == -1 || (v.lanes > 0 && l >= v.lanes))
+      throw RunError(std::string(what) + ": operand without a value for lane " +
+                     std::to_string(l));
+    return v.I(v.lanes > 0 ? l : 0);
   }
 
   void Start(int32_t t) {
@@ -90,6 +98,9 @@ class AccessRun {
       for (RowBuffer& rb : buffers) {
         if (!vl) throw RunError("a row buffer on a scalar tu");
         const Value& v = vals_[rb.stream];
+        if (!v.set || v.lanes == -1 || (v.lanes > 0 && v.lanes < vl))
+          throw RunError("row buffer: its stream has no value of " + std::to_string(vl) +
+                         " lanes");
         Buffer& b = *rb.buf;
         for (int64_t l = 0; l < vl; ++l) {
           const int64_t iv = base + l * st;
@@ -195,11 +206,11 @@ class AccessRun {
         const Value& a = vals_[st.src[0]];
         const Value* b = st.src.size() > 1 ? &vals_[st.src[1]] : nullptr;
         if (!a.set || (b && !b->set)) throw RunError("valu stream: operand without a value");
-        Value tmp;
+        Value& tmp = scratch_;
         tmp.Shape(st.dtype, st.lanes);
         for (int64_t l = 0; l < st.lanes; ++l) {
-          const int64_t x = a.I(a.lanes > 0 ? l : 0);
-          const int64_t y = b ? b->I(b->lanes > 0 ? l : 0) : 0;
+          const int64_t x = LaneI(a, l, "valu stream");
+          const int64_t y = b ? LaneI(*b, l, "valu stream") : 0;
           const int64_t r = AluStep(st.alu, x, y);
           if (IsFloat(st.dtype)) tmp.f[l] = RoundTo((double)r, st.dtype);
           else tmp.i[l] = Wrap(r, st.dtype);
@@ -229,19 +240,18 @@ class AccessRun {
   void VMem(int32_t s, const Stream& st, int64_t dep, int layer) {
     const Buffer& m = StreamBuffer(st);
     const Value& mask = vals_[st.src.back()];
-    if (!mask.set || mask.lanes <= 0) throw RunError("vmem stream: the mask is not a vector");
+    if (!mask.set || mask.lanes <= 0 || IsFloat(mask.dt))
+      throw RunError("vmem stream: the mask is not a vector of i1");
     const int64_t vl = mask.lanes;
     const size_t ni = st.src.size() - 1;
     if (ni > 8 || ni != m.shape.size()) throw RunError("vmem stream: wrong number of indices");
     auto lane_idx = [&](int64_t l, int64_t* idx) {
-      for (size_t j = 0; j < ni; ++j) {
-        const Value& v = vals_[st.src[j]];
-        if (!v.set) throw RunError("vmem stream: index without a value");
-        idx[j] = v.I(v.lanes > 0 ? l : 0);
-      }
+      for (size_t j = 0; j < ni; ++j) idx[j] = LaneI(vals_[st.src[j]], l, "vmem stream");
     };
-    Value tmp;
+    Value& tmp = scratch_;  // swapped in below: no allocation per evaluation
     tmp.Shape(m.dtype, vl);
+    if (IsFloat(m.dtype)) std::fill(tmp.f.begin(), tmp.f.end(), 0.0);  // inactive lanes: 0
+    else std::fill(tmp.i.begin(), tmp.i.end(), 0);
     int64_t first = -1, last = -1;
     for (int64_t l = 0; l < vl; ++l)
       if (mask.i[l]) {
@@ -255,10 +265,15 @@ class AccessRun {
       const int64_t at = ElementIndex(m, idx, ni, "vmem stream");
       idx[ni - 1] += count - 1;
       ElementIndex(m, idx, ni, "vmem stream");
-      for (int64_t l = first; l <= last; ++l) {
-        const bool on = mask.i[l] != 0;
-        if (IsFloat(m.dtype)) tmp.f[l] = on ? m.GetF(at + (l - first)) : 0.0;
-        else tmp.i[l] = on ? m.GetI(at + (l - first)) : 0;
+      if (m.dtype == DType::F32) {
+        const float* p = reinterpret_cast<const float*>(m.data) + at - first;
+        for (int64_t l = first; l <= last; ++l) tmp.f[l] = mask.i[l] ? p[l] : 0.0f;
+      } else {
+        for (int64_t l = first; l <= last; ++l) {
+          const bool on = mask.i[l] != 0;
+          if (IsFloat(m.dtype)) tmp.f[l] = on ? m.GetF(at + (l - first)) : 0.0;
+          else tmp.i[l] = on ? m.GetI(at + (l - first)) : 0;
+        }
       }
       src_[s] = m_.trace_->Load(m_.Address(m, at), count * ItemSize(m.dtype), dep, queued_[s],
                                 layer);
@@ -279,6 +294,7 @@ class AccessRun {
   const int64_t k_;
   const Engine& e_;
   std::vector<Value> vals_;
+  Value scratch_;
   std::vector<int64_t> src_, tu_src_;
   std::vector<std::vector<int32_t>> owned_, children_;
   std::vector<std::vector<const Registration*>> at_;

@@ -96,6 +96,9 @@ void Machine::RunCode(const std::vector<Instr>& code, size_t lo, size_t hi, Case
     if (cnt && in.cls >= 0 && in.op != Op::For) cnt->Count(in.cls);
     switch (in.op) {
       case Op::For: {
+        for (int32_t r : in.src)
+          if (!val_[r].set || val_[r].lanes != 0)
+            throw RunError("for: bound register " + std::to_string(r) + " is not a scalar value");
         const int64_t lb = val_[in.src[0]].I(0), ub = val_[in.src[1]].I(0),
                       st = val_[in.src[2]].I(0);
         const size_t n = (size_t)in.imm[0].i;
@@ -114,7 +117,7 @@ void Machine::RunCode(const std::vector<Instr>& code, size_t lo, size_t hi, Case
       case Op::If: {
         const size_t nt = (size_t)in.imm[0].i, ne = (size_t)in.imm[1].i;
         const Value& c = val_[in.src[0]];
-        if (!c.set) throw RunError("if: condition register read before it is written");
+        if (!c.set || c.lanes == -1) throw RunError("if: condition is not a value");
         if (IsFloat(c.dt) ? c.f[0] != 0.0 : c.i[0] != 0)
           RunCode(code, i + 1, i + 1 + nt, cnt);
         else
@@ -144,6 +147,7 @@ void Machine::RunCode(const std::vector<Instr>& code, size_t lo, size_t hi, Case
       }
       case Op::Inc: {
         Value& v = val_[in.dst[0]];
+        if (!v.set || v.lanes != 0) throw RunError("inc: register is not a scalar value");
         const DType d = p_.regs[in.dst[0]].dtype;
         const int64_t x = v.I(0);
         v.Shape(d, 0);

@@ -96,9 +96,16 @@ bool CompareI(int pred, int64_t a, int64_t b) {
   }
 }
 
-// Lane k of v, broadcasting a scalar.
-inline double LF(const Value& v, int64_t k) { return v.F(v.lanes > 0 ? k : 0); }
-inline int64_t LI(const Value& v, int64_t k) { return v.I(v.lanes > 0 ? k : 0); }
+// Lane k of v, broadcasting a scalar (a vector with too few lanes is an error, as in numpy).
+inline int64_t Lane(const Value& v, int64_t k) {
+  if (v.lanes == -1) throw RunError("a buffer used as a scalar or vector operand");
+  if (v.lanes > 0 && k >= v.lanes)
+    throw RunError("vector operand of " + std::to_string(v.lanes) + " lanes, " +
+                   std::to_string(k + 1) + " needed");
+  return v.lanes > 0 ? k : 0;
+}
+inline double LF(const Value& v, int64_t k) { return v.F(Lane(v, k)); }
+inline int64_t LI(const Value& v, int64_t k) { return v.I(Lane(v, k)); }
 
 }  // namespace
 
@@ -123,16 +130,23 @@ void Machine::Step(const Instr& in) {
   const int32_t d = in.dst.empty() ? -1 : in.dst[0];
   const Reg* dr = d >= 0 ? &p_.regs[d] : nullptr;
   const int64_t dl = dr && dr->cls == 'v' ? dr->n : 0;
-  Value& out = out_;
-  auto commit = [&]() { std::swap(val_[d], out_); };
+  // results go straight into the destination register unless it is also a source
+  bool aliased = false;
+  for (int32_t x : in.src) aliased |= x == d;
+  Value& out = (d >= 0 && !aliased) ? val_[d] : out_;
+  auto commit = [&]() {
+    if (&out == &out_) std::swap(val_[d], out_);
+  };
   switch (in.op) {
     case Op::Const: {
       out.Shape(dr->dtype, dl);
       const Imm& m = in.imm[0];
-      for (int64_t k = 0; k < out.n(); ++k) {
-        if (m.kind == Imm::kInt) PutI(out, k, m.i, false);
-        else if (m.kind == Imm::kFloat) PutF(out, k, m.f);
-        else throw RunError("const: not a number");
+      if (m.kind == Imm::kInt) PutI(out, 0, m.i, false);
+      else if (m.kind == Imm::kFloat) PutF(out, 0, m.f);
+      else throw RunError("const: not a number");
+      for (int64_t k = 1; k < out.n(); ++k) {  // a splat
+        if (IsFloat(out.dt)) out.f[k] = out.f[0];
+        else out.i[k] = out.i[0];
       }
       return commit();
     }
@@ -140,6 +154,18 @@ void Machine::Step(const Instr& in) {
       const Value &a = V(0), &b = V(1);
       const DType ct = Promote(a.dt, b.dt);
       const int64_t n = std::max({a.lanes, b.lanes, dl, (int64_t)0});
+      if (ct == DType::F32 && dr->dtype == DType::F32 && dl > 0 && a.lanes == dl &&
+          b.lanes == dl && in.op <= Op::DivF) {  // f32 vectors: one float op per lane
+        out.Shape(DType::F32, dl);
+        const double *x = a.f.data(), *y = b.f.data();
+        double* o = out.f.data();
+        for (int64_t k = 0; k < dl; ++k) {
+          const float u = (float)x[k], v = (float)y[k];
+          o[k] = in.op == Op::AddF ? u + v : in.op == Op::SubF ? u - v
+               : in.op == Op::MulF ? u * v : u / v;
+        }
+        return commit();
+      }
       out.Shape(dr->dtype, dl ? dl : n);
       for (int64_t k = 0; k < out.n(); ++k) PutF(out, k, FloatOp(in.op, LF(a, k), LF(b, k), ct));
       return commit();
@@ -265,6 +291,9 @@ void Machine::Step(const Instr& in) {
         throw RunError("maskedstore into an input of the program");
       }
       const int64_t lanes = mask.n();
+      if (x.lanes < lanes)
+        throw RunError(std::string(load ? "maskedload: passthru" : "maskedstore: value") +
+                       " has fewer lanes than the mask");
       const char* what = load ? "maskedload" : "maskedstore";
       if (m.shape.size() != ni) ElementIndex(m, idx, ni, what);  // rank error
       // the leading indices are fixed: check them once; lanes walk the last dimension
@@ -278,6 +307,19 @@ void Machine::Step(const Instr& in) {
         row = row * m.shape[j] + idx[j];
       }
       const int64_t last = idx[ni - 1], width = m.shape[ni - 1];
+      if (m.dtype == DType::F32 && (load ? out.dt : x.dt) == DType::F32 &&
+          (load ? out.lanes : x.lanes) == lanes && mask.lanes == lanes &&
+          !IsFloat(mask.dt) && last >= 0 &&
+          last + lanes <= width) {  // f32 rows, every lane inside: no per-lane checks
+        float* p = reinterpret_cast<float*>(m.data) + row * width + last;
+        for (int64_t l = 0; l < lanes; ++l) {
+          if (!mask.i[l]) continue;
+          if (load) out.f[l] = p[l];
+          else p[l] = (float)x.f[l];
+        }
+        if (load) return commit();
+        return;
+      }
       for (int64_t l = 0; l < lanes; ++l) {
         if (!LI(mask, l)) continue;
         const int64_t col = last + l;
@@ -357,6 +399,11 @@ void Machine::Step(const Instr& in) {
       if (i < 0) throw ProgramError("from_buffer: negative position " + std::to_string(i));
       if (b.shape.size() != 1) throw RunError("from_buffer: the buffer is not 1-D");
       out.Shape(b.dtype, dl);
+      if (b.dtype == DType::F32 && i + dl <= b.shape[0]) {
+        const float* p = reinterpret_cast<const float*>(b.data) + i;
+        for (int64_t k = 0; k < dl; ++k) out.f[k] = p[k];
+        return commit();
+      }
       for (int64_t k = 0; k < dl; ++k) {
         const int64_t at = i + k;
         if (IsFloat(b.dtype)) out.f[k] = at < b.shape[0] ? b.GetF(at) : 0.0;
