@@ -56,7 +56,7 @@ def has_ancestor(op: Operation, pred: Any) -> bool:
 
 
 class LoopOpDef(OpDef):
-    """Accessors shared by the counted loops (``scf.for``, ``slc.for``): operands
+    """Accessors shared by the counted loops (``scf.for``, ``slc.for``, ``slcv.for``): operands
     ``(lb, ub, step, init...)``, one body block whose first argument is the induction variable
     and whose further arguments are the carried values."""
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember_xla.dae_target.dialects.common import LoopOpDef
 from ember_xla.dae_target.dialects.slc import ALU_OPS, ALU_UNARY, StreamType
 from ember_xla.ir.dialect import Dialect, register_dialect
 from ember_xla.ir.opdef import OpDef
@@ -73,7 +74,7 @@ def _vl_of(t: Any) -> int | None:
 
 
 @slcv.add_op
-class ForOp(OpDef):
+class ForOp(LoopOpDef):
     """``slcv.for<VL>``: the vectorized loop (see the module docstring)."""
 
     opcode = "slcv.for"
@@ -92,11 +93,11 @@ class ForOp(OpDef):
             if stream_elem(v.type) != INDEX:
                 raise self.fail(f"bounds and step must be !slc.stream<index>, not {v.type}")
         args = self.body.args
-        want = [stream(vec(vl, INDEX)), stream(vec(vl, I1))] + [v.type for v in self.inits]
+        want = [stream(vec(vl, INDEX)), stream(vec(vl, I1))] + [v.type for v in self.init]
         if [a.type for a in args] != want:
             raise self.fail("body takes (iv: !slc.stream<vector<VLxindex>>, "
                             "mask: !slc.stream<vector<VLxi1>>, carried values...)")
-        if [r.type for r in self.results] != [v.type for v in self.inits]:
+        if [r.type for r in self.results] != [v.type for v in self.init]:
             raise self.fail("results must match the init values")
         if not isinstance(self.body.terminator, YieldOp):
             raise self.fail("body must end in slcv.yield")
@@ -104,26 +105,6 @@ class ForOp(OpDef):
     @property
     def vl(self) -> int:
         return self.attributes["vl"]
-
-    @property
-    def lb(self) -> Any:
-        return self.operands[0]
-
-    @property
-    def ub(self) -> Any:
-        return self.operands[1]
-
-    @property
-    def step(self) -> Any:
-        return self.operands[2]
-
-    @property
-    def inits(self) -> list[Any]:
-        return self.operands[3:]
-
-    @property
-    def iv(self) -> Any:
-        return self.body.args[0]
 
     @property
     def mask(self) -> Any:

@@ -28,7 +28,7 @@ from ember_xla.ir.value import Value
 
 def _why_not(loop: Operation) -> str | None:
     ops = loop.body.ops
-    if loop.inits:
+    if loop.init:
         return "it carries values"
     if constant_of(loop.step) != 1:
         return "its step is not the constant 1"

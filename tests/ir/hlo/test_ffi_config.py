@@ -13,10 +13,8 @@ DOC = Path(__file__).parents[3] / "docs" / "CUSTOM_CALL.md"
 
 
 def call(config: str, api: object = "API_VERSION_TYPED_FFI") -> Operation:
-    op = Operation.__new__(Operation)
-    op.opcode = "custom-call"
-    op.attributes = {"custom_call_api_version": api, "backend_config": config.encode()}
-    return op
+    return Operation("custom-call", [], [], {"custom_call_api_version": api,
+                                             "backend_config": config.encode()})
 
 
 @pytest.mark.parametrize("config", [
@@ -39,8 +37,8 @@ def test_valid_and_unknown_forms_pass(config):
 
 def test_only_typed_ffi_calls_are_checked():
     assert check_backend_config(call("{a = -1 : f64}", api="API_VERSION_STATUS_RETURNING")) is None
-    other = call("{a = -1 : f64}")
-    other.opcode = "add"
+    other = Operation("add", [], [], {"custom_call_api_version": "API_VERSION_TYPED_FFI",
+                                      "backend_config": b"{a = -1 : f64}"})
     assert check_backend_config(other) is None
 
 
