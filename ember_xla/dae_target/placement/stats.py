@@ -1,0 +1,90 @@
+"""Index statistics of one table's batch, what the cost model sees: lookups and bags, the rows
+ranked by access count (the hot set is a prefix of that ranking), the hit fraction of every
+hot-set size, and — for the staged strategies, which fetch each distinct row of a chunk once —
+the distinct resident and non-resident rows per lookup within chunks of the staging size.
+Skew enters through these numbers, not only through table sizes."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ember_xla.emulator.npu.machine import Machine
+from ember_xla.emulator.npu.workload import Bags, Table
+
+
+def hot_ladder(rows: int, l1_rows: int) -> list[int]:
+    """Hot-set sizes the mapper considers: 0, powers of two up to what L1 holds, the table."""
+    sizes = {0}
+    h = 16
+    while h < min(rows, l1_rows):
+        sizes.add(h)
+        h *= 2
+    sizes.add(min(rows, l1_rows))
+    return sorted(sizes)
+
+
+@dataclasses.dataclass
+class TableStats:
+    name: str
+    rows: int
+    row_bytes: int
+    n_ids: int
+    n_bags: int
+    cum_ids: np.ndarray          # cum_ids[b] = lookups of bags [0, b)
+    ranking: np.ndarray          # rows by descending access count (accessed rows only)
+    ladder: list[int]            # hot-set sizes
+    hit: np.ndarray              # per ladder size: fraction of lookups that hit the hot set
+    uniq_hot: np.ndarray         # per ladder size: distinct hot rows per lookup, in chunks
+    uniq_miss: np.ndarray        # per ladder size: distinct other rows per lookup, in chunks
+    unique_fraction: float       # distinct rows / lookups over the whole batch
+
+    def hot_rows(self, h: int) -> np.ndarray:
+        """The ``h`` hottest rows (sorted ids); the whole table when ``h == rows``."""
+        if h >= self.rows:
+            return np.arange(self.rows, dtype=np.int64)
+        top = self.ranking[:h]
+        if len(top) < h:    # fewer rows were accessed: fill with never-read rows (harmless)
+            rest = np.setdiff1d(np.arange(min(self.rows, 2 * h + len(top))), top)[:h - len(top)]
+            top = np.concatenate([top, rest])
+        return np.sort(top)
+
+    def level(self, h: int) -> int:
+        return self.ladder.index(h)
+
+    def ids_of(self, b0: int, b1: int) -> int:
+        return int(self.cum_ids[b1] - self.cum_ids[b0])
+
+    @property
+    def mean_bag(self) -> float:
+        return self.n_ids / self.n_bags if self.n_bags else 0.0
+
+
+def table_stats(table: Table, bags: Bags, m: Machine) -> TableStats:
+    ids = bags.ids
+    n = len(ids)
+    uniq, counts = np.unique(ids, return_counts=True)
+    order = np.lexsort((uniq, -counts))             # by count, ties by row id: deterministic
+    ranking = uniq[order]
+    ladder = hot_ladder(table.rows, m.l1_rows(table.row_bytes))
+    cum = np.concatenate([[0], np.cumsum(counts[order])])
+    hit = np.array([cum[min(h, len(ranking))] / n if n else 0.0 for h in ladder])
+    c = m.stage_rows(table.row_bytes)
+    rank_of = np.full(len(uniq), 0, dtype=np.int64)
+    rank_of[order] = np.arange(len(uniq))
+    if n:
+        pos = np.searchsorted(uniq, ids)
+        pairs = np.unique((np.arange(n) // c) * len(uniq) + pos)   # distinct (chunk, row)
+        pair_rank = rank_of[pairs % len(uniq)]
+        uh = np.array([np.count_nonzero(pair_rank < h) / n for h in ladder])
+        um = np.array([np.count_nonzero(pair_rank >= h) / n for h in ladder])
+    else:
+        uh = um = np.zeros(len(ladder))
+    for i, h in enumerate(ladder):                  # the whole table resident: all hits
+        if h >= table.rows:
+            hit[i] = 1.0
+            uh[i], um[i] = uh[i] + um[i], 0.0
+    return TableStats(table.name, table.rows, table.row_bytes, n, bags.n_bags,
+                      np.concatenate([[0], np.cumsum(bags.lengths())]).astype(np.int64),
+                      ranking, ladder, hit, uh, um, len(uniq) / n if n else 0.0)
