@@ -85,20 +85,19 @@ class CostModel:
         m, rb = self.m, s.row_bytes
         x = m.xfer(rb)
         ch = m.chunks(rb)
-        lv = s.level(h)
         t_g = m.latency + x / m.core_bpc
         write = rb / m.core_bpc
         bag = 2 * ch * m.op_store                   # zero the accumulator, store the row
         fixed = m.setup + m.latency + m.latency     # index staging + the last output write
         first_ids, first_extra = 0, 0.0
         if strategy in ("gm", "l1"):
-            hit = float(s.hit[lv]) if strategy == "l1" else 0.0
+            hit = s.hit(h) if strategy == "l1" else 0.0
             per_id = _row_period(m, rb, round(hit * 128) / 128)
             fixed += (t_g + ch * m.op_add) / 2
             bag += (1 - hit) * write                # a block write stalls the row reads
             gm_id = (1 - hit) * x
         else:
-            uh, um = float(s.uniq_hot[lv]), float(s.uniq_miss[lv])
+            uh, um = s.uniq(h)
             if strategy == "gm_ub":
                 uh, um = 0.0, uh + um
             c = m.stage_rows(rb)

@@ -34,24 +34,35 @@ class TableStats:
     n_bags: int
     cum_ids: np.ndarray          # cum_ids[b] = lookups of bags [0, b)
     ranking: np.ndarray          # rows by descending access count (accessed rows only)
-    ladder: list[int]            # hot-set sizes
-    hit: np.ndarray              # per ladder size: fraction of lookups that hit the hot set
-    uniq_hot: np.ndarray         # per ladder size: distinct hot rows per lookup, in chunks
-    uniq_miss: np.ndarray        # per ladder size: distinct other rows per lookup, in chunks
+    ladder: list[int]            # hot-set sizes the mapper tries
+    cum_counts: np.ndarray       # cum_counts[h] = lookups of the h hottest rows
+    pair_rank: np.ndarray        # hotness rank of each distinct (staging chunk, row) pair
     unique_fraction: float       # distinct rows / lookups over the whole batch
 
     def hot_rows(self, h: int) -> np.ndarray:
-        """The ``h`` hottest rows (sorted ids); the whole table when ``h == rows``."""
+        """The ``h`` hottest rows in hotness order; the whole table when ``h >= rows``."""
         if h >= self.rows:
             return np.arange(self.rows, dtype=np.int64)
         top = self.ranking[:h]
-        if len(top) < h:    # fewer rows were accessed: fill with never-read rows (harmless)
+        if len(top) < h:    # fewer rows were accessed: add never-read rows (harmless)
             rest = np.setdiff1d(np.arange(min(self.rows, 2 * h + len(top))), top)[:h - len(top)]
             top = np.concatenate([top, rest])
-        return np.sort(top)
+        return top.astype(np.int64)
 
-    def level(self, h: int) -> int:
-        return self.ladder.index(h)
+    def hit(self, h: int) -> float:
+        """Fraction of lookups that hit a hot set of ``h`` rows."""
+        if h >= self.rows:
+            return 1.0
+        return float(self.cum_counts[min(h, len(self.ranking))] / self.n_ids) if self.n_ids \
+            else 0.0
+
+    def uniq(self, h: int) -> tuple[float, float]:
+        """Distinct (hot, other) rows per lookup within staging chunks, hot set of ``h``."""
+        if not self.n_ids:
+            return 0.0, 0.0
+        n_hot = int(np.count_nonzero(self.pair_rank < h)) if h < self.rows \
+            else len(self.pair_rank)
+        return n_hot / self.n_ids, (len(self.pair_rank) - n_hot) / self.n_ids
 
     def ids_of(self, b0: int, b1: int) -> int:
         return int(self.cum_ids[b1] - self.cum_ids[b0])
@@ -67,24 +78,17 @@ def table_stats(table: Table, bags: Bags, m: Machine) -> TableStats:
     uniq, counts = np.unique(ids, return_counts=True)
     order = np.lexsort((uniq, -counts))             # by count, ties by row id: deterministic
     ranking = uniq[order]
-    ladder = hot_ladder(table.rows, m.l1_rows(table.row_bytes))
-    cum = np.concatenate([[0], np.cumsum(counts[order])])
-    hit = np.array([cum[min(h, len(ranking))] / n if n else 0.0 for h in ladder])
     c = m.stage_rows(table.row_bytes)
-    rank_of = np.full(len(uniq), 0, dtype=np.int64)
+    rank_of = np.zeros(len(uniq), dtype=np.int64)
     rank_of[order] = np.arange(len(uniq))
     if n:
         pos = np.searchsorted(uniq, ids)
         pairs = np.unique((np.arange(n) // c) * len(uniq) + pos)   # distinct (chunk, row)
         pair_rank = rank_of[pairs % len(uniq)]
-        uh = np.array([np.count_nonzero(pair_rank < h) / n for h in ladder])
-        um = np.array([np.count_nonzero(pair_rank >= h) / n for h in ladder])
     else:
-        uh = um = np.zeros(len(ladder))
-    for i, h in enumerate(ladder):                  # the whole table resident: all hits
-        if h >= table.rows:
-            hit[i] = 1.0
-            uh[i], um[i] = uh[i] + um[i], 0.0
+        pair_rank = np.zeros(0, dtype=np.int64)
     return TableStats(table.name, table.rows, table.row_bytes, n, bags.n_bags,
                       np.concatenate([[0], np.cumsum(bags.lengths())]).astype(np.int64),
-                      ranking, ladder, hit, uh, um, len(uniq) / n if n else 0.0)
+                      ranking, hot_ladder(table.rows, m.l1_rows(table.row_bytes)),
+                      np.concatenate([[0], np.cumsum(counts[order])]), pair_rank,
+                      len(uniq) / n if n else 0.0)
