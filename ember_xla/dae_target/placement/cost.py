@@ -46,6 +46,7 @@ class Rate:
     l1_bytes: int             # scratchpad footprint of the hot set on one core
     preload: float            # cycles to load the hot set into one core's L1
     preload_gm: float         # bytes that load moves
+    write_latency: float      # latency of the last output write (part of ``fixed``)
 
     def cycles(self, n_ids: int, n_bags: int) -> float:
         """Pipeline time or the DMA port's busy time, whichever is longer, plus the fixed
@@ -56,6 +57,16 @@ class Rate:
                 + self.per_bag * n_bags)
         port = self.port_per_id * n_ids + self.port_per_bag * n_bags
         return self.fixed + max(pipe, port) + self.last_write * min(n_bags, self.out_block)
+
+    def tail(self, n_ids: int, n_bags: int) -> float:
+        """Cycles of ``cycles`` after the vector unit is done: output writes still draining
+        (the latency of the last, the port time of the final block, any port backlog). The
+        next piece on the core starts its setup meanwhile."""
+        pipe = (self.per_id * n_ids + self.first_extra * min(n_ids, self.first_ids)
+                + self.per_bag * n_bags)
+        port = self.port_per_id * n_ids + self.port_per_bag * n_bags
+        return self.write_latency + max(0.0, port - pipe) \
+            + self.last_write * min(n_bags, self.out_block)
 
     def linear(self, n_ids: float, n_bags: float) -> float:
         """An upper bound of ``cycles`` linear in the share (the first-chunk surcharge
@@ -113,7 +124,7 @@ class CostModel:
         pre, pre_gm = self._preload(s, h) if RESIDENT[strategy] else (0.0, 0.0)
         return Rate(fixed, per_id, bag, first_ids, first_extra, gm_id + 4.0, rb + 4.0,
                     gm_id / m.core_bpc, write, write, m.out_block_rows(rb),
-                    h * rb if RESIDENT[strategy] else 0, pre, pre_gm)
+                    h * rb if RESIDENT[strategy] else 0, pre, pre_gm, m.latency)
 
     def _preload(self, s: TableStats, h: int) -> tuple[float, float]:
         m = self.m

@@ -47,11 +47,13 @@ def core_costs(w: Workload, plan: Plan) -> tuple[list[float], list[float]]:
     """Uncontended predicted cycles and global-memory bytes per core."""
     cyc = [0.0] * plan.cores
     gm = [0.0] * plan.cores
+    overlap = [0.0] * plan.cores        # the previous piece's drain under this one's setup
     for p in plan.pieces:
         s = w.stats[p.table]
         r = w.cost.rate(s, p.strategy, p.hot)
         n, b = s.ids_of(p.bag_start, p.bag_stop), p.bag_stop - p.bag_start
-        cyc[p.core] += r.cycles(n, b)
+        cyc[p.core] += r.cycles(n, b) - overlap[p.core]
+        overlap[p.core] = min(r.tail(n, b), w.machine.setup)
         gm[p.core] += r.gm_bytes(n, b) + 4 * (b + 1)
     if w.preload == "batch":
         for c in range(plan.cores):
