@@ -83,14 +83,15 @@ class Rate:
 class CostModel:
     def __init__(self, m: Machine) -> None:
         self.m = m
-        self._rates: dict[tuple[int, str, int], Rate] = {}
+        self._rates: dict[tuple[int, str, int], tuple[TableStats, Rate]] = {}
 
     def rate(self, s: TableStats, strategy: str, h: int) -> Rate:
         key = (id(s), strategy, h)
-        r = self._rates.get(key)
-        if r is None:
-            r = self._rates[key] = self._rate(s, strategy, h if RESIDENT[strategy] else 0)
-        return r
+        got = self._rates.get(key)
+        if got is None or got[0] is not s:   # (the stats are kept alive with their rates)
+            got = self._rates[key] = (s, self._rate(s, strategy, h if RESIDENT[strategy]
+                                                    else 0))
+        return got[1]
 
     def _rate(self, s: TableStats, strategy: str, h: int) -> Rate:
         m, rb = self.m, s.row_bytes
@@ -113,9 +114,11 @@ class CostModel:
                 uh, um = 0.0, uh + um
             c = m.stage_rows(rb)
             bags = c / s.mean_bag if s.mean_bag else 0.0
-            gm_share = um / (uh + um) if uh + um else 0.0
-            period, single, last = _chunk_period(m, rb, c, c * uh, c * um, bags * bag,
-                                                 gm_share * bags * write)
+            k_hot, k_miss = s.chunk_profile(h)
+            if strategy == "gm_ub":
+                k_hot, k_miss = 0 * k_hot, k_hot + k_miss
+            stages = _stages(m, rb, c, k_hot, k_miss, bags * write)
+            period, single, last = _chunk_period(m, rb, c, stages, c * um >= 0.5, bags * bag)
             per_id = period / c
             first_ids, first_extra = c, (single - period) / c
             fixed += last
@@ -166,25 +169,40 @@ def _row_period(m: Machine, rb: int, hit: float) -> float:
     return (vec - mark) / (len(hits) - 256)
 
 
-@functools.lru_cache(maxsize=65536)
-def _chunk_period(m: Machine, rb: int, c: int, u_hot: float, u_miss: float,
-                  bag_cycles: float, write_cycles: float) -> tuple[float, float, float]:
-    """(steady cycles per chunk, cycles of a lone chunk without its last fetch's latency,
-    that latency) of the double-buffered staged loop."""
+def _stages(m: Machine, rb: int, c: int, k_hot: np.ndarray, k_miss: np.ndarray,
+            write_cycles: float) -> np.ndarray:
+    """Staging time of each chunk: the scalar unit (an index read per lookup, a descriptor
+    per distinct row), the DMA window (``outstanding`` per latency, or the port), the L1 port
+    — whichever is longest. Output block writes hold the port while the latency-bound reads
+    wait, so they add to the DMA term in proportion to its GM share."""
     x = m.xfer(rb)
     t_g = m.latency + x / m.core_bpc
-    scalar_t = c * m.index + (u_hot + u_miss) * m.issue
-    # output block writes hold the port while the latency-bound reads wait: they add up
-    dma_t = u_miss * max(t_g / m.outstanding, x / m.core_bpc) + write_cycles
-    l1_t = u_hot * rb / m.l1_bpc
-    stage = max(scalar_t, dma_t, l1_t)
-    last = t_g if u_miss >= 0.5 else m.l1_latency + rb / m.l1_bpc
+    tot = k_hot + k_miss
+    share = np.divide(k_miss, tot, out=np.zeros_like(tot, dtype=float), where=tot > 0)
+    scalar_t = c * m.index + tot * m.issue
+    dma_t = k_miss * max(t_g / m.outstanding, x / m.core_bpc) + share * write_cycles
+    l1_t = k_hot * rb / m.l1_bpc
+    return np.maximum(np.maximum(scalar_t, dma_t), l1_t)
+
+
+def _chunk_period(m: Machine, rb: int, c: int, stages: np.ndarray, from_gm: bool,
+                  bag_cycles: float) -> tuple[float, float, float]:
+    """(steady cycles per chunk, cycles of a lone chunk without its last fetch's latency,
+    that latency) of the double-buffered staged loop, run over the table's own sequence of
+    chunk staging times (the loop is a max-plus recurrence: the mean of the stages would
+    underestimate it)."""
+    x = m.xfer(rb)
+    last = m.latency + x / m.core_bpc if from_gm else m.l1_latency + rb / m.l1_bpc
     vec_work = c * m.chunks(rb) * (m.op_load + m.op_add) + bag_cycles
+    if not len(stages):
+        return vec_work, vec_work, last
+    seq = np.tile(stages, -(-32 // len(stages))).tolist()
     scalar = 0.0
     vec = [0.0, 0.0]
-    for _ in range(32):
+    for stage in seq:
         start = max(scalar, vec[-2])
         scalar = start + stage
         vec.append(max(vec[-1], scalar + last) + vec_work)
-    period = (vec[-1] - vec[-17]) / 16
-    return period, stage + vec_work, last
+    n0 = len(seq) // 4
+    period = (vec[-1] - vec[n0 + 2]) / (len(seq) - n0 - 1)
+    return period, float(np.mean(stages)) + vec_work, last

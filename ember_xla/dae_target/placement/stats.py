@@ -37,6 +37,7 @@ class TableStats:
     ladder: list[int]            # hot-set sizes the mapper tries
     cum_counts: np.ndarray       # cum_counts[h] = lookups of the h hottest rows
     pair_rank: np.ndarray        # hotness rank of each distinct (staging chunk, row) pair
+    pair_chunk: np.ndarray       # the staging chunk of each such pair
     unique_fraction: float       # distinct rows / lookups over the whole batch
 
     def hot_rows(self, h: int) -> np.ndarray:
@@ -64,6 +65,15 @@ class TableStats:
             else len(self.pair_rank)
         return n_hot / self.n_ids, (len(self.pair_rank) - n_hot) / self.n_ids
 
+    def chunk_profile(self, h: int) -> tuple[np.ndarray, np.ndarray]:
+        """Distinct (hot, other) rows of each staging chunk, hot set of ``h`` (staging time
+        is a maximum of terms, so the cost model averages it per chunk, not per lookup)."""
+        k = int(self.pair_chunk[-1]) + 1 if len(self.pair_chunk) else 0
+        hot = (self.pair_rank < h) if h < self.rows else np.ones(len(self.pair_rank), bool)
+        n_hot = np.bincount(self.pair_chunk, weights=hot, minlength=k)
+        n_all = np.bincount(self.pair_chunk, minlength=k)
+        return n_hot, n_all - n_hot
+
     def ids_of(self, b0: int, b1: int) -> int:
         return int(self.cum_ids[b1] - self.cum_ids[b0])
 
@@ -85,10 +95,11 @@ def table_stats(table: Table, bags: Bags, m: Machine) -> TableStats:
         pos = np.searchsorted(uniq, ids)
         pairs = np.unique((np.arange(n) // c) * len(uniq) + pos)   # distinct (chunk, row)
         pair_rank = rank_of[pairs % len(uniq)]
+        pair_chunk = pairs // len(uniq)
     else:
-        pair_rank = np.zeros(0, dtype=np.int64)
+        pair_rank = pair_chunk = np.zeros(0, dtype=np.int64)
     return TableStats(table.name, table.rows, table.row_bytes, n, bags.n_bags,
                       np.concatenate([[0], np.cumsum(bags.lengths())]).astype(np.int64),
                       ranking, hot_ladder(table.rows, m.l1_rows(table.row_bytes)),
-                      np.concatenate([[0], np.cumsum(counts[order])]), pair_rank,
+                      np.concatenate([[0], np.cumsum(counts[order])]), pair_rank, pair_chunk,
                       len(uniq) / n if n else 0.0)
