@@ -102,11 +102,15 @@ class CostModel:
         bag = 2 * ch * m.op_store                   # zero the accumulator, store the row
         fixed = m.setup + m.latency + m.latency     # index staging + the last output write
         first_ids, first_extra = 0, 0.0
+        ob = m.out_block_rows(rb)
+        # a block write holds the port; reads queue behind it, then the emptied DMA window
+        # refills at once, recovering about one latency of the stall
+        block_stall = max(0.0, ob * write - t_g)
         if strategy in ("gm", "l1"):
             hit = s.hit(h) if strategy == "l1" else 0.0
             per_id = _row_period(m, rb, round(hit * 128) / 128)
             fixed += (t_g + ch * m.op_add) / 2
-            bag += (1 - hit) * write                # a block write stalls the row reads
+            bag += (1 - hit) * block_stall / ob     # a block write stalls the row reads
             gm_id = (1 - hit) * x
         else:
             uh, um = s.uniq(h)
@@ -117,7 +121,7 @@ class CostModel:
             k_hot, k_miss = s.chunk_profile(h)
             if strategy == "gm_ub":
                 k_hot, k_miss = 0 * k_hot, k_hot + k_miss
-            stages = _stages(m, rb, c, k_hot, k_miss, bags * write)
+            stages = _stages(m, rb, c, k_hot, k_miss, bags * block_stall / ob, bags * write)
             period, single, last = _chunk_period(m, rb, c, stages, c * um >= 0.5, bags * bag)
             per_id = period / c
             first_ids, first_extra = c, (single - period) / c
@@ -170,17 +174,19 @@ def _row_period(m: Machine, rb: int, hit: float) -> float:
 
 
 def _stages(m: Machine, rb: int, c: int, k_hot: np.ndarray, k_miss: np.ndarray,
-            write_cycles: float) -> np.ndarray:
+            write_stall: float, write_port: float) -> np.ndarray:
     """Staging time of each chunk: the scalar unit (an index read per lookup, a descriptor
     per distinct row), the DMA window (``outstanding`` per latency, or the port), the L1 port
-    — whichever is longest. Output block writes hold the port while the latency-bound reads
-    wait, so they add to the DMA term in proportion to its GM share."""
+    — whichever is longest. Output block writes hold the port: they stall latency-bound
+    reads (``write_stall``) and share the port with bandwidth-bound ones (``write_port``).
+    Both weigh by the chunk's GM share (an L1-only chunk does not wait for the port)."""
     x = m.xfer(rb)
     t_g = m.latency + x / m.core_bpc
     tot = k_hot + k_miss
     share = np.divide(k_miss, tot, out=np.zeros_like(tot, dtype=float), where=tot > 0)
     scalar_t = c * m.index + tot * m.issue
-    dma_t = k_miss * max(t_g / m.outstanding, x / m.core_bpc) + share * write_cycles
+    dma_t = np.maximum(k_miss * t_g / m.outstanding + share * write_stall,
+                       k_miss * x / m.core_bpc + share * write_port)
     l1_t = k_hot * rb / m.l1_bpc
     return np.maximum(np.maximum(scalar_t, dma_t), l1_t)
 
