@@ -47,6 +47,7 @@ class Plan:
     resident: dict[int, list[int]]        # per table: rows in hotness order (prefix = hot set)
     predicted: list[float] = dataclasses.field(default_factory=list)   # cycles per core
     mapper_seconds: float = 0.0
+    solver: dict[str, Any] = dataclasses.field(default_factory=dict)  # optimum: HiGHS status
 
     # -- derived ---------------------------------------------------------------------------
     def core_resident(self, c: int) -> dict[int, np.ndarray]:
