@@ -21,45 +21,67 @@ DISTRIBUTIONS = ("uniform", "zipf0.8", "zipf1.05", "zipf1.2", "unbalanced")
 REALISTIC = ("zipf1.05", "zipf1.2")
 
 
+class ZipfRows:
+    """Rank k drawn with p ~ 1/k^alpha (alpha 0: uniform), ranks mapped to rows by a random
+    permutation fixed at construction, so several batches share one distribution."""
+
+    def __init__(self, rng: np.random.Generator, rows: int, alpha: float) -> None:
+        self.rows, self.alpha = rows, alpha
+        if alpha:
+            self.cdf = np.cumsum(np.arange(1, rows + 1, dtype=np.float64) ** -alpha)
+            self.perm = rng.permutation(rows)
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        if not self.alpha:
+            return rng.integers(0, self.rows, n, dtype=np.int64)
+        ranks = np.searchsorted(self.cdf, rng.random(n) * self.cdf[-1], side="right")
+        return self.perm[np.minimum(ranks, self.rows - 1)].astype(np.int64)
+
+
 def zipf_ids(rng: np.random.Generator, rows: int, n: int, alpha: float) -> np.ndarray:
-    """``n`` ids of a table of ``rows``: rank k drawn with p ~ 1/k^alpha (alpha 0: uniform),
-    ranks mapped to rows by a random permutation."""
-    if alpha == 0:
-        return rng.integers(0, rows, n, dtype=np.int64)
-    w = np.arange(1, rows + 1, dtype=np.float64) ** -alpha
-    cdf = np.cumsum(w)
-    ranks = np.searchsorted(cdf, rng.random(n) * cdf[-1], side="right")
-    ranks = np.minimum(ranks, rows - 1)
-    perm = rng.permutation(rows)
-    return perm[ranks].astype(np.int64)
+    """``n`` ids of a table of ``rows`` from a fresh Zipf(alpha) distribution."""
+    return ZipfRows(rng, rows, alpha).sample(rng, n)
 
 
-def dlrm_model(distribution: str, batch: int = 256, cap: int = 1_000_000, dim: int = 128,
-               seed: int = 0) -> tuple[list[Table], list[Bags]]:
-    """The 26 DLRM-DCNv2 tables (rows capped at ``cap``) and one batch of ``batch`` samples."""
+def dlrm_batches(distribution: str, batch: int = 256, n_batches: int = 2,
+                 cap: int = 1_000_000, dim: int = 128, seed: int = 0
+                 ) -> tuple[list[Table], list[list[Bags]]]:
+    """The 26 DLRM-DCNv2 tables (rows capped at ``cap``) and ``n_batches`` independent batches
+    of ``batch`` samples from one distribution (the first can profile, the others run)."""
     if distribution not in DISTRIBUTIONS:
         raise ValueError(f"distribution {distribution!r}: expected one of "
                          f"{', '.join(DISTRIBUTIONS)}")
     rng = np.random.default_rng(seed)
-    tables, batches = [], []
+    tables: list[Table] = []
+    out: list[list[Bags]] = [[] for _ in range(n_batches)]
     heavy = {20, 21, 9}        # "unbalanced": these take most of the traffic
     for i, (rows, pool) in enumerate(zip(DLRM_ROWS, DLRM_POOLING, strict=True)):
         rows = min(rows, cap)
         tables.append(Table(f"t{i}", rows, dim, seed=seed * 1000 + i))
         if distribution == "unbalanced":
             pool = 200 if i in heavy else 1
+            hot = rng.choice(rows, min(32, rows), replace=False)
+        else:
+            dist = ZipfRows(rng, rows, 0.0 if distribution == "uniform"
+                            else float(distribution[4:]))
+        for j in range(n_batches):
             n = batch * pool
-            if i in heavy:      # 97% of lookups on 32 hot rows, the rest uniform
-                hot = rng.choice(rows, 32, replace=False)
-                ids = np.where(rng.random(n) < 0.97, hot[rng.integers(0, 32, n)],
+            if distribution != "unbalanced":
+                ids = dist.sample(rng, n)
+            elif i in heavy:   # 97% of lookups on 32 hot rows, the rest uniform
+                ids = np.where(rng.random(n) < 0.97, hot[rng.integers(0, len(hot), n)],
                                rng.integers(0, rows, n))
             else:
                 ids = rng.integers(0, rows, n, dtype=np.int64)
-        else:
-            alpha = 0.0 if distribution == "uniform" else float(distribution[4:])
-            ids = zipf_ids(rng, rows, batch * pool, alpha)
-        batches.append(bags(ids, np.arange(batch + 1) * pool))
-    return tables, batches
+            out[j].append(bags(ids, np.arange(batch + 1) * pool))
+    return tables, out
+
+
+def dlrm_model(distribution: str, batch: int = 256, cap: int = 1_000_000, dim: int = 128,
+               seed: int = 0) -> tuple[list[Table], list[Bags]]:
+    """The 26 DLRM-DCNv2 tables and one batch (see ``dlrm_batches``)."""
+    tables, bs = dlrm_batches(distribution, batch, 1, cap, dim, seed)
+    return tables, bs[0]
 
 
 def meta_like(n_tables: int = 856, batch: int = 64, dim: int = 64, seed: int = 0

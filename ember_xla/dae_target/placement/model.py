@@ -33,13 +33,19 @@ class Workload:
 
 
 def workload(m: Machine, tables: Sequence[Table], batches: Sequence[Bags],
-             preload: str | None = None, name: str = "npu") -> Workload:
-    if len(tables) != len(batches):
-        raise ValueError(f"{len(tables)} tables but {len(batches)} batches")
+             preload: str | None = None, name: str = "npu",
+             profile: Sequence[Bags] | None = None) -> Workload:
+    """Bundle a model's batch for placement; ``profile``: another batch of the same
+    distribution to rank hot rows and measure skew on (default: the batch itself)."""
+    if len(tables) != len(batches) or profile is not None and len(profile) != len(tables):
+        raise ValueError(f"{len(tables)} tables but {len(batches)} batches"
+                         + ("" if profile is None else f" and {len(profile)} profiles"))
     for t, b in zip(tables, batches, strict=True):
         b.check(t)
+    prof = list(profile) if profile is not None else [None] * len(tables)
     return Workload(m, list(tables), list(batches),
-                    [table_stats(t, b, m) for t, b in zip(tables, batches, strict=True)],
+                    [table_stats(t, b, m, p) for t, b, p in zip(tables, batches, prof,
+                                                                strict=True)],
                     CostModel(m), check_preload(preload or m.preload), name)
 
 

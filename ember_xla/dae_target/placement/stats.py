@@ -35,10 +35,11 @@ class TableStats:
     cum_ids: np.ndarray          # cum_ids[b] = lookups of bags [0, b)
     ranking: np.ndarray          # rows by descending access count (accessed rows only)
     ladder: list[int]            # hot-set sizes the mapper tries
-    cum_counts: np.ndarray       # cum_counts[h] = lookups of the h hottest rows
+    held_ranks: np.ndarray       # sorted hotness ranks (by the first half) of held-out lookups
     pair_rank: np.ndarray        # hotness rank of each distinct (staging chunk, row) pair
     pair_chunk: np.ndarray       # the staging chunk of each such pair
     unique_fraction: float       # distinct rows / lookups over the whole batch
+    n_profile: int               # lookups the ranking, hit and chunk statistics come from
 
     def hot_rows(self, h: int) -> np.ndarray:
         """The ``h`` hottest rows in hotness order; the whole table when ``h >= rows``."""
@@ -54,16 +55,16 @@ class TableStats:
         """Fraction of lookups that hit a hot set of ``h`` rows."""
         if h >= self.rows:
             return 1.0
-        return float(self.cum_counts[min(h, len(self.ranking))] / self.n_ids) if self.n_ids \
-            else 0.0
+        return float(np.searchsorted(self.held_ranks, h) / self.n_profile) \
+            if self.n_profile else 0.0
 
     def uniq(self, h: int) -> tuple[float, float]:
         """Distinct (hot, other) rows per lookup within staging chunks, hot set of ``h``."""
-        if not self.n_ids:
+        if not self.n_profile:
             return 0.0, 0.0
         n_hot = int(np.count_nonzero(self.pair_rank < h)) if h < self.rows \
             else len(self.pair_rank)
-        return n_hot / self.n_ids, (len(self.pair_rank) - n_hot) / self.n_ids
+        return n_hot / self.n_profile, (len(self.pair_rank) - n_hot) / self.n_profile
 
     def chunk_profile(self, h: int) -> tuple[np.ndarray, np.ndarray]:
         """Distinct (hot, other) rows of each staging chunk, hot set of ``h`` (staging time
@@ -82,24 +83,45 @@ class TableStats:
         return self.n_ids / self.n_bags if self.n_bags else 0.0
 
 
-def table_stats(table: Table, bags: Bags, m: Machine) -> TableStats:
-    ids = bags.ids
-    n = len(ids)
+def _ranking(ids: np.ndarray) -> np.ndarray:
+    """Distinct ids by descending count, ties by id (deterministic)."""
     uniq, counts = np.unique(ids, return_counts=True)
-    order = np.lexsort((uniq, -counts))             # by count, ties by row id: deterministic
-    ranking = uniq[order]
+    return uniq[np.lexsort((uniq, -counts))]
+
+
+def table_stats(table: Table, bags: Bags, m: Machine, profile: Bags | None = None
+                ) -> TableStats:
+    """Statistics of ``bags``. The hot-set statistics are measured out of sample: rows are
+    ranked on the first half of the profile's lookups and hits / distinct rows per chunk are
+    counted on the second half, so a hot set is not credited with rows that were hot only by
+    chance (a deployment ranks on past batches). ``profile``: another batch of the same
+    distribution (default: ``bags`` itself); the plan's hot sets are ranked on all of it."""
+    ids = (profile if profile is not None else bags).ids
+    ranking = _ranking(ids)
+    half = len(ids) // 2
+    first, held = (ids[:half], ids[half:]) if half else (ids, ids)
+    rank_first = _ranking(first)
+    big = np.int64(table.rows + 1)                  # rank of a row the first half never saw
+    pos = np.searchsorted(rank_first_sorted := np.sort(rank_first), held)
+    found = (pos < len(rank_first_sorted)) & (rank_first_sorted[np.minimum(
+        pos, max(len(rank_first_sorted) - 1, 0))] == held) if len(rank_first) else \
+        np.zeros(len(held), bool)
+    rank_of_sorted = np.empty(len(rank_first), dtype=np.int64)
+    rank_of_sorted[np.argsort(rank_first)] = np.arange(len(rank_first))
+    held_rank = np.where(found, rank_of_sorted[np.minimum(pos, max(len(rank_first) - 1, 0))]
+                         if len(rank_first) else 0, big)
+    n = len(held)
     c = m.stage_rows(table.row_bytes)
-    rank_of = np.zeros(len(uniq), dtype=np.int64)
-    rank_of[order] = np.arange(len(uniq))
     if n:
-        pos = np.searchsorted(uniq, ids)
-        pairs = np.unique((np.arange(n) // c) * len(uniq) + pos)   # distinct (chunk, row)
-        pair_rank = rank_of[pairs % len(uniq)]
-        pair_chunk = pairs // len(uniq)
+        key = (np.arange(n) // c) * np.int64(table.rows) + held
+        _, first_at = np.unique(key, return_index=True)      # distinct (chunk, row)
+        pair_rank, pair_chunk = held_rank[first_at], first_at // c
+        order = np.argsort(pair_chunk, kind="stable")
+        pair_rank, pair_chunk = pair_rank[order], pair_chunk[order]
     else:
         pair_rank = pair_chunk = np.zeros(0, dtype=np.int64)
-    return TableStats(table.name, table.rows, table.row_bytes, n, bags.n_bags,
+    return TableStats(table.name, table.rows, table.row_bytes, len(bags.ids), bags.n_bags,
                       np.concatenate([[0], np.cumsum(bags.lengths())]).astype(np.int64),
                       ranking, hot_ladder(table.rows, m.l1_rows(table.row_bytes)),
-                      np.concatenate([[0], np.cumsum(counts[order])]), pair_rank, pair_chunk,
-                      len(uniq) / n if n else 0.0)
+                      np.sort(held_rank), pair_rank, pair_chunk,
+                      len(np.unique(held)) / n if n else 0.0, n)
