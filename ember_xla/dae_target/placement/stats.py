@@ -106,8 +106,7 @@ def table_stats(table: Table, bags: Bags, m: Machine, profile: Bags | None = Non
     found = (pos < len(rank_first_sorted)) & (rank_first_sorted[np.minimum(
         pos, max(len(rank_first_sorted) - 1, 0))] == held) if len(rank_first) else \
         np.zeros(len(held), bool)
-    rank_of_sorted = np.empty(len(rank_first), dtype=np.int64)
-    rank_of_sorted[np.argsort(rank_first)] = np.arange(len(rank_first))
+    rank_of_sorted = np.argsort(rank_first)         # rank of the i-th smallest id
     held_rank = np.where(found, rank_of_sorted[np.minimum(pos, max(len(rank_first) - 1, 0))]
                          if len(rank_first) else 0, big)
     n = len(held)
