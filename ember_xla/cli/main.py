@@ -7,6 +7,7 @@ import sys
 from absl import app, flags
 
 import ember_xla.batch.flags  # noqa: F401  (the batch command's flags)
+import ember_xla.cli.place_cmd  # noqa: F401  (the place command's flags)
 from ember_xla.cli.errors import USAGE_EXIT, UsageError, guarded
 
 FLAGS = flags.FLAGS
@@ -63,6 +64,9 @@ COMMANDS = {
              "[--verify] [--out DIR]: clusters -> SLC -> SLCV -> DLC (docs/IR.md).",
     "opt": "opt FILE.mlir [--pipeline=P] [--print-after-all] [--out FILE]: run passes on "
            "the generic text IR.",
+    "place": "place [WORKLOAD.npz] [--target=npu|FILE.toml] [--placement=auto|symmetric|"
+             "greedy|optimum|PLAN.json] [--distribution=D] [--plot P.png] [--json] "
+             "[--save_plan F.json]: embedding tables on a multi-core NPU (docs/PLACEMENT.md).",
 }
 USAGE = """usage: ember-xla COMMAND MODEL [--flags]
 
@@ -135,9 +139,15 @@ def _cmd_opt(args: list[str]) -> int:
     return opt_main(args, FLAGS)
 
 
+def _cmd_place(args: list[str]) -> int:
+    from ember_xla.cli.place_cmd import place_main
+
+    return place_main(args, FLAGS)
+
+
 HANDLERS = {"inspect": _cmd_inspect, "rewrite": _cmd_rewrite, "run": _cmd_run,
             "example": _cmd_example, "batch": _cmd_batch, "lower": _cmd_lower,
-            "opt": _cmd_opt}
+            "opt": _cmd_opt, "place": _cmd_place}
 
 
 def _normalize_argv(argv: list[str]) -> list[str]:
@@ -196,5 +206,6 @@ def run() -> None:
         print(USAGE.replace("Run `ember-xla --helpfull` for every flag.", "Flags:"))
         print(FLAGS.module_help(__name__))
         print(FLAGS.module_help(ember_xla.batch.flags.__name__))
+        print(FLAGS.module_help(ember_xla.cli.place_cmd.__name__))
         sys.exit(0)
     app.run(main, argv=_normalize_argv(sys.argv), flags_parser=_parse_flags)
