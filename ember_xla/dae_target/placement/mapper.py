@@ -12,7 +12,10 @@ picks the configuration minimising ``cycles + lambda x L1 bytes`` among those wh
 still fits that core's scratchpad (a table split over several cores replicates its hot rows in
 each). ``M`` is found by bisection (the smallest that packs onto the cores); ``lambda`` (the
 price of scratchpad bytes, so early tables do not take L1 for a small gain) is tried over a few
-values; the plan with the lowest predicted makespan, contention included, wins."""
+values; each packing is then improved by local search (``refine.py``: move whole pieces or
+the tails of their bag ranges off the most loaded core, re-choose each core's configurations
+as a knapsack over its scratchpad); the plan with the lowest predicted makespan, contention
+included, wins."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from ember_xla.dae_target.placement.baselines import greedy
 from ember_xla.dae_target.placement.cost import RESIDENT, Rate
 from ember_xla.dae_target.placement.model import Workload, predict
 from ember_xla.dae_target.placement.plan import Piece, Plan
+from ember_xla.dae_target.placement.refine import refine
 
 LAMBDAS = (0.0, 0.02, 0.2)        # cycles per L1 byte
 
@@ -136,6 +140,15 @@ def ours(w: Workload, cores: int | None = None, iterations: int = 18) -> Plan:
         plan.predicted = predict(w, plan)
         if best_plan is None or max(plan.predicted) < max(best_plan.predicted):
             best_plan = plan
+    if best_plan is not None:
+        refined = Plan("auto", w.machine_name, n, w.preload, w.table_info(),
+                       refine(w, n, best_plan.pieces, cands), {})
+        refined.resident = _resident(w, refined.pieces)
+        refined.pieces.sort(key=lambda p: (p.core, -w.cost.rate(
+            w.stats[p.table], p.strategy, p.hot).l1_bytes, p.table))
+        refined.predicted = predict(w, refined)
+        if max(refined.predicted) < max(best_plan.predicted):
+            best_plan = refined
     if best_plan is None or max(fallback.predicted) < max(best_plan.predicted):
         best_plan = Plan("auto", fallback.target, n, w.preload, fallback.tables,
                          fallback.pieces, fallback.resident, fallback.predicted)

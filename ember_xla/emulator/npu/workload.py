@@ -53,7 +53,7 @@ class Table:
             return self.weights[ids]
         key = (ids.astype(np.uint64)[:, None] * np.uint64(self.dim)
                + np.arange(self.dim, dtype=np.uint64)[None, :]
-               + np.uint64(self.seed) * np.uint64(0x9E3779B97F4A7C15))
+               + np.uint64(self.seed * 0x9E3779B97F4A7C15 % (1 << 64)))
         bits = _mix(key) >> np.uint64(40)                     # 24 random bits
         return (bits.astype(np.float32) / np.float32(1 << 23) - np.float32(1.0))
 
