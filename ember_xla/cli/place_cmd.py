@@ -61,8 +61,7 @@ def load_workload(path: str) -> tuple[list, list]:
 
 
 def place_main(args: list[str], fl: Any) -> int:
-    from ember_xla.dae_target.placement.api import emulate_plan, format_report, machine, \
-        make_plan
+    from ember_xla.dae_target.placement.api import emulate_plan, format_report, machine, make_plan
     from ember_xla.dae_target.placement.distributions import dlrm_batches
     from ember_xla.dae_target.placement.model import workload
 
