@@ -118,10 +118,11 @@ class CostModel:
                 uh, um = 0.0, uh + um
             c = m.stage_rows(rb)
             bags = c / s.mean_bag if s.mean_bag else 0.0
-            k_hot, k_miss = s.chunk_profile(h)
+            k_hot, k_miss, k_ids = s.chunk_profile(h)
             if strategy == "gm_ub":
                 k_hot, k_miss = 0 * k_hot, k_hot + k_miss
-            stages = _stages(m, rb, c, k_hot, k_miss, bags * block_stall / ob, bags * write)
+            stages = _stages(m, rb, k_ids, k_hot, k_miss, k_ids / max(s.mean_bag, 1e-9),
+                             block_stall / ob, write) * c / np.maximum(k_ids, 1)
             period, single, last = _chunk_period(m, rb, c, stages, c * um >= 0.5, bags * bag)
             per_id = period / c
             first_ids, first_extra = c, (single - period) / c
@@ -173,9 +174,10 @@ def _row_period(m: Machine, rb: int, hit: float) -> float:
     return (vec - mark) / (len(hits) - 256)
 
 
-def _stages(m: Machine, rb: int, c: int, k_hot: np.ndarray, k_miss: np.ndarray,
-            write_stall: float, write_port: float) -> np.ndarray:
-    """Staging time of each chunk: the scalar unit (an index read per lookup, a descriptor
+def _stages(m: Machine, rb: int, k_ids: np.ndarray, k_hot: np.ndarray, k_miss: np.ndarray,
+            k_bags: np.ndarray, stall_per_bag: float, write_per_bag: float) -> np.ndarray:
+    """Staging time of each chunk (``k_ids`` lookups, ``k_bags`` bags ending in it): the
+    scalar unit (an index read per lookup, a descriptor
     per distinct row), the DMA window (``outstanding`` per latency, or the port), the L1 port
     — whichever is longest. Output block writes hold the port: they stall latency-bound
     reads (``write_stall``) and share the port with bandwidth-bound ones (``write_port``).
@@ -184,9 +186,9 @@ def _stages(m: Machine, rb: int, c: int, k_hot: np.ndarray, k_miss: np.ndarray,
     t_g = m.latency + x / m.core_bpc
     tot = k_hot + k_miss
     share = np.divide(k_miss, tot, out=np.zeros_like(tot, dtype=float), where=tot > 0)
-    scalar_t = c * m.index + tot * m.issue
-    dma_t = np.maximum(k_miss * t_g / m.outstanding + share * write_stall,
-                       k_miss * x / m.core_bpc + share * write_port)
+    scalar_t = k_ids * m.index + tot * m.issue
+    dma_t = np.maximum(k_miss * t_g / m.outstanding + share * k_bags * stall_per_bag,
+                       k_miss * x / m.core_bpc + share * k_bags * write_per_bag)
     l1_t = k_hot * rb / m.l1_bpc
     return np.maximum(np.maximum(scalar_t, dma_t), l1_t)
 

@@ -40,6 +40,7 @@ class TableStats:
     pair_chunk: np.ndarray       # the staging chunk of each such pair
     unique_fraction: float       # distinct rows / lookups over the whole batch
     n_profile: int               # lookups the ranking, hit and chunk statistics come from
+    chunk: int                   # lookups per staging chunk
 
     def hot_rows(self, h: int) -> np.ndarray:
         """The ``h`` hottest rows in hotness order; the whole table when ``h >= rows``."""
@@ -66,14 +67,17 @@ class TableStats:
             else len(self.pair_rank)
         return n_hot / self.n_profile, (len(self.pair_rank) - n_hot) / self.n_profile
 
-    def chunk_profile(self, h: int) -> tuple[np.ndarray, np.ndarray]:
-        """Distinct (hot, other) rows of each staging chunk, hot set of ``h`` (staging time
-        is a maximum of terms, so the cost model averages it per chunk, not per lookup)."""
+    def chunk_profile(self, h: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Distinct (hot, other) rows and lookups of each staging chunk, hot set of ``h``
+        (staging time is a maximum of terms, so the cost model prices it per chunk)."""
         k = int(self.pair_chunk[-1]) + 1 if len(self.pair_chunk) else 0
         hot = (self.pair_rank < h) if h < self.rows else np.ones(len(self.pair_rank), bool)
         n_hot = np.bincount(self.pair_chunk, weights=hot, minlength=k)
         n_all = np.bincount(self.pair_chunk, minlength=k)
-        return n_hot, n_all - n_hot
+        ids = np.full(k, self.chunk, dtype=np.int64)
+        if k:
+            ids[-1] = self.n_profile - (k - 1) * self.chunk
+        return n_hot, n_all - n_hot, ids
 
     def ids_of(self, b0: int, b1: int) -> int:
         return int(self.cum_ids[b1] - self.cum_ids[b0])
@@ -123,4 +127,4 @@ def table_stats(table: Table, bags: Bags, m: Machine, profile: Bags | None = Non
                       np.concatenate([[0], np.cumsum(bags.lengths())]).astype(np.int64),
                       ranking, hot_ladder(table.rows, m.l1_rows(table.row_bytes)),
                       np.sort(held_rank), pair_rank, pair_chunk,
-                      len(np.unique(held)) / n if n else 0.0, n)
+                      len(np.unique(held)) / n if n else 0.0, n, c)
