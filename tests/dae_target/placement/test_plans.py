@@ -8,9 +8,9 @@ import json
 
 import numpy as np
 import pytest
-from placement_cases import random_workload
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from placement_cases import random_workload
 
 from ember_xla.dae_target.placement.api import emulate_plan, place
 from ember_xla.dae_target.placement.plan import Piece, PlanError, load_plan
