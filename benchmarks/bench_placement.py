@@ -57,7 +57,7 @@ def main() -> None:
         reps, outs = {}, {}
         for name, f in (("symmetric", symmetric), ("greedy", greedy), ("ours", ours)):
             plan = f(w)
-            outs[name], reps[name] = emulate_plan(plan, tables, batch, m)
+            outs[name], reps[name] = emulate_plan(plan, tables, batch, m, profile=prof)
         same = all(np.array_equal(x, y) for name in ("greedy", "ours")
                    for x, y in zip(outs["symmetric"], outs[name], strict=True))
         if not same:

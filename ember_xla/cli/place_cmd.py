@@ -78,7 +78,7 @@ def place_main(args: list[str], fl: Any) -> int:
                  name=Path(fl.target or "npu").stem)
     plan = make_plan(w, fl.placement)
     plan.check(m, w.table_info())
-    _, report = emulate_plan(plan, tables, batches, m, w.preload, functional=False)
+    _, report = emulate_plan(plan, tables, batches, m, w.preload, False, profile)
     if fl.save_plan:
         plan.save(fl.save_plan)
     if fl.plot:
@@ -88,7 +88,7 @@ def place_main(args: list[str], fl: Any) -> int:
         for base in ("symmetric", "greedy"):
             if plan.policy != base:
                 reports.insert(0, emulate_plan(make_plan(w, base), tables, batches, m,
-                                               w.preload, functional=False)[1])
+                                               w.preload, False, profile)[1])
         plot_loads(reports, fl.plot, f"{len(tables)} tables on {m.cores} cores")
     if fl.json:
         d = report.as_dict()

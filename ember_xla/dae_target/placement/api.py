@@ -98,11 +98,13 @@ class PlacementReport:
 
 def emulate_plan(plan: Plan, tables: Sequence[Table], batches: Sequence[Bags],
                  target: Target | Machine | str | Path = "npu", preload: str | None = None,
-                 functional: bool = True) -> tuple[list[np.ndarray] | None, PlacementReport]:
+                 functional: bool = True, profile: Sequence[Bags] | None = None
+                 ) -> tuple[list[np.ndarray] | None, PlacementReport]:
     """Run ``plan`` on the NPU emulator: pooled outputs per table (bit-identical under every
-    plan) and the report — per core the pieces, predicted and emulated cycles."""
+    plan) and the report — per core the pieces, predicted and emulated cycles (``profile``:
+    the batch the plan's statistics came from, for the per-piece predictions)."""
     m = machine(target)
-    w = workload(m, tables, batches, preload or plan.preload)
+    w = workload(m, tables, batches, preload or plan.preload, profile=profile)
     plan.check(m, w.table_info())
     if not plan.predicted:
         plan.predicted = predict(w, plan)
