@@ -90,10 +90,11 @@ def main() -> None:
     tables, (prof, batch) = dlrm_batches("zipf1.05", a.batch)
     wb = workload(m, tables, batch, "batch", profile=prof)
     pb = ours(wb)
-    _, rb = emulate_plan(pb, tables, batch, m, "batch", functional=False)
+    _, rb = emulate_plan(pb, tables, batch, m, "batch", functional=False, profile=prof)
     print(f"\npreload per batch (zipf1.05, ours re-planned): makespan {rb.makespan_cycles:,.0f}"
-          f" cycles (vs {detail['ours'].makespan_cycles:,.0f} with the preload once per "
-          f"model load, {detail['ours'].preload_cycles:,.0f} cycles)")
+          f" cycles, predicted {max(pb.predicted):,.0f}, max per-core |pred/emu-1| "
+          f"{100 * per_core_error(rb):.1f}% (vs {detail['ours'].makespan_cycles:,.0f} with the "
+          f"preload once per model load, {detail['ours'].preload_cycles:,.0f} cycles)")
 
     small = dataclasses.replace(m, cores=3)
     print(f"\nexact optimum (HiGHS MILP), {len(SMALL)} tables x {small.cores} cores, batch "
