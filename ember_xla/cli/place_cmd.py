@@ -52,6 +52,10 @@ def load_workload(path: str) -> tuple[list, list]:
         for k in (f"ids_{i}", f"offsets_{i}"):
             if k not in z:
                 raise UsageError(f"{path}: {k}: missing (expected one per table)")
+        for k in (f"ids_{i}", f"offsets_{i}"):
+            if not np.issubdtype(z[k].dtype, np.integer) or z[k].ndim != 1:
+                raise UsageError(f"{path}: {k}: expected a 1-D integer array, got "
+                                 f"{z[k].dtype} of shape {z[k].shape}")
         t = Table(f"t{i}", int(r), int(d), seed=i)
         b = bags(z[f"ids_{i}"], z[f"offsets_{i}"])
         b.check(t)

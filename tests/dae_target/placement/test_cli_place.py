@@ -39,5 +39,8 @@ def test_place_prints_plots_saves_and_reloads(cli, tmp_path):
     saved["pieces"][0]["core"] = 99
     plan.write_text(json.dumps(saved))
     assert "core 99 outside [0, 8)" in error_line(cli("place", str(wl), f"--placement={plan}"))
+    arrays["ids_1"] = arrays["ids_1"].astype(np.float32)
+    np.savez(wl, **arrays)
+    assert "w.npz: ids_1: expected a 1-D integer array" in error_line(cli("place", str(wl)))
     np.savez(wl, rows=arrays["rows"], dims=arrays["dims"])
     assert "w.npz: ids_0: missing" in error_line(cli("place", str(wl)))
