@@ -20,11 +20,9 @@ from typing import Any
 
 from absl import flags
 
+import ember_xla.cli.target_flag  # noqa: F401  (--target)
 from ember_xla.cli.errors import UsageError
 
-flags.DEFINE_string("target", None, "emulate (and batch --actions=...,emulate): the DAE target, "
-                    "a shipped name (tmu, tiny) or a .toml file (configs/README.md); default "
-                    "tmu.")
 flags.DEFINE_string("trace", None, "emulate: write a Chrome/Perfetto trace (JSON for "
                     "ui.perfetto.dev) of the emulated clusters to this file.")
 flags.DEFINE_bool("native_fallback", False, "emulate: run a cluster the DAE lowering refuses "

@@ -8,6 +8,8 @@ from absl import app, flags
 
 import ember_xla.batch.flags  # noqa: F401  (the batch command's flags)
 import ember_xla.cli.emulate_cmd  # noqa: F401  (the emulate command's flags)
+import ember_xla.cli.place_cmd  # noqa: F401  (the place command's flags)
+import ember_xla.cli.target_flag  # noqa: F401  (--target, shared)
 from ember_xla.cli.errors import USAGE_EXIT, UsageError, guarded
 
 FLAGS = flags.FLAGS
@@ -70,6 +72,9 @@ COMMANDS = {
            "the generic text IR.",
     "emulate": "emulate MODEL [--target=tmu|FILE.toml] [-O0..-O4] [--trace T.json] [--json] "
                "[--native_fallback]: run the clusters on an emulated DAE machine; timing report.",
+    "place": "place [WORKLOAD.npz] [--target=npu|FILE.toml] [--placement=auto|symmetric|"
+             "greedy|optimum|PLAN.json] [--distribution=D] [--plot P.png] [--json] "
+             "[--save_plan F.json]: embedding tables on a multi-core NPU (docs/PLACEMENT.md).",
 }
 USAGE = """usage: ember-xla COMMAND MODEL [--flags]
 
@@ -148,9 +153,15 @@ def _cmd_emulate(args: list[str]) -> int:
     return emulate_main(args, FLAGS)
 
 
+def _cmd_place(args: list[str]) -> int:
+    from ember_xla.cli.place_cmd import place_main
+
+    return place_main(args, FLAGS)
+
+
 HANDLERS = {"inspect": _cmd_inspect, "rewrite": _cmd_rewrite, "run": _cmd_run,
             "example": _cmd_example, "batch": _cmd_batch, "lower": _cmd_lower,
-            "opt": _cmd_opt, "emulate": _cmd_emulate}
+            "opt": _cmd_opt, "emulate": _cmd_emulate, "place": _cmd_place}
 
 
 def _normalize_argv(argv: list[str]) -> list[str]:
@@ -210,5 +221,7 @@ def run() -> None:
         print(FLAGS.module_help(__name__))
         print(FLAGS.module_help(ember_xla.batch.flags.__name__))
         print(FLAGS.module_help(ember_xla.cli.emulate_cmd.__name__))
+        print(FLAGS.module_help(ember_xla.cli.place_cmd.__name__))
+        print(FLAGS.module_help(ember_xla.cli.target_flag.__name__))
         sys.exit(0)
     app.run(main, argv=_normalize_argv(sys.argv), flags_parser=_parse_flags)

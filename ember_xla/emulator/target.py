@@ -50,6 +50,30 @@ class Dram:
 
 
 @dataclasses.dataclass(frozen=True)
+class Dma:
+    """Per-core DMA engine of an NPU core: row-granular global-memory reads, no data cache."""
+
+    latency_ns: float              # descriptor issue -> data in the core's buffer
+    bandwidth_gb_per_s: float      # this core's share of the global-memory port
+    outstanding: int               # descriptors in flight per core
+    issue_cycles: int              # scalar cycles to build and issue one descriptor
+    granule_bytes: int             # a transfer moves a multiple of this many bytes
+    index_cycles: int              # scalar cycles to read one index (and dedup it, UB paths)
+    piece_setup_cycles: int        # fixed cost of one table share on one core (tiling, sync)
+
+
+@dataclasses.dataclass(frozen=True)
+class Npu:
+    """The NPU parts of a target (``[dma]``, ``[unified_buffer]``, scratchpad timing)."""
+
+    dma: Dma
+    ub_bytes: int                  # unified buffer: staging chunks + accumulators
+    l1_latency_cycles: int         # scratchpad -> unified buffer copy latency
+    l1_bytes_per_cycle: int        # scratchpad read port
+    preload: str                   # "model": L1 preload once per model load; "batch": per batch
+
+
+@dataclasses.dataclass(frozen=True)
 class Target:
     name: str
     description: str
@@ -61,6 +85,7 @@ class Target:
     dram: Dram
     scratchpad_bytes: int          # core-local scratchpad ("L1" of an NPU core); 0 = none
     source: str                    # the file it was read from
+    npu: Npu | None = None         # multi-core NPU parts (configs/npu.toml); None for DAE cores
 
     @property
     def vector_lanes_f32(self) -> int:
@@ -90,7 +115,15 @@ _SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
 _CACHE_KEYS: dict[str, tuple[type, ...]] = {
     "name": (str,), "size_bytes": (int,), "line_bytes": (int,), "associativity": (int,),
     "latency_cycles": (int,), "shared": (bool,)}
-_MAY_BE_ZERO = {"scratchpad.size_bytes"}
+_OPTIONAL = {  # sections/keys only NPU targets have; tmu.toml and tiny.toml omit them
+    "dma": {"latency_ns": (float, int), "bandwidth_gb_per_s": (float, int),
+            "outstanding": (int,), "issue_cycles": (int,), "granule_bytes": (int,),
+            "index_cycles": (int,), "piece_setup_cycles": (int,)},
+    "unified_buffer": {"size_bytes": (int,)},
+}
+_SCRATCHPAD_NPU = {"latency_cycles": (int,), "bytes_per_cycle": (int,), "preload": (str,)}
+PRELOAD_MODES = ("model", "batch")
+_MAY_BE_ZERO = {"scratchpad.size_bytes", "dma.piece_setup_cycles"}
 _KIND = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
          dict: "a table"}
 
@@ -118,11 +151,18 @@ def _check_table(path: str, where: str, table: Any, keys: dict[str, tuple[type, 
 
 def parse_target(data: dict[str, Any], path: str = "<target>") -> Target:
     """Validate a parsed TOML document and build the ``Target``."""
-    unknown = sorted(set(data) - set(_SCHEMA) - {"cache"})
+    unknown = sorted(set(data) - set(_SCHEMA) - set(_OPTIONAL) - {"cache"})
     if unknown:
         raise TargetError(f"{path}: [{unknown[0]}]: unknown section (expected "
-                          f"{', '.join(list(_SCHEMA) + ['cache'])})")
-    t = {s: _check_table(path, s, data.get(s, {}), keys) for s, keys in _SCHEMA.items()}
+                          f"{', '.join(list(_SCHEMA) + ['cache'] + list(_OPTIONAL))})")
+    npu = _parse_npu(data, path)
+    sp = dict(data.get("scratchpad", {})) if isinstance(data.get("scratchpad"), dict) else \
+        data.get("scratchpad", {})
+    if npu is not None and isinstance(sp, dict):
+        for k in _SCRATCHPAD_NPU:
+            sp.pop(k, None)
+    t = {s: _check_table(path, s, sp if s == "scratchpad" else data.get(s, {}), keys)
+         for s, keys in _SCHEMA.items()}
     ops = t["execute_unit"]["op_cycles"]
     for cls in OP_CLASSES:
         v = ops.get(cls)
@@ -155,7 +195,35 @@ def parse_target(data: dict[str, Any], path: str = "<target>") -> Target:
         execute=ExecuteUnit(vb, t["execute_unit"]["callback_dispatch_cycles"], dict(ops)),
         caches=tuple(caches),
         dram=Dram(float(t["dram"]["latency_ns"]), float(t["dram"]["bandwidth_gb_per_s"])),
-        scratchpad_bytes=t["scratchpad"]["size_bytes"], source=path)
+        scratchpad_bytes=t["scratchpad"]["size_bytes"], source=path, npu=npu)
+
+
+def _parse_npu(data: dict[str, Any], path: str) -> Npu | None:
+    """The optional NPU sections: all of ``[dma]``, ``[unified_buffer]`` and the scratchpad's
+    timing keys, or none of them."""
+    present = [s for s in _OPTIONAL if s in data]
+    if not present:
+        return None
+    for s in _OPTIONAL:
+        if s not in data:
+            raise TargetError(f"{path}: [{s}]: missing (expected with [{present[0]}] on an "
+                              "NPU target)")
+    dma = _check_table(path, "dma", data["dma"], _OPTIONAL["dma"])
+    ub = _check_table(path, "unified_buffer", data["unified_buffer"],
+                      _OPTIONAL["unified_buffer"])
+    raw = data.get("scratchpad", {})
+    if not isinstance(raw, dict):
+        raise TargetError(f"{path}: [scratchpad] must be a table")
+    sp = _check_table(path, "scratchpad", {k: raw[k] for k in _SCRATCHPAD_NPU if k in raw},
+                      _SCRATCHPAD_NPU)
+    if sp["preload"] not in PRELOAD_MODES:
+        raise TargetError(f"{path}: scratchpad.preload: expected one of "
+                          f"{', '.join(PRELOAD_MODES)}, got {sp['preload']!r}")
+    return Npu(dma=Dma(float(dma["latency_ns"]), float(dma["bandwidth_gb_per_s"]),
+                       dma["outstanding"], dma["issue_cycles"], dma["granule_bytes"],
+                       dma["index_cycles"], dma["piece_setup_cycles"]),
+               ub_bytes=ub["size_bytes"], l1_latency_cycles=sp["latency_cycles"],
+               l1_bytes_per_cycle=sp["bytes_per_cycle"], preload=sp["preload"])
 
 
 def builtin_configs() -> Path:
