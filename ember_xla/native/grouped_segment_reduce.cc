@@ -18,6 +18,7 @@
 #endif
 
 #include "handler.h"
+#include "pages.h"
 #include "pool.h"
 #include "reduce.h"
 
@@ -136,6 +137,9 @@ ffi::Error Grouped(ffi::RemainingArgs args, ffi::RemainingRets* rets, ffi::AnyBu
       if (!errors[t].empty())
         return ffi::Error::InvalidArgument(who + "table " + std::to_string(t) + ": " + errors[t]);
 
+    if (concat != nullptr) AdviseOutput(concat->untyped_data(), concat->size_bytes());
+    else
+      for (auto& o : outs) AdviseOutput(o.untyped_data(), o.size_bytes());
     std::vector<GroupItem> items(k);
     for (size_t t = 0; t < k; ++t) {
       items[t] = GroupItem{&tables[t], plans[t], &outs[t]};
