@@ -25,6 +25,9 @@
 namespace ember {
 namespace {
 
+// Below this many lookups in all, the plans are built on the calling thread.
+constexpr int64_t kParallelPlanLookups = int64_t{1} << 15;
+
 // The concatenated form: a valid table whose type the (shared) result has, or an f32 result.
 ffi::Error CheckConcatTable(const ffi::AnyBuffer& table, const ffi::AnyBuffer& out) {
   const auto t = table.element_type();
@@ -121,8 +124,11 @@ ffi::Error Grouped(ffi::RemainingArgs args, ffi::RemainingRets* rets, ffi::AnyBu
     // Plans are independent: build them in parallel (one part per table). Everything that can
     // fail was checked above; an exception (out of memory) is caught here, never left to
     // escape on one of XLA's threads.
+    // Small work builds them on this thread: waking helpers costs more than the plans.
+    int64_t lookups = 0;
+    for (size_t t = 0; t < k; ++t) lookups += indices[t].dimensions()[0];
     std::vector<std::string> errors(k);
-    PoolRun(static_cast<int64_t>(k), [&](int64_t t) {
+    auto build = [&](int64_t t) {
       try {
         if (auto e = ResolveIndices(indices[t], tables[t].dimensions()[0], opt, &plans[t]->src);
             e.failure())
@@ -132,7 +138,12 @@ ffi::Error Grouped(ffi::RemainingArgs args, ffi::RemainingRets* rets, ffi::AnyBu
       } catch (const std::exception& ex) {
         errors[t] = ex.what();
       }
-    });
+    };
+    if (lookups < kParallelPlanLookups) {
+      for (size_t t = 0; t < k; ++t) build(static_cast<int64_t>(t));
+    } else {
+      PoolRun(static_cast<int64_t>(k), build);
+    }
     for (size_t t = 0; t < k; ++t)
       if (!errors[t].empty())
         return ffi::Error::InvalidArgument(who + "table " + std::to_string(t) + ": " + errors[t]);

@@ -372,9 +372,12 @@ struct ItemRunner {
 template <typename T, typename O>
 void MakeRunner(const GroupItem& item, const Options& opt, ItemRunner* runner) {
   const int64_t d = item.table->dimensions()[1];
-  runner->nan_storage.assign(static_cast<size_t>(d), 0.0f);
-  T* nan_row = reinterpret_cast<T*>(runner->nan_storage.data());
-  for (int64_t c = 0; c < d; ++c) nan_row[c] = Elem<T>::Store(std::nanf(""));
+  T* nan_row = nullptr;  // clip mode never reads it (every lookup resolves to a row)
+  if (!opt.clip) {
+    runner->nan_storage.assign(static_cast<size_t>(d), 0.0f);
+    nan_row = reinterpret_cast<T*>(runner->nan_storage.data());
+    for (int64_t c = 0; c < d; ++c) nan_row[c] = Elem<T>::Store(std::nanf(""));
+  }
   Job<T, O> job{static_cast<const T*>(item.table->untyped_data()),
                 nan_row,
                 nullptr,
