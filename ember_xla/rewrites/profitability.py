@@ -6,8 +6,9 @@ The model (``cost_model.json`` next to this file, written by
 ``benchmarks/calibrate_cost_model.py``, which records its command, date and raw measurements)
 is per family (kind x combiner class) and per backend:
 ``t = c0 + per_lookup_elem * lookups * D + per_output_elem * rows * D + per_lookup * lookups``:
-per-call overhead, gather-and-reduce work, output work, per-index work. A cluster is rewritten only when the kernel is predicted
-faster by more than ``MARGIN`` (predicted ember time <= 0.75 x XLA's, i.e. >= 1.33x faster): the
+per-call overhead, gather-and-reduce work, output work, per-index work. A cluster is rewritten
+only when the kernel is predicted faster by more than ``MARGIN`` (predicted ember time
+<= 0.75 x XLA's, i.e. >= 1.33x faster): the
 XLA fits' median relative residual is 0.34-0.37, and clusters predicted 1.06-1.3x faster
 measured 0.77-1.0x (the B=1 26-table stage, segment_max D=256: docs/BENCHMARKS.md); ties and
 near-ties stay in XLA. The environment variable ``EMBER_XLA_COST_MODEL=off``

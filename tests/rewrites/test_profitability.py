@@ -77,8 +77,8 @@ def test_large_cluster_is_rewritten_and_keeps_its_prediction():
     module = _segment_sum_module(batch=2048, pooling=10, dim=64)
     result = rewrite_module(module, cost_model=True)
     (entry,) = result.clusters
-    assert entry["predicted_us"]["ember"] < entry["predicted_us"]["xla"]
-    assert entry["predicted_us"]["ember"] <= (1 - profitability.MARGIN) * entry["predicted_us"]["xla"]
+    pred = entry["predicted_us"]
+    assert pred["ember"] <= (1 - profitability.MARGIN) * pred["xla"]
     assert not any(n.get("kept_in_xla") for n in result.near_misses)
 
 
