@@ -130,11 +130,10 @@ ffi::Error Grouped(ffi::RemainingArgs args, ffi::RemainingRets* rets, ffi::AnyBu
     std::vector<std::string> errors(k);
     auto build = [&](int64_t t) {
       try {
-        if (auto e = ResolveIndices(indices[t], tables[t].dimensions()[0], opt, &plans[t]->src);
+        if (auto e = BuildSegmentPlan(indices[t], segs[t], tables[t].dimensions()[0], opt,
+                                      false, plans[t]);
             e.failure())
           errors[t] = e.message();
-        else if (auto e2 = SortBySegment(segs[t], false, plans[t]); e2.failure())
-          errors[t] = e2.message();
       } catch (const std::exception& ex) {
         errors[t] = ex.what();
       }

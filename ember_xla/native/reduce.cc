@@ -49,7 +49,7 @@ struct Job {
 
 template <typename T, typename O>
 inline const T* RowOf(const Job<T, O>& job, int64_t k) {
-  const int64_t r = job.plan->src[k];
+  const int64_t r = job.plan->Row(k);
   return r >= 0 ? job.table + r * job.d : job.nan_row;
 }
 

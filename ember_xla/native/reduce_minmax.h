@@ -43,11 +43,11 @@ __attribute__((always_inline)) inline void Chunk(const Job& job, int64_t r0, int
   using VU = typename VecT::VU;
   const int64_t d = job.d;
   const int64_t* __restrict row_ptr = job.plan->row_ptr.data();
-  const int64_t* __restrict src = job.plan->src.data();
+  const auto* plan = job.plan;
   const int64_t k_end = k_limit;  // prefetch runs ahead up to the end of the part
   const int64_t row_bytes = d * static_cast<int64_t>(sizeof(float));
   auto row_of = [&](int64_t k) -> const float* {
-    const int64_t r = src[k];
+    const int64_t r = plan->Row(k);
     return r >= 0 ? job.table + r * d : job.nan_row;
   };
   auto prefetch_row = [&](const float* p) {
