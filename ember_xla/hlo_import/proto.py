@@ -8,6 +8,11 @@ round trip writes the same module; program shapes are recomputed on export. The 
 
 from __future__ import annotations
 
+import functools
+import importlib
+import importlib.util
+import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -31,10 +36,30 @@ _MODULE_STRUCT = {
 }
 
 
-def _hlo_pb2() -> Any:
-    from tensorflow.compiler.xla.service import hlo_pb2  # lazy: imports all of TensorFlow
+_HLO_PB2 = "tensorflow.compiler.xla.service.hlo_pb2"
 
-    return hlo_pb2
+
+@functools.cache
+def _hlo_pb2() -> Any:
+    """TensorFlow's generated ``hlo_pb2``, without importing TensorFlow (3-7 s): the module and
+    the two it imports only need protobuf, so they are loaded under a temporary stand-in for the
+    ``tensorflow`` package, which is removed again (a later real ``import tensorflow`` loads its
+    own copies; protobuf hands both the same message classes)."""
+    if "tensorflow" in sys.modules:
+        return importlib.import_module(_HLO_PB2)
+    spec = importlib.util.find_spec("tensorflow")
+    if spec is None or not spec.submodule_search_locations:
+        return importlib.import_module(_HLO_PB2)  # raises the usual ModuleNotFoundError
+    before = set(sys.modules)
+    stand_in = types.ModuleType("tensorflow")
+    stand_in.__path__ = list(spec.submodule_search_locations)
+    sys.modules["tensorflow"] = stand_in
+    try:
+        return importlib.import_module(_HLO_PB2)
+    finally:
+        for name in [n for n in sys.modules if n not in before
+                     and (n == "tensorflow" or n.startswith("tensorflow."))]:
+            del sys.modules[name]
 
 
 def module_from_proto(data: bytes, path: str | None = None) -> Module:

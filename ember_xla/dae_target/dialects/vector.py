@@ -26,11 +26,9 @@ def _check_mask(op: OpDef, mask: Value, vt: VectorType) -> None:
         raise op.fail(f"mask must be {VectorType(vt.shape, I1)}, not {mask.type}")
 
 
-@vector.add_op
-class MaskedLoadOp(OpDef):
-    """Operands: memref, indices (one per dim), mask, passthru."""
-
-    opcode = "vector.maskedload"
+class _MaskedAccess(OpDef):
+    """Operands of a masked load/store: memref, indices (one per dim), mask, then the passthru
+    (load) or the value (store) vector."""
 
     @property
     def memref(self) -> Value:
@@ -43,55 +41,49 @@ class MaskedLoadOp(OpDef):
     @property
     def mask(self) -> Value:
         return self.operands[-2]
+
+    def _verify_access(self, results: int, last: str, vt: object) -> VectorType:
+        """Counts, indices, and the vector type ``vt`` (a 1-D vector of the memref's element
+        type, masked by ``mask``); returns it."""
+        self.expect_counts(results=results, regions=0)
+        if len(self.operands) < 4:
+            raise self.fail(f"expects memref, indices, mask, {last}")
+        mt = check_indices(self, self.memref, self.indices)
+        what = "result" if results else "value"
+        if not isinstance(vt, VectorType) or len(vt.shape) != 1 or vt.elem != mt.elem:
+            raise self.fail(f"{what} must be a 1-D vector of {mt.elem}")
+        _check_mask(self, self.mask, vt)
+        return vt
+
+
+@vector.add_op
+class MaskedLoadOp(_MaskedAccess):
+    """Operands: memref, indices (one per dim), mask, passthru."""
+
+    opcode = "vector.maskedload"
 
     @property
     def passthru(self) -> Value:
         return self.operands[-1]
 
     def verify_(self) -> None:
-        self.expect_counts(results=1, regions=0)
-        if len(self.operands) < 4:
-            raise self.fail("expects memref, indices, mask, passthru")
-        mt = check_indices(self, self.memref, self.indices)
-        vt = self.result.type
-        if not isinstance(vt, VectorType) or len(vt.shape) != 1 or vt.elem != mt.elem:
-            raise self.fail(f"result must be a 1-D vector of {mt.elem}")
-        _check_mask(self, self.mask, vt)
+        vt = self._verify_access(1, "passthru", self.result.type if self.results else None)
         if self.passthru.type != vt:
             raise self.fail(f"passthru must be {vt}")
 
 
 @vector.add_op
-class MaskedStoreOp(OpDef):
+class MaskedStoreOp(_MaskedAccess):
     """Operands: memref, indices (one per dim), mask, value vector."""
 
     opcode = "vector.maskedstore"
-
-    @property
-    def memref(self) -> Value:
-        return self.operands[0]
-
-    @property
-    def indices(self) -> list[Value]:
-        return self.operands[1:-2]
-
-    @property
-    def mask(self) -> Value:
-        return self.operands[-2]
 
     @property
     def value(self) -> Value:
         return self.operands[-1]
 
     def verify_(self) -> None:
-        self.expect_counts(results=0, regions=0)
-        if len(self.operands) < 4:
-            raise self.fail("expects memref, indices, mask, value")
-        mt = check_indices(self, self.memref, self.indices)
-        vt = self.value.type
-        if not isinstance(vt, VectorType) or len(vt.shape) != 1 or vt.elem != mt.elem:
-            raise self.fail(f"value must be a 1-D vector of {mt.elem}")
-        _check_mask(self, self.mask, vt)
+        self._verify_access(0, "value", self.value.type if self.operands else None)
 
 
 @vector.add_op

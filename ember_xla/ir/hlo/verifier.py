@@ -8,6 +8,7 @@ from __future__ import annotations
 from ember_xla.ir.dialect import VerifyError
 from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.hlo.counts import check_counts, check_shape
+from ember_xla.ir.hlo.ffi_config import check_backend_config
 from ember_xla.ir.hlo.opcodes import ARITY, ELEMENTWISE, OPCODES
 from ember_xla.ir.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
@@ -50,7 +51,7 @@ def verify_op(g: Graph, op: Operation, graphs: set[int]) -> None:
     problem = check_shape(op.result.type)
     if problem:
         raise _fail(g, op, problem)
-    problem = check_counts(op)
+    problem = check_counts(op) or check_backend_config(op)
     if problem:
         raise _fail(g, op, problem)
     for v in op.operands:
