@@ -628,3 +628,31 @@ def test_sorted_segment_ids_folded_plan_matches_xla(combiner, d):
                         want = jax.jit(lambda t, i, s, m=mode, c=combiner, wr=wrap, w=w:
                                        reference(t, i, s, S, w, c, m, wr))(table, idx, seg)
                         assert_same_bits(got, want)
+
+
+def test_large_result_same_bits_with_every_output_page_mode():
+    """Results >= 4 MiB get huge-page advice (EMBER_XLA_OUTPUT_PAGES / EmberSetOutputPages):
+    a hint only, so modes 0 (off), 1 (advice, the default) and 2 (advice + pre-fault) give the
+    same bits as XLA."""
+    import ctypes
+
+    lib = native.load_library()
+    lib.EmberSetOutputPages.restype = ctypes.c_int
+    lib.EmberSetOutputPages.argtypes = [ctypes.c_int]
+    rng = np.random.default_rng(5)
+    rows, d = 10_000, 128  # a 5.1 MB f32 result
+    table = make_table(rng, 500, d, jnp.float32)
+    idx = jnp.asarray(rng.integers(-600, 600, 20_000), jnp.int32)
+    seg = jnp.asarray(np.sort(rng.integers(0, rows, 20_000)).astype(np.int32))
+    want = jax.jit(lambda t, i, s: reference(t, i, s, rows, None, "sum", "fill", True))(
+        table, idx, seg)
+    a = attrs("sum", "fill", True, False)
+    previous = lib.EmberSetOutputPages(1)
+    try:
+        for mode in (0, 1, 2):
+            lib.EmberSetOutputPages(mode)
+            got = jax.jit(lambda t, i, s: ember("segment_reduce", rows, t, i, s, **a))(
+                table, idx, seg)
+            assert_same_bits(got, want)
+    finally:
+        lib.EmberSetOutputPages(previous)
