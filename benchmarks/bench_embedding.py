@@ -10,13 +10,13 @@ concatenated, exactly what a JAX DLRM does.
 Variants, run side by side in one process, interleaved, medians over repetitions:
   xla      the JAX function (jnp.take + jax.ops.segment_sum per table, concatenated) under
            jax.jit on XLA:CPU;
-  ember    the same function imported as HLO, rewritten by ``ember_xla.rewrites`` (the
-           default: 26 ``ember.segment_reduce`` calls) and run on XLA:CPU (falls back to calling
-           the ember targets directly through jax.ffi.ffi_call, labelled so, when the rewrite
-           pipeline is missing);
-  batched  the rewrite with table batching on (``group=True``): one
-           ``ember.grouped_segment_reduce_concat`` call for all 26 tables that writes the
-           concatenated [B, 26 * D] result in place;
+  ember    the same function imported as HLO, rewritten by ``ember_xla.rewrites`` with its
+           defaults (cost model on, table batching on: one ``ember.grouped_segment_reduce_concat``
+           call for all 26 tables that writes the concatenated [B, 26 * D] result in place) and
+           run on XLA:CPU (falls back to calling the ember targets directly through
+           jax.ffi.ffi_call, labelled so, when the rewrite pipeline is missing);
+  separate the rewrite with table batching off (``group=False``): 26 ``ember.segment_reduce``
+           calls and XLA's concatenate;
   torch    torch.nn.functional.embedding_bag(mode='sum') per table (FBGEMM CPU kernels; what
            nn.EmbeddingBag runs), on the very same table memory, 2 threads;
   gather   the machine's random-row-gather bandwidth: a C++ loop summing random rows of a
@@ -29,6 +29,7 @@ Small tables are cache resident, so a variant can exceed 100% of the random-gath
     python benchmarks/bench_embedding.py            # full size (needs ~9 GiB of memory)
     python benchmarks/bench_embedding.py --quick    # small smoke run
     python benchmarks/bench_embedding.py --sweep --reps 15   # every batch size, >= 1.0x rows
+    python benchmarks/bench_embedding.py --processes 3   # 3 process runs, medians of the ratios
     GLIBC_TUNABLES=glibc.malloc.hugetlb=1 python benchmarks/bench_embedding.py
         # malloc'd memory (XLA's buffers) madvised for transparent huge pages: far fewer page
         # faults on the per-execution output/temp buffers (see docs/BENCHMARKS.md)
@@ -39,6 +40,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import gc
+import json
 import os
 import statistics
 import sys
@@ -68,6 +70,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--reps", type=int, default=None, help="timed repetitions (default 15)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-torch", action="store_true", help="skip the torch column")
+    p.add_argument("--processes", type=int, default=0,
+                   help="run the benchmark this many times, each in a fresh process (one after "
+                        "the other), and print the median of each ratio over the runs")
+    p.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # one-line result
     p.add_argument("--sweep", action="store_true",
                    help="instead: the batch sweep (batch 1/16/256/2048; single tables, the "
                         "8-table model, the 26-table stage), rewritten vs XLA:CPU per row "
@@ -132,7 +138,7 @@ def xla_variant(stage, inputs):
     return run
 
 
-def ember_variant(stage, inputs, group=False):
+def ember_variant(stage, inputs, group=True):
     """The rewrite pipeline's module; or direct FFI calls when the pipeline is unavailable."""
     try:
         from ember_xla.hlo_import.jax_source import from_jax
@@ -161,8 +167,8 @@ def ember_variant(stage, inputs, group=False):
     summary = ", ".join(f"{n} x {k}" for k, n in sorted(kinds.items())) or "no clusters"
     calls = sum(1 for op in result.module.walk() if op.opcode == "custom-call")
     summary += f" in {calls} custom-call{'s' if calls != 1 else ''}"
-    label = ("ember (rewritten module, tables batched + concat in place)" if group
-             else "ember (rewritten module, 26 separate calls)")
+    label = ("ember (rewritten module, default: tables batched + concat in place)" if group
+             else "ember (rewritten module, group=False: 26 separate calls)")
     label += "" if loaded is not None else " via run_device"
     return run, label, summary
 
@@ -248,6 +254,8 @@ def gather_probe(tables, dim: int, lookups: int, seed: int):
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.processes:
+        return run_processes(args.processes, list(sys.argv[1:] if argv is None else argv))
     # torch's OpenMP threads otherwise spin-wait after every embedding_bag and steal the CPU
     # from whatever runs next (on 2 cores this made torch itself 40x slower, interleaved with
     # XLA's threads): sleep when idle, like the other variants' threads do.
@@ -281,10 +289,10 @@ def main(argv: list[str] | None = None) -> int:
     variants["ember"] = run
     if summary:
         print(f"rewrite: {summary}")
-    run, names["batched"], summary = ember_variant(stage, inputs, group=True)
-    variants["batched"] = run
+    run, names["separate"], summary = ember_variant(stage, inputs, group=False)
+    variants["separate"] = run
     if summary:
-        print(f"rewrite with table batching: {summary}")
+        print(f"rewrite without table batching: {summary}")
     if not args.no_torch:
         run, label = torch_variant(tables, idx, offsets)
         if run is None:
@@ -304,10 +312,10 @@ def main(argv: list[str] | None = None) -> int:
     got = np.asarray(variants["ember"]())
     same = want.shape == got.shape and np.array_equal(want.view(np.uint32), got.view(np.uint32))
     print(f"check: ember == XLA bit for bit: {same}")
-    g = np.asarray(variants["batched"]())
+    g = np.asarray(variants["separate"]())
     g_same = g.shape == want.shape and np.array_equal(want.view(np.uint32), g.view(np.uint32))
     same = same and g_same
-    print(f"check: ember (tables batched) == XLA bit for bit: {g_same}")
+    print(f"check: ember (separate calls) == XLA bit for bit: {g_same}")
     if "torch" in variants:
         tv = variants["torch"]().numpy()
         close = np.allclose(tv, want, rtol=1e-5, atol=1e-5)
@@ -340,15 +348,56 @@ def main(argv: list[str] | None = None) -> int:
     if "torch" in med:
         print(f"ember vs torch:   {med['torch'] / med['ember']:.2f}x faster")
     print(
-        f"ember with table batching: {med['xla'] / med['batched']:.2f}x XLA:CPU"
-        + (f", {med['torch'] / med['batched']:.2f}x torch" if "torch" in med else "")
-        + f", {100 * bytes_moved / med['batched'] / gather_bw:.0f}% of gather"
+        f"ember without table batching (26 calls): {med['xla'] / med['separate']:.2f}x XLA:CPU"
+        + (f", {med['torch'] / med['separate']:.2f}x torch" if "torch" in med else "")
+        + f", {100 * bytes_moved / med['separate'] / gather_bw:.0f}% of gather"
     )
     print(
         f"ember vs gather:  {100 * bytes_moved / med['ember'] / gather_bw:.0f}% of the measured "
         f"random-row-gather bandwidth ({gather_bw / 1e9:.2f} GB/s)"
     )
+    if args.json:
+        print("RESULT " + json.dumps({
+            "same": same, "load": os.getloadavg()[0], "gather_GBps": gather_bw / 1e9,
+            "ms": {k: v * 1e3 for k, v in med.items()},
+            "ember_vs_xla": med["xla"] / med["ember"],
+            "ember_vs_torch": med["torch"] / med["ember"] if "torch" in med else None,
+            "separate_vs_xla": med["xla"] / med["separate"],
+            "ember_pct_gather": 100 * bytes_moved / med["ember"] / gather_bw}))
     return 0 if same else 1
+
+
+def run_processes(n: int, argv: list[str]) -> int:
+    """n runs of this benchmark, each in a fresh process; medians of the ratios over the runs."""
+    import subprocess
+
+    child, skip = [], False
+    for a in argv:  # drop --processes N / --processes=N
+        if skip or a.startswith("--processes"):
+            skip = a == "--processes" and not skip
+            continue
+        child.append(a)
+    results = []
+    for i in range(n):
+        out = subprocess.run([sys.executable, __file__, *child, "--json"], capture_output=True,
+                             text=True, check=False)
+        print(f"--- process run {i + 1}/{n} (exit {out.returncode})")
+        lines = out.stdout.splitlines()
+        print("\n".join(line for line in lines if not line.startswith("RESULT ")))
+        if out.returncode:
+            print(out.stderr[-2000:])
+        results += [json.loads(line[7:]) for line in lines if line.startswith("RESULT ")]
+    if not results:
+        return 1
+    med = statistics.median
+    print(f"\nmedians over {len(results)} process runs:")
+    for key in ("ember_vs_xla", "ember_vs_torch", "separate_vs_xla", "ember_pct_gather",
+                "gather_GBps"):
+        vals = [r[key] for r in results if r[key] is not None]
+        if vals:
+            print(f"  {key}: {med(vals):.2f} (runs: {', '.join(f'{v:.2f}' for v in vals)})")
+    print(f"  every run bit-exact with XLA: {all(r['same'] for r in results)}")
+    return 0 if all(r["same"] for r in results) and len(results) == n else 1
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The batch-size sweep of ``bench_embedding.py --sweep``: every model at batch 1, 16, 256 and
-2048, XLA:CPU against the module ``rewrite_module`` produces with its cost model on (the
-default), alternating in one process, medians.
+2048, XLA:CPU against the module ``rewrite_module`` produces with its defaults (cost model
+on, table batching on), alternating in one process, medians.
 
 Models: single tables (segment_sum / segment_max bags and jnp.sum padded bags, pooling 1-100,
 D 16-256, 20k-row tables), an 8-table DLRM-style stage (segment sums, concatenated, D=64) and

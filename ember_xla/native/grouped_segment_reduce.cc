@@ -18,11 +18,15 @@
 #endif
 
 #include "handler.h"
+#include "pages.h"
 #include "pool.h"
 #include "reduce.h"
 
 namespace ember {
 namespace {
+
+// Below this many lookups in all, the plans are built on the calling thread.
+constexpr int64_t kParallelPlanLookups = int64_t{1} << 15;
 
 // The concatenated form: a valid table whose type the (shared) result has, or an f32 result.
 ffi::Error CheckConcatTable(const ffi::AnyBuffer& table, const ffi::AnyBuffer& out) {
@@ -120,22 +124,32 @@ ffi::Error Grouped(ffi::RemainingArgs args, ffi::RemainingRets* rets, ffi::AnyBu
     // Plans are independent: build them in parallel (one part per table). Everything that can
     // fail was checked above; an exception (out of memory) is caught here, never left to
     // escape on one of XLA's threads.
+    // Small work builds them on this thread: waking helpers costs more than the plans.
+    int64_t lookups = 0;
+    for (size_t t = 0; t < k; ++t) lookups += indices[t].dimensions()[0];
     std::vector<std::string> errors(k);
-    PoolRun(static_cast<int64_t>(k), [&](int64_t t) {
+    auto build = [&](int64_t t) {
       try {
-        if (auto e = ResolveIndices(indices[t], tables[t].dimensions()[0], opt, &plans[t]->src);
+        if (auto e = BuildSegmentPlan(indices[t], segs[t], tables[t].dimensions()[0], opt,
+                                      false, plans[t]);
             e.failure())
           errors[t] = e.message();
-        else if (auto e2 = SortBySegment(segs[t], false, plans[t]); e2.failure())
-          errors[t] = e2.message();
       } catch (const std::exception& ex) {
         errors[t] = ex.what();
       }
-    });
+    };
+    if (lookups < kParallelPlanLookups) {
+      for (size_t t = 0; t < k; ++t) build(static_cast<int64_t>(t));
+    } else {
+      PoolRun(static_cast<int64_t>(k), build);
+    }
     for (size_t t = 0; t < k; ++t)
       if (!errors[t].empty())
         return ffi::Error::InvalidArgument(who + "table " + std::to_string(t) + ": " + errors[t]);
 
+    if (concat != nullptr) AdviseOutput(concat->untyped_data(), concat->size_bytes());
+    else
+      for (auto& o : outs) AdviseOutput(o.untyped_data(), o.size_bytes());
     std::vector<GroupItem> items(k);
     for (size_t t = 0; t < k; ++t) {
       items[t] = GroupItem{&tables[t], plans[t], &outs[t]};

@@ -21,18 +21,7 @@ std::string DimsString(const ffi::AnyBuffer& b) {
 
 template <typename I>
 void Resolve(const I* idx, int64_t count, int64_t n, const Options& opt, int64_t* src) {
-  for (int64_t j = 0; j < count; ++j) {
-    int64_t i = static_cast<int64_t>(idx[j]);
-    if (opt.wrap_negative && i < 0) i += n;
-    // index_bits = 32: XLA's s64 -> s32 convert keeps the low 32 bits (two's complement).
-    if (opt.index32) i = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(i)));
-    if (opt.clip) {
-      i = i < 0 ? 0 : (i >= n ? n - 1 : i);
-    } else if (i < 0 || i >= n) {
-      i = -1;
-    }
-    src[j] = i;
-  }
+  for (int64_t j = 0; j < count; ++j) src[j] = ResolveOne(static_cast<int64_t>(idx[j]), n, opt);
 }
 
 // Segment ids already in order (non-decreasing, all in [0, rows), the usual sample-major
@@ -136,6 +125,7 @@ void ResetPlan(Plan& plan, int64_t lookups, int64_t rows) {
     if (v->capacity() > keep) v->shrink_to_fit();
   }
   plan.rows = rows;
+  plan.raw = nullptr;
 }
 }  // namespace
 
@@ -194,6 +184,35 @@ ffi::Error SortBySegment(const ffi::AnyBuffer& segment_ids, bool need_pos, Plan*
   row_ptr[0] = 0;
   plan->src.swap(sorted);
   return ffi::Error::Success();
+}
+
+ffi::Error BuildSegmentPlan(const ffi::AnyBuffer& indices, const ffi::AnyBuffer& segment_ids,
+                            int64_t n_rows, const Options& opt, bool need_pos, Plan* plan) {
+  const auto it = indices.element_type();
+  const int64_t count = static_cast<int64_t>(indices.element_count());
+  if (count > 0 && n_rows == 0 && opt.clip)
+    return Invalid("ember: index_mode=clip needs a table with at least one row");
+  if ((it == ffi::DataType::S32 || it == ffi::DataType::S64) &&
+      static_cast<int64_t>(segment_ids.element_count()) == count) {
+    bool sorted_ids = false;
+    if (segment_ids.element_type() == ffi::DataType::S32)
+      sorted_ids = SortedSegments(static_cast<const int32_t*>(segment_ids.untyped_data()), count,
+                                  plan);
+    else if (segment_ids.element_type() == ffi::DataType::S64)
+      sorted_ids = SortedSegments(static_cast<const int64_t*>(segment_ids.untyped_data()), count,
+                                  plan);
+    if (sorted_ids) {
+      plan->src.clear();
+      plan->pos.clear();  // lookup j is plan entry j
+      plan->raw = indices.untyped_data();
+      plan->raw64 = it == ffi::DataType::S64;
+      plan->n_rows = n_rows;
+      plan->opt = opt;
+      return ffi::Error::Success();
+    }
+  }
+  if (auto e = ResolveIndices(indices, n_rows, opt, &plan->src); e.failure()) return e;
+  return SortBySegment(segment_ids, need_pos, plan);
 }
 
 ffi::Error ReadInts(const ffi::AnyBuffer& buf, std::string_view what, std::vector<int64_t>* out) {

@@ -29,12 +29,36 @@ ffi::Error ParseOptions(std::string_view combiner, std::string_view index_mode,
                         bool wrap_negative, bool weighted, double init, int64_t index_bits,
                         Options* out);
 
+// Lookup index -> table row per Options: negative ids wrapped (wrap_negative), truncated to 32
+// bits (index_bits = 32: XLA's s64 -> s32 convert keeps the low 32 bits), then clipped, or -1
+// (the all-NaN row) when out of range in fill mode.
+inline int64_t ResolveOne(int64_t i, int64_t n, const Options& opt) {
+  if (opt.wrap_negative && i < 0) i += n;
+  if (opt.index32) i = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(i)));
+  if (opt.clip) return i < 0 ? 0 : (i >= n ? n - 1 : i);
+  return (i < 0 || i >= n) ? -1 : i;
+}
+
 struct Plan {
   int64_t rows = 0;              // output rows R
   std::vector<int64_t> row_ptr;  // R+1: entries of output row r are [row_ptr[r], row_ptr[r+1])
   std::vector<int64_t> src;      // per entry k: table row, or -1 for the all-NaN row (fill)
   std::vector<int64_t> pos;      // per entry k: its lookup j (for weights); empty means j == k
   std::vector<int64_t> scratch_a, scratch_b;  // working space of the plan builders
+  // Folded plan (sorted segment ids): no src array; entry k is lookup k, resolved in the
+  // reduce loop from the caller's index operand (raw, s32 or s64) with ResolveOne.
+  const void* raw = nullptr;
+  bool raw64 = false;
+  int64_t n_rows = 0;
+  Options opt;
+
+  // Entry k's table row (-1: the all-NaN row).
+  int64_t Row(int64_t k) const {
+    if (raw == nullptr) return src[k];
+    const int64_t i = raw64 ? static_cast<const int64_t*>(raw)[k]
+                            : static_cast<const int32_t*>(raw)[k];
+    return ResolveOne(i, n_rows, opt);
+  }
 };
 
 // A per-thread plan whose buffers are reused from call to call (no page faults or frees on the
@@ -54,6 +78,13 @@ ffi::Error ResolveIndices(const ffi::AnyBuffer& idx, int64_t n_rows, const Optio
 // `segment_ids` (s32/s64, one per lookup): a stable counting sort by segment, dropping ids
 // outside [0, plan->rows). Fills row_ptr and, when `need_pos`, pos.
 ffi::Error SortBySegment(const ffi::AnyBuffer& segment_ids, bool need_pos, Plan* plan);
+
+// The plan of a segment reduction: when the segment ids are sorted and in range (the usual
+// sample-major layout) and every lookup keeps its place, only row_ptr is built and the lookups
+// are resolved in the reduce loop (a folded plan: no resolve pass, no src array); otherwise
+// ResolveIndices + SortBySegment.
+ffi::Error BuildSegmentPlan(const ffi::AnyBuffer& indices, const ffi::AnyBuffer& segment_ids,
+                            int64_t n_rows, const Options& opt, bool need_pos, Plan* plan);
 
 // Reads an s32/s64 operand flat into int64.
 ffi::Error ReadInts(const ffi::AnyBuffer& buf, std::string_view what, std::vector<int64_t>* out);

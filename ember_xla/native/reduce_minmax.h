@@ -37,25 +37,30 @@ __attribute__((always_inline)) inline void Select(V& a, const V& b) {
 template <int VL, int NV, int Kind, typename Job, typename VecT>
 __attribute__((always_inline)) inline void Chunk(const Job& job, int64_t r0, int64_t r1,
                                                  int64_t c0, bool prefetch, float one,
-                                                 int64_t ahead) {
+                                                 int64_t ahead, int64_t k_limit,
+                                                 bool prologue, bool keep) {
   using V = typename VecT::V;
   using VU = typename VecT::VU;
   const int64_t d = job.d;
   const int64_t* __restrict row_ptr = job.plan->row_ptr.data();
-  const int64_t* __restrict src = job.plan->src.data();
-  const int64_t k_end = row_ptr[r1];
+  const auto* plan = job.plan;
+  const int64_t k_end = k_limit;  // prefetch runs ahead up to the end of the part
   const int64_t row_bytes = d * static_cast<int64_t>(sizeof(float));
   auto row_of = [&](int64_t k) -> const float* {
-    const int64_t r = src[k];
+    const int64_t r = plan->Row(k);
     return r >= 0 ? job.table + r * d : job.nan_row;
   };
   auto prefetch_row = [&](const float* p) {
     const char* c = reinterpret_cast<const char*>(p);
-    for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(c + b, 0, 0);
+    // several passes re-read the row from cache: keep it there (prefetcht0), else non-temporal
+    if (keep)
+      for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(c + b, 0, 3);
+    else
+      for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(c + b, 0, 0);
   };
   V start, ones;
   for (int l = 0; l < VL; ++l) start[l] = job.init, ones[l] = one;
-  if (prefetch)
+  if (prefetch && prologue)
     for (int64_t k = row_ptr[r0]; k < row_ptr[r0] + ahead && k < k_end; ++k)
       prefetch_row(row_of(k));
   for (int64_t r = r0; r < r1; ++r) {
@@ -75,20 +80,29 @@ __attribute__((always_inline)) inline void Chunk(const Job& job, int64_t r0, int
   }
 }
 
-// D = VL * (8 a + 4 b + 2 c + e) floats, in passes of 8, 4, 2, 1 vectors.
+// D = VL * (8 a + 4 b + 2 c + e) floats, in passes of 8, 4, 2, 1 vectors; a row wider than
+// one pass is finished before the next row starts (see SumRowsVector in reduce.cc).
 template <int VL, int Kind, typename Job, typename VecT>
 __attribute__((always_inline)) inline void Rows(const Job& job, int64_t r0, int64_t r1,
                                                 float one, int64_t ahead) {
-  int64_t c0 = 0;
-  while (c0 < job.d) {
-    const int64_t left = (job.d - c0) / VL;
-    const bool first = c0 == 0;
-    int64_t nv = 1;
-    if (left >= 8) Chunk<VL, 8, Kind, Job, VecT>(job, r0, r1, c0, first, one, ahead), nv = 8;
-    else if (left >= 4) Chunk<VL, 4, Kind, Job, VecT>(job, r0, r1, c0, first, one, ahead), nv = 4;
-    else if (left >= 2) Chunk<VL, 2, Kind, Job, VecT>(job, r0, r1, c0, first, one, ahead), nv = 2;
-    else Chunk<VL, 1, Kind, Job, VecT>(job, r0, r1, c0, first, one, ahead);
-    c0 += nv * VL;
+  const int64_t k_end = job.plan->row_ptr[r1];
+  const bool one_pass = job.d / VL <= 8;
+  for (int64_t r = r0; r < r1; r = one_pass ? r1 : r + 1) {
+    const int64_t re = one_pass ? r1 : r + 1;
+    int64_t c0 = 0;
+    while (c0 < job.d) {
+      const int64_t left = (job.d - c0) / VL;
+      const bool first = c0 == 0, pro = first && r == r0;
+      int64_t nv = 1;
+      if (left >= 8)
+        Chunk<VL, 8, Kind, Job, VecT>(job, r, re, c0, first, one, ahead, k_end, pro, !one_pass), nv = 8;
+      else if (left >= 4)
+        Chunk<VL, 4, Kind, Job, VecT>(job, r, re, c0, first, one, ahead, k_end, pro, !one_pass), nv = 4;
+      else if (left >= 2)
+        Chunk<VL, 2, Kind, Job, VecT>(job, r, re, c0, first, one, ahead, k_end, pro, !one_pass), nv = 2;
+      else Chunk<VL, 1, Kind, Job, VecT>(job, r, re, c0, first, one, ahead, k_end, pro, !one_pass);
+      c0 += nv * VL;
+    }
   }
 }
 

@@ -62,9 +62,10 @@ ffi::Error SegmentReduceImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices,
       return e;
 
     Plan& plan = ScratchPlan(indices.dimensions()[0], out->dimensions()[0]);
-    if (auto e = ResolveIndices(indices, table.dimensions()[0], opt, &plan.src); e.failure())
+    if (auto e = BuildSegmentPlan(indices, segment_ids, table.dimensions()[0], opt,
+                                  weights != nullptr, &plan);
+        e.failure())
       return e;
-    if (auto e = SortBySegment(segment_ids, weights != nullptr, &plan); e.failure()) return e;
     return RunPlan(table, plan, weights, wtype, opt, *out);
   });
 }

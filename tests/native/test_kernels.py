@@ -603,3 +603,56 @@ def test_invalid_operands_raise_not_crash():
     _raises(lambda: bad_out(table, i4, i4, **ok), "result must be")
     # The process is still alive and the kernels still work after all of that.
     assert ember("segment_reduce", 1, table, i4, i4 * 0, **ok).shape == (1, D)
+
+
+@pytest.mark.parametrize("d", [5, 16])
+@pytest.mark.parametrize("combiner", ["sum", "max", "mean"])
+def test_sorted_segment_ids_folded_plan_matches_xla(combiner, d):
+    """Sorted in-range segment ids take the folded plan (lookups resolved inside the reduce
+    loop, no resolve pass): out-of-range, negative and duplicate indices in clip and fill mode,
+    with and without wrap_negative, s32 and s64 indices, weighted, bit for bit."""
+    rng = np.random.default_rng(11)
+    table = make_table(rng, N, d, jnp.float32)  # d=16: the vectorized sum/max loops
+    raw = rng.integers(-2 * N, 2 * N, L)
+    raw[:4] = [0, 0, N - 1, -1]  # duplicates and the edges
+    seg = np.sort(rng.integers(0, S, L)).astype(np.int32)
+    weights = jnp.asarray(rng.standard_normal(L), jnp.float32)
+    with jax.enable_x64(True):
+        for idx in (jnp.asarray(raw, jnp.int32), jnp.asarray(raw, jnp.int64)):
+            for mode in ("clip", "fill"):
+                for wrap in (True, False):
+                    for w in (None, weights):
+                        a = attrs(combiner, mode, wrap, w is not None)
+                        args = (table, idx, jnp.asarray(seg)) + (() if w is None else (w,))
+                        got = jax.jit(lambda *x, a=a: ember("segment_reduce", S, *x, **a))(*args)
+                        want = jax.jit(lambda t, i, s, m=mode, c=combiner, wr=wrap, w=w:
+                                       reference(t, i, s, S, w, c, m, wr))(table, idx, seg)
+                        assert_same_bits(got, want)
+
+
+def test_large_result_same_bits_with_every_output_page_mode():
+    """Results >= 4 MiB get huge-page advice (EMBER_XLA_OUTPUT_PAGES / EmberSetOutputPages):
+    a hint only, so modes 0 (off), 1 (advice, the default) and 2 (advice + pre-fault) give the
+    same bits as XLA."""
+    import ctypes
+
+    lib = native.load_library()
+    lib.EmberSetOutputPages.restype = ctypes.c_int
+    lib.EmberSetOutputPages.argtypes = [ctypes.c_int]
+    rng = np.random.default_rng(5)
+    rows, d = 10_000, 128  # a 5.1 MB f32 result
+    table = make_table(rng, 500, d, jnp.float32)
+    idx = jnp.asarray(rng.integers(-600, 600, 20_000), jnp.int32)
+    seg = jnp.asarray(np.sort(rng.integers(0, rows, 20_000)).astype(np.int32))
+    want = jax.jit(lambda t, i, s: reference(t, i, s, rows, None, "sum", "fill", True))(
+        table, idx, seg)
+    a = attrs("sum", "fill", True, False)
+    previous = lib.EmberSetOutputPages(1)
+    try:
+        for mode in (0, 1, 2):
+            lib.EmberSetOutputPages(mode)
+            got = jax.jit(lambda t, i, s: ember("segment_reduce", rows, t, i, s, **a))(
+                table, idx, seg)
+            assert_same_bits(got, want)
+    finally:
+        lib.EmberSetOutputPages(previous)

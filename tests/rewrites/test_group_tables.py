@@ -49,7 +49,8 @@ def test_independent_tables_share_one_call():
         args = _args(np.random.default_rng(seed + 1), (50, 700, 3, 1000))
         want, got = run_module(m, args), run_module(r.module, args)
         assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(got, want, strict=True))
-    ungrouped = rewrite_module(m)  # the default: separate calls
+    assert _targets(rewrite_module(m).module) == ["ember.grouped_segment_reduce_concat"]
+    ungrouped = rewrite_module(m, group=False)  # grouping is the default; off: separate calls
     assert _targets(ungrouped.module) == ["ember.segment_reduce"] * 4
 
 
