@@ -88,14 +88,27 @@ def emulate_main(args: list[str], flags_: Any) -> int:
 
     if len(args) != 1:
         raise UsageError("emulate takes exactly one MODEL argument")
-    level = _level(flags_)
     target_name = flags_.target or DEFAULT_TARGET
-    load_target(target_name)  # a bad target fails before the model is loaded
+    target = load_target(target_name)  # a bad target fails before the model is loaded
+    placed = target.npu is not None or flags_["placement"].present
+    if placed:
+        from ember_xla.emulator.npu.machine import machine_of
+
+        machine_of(target)  # --placement on a target without [dma]: one line, exit 2
+    else:
+        for name in ("plot", "save_plan", "preload"):
+            if flags_[name].present:
+                raise UsageError(f"--{name}: only with a multi-core NPU target "
+                                 "(--target=npu, --placement=...)")
+    level = None if placed else _level(flags_)
     model = load_model(args[0], flags_.signature, flags_.unknown_dim)
     inputs = load_inputs(model, flags_.inputs, flags_.seed)
 
     def say(msg: str) -> None:
         print(msg, file=sys.stderr)
+
+    if placed:
+        return _emulate_placed(model, target, inputs, flags_, say)
 
     em = emulate_model(model, target_name, level, inputs, engine=flags_.engine,
                        native_fallback=flags_.native_fallback, trace=flags_.trace,
@@ -106,6 +119,51 @@ def emulate_main(args: list[str], flags_: Any) -> int:
             "(open in ui.perfetto.dev)")
     print(em.report.to_json() if flags_.json else em.report.table())
     if not em.ok:
+        say("emulate: verification FAILED")
+        return 1
+    return 0
+
+
+def _emulate_placed(model: Any, target: Any, inputs: Any, flags_: Any, say: Any) -> int:
+    """The NPU path: place the clusters' tables on the cores (``--placement``), emulate the
+    plan, verify, print the plan and per-core times (docs/PLACEMENT.md)."""
+    import json
+
+    from ember_xla.dae_target.placement.run_model import emulate_placed
+    from ember_xla.rewrites.pipeline import rewrite_module
+
+    if flags_.trace:
+        raise UsageError("--trace: the NPU emulator writes no Perfetto trace (a DAE target "
+                         "such as tmu does)")
+    if flags_["opt_level"].present or flags_["pipeline"].present:
+        raise UsageError("-O/--pipeline: the NPU strategies are chosen per table by "
+                         "--placement, not by an optimization level")
+    result = rewrite_module(model.module, group=flags_.group_tables, cost_model=False)
+    run = emulate_placed(model.module, result.module, inputs, target, flags_.placement,
+                         preload=flags_.preload, native_fallback=flags_.native_fallback,
+                         baselines=bool(flags_.plot), verify_atol=flags_.verify_atol)
+    say(f"{model.source}: {len(result.clusters)} embedding cluster(s) rewritten, "
+        f"{sum(len(c.tables) for c in run.clusters)} table(s) placed on {target.name} "
+        f"({target.source}) by --placement={flags_.placement}")
+    m = run.verify["model"]
+    how = "bit for bit" if m["bitwise_equal"] else f"max |diff| {m['max_abs_diff']:.3g}"
+    say(f"verify: original vs rewritten model on XLA:CPU: {how}"
+        f"{'' if m['ok'] else ' > --verify_atol: MISMATCH'}")
+    bad = [c["custom_call"] for c in run.verify["clusters_vs_native"] if not c["equal"]]
+    say(f"verify: NPU outputs of {len(run.clusters)} cluster(s) "
+        + ("equal the native kernels bit for bit" if not bad
+           else f"differ from the native kernel: {', '.join(bad)}: MISMATCH"))
+    if flags_.save_plan:
+        run.plan.save(flags_.save_plan)
+        say(f"plan: {flags_.save_plan}")
+    if flags_.plot:
+        from ember_xla.dae_target.placement.plot import plot_loads
+
+        plot_loads([*run.baselines, run.report], flags_.plot,
+                   f"{model.source}: {len(run.plan.pieces)} pieces on {run.plan.cores} cores")
+        say(f"per-core load: {flags_.plot}")
+    print(json.dumps(run.as_dict(), indent=1) if flags_.json else run.table())
+    if not run.ok:
         say("emulate: verification FAILED")
         return 1
     return 0

@@ -19,17 +19,20 @@ from absl import flags
 import ember_xla.cli.target_flag  # noqa: F401  (--target)
 from ember_xla.cli.errors import UsageError
 
-flags.DEFINE_string("placement", "auto", "place: auto (skew-aware mapper), symmetric, greedy, "
-                    "optimum (MILP, small cases) or a plan .json.")
+flags.DEFINE_string("placement", "auto", "place, emulate on an NPU target: auto (skew-aware "
+                    "mapper), symmetric, greedy, optimum (MILP, small cases) or a plan .json.")
 flags.DEFINE_enum("distribution", "zipf1.05", ["uniform", "zipf0.8", "zipf1.05", "zipf1.2",
                                                "unbalanced"],
                   "place without WORKLOAD: index distribution of the DLRM-DCNv2 tables.")
 flags.DEFINE_integer("batch_size", 256, "place without WORKLOAD: samples per batch.",
                      lower_bound=1)
-flags.DEFINE_string("plot", None, "place: write a PNG of per-core load (plan and baselines).")
-flags.DEFINE_string("save_plan", None, "place: write the plan as JSON (atomically).")
-flags.DEFINE_enum("preload", None, ["model", "batch"], "place: count the L1 preload once per "
-                  "model load or in every batch (default: the target's scratchpad.preload).")
+flags.DEFINE_string("plot", None, "place, emulate on an NPU target: write a PNG of per-core "
+                    "load (the plan and the symmetric/greedy baselines).")
+flags.DEFINE_string("save_plan", None, "place, emulate on an NPU target: write the plan as JSON "
+                    "(atomically; reload it with --placement=FILE.json).")
+flags.DEFINE_enum("preload", None, ["model", "batch"], "place, emulate on an NPU target: count "
+                  "the L1 preload once per model load or in every batch (default: the "
+                  "target's scratchpad.preload).")
 
 
 def load_workload(path: str) -> tuple[list, list]:
