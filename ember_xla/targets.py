@@ -17,6 +17,10 @@ from ember_xla.ir.hlo.extensions import register_attribute_encoder
 KERNEL_ATTRS = ("combiner", "index_bits", "index_mode", "init", "weighted", "wrap_negative")
 
 
+#: Attributes of ember.multi_segment_reduce: one comma-separated combiner and init per result
+#: (``combiners="sum,max"``, ``inits="0.0,-inf"``; inits as ``repr(float)`` prints them).
+MULTI_ATTRS = ("combiners", "index_bits", "index_mode", "inits", "wrap_negative")
+
 #: Attributes of the ember.emulate target (strings; emulator/fast.py: emulate_attributes).
 EMULATE_ATTRS = ("cluster", "program", "target")
 
@@ -46,6 +50,11 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("ember.grouped_segment_reduce_concat", "grouped_segment_reduce_concat",
            ("table", "indices", "segment_ids"), "EmberGroupedSegmentReduceConcat",
            weights=False, grouped=True),
+    # one lookup, several segment reductions (sum and max of the same gathered rows): tuple of
+    # results, one per combiner, the rows read once (rewrites/multi_output.py)
+    Target("ember.multi_segment_reduce", "multi_segment_reduce",
+           ("table", "indices", "segment_ids"), "EmberMultiSegmentReduce", weights=False,
+           attributes=MULTI_ATTRS),
     # emulate mode: the cluster's operands in, its results out; runs the cluster's DAE program
     # on the C++ emulator (docs/DAE_PROGRAM.md, "The FFI target"). Not a kernel cluster.
     Target("ember.emulate", "emulate", (), "EmberEmulate", weights=False,
@@ -57,6 +66,7 @@ PADDED_BAG = TARGETS["ember.padded_bag"]
 OFFSETS_BAG = TARGETS["ember.offsets_bag"]
 GROUPED_SEGMENT_REDUCE = TARGETS["ember.grouped_segment_reduce"]
 GROUPED_SEGMENT_REDUCE_CONCAT = TARGETS["ember.grouped_segment_reduce_concat"]
+MULTI_SEGMENT_REDUCE = TARGETS["ember.multi_segment_reduce"]
 EMULATE = TARGETS["ember.emulate"]
 
 

@@ -18,6 +18,7 @@ from ember_xla.rewrites.cluster import NearMiss
 from ember_xla.rewrites.coverage import uncovered
 from ember_xla.rewrites.group_tables import GROUPED, group_tables
 from ember_xla.rewrites.matcher import Pattern, find_clusters
+from ember_xla.rewrites.multi_output import merge_multi_output
 from ember_xla.rewrites.outline import outline
 from ember_xla.rewrites.patterns import ALL_PATTERNS
 from ember_xla.rewrites.report import cluster_entry, near_miss_entry
@@ -61,13 +62,16 @@ class RewriteClusters(ModulePass):
     pipeline (rewrites/canonicalize); ``assume_finite_tables`` lets it turn one-hot lookups
     into gathers (exact only for tables without Inf/NaN). ``cost_model``: on | off | env
     (EMBER_XLA_COST_MODEL, default on): clusters the measured cost model predicts faster in XLA
-    stay there (profitability.py), reported as near-misses with both predicted times."""
+    stay there (profitability.py), reported as near-misses with both predicted times.
+    ``multi_output``: segment reductions of one lookup (sum and max of the same gathered rows)
+    share one ``ember.multi_segment_reduce`` call (multi_output.py), listed in ``groups``."""
 
     name = "ember-rewrite-clusters"
     group: bool = True
     canonical: bool = True
     assume_finite_tables: bool = False
     cost_model: str = "env"
+    multi_output: bool = True
 
     def apply(self, module: Module) -> None:
         self.run(module)
@@ -103,6 +107,8 @@ class RewriteClusters(ModulePass):
             entry["custom_call"] = cc.name
             entry["outlined_computation"] = cc.callees[0].name
             entries.append(entry)
+        multi = (merge_multi_output(module, rw)
+                 if self.multi_output and len(entries) > 1 else [])
         groups = (group_tables(module, rw)
                   if self.group and len(entries) > 1 and grouping_available() else [])
         by_comp = {e["outlined_computation"]: e for e in entries}
@@ -111,6 +117,11 @@ class RewriteClusters(ModulePass):
             pred = profitability.group_prediction(members) if members else None
             if pred is not None:
                 grp["predicted_us"] = pred
+        for grp in multi:
+            for n in grp["members"]:
+                if n in by_comp:
+                    by_comp[n]["merged_into"] = grp["custom_call"]
+        groups += multi
         verify_module(module)
         counters = {k: dict(v) for k, v in found.counters.items()}
         return RewriteResult(module, entries, misses, counters, groups)
@@ -118,7 +129,8 @@ class RewriteClusters(ModulePass):
 
 def rewrite_module(module: Module, patterns: list[Pattern] | None = None,
                    group: bool = True, cost_model: bool | None = None,
-                   canonical: bool = True, assume_finite_tables: bool = False) -> RewriteResult:
+                   canonical: bool = True, assume_finite_tables: bool = False,
+                   multi_output: bool = True) -> RewriteResult:
     """Rewrite every cluster of a copy of ``module`` (the input is left untouched); the
     result's module is the copy, or ``module`` itself when nothing was rewritten. With
     ``cost_model`` (default: on unless EMBER_XLA_COST_MODEL=off) clusters predicted faster
@@ -126,7 +138,8 @@ def rewrite_module(module: Module, patterns: list[Pattern] | None = None,
     work = module.clone()
     cost = "env" if cost_model is None else ("on" if cost_model else "off")
     result = RewriteClusters(group=group, canonical=canonical, cost_model=cost,
-                             assume_finite_tables=assume_finite_tables).run(work, patterns)
+                             assume_finite_tables=assume_finite_tables,
+                             multi_output=multi_output).run(work, patterns)
     if not result.clusters:
         result.module = module
     return result

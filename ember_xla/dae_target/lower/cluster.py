@@ -128,6 +128,10 @@ def cluster_spec(op: Operation) -> ClusterSpec:
         raise LoweringRefused(f"{op.name}: not an ember custom-call")
     target = TARGETS[op.attributes["custom_call_target"]]
     where = f"{target.name} %{op.name}"
+    if "combiner" not in target.attributes:  # ember.multi_segment_reduce: several combiners
+        raise LoweringRefused(f"{where}: a call with one result per combiner "
+                              f"({', '.join(target.attributes)}) has no DAE lowering; rewrite "
+                              "with multi_output off to lower its reductions one by one")
     try:
         attrs = call_attributes(op)
     except ValueError as e:
