@@ -211,22 +211,27 @@ def _jax_segment(lookup: str, reduce: str, *, sorted_=False, dtype="float32",
                 return t[i]
             raise ValueError(lookup)
 
-        def f(t, i, s, *w):
-            rows = look(t, i)
-            if w:
-                rows = rows * w[0][:, None]
-            if reduce == "sum":
+        def one(rows, s, r):
+            if r == "sum":
                 return jax.ops.segment_sum(rows, s, num_segments=S, indices_are_sorted=sorted_)
-            if reduce == "max":
+            if r == "max":
                 return jax.ops.segment_max(rows, s, num_segments=S, indices_are_sorted=sorted_)
-            if reduce == "min":
+            if r == "min":
                 return jax.ops.segment_min(rows, s, num_segments=S, indices_are_sorted=sorted_)
-            if reduce == "mean":
+            if r == "mean":
                 total = jax.ops.segment_sum(rows, s, num_segments=S, indices_are_sorted=sorted_)
                 count = jax.ops.segment_sum(jnp.ones_like(s, dtype=rows.dtype), s,
                                             num_segments=S, indices_are_sorted=sorted_)
                 return total / jnp.maximum(count, 1)[:, None]
-            raise ValueError(reduce)
+            raise ValueError(r)
+
+        def f(t, i, s, *w):
+            rows = look(t, i)
+            if w:
+                rows = rows * w[0][:, None]
+            # "sum+max": several reductions of the same rows (multi-output), side by side
+            parts = [one(rows, s, r) for r in reduce.split("+")]
+            return parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=1)
 
         return f, _seg_example(sh, dtype, idx_dtype, weighted)
 
@@ -258,6 +263,17 @@ _reg_jax_segment("jax_index_segment_min", "index", "min")
 _reg_jax_segment("jax_index_segment_max_sorted", "index", "max", sorted_=True)
 _reg_jax_segment("jax_take_fill_segment_mean", "take_fill", "mean", tolerance=_TOL_DIV)
 _reg_jax_segment("jax_index_weighted_segment_sum", "index", "sum", weighted=True)
+# multi-output: one gather feeding several reductions -> one ember.multi_segment_reduce call
+_register(Idiom("jax_index_segment_sum_and_max", "jax", 2, "segment_reduce", "sum", 0.0), _SEG,
+          _jax_segment("index", "sum+max"), _seg_inputs(),
+          notes="t[i] feeding segment_sum and segment_max over the same segment ids")
+_register(Idiom("jax_take_wrap_segment_mean_max_min", "jax", 3, "segment_reduce", "mean", 0.0),
+          _SEG, _jax_segment("take_wrap", "mean+max+min"), _seg_inputs(),
+          notes="PNA-style aggregators over jnp.take(mode='wrap') rows: the floor-mod is "
+                "copied per reduction by split-shared-lookup; the count reads no rows")
+_register(Idiom("jax_take_fill_segment_sum_and_min_sorted", "jax", 2, "segment_reduce", "sum",
+                0.0), _SEG, _jax_segment("take_fill", "sum+min", sorted_=True),
+          _seg_inputs(sorted_=True), notes="fill-mode lookup, sorted ids (folded plan)")
 _reg_jax_segment("jax_take_fill_segment_sum_bf16", "take_fill", "sum", dtype="bfloat16")
 _reg_jax_segment("jax_index_segment_max_f16", "index", "max", dtype="float16")
 _reg_jax_segment("jax_take_fill_segment_sum_s64", "take_fill", "sum", idx_dtype="int64")
