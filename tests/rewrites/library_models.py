@@ -354,6 +354,39 @@ _reg(LibModel("tf_one_hot_einsum_scaled_bag_sum", "tensorflow", ("one-hot", "sca
 
 
 # ---------------------------------------------------------------------------------------
+# flax: nn.Embed lookup of flat ids aggregated by segment_sum / count (mean) and segment_max
+# ---------------------------------------------------------------------------------------
+
+def _flax_multi_inputs(case, rng):
+    return [_ids(rng, case, shape=(E,)), _edges(rng, case)[1]]
+
+
+def _flax_multi_build():
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+
+    emb = nn.Embed(N, D)
+    ids, seg = _flax_multi_inputs("random", np.random.default_rng(0))
+    params = emb.init(jax.random.key(4), ids)
+
+    def f(params, ids, seg):     # jnp.take fill-mode lookup, then mean and max per segment
+        rows = emb.apply(params, ids)
+        total = jax.ops.segment_sum(rows, seg, num_segments=V)
+        count = jax.ops.segment_sum(jnp.ones_like(seg, jnp.float32), seg, num_segments=V)
+        mean = total / jnp.maximum(count, 1.0)[:, None]
+        return jnp.concatenate([mean, jax.ops.segment_max(rows, seg, num_segments=V)], 1)
+
+    return f, [params, ids, seg]
+
+
+_reg(LibModel("flax_embed_segment_mean_and_max", "flax", ("multi-output",), "jax", 2, 0.0,
+              _flax_multi_build, _flax_multi_inputs,
+              notes="one fill-mode gather feeding segment_sum (with a count: mean) and "
+                    "segment_max: one multi_segment_reduce call; the count stays in XLA"))
+
+
+# ---------------------------------------------------------------------------------------
 # export and inputs
 # ---------------------------------------------------------------------------------------
 
