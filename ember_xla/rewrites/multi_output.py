@@ -87,6 +87,20 @@ def _reference(module: Module, members: list[Operation], name: str) -> Graph:
     return comp
 
 
+def _erase_dead_copies(g: Graph, values: list[Value], rw: PatternRewriter) -> None:
+    """Erase the pure instructions computing ``values`` that nothing uses any more (the other
+    members' copies of the index arithmetic); parameters and the root stay."""
+    stack = [v.owner for v in values]
+    while stack:
+        op = stack.pop()
+        if (not isinstance(op, Operation) or op.parent is not g or op.users or op is g.root
+                or op.opcode == "parameter" or op.opcode not in PURE):
+            continue
+        producers = [v.owner for v in op.operands]
+        rw.erase(op)
+        stack.extend(producers)
+
+
 def merge_multi_output(module: Module, rewriter: PatternRewriter | None = None) -> list[dict]:
     """Merge in place (every edit through ``rewriter``); one entry per merged call (its name,
     the members' outlined computations and the combiners)."""
@@ -118,8 +132,10 @@ def merge_multi_output(module: Module, rewriter: PatternRewriter | None = None) 
                     "get-tuple-element", [call.result], [m.result.type], {"tuple_index": i},
                     name=m.name))
                 rw.replace_all_uses(m.result, gte.result)
+            copies = [v for m in members[1:] for v in m.operands]
             for m in members:
                 rw.erase(m)
+            _erase_dead_copies(g, copies, rw)
             rw.sort_topologically(g)
             made.append({"custom_call": call.name, "multi_output": True,
                          "members": [m.callees[0].name for m in members],
