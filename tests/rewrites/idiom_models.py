@@ -510,15 +510,17 @@ def _tf_segment(reduce: str, *, lookup="gather", weighted=False, idx_dtype="int3
     def build(sh):
         tf = _tf()
         S = sh["S"]
-        seg_fn = {"sum": tf.math.unsorted_segment_sum, "mean": tf.math.unsorted_segment_mean,
-                  "max": tf.math.unsorted_segment_max, "min": tf.math.unsorted_segment_min,
-                  "sqrt_n": tf.math.unsorted_segment_sqrt_n}[reduce]
+        fns = {"sum": tf.math.unsorted_segment_sum, "mean": tf.math.unsorted_segment_mean,
+               "max": tf.math.unsorted_segment_max, "min": tf.math.unsorted_segment_min,
+               "sqrt_n": tf.math.unsorted_segment_sqrt_n}
 
         def f(t, i, s, *w):
             rows = tf.gather(t, i) if lookup == "gather" else tf.nn.embedding_lookup(t, i)
             if w:
                 rows = rows * w[0][:, None]
-            return seg_fn(rows, s, num_segments=S)
+            # "sum+max": several reductions of the same rows (multi-output), side by side
+            parts = [fns[r](rows, s, num_segments=S) for r in reduce.split("+")]
+            return parts[0] if len(parts) == 1 else tf.concat(parts, axis=1)
 
         return f, _seg_example(sh, "float32", idx_dtype, weighted)
 
@@ -540,6 +542,9 @@ _reg_tf_segment("tf_gather_unsorted_segment_min", "min")
 _reg_tf_segment("tf_gather_unsorted_segment_sqrt_n", "sqrt_n")
 _reg_tf_segment("tf_gather_weighted_unsorted_segment_sum", "sum", weighted=True)
 _reg_tf_segment("tf_gather_unsorted_segment_sum_s64", "sum", idx_dtype="int64")
+# multi-output: one tf.gather feeding unsorted_segment_sum and _max (TF's lowest-finite init)
+_register(Idiom("tf_gather_unsorted_segment_sum_and_max", "tf", 2, "segment_reduce", "sum", 0.0),
+          _SEG, _tf_segment("sum+max"), _seg_inputs())
 
 
 # Keras 3 (tf.keras is Keras 3 here) Embedding layer + reduce over the bag axis.

@@ -27,7 +27,8 @@ lm = sys.modules["library_models"]
 # model -> the combiners of its one multi call (a mean is its sum; the count reads no rows)
 ZOO = {"jax_index_segment_sum_and_max": ["sum", "max"],
        "jax_take_wrap_segment_mean_max_min": ["sum", "max", "min"],
-       "jax_take_fill_segment_sum_and_min_sorted": ["sum", "min"]}
+       "jax_take_fill_segment_sum_and_min_sorted": ["sum", "min"],
+       "tf_gather_unsorted_segment_sum_and_max": ["sum", "max"]}
 LIBRARY = {"jraph_graph_network_sum_and_max": ["sum", "max"],
            "flax_embed_segment_mean_and_max": ["sum", "max"]}
 
@@ -56,8 +57,12 @@ def test_one_lookup_several_reductions_is_one_call(name):
     assert not _calls(result.module, SEGMENT_REDUCE.name)
     entry = result.module.entry
     assert not _float_gathers(entry), "the lookup is still computed in XLA"
-    # the other members' copies of the index arithmetic are erased with them
-    assert [op.name for op in entry.ops if not op.users and op is not entry.root] == []
+    # the other members' copies of the index arithmetic are erased with them (TF's unused
+    # constants were dead in the original already)
+    def dead(g):
+        return {op.name for op in g.ops if not op.users and op is not g.root}
+
+    assert dead(entry) <= dead(module.entry)
     want = {**ZOO, **LIBRARY}[name]
     assert call_attributes(call)["combiners"].split(",") == want
     assert len(call.result.type.tuple_shapes) == len(want) == len(result.clusters)
