@@ -54,7 +54,7 @@ def emulate_model(model: Any, target_name: str, level: int, inputs: Any, *, engi
     from ember_xla.rewrites.pipeline import rewrite_module
 
     target = load_target(target_name)
-    result = rewrite_module(model.module, group=group, cost_model=False)
+    result = rewrite_module(model.module, group=group, cost_model=False, multi_output=False)
     opts = EmulateOptions(target, level, engine, native_fallback, trace, verify_atol)
     em = emulate_module(model.module, result.module, inputs, opts, source=model.source)
     if say:  # after the run: an error is then the only line on stderr
@@ -138,7 +138,8 @@ def _emulate_placed(model: Any, target: Any, inputs: Any, flags_: Any, say: Any)
     if flags_["opt_level"].present or flags_["pipeline"].present:
         raise UsageError("-O/--pipeline: the NPU strategies are chosen per table by "
                          "--placement, not by an optimization level")
-    result = rewrite_module(model.module, group=flags_.group_tables, cost_model=False)
+    result = rewrite_module(model.module, group=flags_.group_tables, cost_model=False,
+                            multi_output=False)  # the DAE lowering: one call per reduction
     run = emulate_placed(model.module, result.module, inputs, target, flags_.placement,
                          preload=flags_.preload, native_fallback=flags_.native_fallback,
                          baselines=bool(flags_.plot), verify_atol=flags_.verify_atol)

@@ -109,7 +109,8 @@ def lower_model(model: Any, flags: Any, say: Any, out: Any) -> tuple[dict[str, A
     from ember_xla.rewrites.pipeline import rewrite_module
 
     text, passes = resolve_pipeline(flags)
-    result = rewrite_module(model.module, group=flags.group_tables)
+    # one call per reduction: the DAE lowering has no multi-output form (multi_output.py)
+    result = rewrite_module(model.module, group=flags.group_tables, multi_output=False)
     calls = ember_calls(result.module)
     say(f"{model.source}: {len(calls)} ember cluster(s); pipeline: {text or '(none)'}")
     chosen = list(enumerate(calls))

@@ -157,3 +157,46 @@ def test_dae_lowering_refuses_with_a_reason_and_proto_round_trip():
     assert call_attributes(again) == {"combiners": "sum,max", "inits": "0.0,-inf",
                                       "index_mode": "clip", "wrap_negative": True,
                                       "index_bits": 64}
+
+
+def _near_miss_model(kind):
+    import jax
+
+    def f(t, i, s, w):
+        rows = t[i]
+        total = jax.ops.segment_sum(rows, s, num_segments=4)
+        if kind == "escapes":     # the rows are also an output: the gather stays shared
+            return total, jax.ops.segment_max(rows, s, num_segments=4), rows
+        if kind == "squares":     # PNA's std: segment_sum(rows * rows) is not a weighted bag
+            return (total, jax.ops.segment_sum(rows * rows, s, num_segments=4),
+                    jax.ops.segment_max(rows, s, num_segments=4))
+        # relu between the gather and the max: not a lookup reduction
+        return total, jax.ops.segment_max(jax.nn.relu(rows), s, num_segments=4)
+
+    return f
+
+
+@pytest.mark.parametrize("kind,clusters,reasons", [
+    ("escapes", 0, ["is also used outside the cluster"] * 2),
+    ("squares", 2, ["is not rows times broadcast per-lookup weights"]),
+    ("relu", 0, ["is also used outside the cluster", "not from a row gather"]),
+])
+def test_multi_output_spellings_not_rewritten_are_reported(kind, clusters, reasons):
+    """Every reduction of the shared gather is in a cluster or a near-miss with its reason."""
+    from ember_xla.rewrites.canonicalize import canonicalize
+    from ember_xla.rewrites.coverage import lookup_reductions
+
+    module, args = _jax_model(_near_miss_model(kind))
+    result = rewrite_module(module)
+    assert len(result.clusters) == clusters
+    got = sorted(n["reason"] for n in result.near_misses)
+    assert len(got) == len(reasons) and all(
+        any(r in g for g in got) for r in reasons), got
+    work = module.clone()
+    canonicalize(work)
+    named = {c["location"]["instruction"] for c in result.clusters} | {
+        n["location"]["instruction"] for n in result.near_misses}
+    reductions = [r.name for _, r in lookup_reductions(work)]
+    assert len(reductions) == 2 + (kind == "squares") and set(reductions) <= named
+    for a, b in zip(run_module(result.module, args), run_module(module, args), strict=True):
+        assert a.tobytes() == b.tobytes() or np.array_equal(a, b, equal_nan=True)
