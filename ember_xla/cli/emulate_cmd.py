@@ -189,7 +189,8 @@ def batch_action(model: Any, rewritten: Any, out_dir: str, options: dict[str, An
         from ember_xla.dae_target.placement.run_model import emulate_placed
         from ember_xla.rewrites.pipeline import rewrite_module
 
-        every = rewrite_module(model.module, cost_model=False).module  # as emulate_model
+        every = rewrite_module(model.module, cost_model=False,  # as emulate_model
+                               multi_output=False).module
         run = emulate_placed(model.module, every, inputs, target, "auto")
         write_atomic(os.path.join(out_dir, "emulate.json"),
                      json.dumps(run.as_dict(), indent=1) + "\n")
