@@ -75,7 +75,9 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
         say(f"  cluster {c['custom_call']}: {c['kind']} {c['attributes']['combiner']} over "
             f"table {t['instruction']} [{t['rows']}x{t['dim']} {t['dtype']}] -> {c['output']}")
     for grp in result.groups:
-        say(f"  {grp['custom_call']}: {len(grp['members'])} tables batched into one call")
+        what = ("reductions of one lookup" if grp.get("multi_output")
+                else "tables batched")
+        say(f"  {grp['custom_call']}: {len(grp['members'])} {what} into one call")
     for n in result.near_misses:
         say(f"  near-miss at {n['location']['instruction']}: {n['reason']}")
     report = {"source": model.source, **result.report()}
