@@ -8,7 +8,9 @@ here once more against the rewrite without merging, on fresh inputs."""
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -200,3 +202,18 @@ def test_multi_output_spellings_not_rewritten_are_reported(kind, clusters, reaso
     assert len(reductions) == 2 + (kind == "squares") and set(reductions) <= named
     for a, b in zip(run_module(result.module, args), run_module(module, args), strict=True):
         assert a.tobytes() == b.tobytes() or np.array_equal(a, b, equal_nan=True)
+
+
+def test_cli_rewrite_reports_the_multi_output_call(cli, tmp_path):
+    """``ember-xla rewrite --verify``: one multi call, bitwise equal, listed in the report."""
+    fixture = Path(__file__).parent / "fixtures" / "jax_take_wrap_segment_mean_max_min.hlo"
+    r = cli("rewrite", str(fixture), "--out", str(tmp_path / "out"), "--rewrite_all",
+            "--verify")
+    assert r.returncode == 0, r.stderr
+    assert "3 reductions of one lookup into one call" in r.stdout + r.stderr
+    assert "bitwise equal: True" in r.stdout + r.stderr
+    (report,) = (tmp_path / "out").rglob("report.json")
+    groups = json.loads(report.read_text())["groups"]
+    assert [g["combiners"] for g in groups] == [["sum", "max", "min"]]
+    assert "ember.multi_segment_reduce" in next((tmp_path / "out").rglob("rewritten.hlo")
+                                                ).read_text()
