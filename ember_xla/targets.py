@@ -19,7 +19,7 @@ KERNEL_ATTRS = ("combiner", "index_bits", "index_mode", "init", "weighted", "wra
 
 #: Attributes of ember.multi_segment_reduce: one comma-separated combiner and init per result
 #: (``combiners="sum,max"``, ``inits="0.0,-inf"``; inits as ``repr(float)`` prints them).
-MULTI_ATTRS = ("combiners", "index_bits", "index_mode", "inits", "wrap_negative")
+MULTI_ATTRS = ("combiners", "index_bits", "index_mode", "inits", "weighted", "wrap_negative")
 
 #: Attributes of the ember.emulate target (strings; emulator/fast.py: emulate_attributes).
 EMULATE_ATTRS = ("cluster", "program", "target")
@@ -53,7 +53,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     # one lookup, several segment reductions (sum and max of the same gathered rows): tuple of
     # results, one per combiner, the rows read once (rewrites/multi_output.py)
     Target("ember.multi_segment_reduce", "multi_segment_reduce",
-           ("table", "indices", "segment_ids"), "EmberMultiSegmentReduce", weights=False,
+           ("table", "indices", "segment_ids"), "EmberMultiSegmentReduce",
            attributes=MULTI_ATTRS),
     # emulate mode: the cluster's operands in, its results out; runs the cluster's DAE program
     # on the C++ emulator (docs/DAE_PROGRAM.md, "The FFI target"). Not a kernel cluster.

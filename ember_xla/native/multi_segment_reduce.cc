@@ -1,9 +1,11 @@
 // ember.multi_segment_reduce: one lookup feeding several segment reductions, in one call.
-// Operands T[N,D], indices[L], segment_ids[L] (exactly ember.segment_reduce's unweighted
-// operands); results a tuple of k >= 1 arrays out_i[S,D] (each T's type or f32). Attributes:
-// combiners (string, k comma-separated names: "sum,max"), inits (string, k comma-separated f64
-// values as Python's repr prints them: "0.0,-inf"), index_mode, wrap_negative, index_bits.
-// out_i is bit for bit ember.segment_reduce(T, indices, segment_ids) with combiner i and init i;
+// Operands T[N,D], indices[L], segment_ids[L] (+ weights[L]): exactly ember.segment_reduce's
+// operands; results a tuple of k >= 1 arrays out_i[S,D] (each T's type or f32; all of one type
+// when weighted). Attributes: combiners (string, k comma-separated names: "sum,max"), inits
+// (string, k comma-separated f64 values as Python's repr prints them: "0.0,-inf"), index_mode,
+// wrap_negative, weighted, index_bits.
+// out_i is bit for bit ember.segment_reduce(T, indices, segment_ids[, weights]) with combiner i
+// and init i;
 // the plan is built once and the rows are read once per block of output rows (reduce.h,
 // RunMultiPlan).
 #include <cerrno>
@@ -40,10 +42,11 @@ bool ParseDouble(const std::string& s, double* out) {
 }
 
 ffi::Error MultiSegmentReduceImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices,
-                                  ffi::AnyBuffer segment_ids, ffi::RemainingRets rets,
-                                  ffi::ThreadPool xla_pool, std::string_view combiners,
-                                  std::string_view inits, std::string_view index_mode,
-                                  bool wrap_negative, int64_t index_bits) {
+                                  ffi::AnyBuffer segment_ids, ffi::RemainingArgs rest,
+                                  ffi::RemainingRets rets, ffi::ThreadPool xla_pool,
+                                  std::string_view combiners, std::string_view inits,
+                                  std::string_view index_mode, bool wrap_negative,
+                                  bool weighted, int64_t index_bits) {
   XlaPoolScope pool_scope(&xla_pool);
   return Guarded("multi_segment_reduce", [&]() -> ffi::Error {
     const std::string who = "ember.multi_segment_reduce: ";
@@ -62,7 +65,7 @@ ffi::Error MultiSegmentReduceImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices,
       if (!ParseDouble(starts[i], &init))
         return ffi::Error::InvalidArgument(who + "init " + std::to_string(i) + " '" +
                                            starts[i] + "' is not a number");
-      if (auto e = ParseOptions(names[i], index_mode, wrap_negative, false, init, index_bits,
+      if (auto e = ParseOptions(names[i], index_mode, wrap_negative, weighted, init, index_bits,
                                 &opts[i]);
           e.failure())
         return ffi::Error::InvalidArgument(who + "result " + std::to_string(i) + ": " +
@@ -78,6 +81,8 @@ ffi::Error MultiSegmentReduceImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices,
                                            e.message());
       if (outs[i].dimensions()[0] != outs[0].dimensions()[0])
         return ffi::Error::InvalidArgument(who + "every result must have the same rows");
+      if (weighted && outs[i].element_type() != outs[0].element_type())
+        return ffi::Error::InvalidArgument(who + "weighted results must all have one type");
     }
     if (indices.dimensions().size() != 1 || segment_ids.dimensions().size() != 1)
       return ffi::Error::InvalidArgument(who + "indices and segment_ids must have rank 1");
@@ -89,12 +94,19 @@ ffi::Error MultiSegmentReduceImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices,
       if (b->element_type() != ffi::DataType::S32 && b->element_type() != ffi::DataType::S64)
         return ffi::Error::InvalidArgument(who + "indices and segment_ids must be s32 or s64");
 
-    Plan& plan = ScratchPlan(indices.dimensions()[0], outs[0].dimensions()[0]);
-    if (auto e = BuildSegmentPlan(indices, segment_ids, table.dimensions()[0], opts[0], false,
-                                  &plan);
+    const void* weights = nullptr;
+    ffi::DataType wtype;
+    if (auto e = GetWeights(rest, opts[0], table, outs[0], indices, &weights, &wtype);
         e.failure())
       return ffi::Error::InvalidArgument(who + e.message());
-    return RunMultiPlan(table, plan, opts.data(), out_ptrs.data(), static_cast<int64_t>(k));
+
+    Plan& plan = ScratchPlan(indices.dimensions()[0], outs[0].dimensions()[0]);
+    if (auto e = BuildSegmentPlan(indices, segment_ids, table.dimensions()[0], opts[0],
+                                  weights != nullptr, &plan);
+        e.failure())
+      return ffi::Error::InvalidArgument(who + e.message());
+    return RunMultiPlan(table, plan, weights, wtype, opts.data(), out_ptrs.data(),
+                        static_cast<int64_t>(k));
   });
 }
 
@@ -108,10 +120,12 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(EmberMultiSegmentReduce, ember::MultiSegmentReduce
                                   .Arg<xla::ffi::AnyBuffer>()
                                   .Arg<xla::ffi::AnyBuffer>()
                                   .Arg<xla::ffi::AnyBuffer>()
+                                  .RemainingArgs()
                                   .RemainingRets()
                                   .Ctx<xla::ffi::ThreadPool>()
                                   .Attr<std::string_view>("combiners")
                                   .Attr<std::string_view>("inits")
                                   .Attr<std::string_view>("index_mode")
                                   .Attr<bool>("wrap_negative")
+                                  .Attr<bool>("weighted")
                                   .Attr<int64_t>("index_bits"));

@@ -369,8 +369,31 @@ struct ItemRunner {
   std::function<void(int64_t, int64_t, unsigned)> run;
 };
 
+template <typename T, typename O, int W>
+void SetRun(const Job<T, O>& job, ItemRunner* runner) {
+  switch (job.combiner) {
+    case Combiner::kMax:
+      runner->run = [job](int64_t r0, int64_t r1, unsigned csr) {
+        Part<T, O, 1, W>(job, r0, r1, csr);
+      };
+      break;
+    case Combiner::kMin:
+      runner->run = [job](int64_t r0, int64_t r1, unsigned csr) {
+        Part<T, O, 2, W>(job, r0, r1, csr);
+      };
+      break;
+    default:
+      runner->run = [job](int64_t r0, int64_t r1, unsigned csr) {
+        Part<T, O, 0, W>(job, r0, r1, csr);
+      };
+      break;
+  }
+}
+
+// `weights` (nullptr: unweighted) of type `wtype`, as for RunPlan.
 template <typename T, typename O>
-void MakeRunner(const GroupItem& item, const Options& opt, ItemRunner* runner) {
+void MakeRunner(const GroupItem& item, const Options& opt, ItemRunner* runner,
+                const void* weights = nullptr, ffi::DataType wtype = ffi::DataType::F32) {
   const int64_t d = item.table->dimensions()[1];
   T* nan_row = nullptr;  // clip mode never reads it (every lookup resolves to a row)
   if (!opt.clip) {
@@ -380,30 +403,16 @@ void MakeRunner(const GroupItem& item, const Options& opt, ItemRunner* runner) {
   }
   Job<T, O> job{static_cast<const T*>(item.table->untyped_data()),
                 nan_row,
-                nullptr,
+                weights,
                 item.plan,
                 opt.combiner,
                 d,
                 Elem<O>::Round(static_cast<float>(opt.init)),
                 static_cast<O*>(item.out_base ? item.out_base : item.out->untyped_data()),
                 item.out_stride ? item.out_stride : d};
-  switch (opt.combiner) {
-    case Combiner::kMax:
-      runner->run = [job](int64_t r0, int64_t r1, unsigned csr) {
-        Part<T, O, 1, 0>(job, r0, r1, csr);
-      };
-      break;
-    case Combiner::kMin:
-      runner->run = [job](int64_t r0, int64_t r1, unsigned csr) {
-        Part<T, O, 2, 0>(job, r0, r1, csr);
-      };
-      break;
-    default:
-      runner->run = [job](int64_t r0, int64_t r1, unsigned csr) {
-        Part<T, O, 0, 0>(job, r0, r1, csr);
-      };
-      break;
-  }
+  if (weights == nullptr) SetRun<T, O, 0>(job, runner);
+  else if (wtype == item.table->element_type()) SetRun<T, O, 1>(job, runner);
+  else SetRun<T, O, 2>(job, runner);
 }
 
 }  // namespace
@@ -485,17 +494,18 @@ namespace {
 // Zen 3 machines this is developed on), so the later results re-read the block's rows from it.
 constexpr int64_t kMultiBlockBytes = int64_t{128} << 10;
 
-ffi::Error MakeTypedRunner(const GroupItem& it, const Options& opt, ItemRunner* runner) {
+ffi::Error MakeTypedRunner(const GroupItem& it, const Options& opt, ItemRunner* runner,
+                           const void* w, ffi::DataType wt) {
   const bool f32_out = it.out->element_type() == ffi::DataType::F32;
   switch (it.table->element_type()) {
-    case ffi::DataType::F32: MakeRunner<float, float>(it, opt, runner); break;
+    case ffi::DataType::F32: MakeRunner<float, float>(it, opt, runner, w, wt); break;
     case ffi::DataType::BF16:
-      if (f32_out) MakeRunner<bf16, float>(it, opt, runner);
-      else MakeRunner<bf16, bf16>(it, opt, runner);
+      if (f32_out) MakeRunner<bf16, float>(it, opt, runner, w, wt);
+      else MakeRunner<bf16, bf16>(it, opt, runner, w, wt);
       break;
     case ffi::DataType::F16:
-      if (f32_out) MakeRunner<f16, float>(it, opt, runner);
-      else MakeRunner<f16, f16>(it, opt, runner);
+      if (f32_out) MakeRunner<f16, float>(it, opt, runner, w, wt);
+      else MakeRunner<f16, f16>(it, opt, runner, w, wt);
       break;
     default:
       return ffi::Error(ffi::ErrorCode::kInvalidArgument, "ember: unsupported table type");
@@ -504,13 +514,15 @@ ffi::Error MakeTypedRunner(const GroupItem& it, const Options& opt, ItemRunner* 
 }
 }  // namespace
 
-ffi::Error RunMultiPlan(const ffi::AnyBuffer& table, const Plan& plan, const Options* opts,
-                        ffi::AnyBuffer* const* outs, int64_t count) {
+ffi::Error RunMultiPlan(const ffi::AnyBuffer& table, const Plan& plan, const void* weights,
+                        ffi::DataType wtype, const Options* opts, ffi::AnyBuffer* const* outs,
+                        int64_t count) {
   std::vector<ItemRunner> runners(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
     AdviseOutput(outs[i]->untyped_data(), outs[i]->size_bytes());
     GroupItem it{&table, &plan, outs[i]};
-    if (auto e = MakeTypedRunner(it, opts[i], &runners[i]); e.failure()) return e;
+    if (auto e = MakeTypedRunner(it, opts[i], &runners[i], weights, wtype); e.failure())
+      return e;
   }
   const int64_t rows = plan.rows;
   if (rows == 0 || count == 0) return ffi::Error::Success();

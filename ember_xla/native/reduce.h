@@ -31,13 +31,14 @@ struct GroupItem {
 };
 ffi::Error RunGroupedPlans(const GroupItem* items, int64_t count, const Options& opt);
 
-// One unweighted plan, several results (ember.multi_segment_reduce): outs[i] is exactly what
-// RunPlan(table, plan, nullptr, _, opts[i], *outs[i]) writes (opts differ only in combiner and
-// init). The output rows are taken in blocks whose looked-up rows fit in L2 (kMultiBlockBytes),
+// One plan, several results (ember.multi_segment_reduce): outs[i] is exactly what
+// RunPlan(table, plan, weights, wtype, opts[i], *outs[i]) writes (opts differ only in combiner
+// and init). The output rows are taken in blocks whose looked-up rows fit in L2 (kMultiBlockBytes),
 // and every result is reduced over a block before the next block starts: each table row is
 // fetched from memory once and re-read from cache for the other results. One parallel loop.
-ffi::Error RunMultiPlan(const ffi::AnyBuffer& table, const Plan& plan, const Options* opts,
-                        ffi::AnyBuffer* const* outs, int64_t count);
+ffi::Error RunMultiPlan(const ffi::AnyBuffer& table, const Plan& plan, const void* weights,
+                        ffi::DataType wtype, const Options* opts, ffi::AnyBuffer* const* outs,
+                        int64_t count);
 
 }  // namespace ember
 

@@ -4,10 +4,10 @@ split into one cluster per reduction by ``split-shared-lookup`` -- merged into o
 ``ember.multi_segment_reduce`` call with one result per reduction (a tuple), which builds the
 plan once and reads the rows once (docs/CUSTOM_CALL.md).
 
-Calls merge when they are unweighted, agree in index handling (``index_mode``,
-``wrap_negative``, ``index_bits``) and in the number of segments, and their table, indices and
-segment ids are the same values or computed by identical pure instructions from the same
-values (split-shared-lookup copies the index arithmetic the cluster does not absorb, e.g. the
+Calls merge when they agree in index handling (``index_mode``, ``wrap_negative``,
+``index_bits``), in the number of segments and in being weighted, and their table, indices,
+segment ids (and weights) are the same values or computed by identical pure instructions from
+the same values (split-shared-lookup copies the index arithmetic the cluster does not absorb, e.g. the
 floor-mod of ``jnp.take(mode='wrap')``). The call's reference computation calls each member's
 outlined computation and tuples the results. A mean's count (``segment_sum`` of ones) reads no
 rows and stays in XLA beside the call.
@@ -50,13 +50,13 @@ def same_value(a: Value, b: Value, depth: int = _DEPTH) -> bool:
 
 def _key(op: Operation) -> tuple:
     a = call_attributes(op)
-    return (a["index_mode"], a["wrap_negative"], a["index_bits"], op.result.type.dims[0])
+    return (a["index_mode"], a["wrap_negative"], a["index_bits"], a["weighted"],
+            len(op.operands), op.result.type.dims[0])
 
 
 def _groups(g: Graph) -> list[list[Operation]]:
     calls = [op for op in g.topological() if op.opcode == "custom-call"
-             and op.attributes.get("custom_call_target") == SEGMENT_REDUCE.name
-             and not call_attributes(op)["weighted"] and len(op.operands) == 3]
+             and op.attributes.get("custom_call_target") == SEGMENT_REDUCE.name]
     groups: list[list[Operation]] = []
     for c in calls:
         for grp in groups:
@@ -78,8 +78,8 @@ def _reference(module: Module, members: list[Operation], name: str) -> Graph:
     params = [comp.append(Operation("parameter", [], [v.type], {"parameter_number": i},
                                     name=role)).result
               for i, (v, role) in enumerate(zip(members[0].operands,
-                                                MULTI_SEGMENT_REDUCE.operand_roles,
-                                                strict=True))]
+                                                MULTI_SEGMENT_REDUCE.operand_roles
+                                                + ("weights",), strict=False))]
     outs = [comp.append(Operation("call", params, [m.result.type], {}, [m.callees[0]],
                                   name=f"result{i}")).result for i, m in enumerate(members)]
     comp.root = comp.append(Operation("tuple", outs, [Shape.tuple_of([o.type for o in outs])],
@@ -117,6 +117,7 @@ def merge_multi_output(module: Module, rewriter: PatternRewriter | None = None) 
                 "inits": ",".join(repr(float(a["init"])) for a in kernel),
                 "index_mode": kernel[0]["index_mode"],
                 "wrap_negative": kernel[0]["wrap_negative"],
+                "weighted": kernel[0]["weighted"],
                 "index_bits": kernel[0]["index_bits"]}
             comp = _reference(module, members, f"{MULTI}.{len(made)}")
             module.add(comp, before=g)

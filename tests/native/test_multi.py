@@ -36,14 +36,15 @@ SETS = [("sum", "max"), ("sum", "max", "min"), ("max", "min"), ("mean", "sqrt_n"
 
 
 def multi(table, idx, seg, rows, combiners, inits=None, mode="clip", wrap=True, index_bits=64,
-          out_dtype=None):
+          out_dtype=None, weights=None):
     inits = [DEFAULT_INIT[c] for c in combiners] if inits is None else inits
     dt = table.dtype if out_dtype is None else out_dtype
     shapes = [jax.ShapeDtypeStruct((rows, table.shape[1]), dt) for _ in combiners]
     call = jax.ffi.ffi_call("ember.multi_segment_reduce", shapes)
-    return call(table, idx, seg, combiners=",".join(combiners),
+    extra = () if weights is None else (weights,)
+    return call(table, idx, seg, *extra, combiners=",".join(combiners),
                 inits=",".join(repr(float(x)) for x in inits), index_mode=mode,
-                wrap_negative=wrap, index_bits=index_bits)
+                wrap_negative=wrap, weighted=weights is not None, index_bits=index_bits)
 
 
 def _data(rng, spec, dtype, sorted_ids, itype):
@@ -93,6 +94,27 @@ def test_f32_results_custom_inits_and_index_bits(dtype):
             assert_same_bits(got, want)
 
 
+@pytest.mark.parametrize("sorted_ids", [False, True], ids=["unsorted", "sorted"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: jnp.dtype(t).name)
+def test_weighted_multi_matches_single_weighted_calls(dtype, sorted_ids):
+    rng = np.random.default_rng(11 + sorted_ids)
+    table, idx, seg, s = _data(rng, (300, 24, 5000, 120), dtype, sorted_ids, jnp.int32)
+    w = rng.standard_normal(5000)
+    w[::17] = 0.0
+    combiners = ("sum", "max", "min", "mean")
+    for wt, out in ((dtype, dtype), (jnp.float32, jnp.float32), (dtype, jnp.float32)):
+        if dtype == jnp.float32 and (wt, out) != (dtype, dtype):
+            continue
+        weights = jnp.asarray(w, wt)
+        outs = multi(table, idx, seg, s, combiners, mode="fill", out_dtype=out, weights=weights)
+        for c, got in zip(combiners, outs, strict=True):
+            single = ember("segment_reduce", s, table, idx, seg, weights, out_dtype=out,
+                           **attrs(c, "fill", True, True))
+            assert_same_bits(got, single)
+            want = reference(table, idx, seg, s, weights, c, "fill", True, out_dtype=out)
+            assert_same_bits(got, want, ulps(c))
+
+
 def test_large_call_same_bits_as_separate_calls():
     # 0.3M lookups of D=64 rows: parallel parts, each several L2 blocks of output rows
     rng = np.random.default_rng(3)
@@ -119,11 +141,15 @@ def test_invalid_attributes_and_operands_raise_not_crash():
             "combiner must be one of")
     call = jax.ffi.ffi_call("ember.multi_segment_reduce",
                             [jax.ShapeDtypeStruct((3, 4), jnp.float32)] * 2)
-    base = dict(index_mode="clip", wrap_negative=True, index_bits=64)
+    base = dict(index_mode="clip", wrap_negative=True, weighted=False, index_bits=64)
     _raises(lambda: call(table, i4, i4, combiners="sum,max", inits="0.0,minus", **base),
             "is not a number")
     _raises(lambda: multi(table, i4, i4[:3], 3, ("sum", "max")), "segment_ids")
     _raises(lambda: multi(table, i4.astype(jnp.float32), i4, 3, ("sum", "max")), "s32 or s64")
+    _raises(lambda: call(table, i4, i4, i4.astype(jnp.float32), combiners="sum,max",
+                         inits="0.0,-inf", **base), "weighted=false")
+    _raises(lambda: multi(table, i4, i4, 3, ("sum", "max"), weights=i4[:3].astype(jnp.float32)),
+            "weights shape")
     uneven = jax.ffi.ffi_call("ember.multi_segment_reduce",
                               [jax.ShapeDtypeStruct((3, 4), jnp.float32),
                                jax.ShapeDtypeStruct((2, 4), jnp.float32)])
@@ -138,7 +164,7 @@ ENTRY %main (table: f32[6,2], idx: s32[4], seg: s32[4]) -> (f32[4,2], f32[4,2]) 
   %table = f32[6,2]{1,0} parameter(0)
   %idx = s32[4]{0} parameter(1)
   %seg = s32[4]{0} parameter(2)
-  %m = (f32[4,2]{1,0}, f32[4,2]{1,0}) custom-call(%table, %idx, %seg), custom_call_target="ember.multi_segment_reduce", api_version=API_VERSION_TYPED_FFI, backend_config={combiners = "sum,max", index_bits = 64 : i64, index_mode = "clip", inits = "0.0,-inf", wrap_negative = true}
+  %m = (f32[4,2]{1,0}, f32[4,2]{1,0}) custom-call(%table, %idx, %seg), custom_call_target="ember.multi_segment_reduce", api_version=API_VERSION_TYPED_FFI, backend_config={combiners = "sum,max", index_bits = 64 : i64, index_mode = "clip", inits = "0.0,-inf", weighted = false, wrap_negative = true}
   %total = f32[4,2]{1,0} get-tuple-element(%m), index=0
   %largest = f32[4,2]{1,0} get-tuple-element(%m), index=1
   ROOT %r = (f32[4,2]{1,0}, f32[4,2]{1,0}) tuple(%total, %largest)

@@ -4,7 +4,8 @@ reduction, so each becomes its own cluster. Lookups are pure, so the copies comp
 rows; each kernel then reads the rows itself (no single multi-output pass yet).
 
 A lookup is a ``gather`` of a rank-2 table, or a ``select`` whose value operand is one (the
-``jnp.take`` fill, a mask); its copy takes the backward slice of index arithmetic with it
+``jnp.take`` fill, a mask), or such rows times broadcast weights (weighted messages
+``x[src] * w[:, None]`` aggregated twice); its copy takes the backward slice of index arithmetic with it
 (up to 64 pure ops; parameters and constants are shared). It is split only when every user
 is a bag reduction (``scatter``, ``reduce`` over the bag axis) or a
 ``multiply``/``convert``/``select`` feeding one;
@@ -24,8 +25,12 @@ _STEPS = ("multiply", "convert", "select")
 _LIMIT = 64
 
 
-def _is_lookup(v: Value) -> bool:
+def _is_lookup(v: Value, weighted: bool = True) -> bool:
     op = v.owner
+    if weighted and op.opcode == "multiply" and len(op.operands) == 2:
+        a, b = op.operands
+        return any(_is_lookup(x, False) and y.owner.opcode in ("broadcast", "reshape")
+                   for x, y in ((a, b), (b, a)))
     if op.opcode == "select" and len(op.operands) == 3:
         op = op.operands[1].owner
     return op.opcode == "gather" and op.operands[0].type.rank == 2
