@@ -267,6 +267,10 @@ _reg_jax_segment("jax_index_weighted_segment_sum", "index", "sum", weighted=True
 _register(Idiom("jax_index_segment_sum_and_max", "jax", 2, "segment_reduce", "sum", 0.0), _SEG,
           _jax_segment("index", "sum+max"), _seg_inputs(),
           notes="t[i] feeding segment_sum and segment_max over the same segment ids")
+_register(Idiom("jax_index_weighted_segment_sum_and_max", "jax", 2, "segment_reduce", "sum",
+                0.0), _SEG, _jax_segment("index", "sum+max", weighted=True),
+          _seg_inputs(weighted=True),
+          notes="weighted messages t[i] * w[:, None] feeding segment_sum and segment_max")
 _register(Idiom("jax_take_wrap_segment_mean_max_min", "jax", 3, "segment_reduce", "mean", 0.0),
           _SEG, _jax_segment("take_wrap", "mean+max+min"), _seg_inputs(),
           notes="PNA-style aggregators over jnp.take(mode='wrap') rows: the floor-mod is "

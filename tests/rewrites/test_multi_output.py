@@ -28,6 +28,7 @@ lm = sys.modules["library_models"]
 
 # model -> the combiners of its one multi call (a mean is its sum; the count reads no rows)
 ZOO = {"jax_index_segment_sum_and_max": ["sum", "max"],
+       "jax_index_weighted_segment_sum_and_max": ["sum", "max"],
        "jax_take_wrap_segment_mean_max_min": ["sum", "max", "min"],
        "jax_take_fill_segment_sum_and_min_sorted": ["sum", "min"],
        "tf_gather_unsorted_segment_sum_and_max": ["sum", "max"]}
@@ -158,7 +159,7 @@ def test_dae_lowering_refuses_with_a_reason_and_proto_round_trip():
     (again,) = _calls(back, MULTI)
     assert call_attributes(again) == {"combiners": "sum,max", "inits": "0.0,-inf",
                                       "index_mode": "clip", "wrap_negative": True,
-                                      "index_bits": 64}
+                                      "weighted": False, "index_bits": 64}
 
 
 def _near_miss_model(kind):
