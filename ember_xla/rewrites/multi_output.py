@@ -7,11 +7,10 @@ plan once and reads the rows once (docs/CUSTOM_CALL.md).
 Calls merge when they agree in index handling (``index_mode``, ``wrap_negative``,
 ``index_bits``), in the number of segments and in being weighted, and their table, indices,
 segment ids (and weights) are the same values or computed by identical pure instructions from
-the same values (split-shared-lookup copies the index arithmetic the cluster does not absorb, e.g. the
-floor-mod of ``jnp.take(mode='wrap')``). The call's reference computation calls each member's
-outlined computation and tuples the results. A mean's count (``segment_sum`` of ones) reads no
-rows and stays in XLA beside the call.
-"""
+the same values (split-shared-lookup copies the index arithmetic the cluster does not absorb,
+e.g. the floor-mod of ``jnp.take(mode='wrap')``). The call's reference computation calls each
+member's outlined computation and tuples the results. A mean's count (``segment_sum`` of ones)
+reads no rows and stays in XLA beside the call."""
 
 from __future__ import annotations
 

@@ -4,12 +4,12 @@ reduction, so each becomes its own cluster. Lookups are pure, so the copies comp
 rows; each kernel then reads the rows itself (no single multi-output pass yet).
 
 A lookup is a ``gather`` of a rank-2 table, or a ``select`` whose value operand is one (the
-``jnp.take`` fill, a mask), or such rows times broadcast weights (weighted messages
-``x[src] * w[:, None]`` aggregated twice); its copy takes the backward slice of index arithmetic with it
-(up to 64 pure ops; parameters and constants are shared). It is split only when every user
-is a bag reduction (``scatter``, ``reduce`` over the bag axis) or a
-``multiply``/``convert``/``select`` feeding one;
-rows that also escape elsewhere stay shared (and are reported as such by the matcher)."""
+``jnp.take`` fill, a mask), or such rows times broadcast weights (weighted messages ``x[src] *
+w[:, None]`` aggregated twice); its copy takes the backward slice of index arithmetic with it
+(up to 64 pure ops; parameters and constants are shared). It is split only when every user is a
+bag reduction (``scatter``, ``reduce`` over the bag axis) or a
+``multiply``/``convert``/``select`` feeding one; rows that also escape elsewhere stay shared
+(and are reported as such by the matcher)."""
 
 from __future__ import annotations
 
