@@ -1,7 +1,8 @@
 """``split-shared-lookup``: one lookup feeding several reductions (``segment_sum`` and
 ``segment_max`` of the same gathered messages, a bag's sum and max) gets a private copy per
 reduction, so each becomes its own cluster. Lookups are pure, so the copies compute the same
-rows; each kernel then reads the rows itself (no single multi-output pass yet).
+rows; after outlining, the segment reductions of one lookup are merged again into one
+``ember.multi_segment_reduce`` call that reads the rows once (rewrites/multi_output.py).
 
 A lookup is a ``gather`` of a rank-2 table, or a ``select`` whose value operand is one (the
 ``jnp.take`` fill, a mask), or such rows times broadcast weights (weighted messages ``x[src] *
