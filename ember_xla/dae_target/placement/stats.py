@@ -35,12 +35,13 @@ class TableStats:
     cum_ids: np.ndarray          # cum_ids[b] = lookups of bags [0, b)
     ranking: np.ndarray          # rows by descending access count (accessed rows only)
     ladder: list[int]            # hot-set sizes the mapper tries
-    held_ranks: np.ndarray       # sorted hotness ranks (by the first half) of held-out lookups
+    held_ranks: np.ndarray       # sorted hotness ranks of the counted lookups (see table_stats)
     pair_rank: np.ndarray        # hotness rank of each distinct (staging chunk, row) pair
     pair_chunk: np.ndarray       # the staging chunk of each such pair
     unique_fraction: float       # distinct rows / lookups over the whole batch
     n_profile: int               # lookups the ranking, hit and chunk statistics come from
     chunk: int                   # lookups per staging chunk
+    in_sample: bool = False      # hot sets ranked on the measured batch itself (no profile)
 
     def hot_rows(self, h: int) -> np.ndarray:
         """The ``h`` hottest rows in hotness order; the whole table when ``h >= rows``."""
@@ -95,15 +96,23 @@ def _ranking(ids: np.ndarray) -> np.ndarray:
 
 def table_stats(table: Table, bags: Bags, m: Machine, profile: Bags | None = None
                 ) -> TableStats:
-    """Statistics of ``bags``. The hot-set statistics are measured out of sample: rows are
-    ranked on the first half of the profile's lookups and hits / distinct rows per chunk are
-    counted on the second half, so a hot set is not credited with rows that were hot only by
-    chance (a deployment ranks on past batches). ``profile``: another batch of the same
-    distribution (default: ``bags`` itself); the plan's hot sets are ranked on all of it."""
-    ids = (profile if profile is not None else bags).ids
+    """Statistics of ``bags``; the plan's hot sets are ranked on all of ``profile`` (another
+    batch of the same distribution; default: ``bags`` itself). The hot-set statistics describe
+    the batch those hot sets will run on:
+
+    - a separate profile: out of sample, as a deployment sees it — rows ranked on the first
+      half of the profile's lookups, hits / distinct rows per chunk counted on the second
+      half, so a hot set is not credited with rows that were hot only by chance;
+    - no profile (``bags`` is its own profile): in sample — ranked and counted on ``bags``,
+      because the hot sets are the top rows of ``bags`` and the emulator runs ``bags``. An
+      out-of-sample estimate would predict hits that batch does not have (a 2048-row hot set
+      of a near-uniform 2726-lookup batch catches 75% of its lookups, not 0%). Such a plan is
+      flattered: its hot sets know the batch (``in_sample``; reports say so)."""
+    in_sample = profile is None or profile is bags
+    ids = (bags if in_sample else profile).ids
     ranking = _ranking(ids)
     half = len(ids) // 2
-    first, held = (ids[:half], ids[half:]) if half else (ids, ids)
+    first, held = (ids[:half], ids[half:]) if half and not in_sample else (ids, ids)
     rank_first = _ranking(first)
     big = np.int64(table.rows + 1)                  # rank of a row the first half never saw
     pos = np.searchsorted(rank_first_sorted := np.sort(rank_first), held)
@@ -127,4 +136,4 @@ def table_stats(table: Table, bags: Bags, m: Machine, profile: Bags | None = Non
                       np.concatenate([[0], np.cumsum(bags.lengths())]).astype(np.int64),
                       ranking, hot_ladder(table.rows, m.l1_rows(table.row_bytes)),
                       np.sort(held_rank), pair_rank, pair_chunk,
-                      len(np.unique(held)) / n if n else 0.0, n, c)
+                      len(np.unique(held)) / n if n else 0.0, n, c, in_sample)
