@@ -11,6 +11,7 @@ from ember_xla.dae_target.placement.api import emulate_plan, place
 from ember_xla.dae_target.placement.distributions import dlrm_batches
 from ember_xla.dae_target.placement.model import predict, workload
 from ember_xla.dae_target.placement.plan import Piece, Plan
+from ember_xla.dae_target.placement.stats import _ranking, _ranks
 from ember_xla.emulator.npu.run import emulate
 from ember_xla.emulator.npu.workload import Table, bags
 from ember_xla.examples import dlrm
@@ -49,6 +50,24 @@ def test_in_sample_hits_are_the_batch_hits(npu):
     # with a profile batch the statistics stay out of sample (ranked and counted apart)
     tables, (prof, batch) = dlrm_batches("uniform", 16, seed=1)
     assert not workload(npu, tables[:2], batch[:2], profile=prof[:2]).stats[0].in_sample
+
+
+def test_leave_out_ranks_are_the_ranks_without_those_lookups():
+    """With a profile batch, a lookup is judged by the ranking of the other lookups, a staging
+    chunk's row by the ranking without that chunk's lookups of it (the hot-set order: by count,
+    ties by id, then never-read rows by id) — checked by re-ranking."""
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        rows, n = int(rng.integers(1, 30)), int(rng.integers(1, 25))
+        ids = (rng.zipf(1.3, n) - 1) % rows
+        counts = np.bincount(ids, minlength=rows)[ids]
+        drop = rng.integers(0, counts + 1)
+        got = _ranks(ids, rows, ids, drop)
+        for i in range(n):
+            rest = np.concatenate([ids[ids != ids[i]], ids[ids == ids[i]][drop[i]:]])
+            ranked = _ranking(rest).tolist()
+            order = ranked + [r for r in range(rows) if r not in ranked]
+            assert got[i] == order.index(ids[i])
 
 
 @pytest.mark.parametrize("batch", [4, 16, 64, 256])
