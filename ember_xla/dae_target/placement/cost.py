@@ -10,8 +10,9 @@ table's index statistics (``TableStats``: hit fraction of the hot set, distinct 
 - staged (``gm_ub``, ``l1_ub``): per chunk of ``stage_rows`` lookups the scalar unit reads
   every index and issues one descriptor per distinct row, the DMA engine sustains ``outstanding``
   / latency rows per cycle (or its port bandwidth), the L1 port its bandwidth; the vector unit
-  gathers and pools every lookup. Two UB halves overlap staging and pooling: the period is the
-  steady state of the chunk recurrence with the table's mean distinct rows per chunk.
+  gathers and pools every lookup. Two UB halves overlap staging and pooling: the cost per
+  lookup is the steady state of the chunk recurrence over the table's own chunks (their
+  distinct hot and other rows), each chunk weighing by its lookups.
 - preload of the hot set: one 64 KiB DMA per block for a whole table, one DMA per row for a
   scattered hot set, ``outstanding`` in flight.
 Contention for the shared global memory is applied per plan (``predict.py``)."""

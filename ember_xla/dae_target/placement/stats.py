@@ -2,7 +2,8 @@
 ranked by access count (the hot set is a prefix of that ranking), the hit fraction of every
 hot-set size, and — for the staged strategies, which fetch each distinct row of a chunk once —
 the distinct resident and non-resident rows per lookup within chunks of the staging size.
-Skew enters through these numbers, not only through table sizes."""
+Skew enters through these numbers, not only through table sizes. With a profile batch they are
+out of sample (leave-out over the profile), without one in sample (``table_stats``)."""
 
 from __future__ import annotations
 
