@@ -126,12 +126,21 @@ def emulate_plan(plan: Plan, tables: Sequence[Table], batches: Sequence[Bags],
                                                             p.bag_stop - p.bag_start)})
         lines.append(CoreLine(c, plan.predicted[c], rep.cores[c].cycles, pieces))
     flattered = sorted({p.table for p in plan.pieces if p.strategy in L1_STRATEGIES
-                        and 0 < p.hot < tables[p.table].rows and w.stats[p.table].in_sample})
+                        and 0 < p.hot < tables[p.table].rows
+                        and _own_top_rows(w, p.table, plan.resident[p.table][:p.hot])})
     return outs, PlacementReport(plan.policy, plan.target, rep.preload_mode,
                                  rep.makespan_cycles, rep.makespan_seconds,
                                  max(plan.predicted, default=0.0), rep.preload_cycles,
                                  rep.global_utilization, plan.mapper_seconds, lines, rep,
                                  [tables[t].name for t in flattered])
+
+
+def _own_top_rows(w: Workload, t: int, rows: Sequence[int]) -> bool:
+    """Whether ``rows`` are the top rows of table ``t``'s own batch (a hot set ranked on the
+    batch it runs on, not on a profile batch)."""
+    s = w.stats[t]
+    return s.in_sample and np.array_equal(np.sort(np.asarray(rows, dtype=np.int64)),
+                                          np.sort(s.hot_rows(len(rows))))
 
 
 def format_report(r: PlacementReport) -> str:

@@ -85,6 +85,11 @@ def test_model_like_batches_predicted_within_15_percent(npu, batch):
             assert rep.in_sample == []     # no hot sets, nothing flattered
     assert spans["auto"] <= spans["greedy"] <= spans["symmetric"]
     assert rep.in_sample                   # ours holds hot sets ranked on this very batch
+    # a plan whose hot sets come from another batch is not flagged, whatever batch it runs on
+    _, prof = model_like(batch, seed=7)
+    plan = place(tables, batches, npu, "auto", profile=prof)
+    assert any(p.hot for p in plan.pieces)
+    assert emulate_plan(plan, tables, batches, npu, functional=False)[1].in_sample == []
 
 
 @pytest.mark.parametrize("batch", [16, 64, 256])
