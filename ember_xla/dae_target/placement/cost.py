@@ -55,19 +55,24 @@ class Rate:
         part and the final output block's write."""
         if n_ids == 0 and n_bags == 0:
             return 0.0
-        pipe = (self.per_id * n_ids + self.first_extra * min(n_ids, self.first_ids)
-                + self.per_bag * n_bags)
-        port = self.port_per_id * n_ids + self.port_per_bag * n_bags
+        pipe, port = self._pipe_port(n_ids, n_bags)
         return (self.fixed - (0.0 if n_ids else self.fill) + max(pipe, port)
                 + self.last_write * min(n_bags, self.out_block))
+
+    def _pipe_port(self, n_ids: int, n_bags: int) -> tuple[float, float]:
+        """(pipeline cycles, port cycles before the final output block): that block is
+        written after the last bag is pooled, so it follows both, not counted in the port."""
+        pipe = (self.per_id * n_ids + self.first_extra * min(n_ids, self.first_ids)
+                + self.per_bag * n_bags)
+        port = (self.port_per_id * n_ids
+                + self.port_per_bag * (n_bags - min(n_bags, self.out_block)))
+        return pipe, port
 
     def tail(self, n_ids: int, n_bags: int) -> float:
         """Cycles of ``cycles`` after the vector unit is done: output writes still draining
         (the latency of the last, the port time of the final block, any port backlog). The
         next piece on the core starts its setup meanwhile."""
-        pipe = (self.per_id * n_ids + self.first_extra * min(n_ids, self.first_ids)
-                + self.per_bag * n_bags)
-        port = self.port_per_id * n_ids + self.port_per_bag * n_bags
+        pipe, port = self._pipe_port(n_ids, n_bags)
         return self.write_latency + max(0.0, port - pipe) \
             + self.last_write * min(n_bags, self.out_block)
 
