@@ -92,7 +92,6 @@ class PlacementReport:
     in_sample: list[str] = dataclasses.field(default_factory=list)  # tables whose hot sets
     #   were ranked on this very batch (no profile batch): their L1 hits are in sample
 
-
     def as_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["npu"] = self.npu.as_dict()
