@@ -74,7 +74,7 @@ class _CoreLoop:
         self.vmap: dict[Value, Value] = {}
         self.varying: set[Value] = set()
         self.splats: dict[Value, Value] = {}
-        self.zeros: dict[VectorType, Value] = {}
+        self.consts: dict[tuple[VectorType, str], Value] = {}
         self.loaded: set[Value] = set()  # memrefs read at loop-invariant positions
         self.stored: set[Value] = set()  # memrefs written lane-wise
 
@@ -93,25 +93,30 @@ class _CoreLoop:
             t = slcv.vec(self.vl, old.type)
             src = old.owner if isinstance(old.owner, Operation) else None
             if src is not None and src.opcode == "arith.constant":
-                new = arith.ConstantOp.create([], [t], {"value": src.attributes["value"]})
+                self.splats[old] = self.const(t, src.attributes["value"])
             else:
                 new = vector.BroadcastOp.create([self.vmap.get(old, old)], [t])
-            if defined_inside(old, self.old) and new.opcode != "arith.constant":
-                self.body.append(new)
-            else:
-                self._pre(new)
-            self.splats[old] = new.result
+                if defined_inside(old, self.old):
+                    self.body.append(new)
+                else:
+                    self._pre(new)
+                self.splats[old] = new.result
         return self.splats[old]
+
+    def const(self, t: VectorType, value: Any) -> Value:
+        """A vector constant, made once, before the loop (constants cost nothing)."""
+        key = (t, repr(value))
+        if key not in self.consts:
+            op = arith.ConstantOp.create([], [t], {"value": value})
+            self.consts[key] = self._pre(op).result
+        return self.consts[key]
 
     def vec(self, old: Value) -> Value:
         return self.vmap[old] if old in self.varying else self.splat(old)
 
     def zero(self, t: VectorType) -> Value:
-        """The pass-through of masked loads (a constant before the loop)."""
-        if t not in self.zeros:
-            value: Any = 0.0 if isinstance(t.elem, FloatType) else 0
-            self.zeros[t] = self._pre(arith.ConstantOp.create([], [t], {"value": value})).result
-        return self.zeros[t]
+        """The pass-through of masked loads."""
+        return self.const(t, 0.0 if isinstance(t.elem, FloatType) else 0)
 
     def access(self, op: Operation) -> None:
         store = op.opcode == "memref.store"
