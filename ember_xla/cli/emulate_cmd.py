@@ -172,15 +172,32 @@ def _emulate_placed(model: Any, target: Any, inputs: Any, flags_: Any, say: Any)
 def batch_action(model: Any, rewritten: Any, out_dir: str, options: dict[str, Any]
                  ) -> dict[str, Any]:
     """``ember-xla batch --actions=rewrite,emulate``: emulate the model (``--target``,
-    ``-O``; defaults tmu, -O3) on random valid inputs, write ``emulate.json`` into the
-    model's folder; summary field ``emulated_cycles``."""
+    ``-O``; defaults tmu, -O3; an NPU target places the tables with ``--placement=auto``) on
+    random valid inputs, write ``emulate.json`` into the model's folder; summary field
+    ``emulated_cycles`` (an NPU target: the makespan)."""
     from ember_xla.batch.actions import ModelFailed
+    from ember_xla.emulator.target import load_target
     from ember_xla.runtime.inputs import random_inputs
     from ember_xla.util.atomic import write_atomic
 
+    inputs = random_inputs(model.module, 0, model.bound)
+    target = load_target(options.get("target") or DEFAULT_TARGET)
+    if target.npu is not None:  # a multi-core NPU: the tables placed by the auto mapper
+        import json
+
+        from ember_xla.dae_target.placement.run_model import emulate_placed
+        from ember_xla.rewrites.pipeline import rewrite_module
+
+        every = rewrite_module(model.module, cost_model=False).module  # as emulate_model
+        run = emulate_placed(model.module, every, inputs, target, "auto")
+        write_atomic(os.path.join(out_dir, "emulate.json"),
+                     json.dumps(run.as_dict(), indent=1) + "\n")
+        if not run.ok:
+            raise ModelFailed(f"{model.source}: emulate: the NPU outputs differ "
+                              "(see emulate.json)")
+        return {"emulated_cycles": run.report.makespan_cycles}
     level = options.get("opt_level")
     level = DEFAULT_LEVEL if level is None else int(level)
-    inputs = random_inputs(model.module, 0, model.bound)
     em = emulate_model(model, options.get("target") or DEFAULT_TARGET, level, inputs)
     write_atomic(os.path.join(out_dir, "emulate.json"), em.report.to_json() + "\n")
     if not em.ok:

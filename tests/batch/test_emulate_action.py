@@ -6,6 +6,7 @@ import csv
 import json
 
 import numpy as np
+import pytest
 
 
 def _model(path):
@@ -33,3 +34,20 @@ def test_emulate_action(tmp_path, kit):
     rep = json.loads((out / "models" / "bag.pb" / "emulate.json").read_text())
     assert rep["level"] == "O1" and rep["target"] == "tmu" and rep["verify"]["ok"]
     assert float(row["emulated_cycles"]) == rep["total_cycles"] > 0
+
+
+def test_emulate_action_on_npu(tmp_path, kit):
+    """An NPU target: the model's tables placed (auto), the makespan in the summary."""
+    models = tmp_path / "in"
+    models.mkdir()
+    _model(models / "bag.pb")
+    out = tmp_path / "out"
+    p = kit.run(f"--inputs={models}/*.pb", f"--out={out}", "--actions=rewrite,emulate",
+                "--target=npu", "--progress=none")
+    assert p.returncode == 0, p.stderr[-3000:]
+    with open(out / "summary.csv") as f:
+        (row,) = list(csv.DictReader(f))
+    rep = json.loads((out / "models" / "bag.pb" / "emulate.json").read_text())
+    assert rep["policy"] == "auto" and rep["verify"]["ok"] and len(rep["cores"]) == 8
+    assert rep["makespan_cycles"] > 0  # the summary rounds to 2 decimals
+    assert float(row["emulated_cycles"]) == pytest.approx(rep["makespan_cycles"], abs=0.01)

@@ -136,3 +136,31 @@ def test_example_as_shipped(cli, tmp_path):
     assert p.returncode == 0, p.stderr[-3000:]
     rep = json.loads(p.stdout)
     assert rep["verify"]["ok"] and len(rep["clusters"]) == len(dlrm.ROWS)
+
+
+def test_example_placed_on_npu(cli, example, tmp_path):
+    """``--target=npu --placement``: the plan, per-core times, verified outputs; the saved plan
+    reloads to the same makespan; ``--plot`` writes the per-core load PNG."""
+    plot, plan = tmp_path / "load.png", tmp_path / "plan.json"
+    p = cli("emulate", example, "--target=npu", "--placement=greedy", "--plot", str(plot),
+            "--save_plan", str(plan), "--json")
+    assert p.returncode == 0, p.stderr[-3000:]
+    rep = json.loads(p.stdout)
+    assert rep["verify"]["ok"] and rep["policy"] == "greedy" and rep["total_cycles"] > 0
+    assert all(c["equal"] for c in rep["verify"]["clusters_vs_native"])
+    assert len(rep["cores"]) == 8 and {b["policy"] for b in rep["baselines"]} == {"symmetric"}
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    again = cli("emulate", example, "--target=npu", f"--placement={plan}")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert f"{rep['makespan_cycles']:,.0f} cycles" in again.stdout
+    assert "equal the native kernels bit for bit" in again.stderr
+
+
+def test_placement_needs_an_npu_target(cli, example, tmp_path):
+    line = one_error_line(cli("emulate", example, "--target=tmu", "--placement=auto"))
+    assert "[dma]: missing" in line
+    line = one_error_line(cli("emulate", example, "--plot", str(tmp_path / "x.png")))
+    assert "--plot: only with a multi-core NPU target" in line
+    assert not (tmp_path / "x.png").exists()
+    line = one_error_line(cli("emulate", example, "--target=npu", "--placement=nosuch"))
+    assert "--placement=nosuch: expected auto" in line

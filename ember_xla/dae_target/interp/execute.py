@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from ember_xla.dae_target.interp.values import element_index, of_type, scalar
+from ember_xla.dae_target.interp.values import convert, element_index, of_type, scalar
 from ember_xla.ir.interpreter import Interpreter, InterpreterFunctions, InterpretError, impl
 from ember_xla.ir.operation import Operation
-from ember_xla.ir.types import FloatType, IntegerType, MemRefType, VectorType, numpy_dtype
+from ember_xla.ir.types import IntegerType, MemRefType, VectorType, numpy_dtype
 
 
 def xla_max(a: Any, b: Any) -> Any:
@@ -125,20 +125,7 @@ class ExecuteFunctions(InterpreterFunctions):
         return (a if bool(c) else b,)
 
     def _convert(self, op: Operation, x: Any) -> Any:
-        t = op.results[0].type
-        elem = t.elem if isinstance(t, VectorType) else t
-        src = np.asarray(x)
-        if isinstance(elem, FloatType):
-            with np.errstate(all="ignore"):
-                out = src.astype(np.float64).astype(numpy_dtype(elem)) if src.dtype.kind in "iub" \
-                    else src.astype(numpy_dtype(elem))
-            return of_type(out, t)
-        if src.dtype.kind == "f":
-            with np.errstate(all="ignore"):
-                src = np.trunc(src.astype(np.float64))
-        if isinstance(t, VectorType):
-            return of_type(src.astype(np.int64), t)
-        return scalar(int(src), t)
+        return convert(x, op.results[0].type)
 
     @impl("arith.extf")
     def extf(self, interp: Interpreter, op: Operation, args: tuple) -> tuple:

@@ -83,3 +83,20 @@ def element_index(m: np.ndarray, idx: tuple[Any, ...], what: str) -> tuple[int, 
 
 def is_float_type(t: Type) -> bool:
     return isinstance(element_type(t), FloatType)
+
+
+def convert(x: Any, t: Type) -> Any:
+    """extf / truncf / sitofp / fptosi / index_cast to ``t``."""
+    elem = t.elem if isinstance(t, VectorType) else t
+    src = np.asarray(x)
+    if isinstance(elem, FloatType):
+        with np.errstate(all="ignore"):
+            out = src.astype(np.float64).astype(numpy_dtype(elem)) if src.dtype.kind in "iub" \
+                else src.astype(numpy_dtype(elem))
+        return of_type(out, t)
+    if src.dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            src = np.trunc(src.astype(np.float64))
+    if isinstance(t, VectorType):
+        return of_type(src.astype(np.int64), t)
+    return scalar(int(src), t)

@@ -122,6 +122,17 @@ def _flat_ok(shape: tuple[int, ...], rank: int) -> bool:
     return len(shape) >= rank and all(d == 1 for d in shape[rank:])
 
 
+def _concat_parts(result: ArraySpec, operands: tuple[ArraySpec, ...], n_roles: int,
+                  where: str) -> tuple[ArraySpec, ...]:
+    """Per table, its slice ``[S, D_k]`` of a concat target's one ``[S, sum D_k]`` result."""
+    tables = operands[::n_roles]
+    if len(result.shape) != 2 or any(len(t.shape) != 2 for t in tables):
+        raise LoweringRefused(f"{where}: result {result} and tables are not rank 2")
+    if sum(t.shape[1] for t in tables) != result.shape[1] or len(operands) % n_roles:
+        raise LoweringRefused(f"{where}: result {result} is not the tables' rows side by side")
+    return tuple(ArraySpec((result.shape[0], t.shape[1]), result.dtype) for t in tables)
+
+
 def cluster_spec(op: Operation) -> ClusterSpec:
     """The spec of one ember custom-call (``LoweringRefused`` if it cannot be lowered)."""
     if not is_ember_call(op):
@@ -144,8 +155,12 @@ def cluster_spec(op: Operation) -> ClusterSpec:
         raise LoweringRefused(f"{where}: index_bits {bits} is not 32 or 64")
     operands = tuple(_array(v.type, f"{where} operand {i}") for i, v in enumerate(op.operands))
     rt = op.results[0].type
-    outs = (tuple(_array(s, f"{where} result") for s in rt.tuple_shapes) if target.grouped
-            else (_array(rt, f"{where} result"),))
+    if target.kind == "grouped_segment_reduce_concat":
+        outs = _concat_parts(_array(rt, f"{where} result"), operands,
+                             len(target.operand_roles), where)
+    else:
+        outs = (tuple(_array(s, f"{where} result") for s in rt.tuple_shapes) if target.grouped
+                else (_array(rt, f"{where} result"),))
     weighted = bool(attrs["weighted"])
     n_roles = len(target.operand_roles)
     if target.grouped:

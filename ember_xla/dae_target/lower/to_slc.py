@@ -61,6 +61,10 @@ def lower_cluster(spec: ClusterSpec) -> Module:
     """The SLC module of one cluster (``LoweringRefused`` when a form is not supported)."""
     import ember_xla.dae_target.dialects  # noqa: F401  (registers the dialects)
 
+    if spec.kind == "grouped_segment_reduce_concat":
+        raise LoweringRefused(f"{spec.name}: the concatenating grouped target is not lowered to "
+                              "a DAE program (its tables' results share one output; rewrite "
+                              "without table grouping)")
     ins = [MemRefType((None,) * len(a.shape), elem_type(a.dtype)) for a in spec.operands]
     outs = [MemRefType((None,) * len(o.shape), elem_type(o.dtype)) for o in spec.outputs]
     g = Graph(spec.kind, {"kind": spec.kind, "num_inputs": len(ins),

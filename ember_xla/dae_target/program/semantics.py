@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 
 from ember_xla.dae_target.interp.execute import _CMP, _FLOAT_BINARY, _INT_BINARY, xla_max, xla_min
-from ember_xla.dae_target.interp.values import element_index, of_type, scalar
+from ember_xla.dae_target.interp.values import convert, element_index, of_type, scalar
 from ember_xla.dae_target.program.model import Instr, ProgramError
-from ember_xla.ir.types import FloatType, IntegerType, MemRefType, Type, VectorType, numpy_dtype
+from ember_xla.ir.types import IntegerType, MemRefType, Type, VectorType, numpy_dtype
 
 _FLOAT = {k.removeprefix("arith."): v for k, v in _FLOAT_BINARY.items()}
 _INT = {k.removeprefix("arith."): v for k, v in _INT_BINARY.items()}
@@ -26,23 +26,6 @@ def _int_op(fn: Callable[..., int], t: Type, args: list[Any]) -> Any:
         out = [scalar(fn(*(int(v[i]) for v in vals)), t.elem) for i in range(t.length)]
         return of_type(np.array(out), t)
     return scalar(fn(*(int(a) for a in args)), t)
-
-
-def convert(x: Any, t: Type) -> Any:
-    """extf / truncf / sitofp / fptosi / index_cast to ``t``."""
-    elem = t.elem if isinstance(t, VectorType) else t
-    src = np.asarray(x)
-    if isinstance(elem, FloatType):
-        with np.errstate(all="ignore"):
-            out = src.astype(np.float64).astype(numpy_dtype(elem)) if src.dtype.kind in "iub" \
-                else src.astype(numpy_dtype(elem))
-        return of_type(out, t)
-    if src.dtype.kind == "f":
-        with np.errstate(all="ignore"):
-            src = np.trunc(src.astype(np.float64))
-    if isinstance(t, VectorType):
-        return of_type(src.astype(np.int64), t)
-    return scalar(int(src), t)
 
 
 def cmpf(pred: str, a: Any, b: Any) -> Any:
