@@ -65,7 +65,8 @@ def test_print_after_all_and_opt_pipeline(cli, tmp_path):
     r = cli("opt", str(slc), "--pipeline=vectorize{vl=4}", "--print-after-all")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("// -----// IR Dump After vectorize{vl=4} //----- //\n")
-    assert "// vectorize{vl=4}: 1 change(s)" in r.stdout
+    assert "// vectorize{vl=4}: 2 change(s)" in r.stdout  # the row loop and the fill loop
+    assert "//   scf.for in a callback -> chunks of 4" in r.stdout
 
 
 @pytest.mark.parametrize("args, expect", [

@@ -22,7 +22,8 @@ def test_golden_core_side_moves_only():
         added += a
     assert collections.Counter(removed) == collections.Counter(added)  # moves, nothing else
     E.check_golden("hoist.moved", "\n".join(sorted(set(added))) + "\n")
-    assert len(rep.changes) == 5 and all("out of scf.for" in c for c in rep.changes)
+    # (the fill loop's zero is a vector constant before its loop already: 4 moves, not 5)
+    assert len(rep.changes) == 4 and all("out of scf.for" in c for c in rep.changes)
     rng = np.random.default_rng(0)
     x = E.bag_inputs(rng, [2, 0, 3], 5, 6, weighted=True)
     got, _ = E.run_bag(m, x)

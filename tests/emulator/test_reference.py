@@ -132,6 +132,11 @@ def test_handwritten_and_compiled_o3_give_the_same_trace_counts():
         np.testing.assert_array_equal(got[0], want[0])
         assert t_c.counts() == t_h.counts()
         assert t_c.counts()["tokens"] == 2 * len(lengths) + sum(lengths)
+        # every callback costs what the hand-written one costs: the row zeroed in masked
+        # vector chunks (vectorize's fill loop), the row added chunk by chunk
+        assert t_c.cases == t_h.cases
+        chunks = -(-dim // 8)
+        assert t_h.cases[0].ops == {"scalar": chunks, "compare": chunks, "store": chunks}
 
 
 def test_emulate_reports_timing():

@@ -94,8 +94,8 @@ class BufferizeRows(RewritePattern):
 
         lb, ub, step = (add(slc.FromStreamOp.create([v], [INDEX]))
                         for v in (loop.lb, loop.ub, loop.step))
-        vl = add(arith.ConstantOp.create([], [INDEX], {"value": loop.vl}))
-        chunk = add(arith.MulIOp.create([step, vl], [INDEX]))
+        # a chunk is step * VL elements; the step is the constant 1 (_why_not): VL, a constant
+        chunk = add(arith.ConstantOp.create([], [INDEX], {"value": loop.vl}))
         mems = {s: add(slc.FromStreamOp.create([b], [b.type.elem])) for s, b in bufs.items()}
         rows = blk.append(scf.ForOp.build(lb, ub, chunk))
         body = rows.body

@@ -10,7 +10,9 @@ becomes vector arithmetic (uniform operands broadcast), a ``memref.load``/``stor
 index is ``k`` becomes ``vector.maskedload``/``maskedstore`` at the chunk's first lane under the
 tail mask. Lanes touch distinct elements, so every element sees the same operations in the same
 order as before (bit-identical results). Loops it cannot vectorize this way are left alone
-and named in the report with the reason."""
+and named in the report with the reason. First, element loops inside callbacks (the fill of
+an output row with its start value, the mean/sqrt_n finish) become loops over masked vector
+chunks (``vectorize_core.py``)."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from ember_xla.dae_target.passes.slcv_util import (
     op_label,
     uses_inside,
 )
+from ember_xla.dae_target.passes.vectorize_core import vectorize_core_loops
 from ember_xla.ir.block import Block, Region
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
@@ -257,5 +260,6 @@ class Vectorize(ModulePass):
         if self.vl < 1:
             raise ValueError(f"vectorize: vl must be positive, not {self.vl}")
         report = PassReport(f"vectorize{{vl={self.vl}}}")
+        vectorize_core_loops(module, self.vl, report)
         count_edits(module, [VectorizeRowLoops(self.vl, report)])
         return report

@@ -16,7 +16,7 @@ from ember_xla.dae_target.placement.baselines import greedy, symmetric
 from ember_xla.dae_target.placement.mapper import ours
 from ember_xla.dae_target.placement.model import Workload, predict, workload
 from ember_xla.dae_target.placement.plan import Plan, PlanError, load_plan
-from ember_xla.emulator.npu.machine import Machine, machine_of
+from ember_xla.emulator.npu.machine import L1_STRATEGIES, Machine, machine_of
 from ember_xla.emulator.npu.run import NpuReport, emulate
 from ember_xla.emulator.npu.workload import Bags, Table
 from ember_xla.emulator.target import Target, load_target
@@ -89,6 +89,8 @@ class PlacementReport:
     mapper_seconds: float
     cores: list[CoreLine]
     npu: NpuReport
+    in_sample: list[str] = dataclasses.field(default_factory=list)  # tables whose hot sets
+    #   were ranked on this very batch (no profile batch): their L1 hits are in sample
 
     def as_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -122,10 +124,22 @@ def emulate_plan(plan: Plan, tables: Sequence[Table], batches: Sequence[Bags],
                                "predicted_cycles": r.cycles(s.ids_of(p.bag_start, p.bag_stop),
                                                             p.bag_stop - p.bag_start)})
         lines.append(CoreLine(c, plan.predicted[c], rep.cores[c].cycles, pieces))
+    flattered = sorted({p.table for p in plan.pieces if p.strategy in L1_STRATEGIES
+                        and 0 < p.hot < tables[p.table].rows
+                        and _own_top_rows(w, p.table, plan.resident[p.table][:p.hot])})
     return outs, PlacementReport(plan.policy, plan.target, rep.preload_mode,
                                  rep.makespan_cycles, rep.makespan_seconds,
                                  max(plan.predicted, default=0.0), rep.preload_cycles,
-                                 rep.global_utilization, plan.mapper_seconds, lines, rep)
+                                 rep.global_utilization, plan.mapper_seconds, lines, rep,
+                                 [tables[t].name for t in flattered])
+
+
+def _own_top_rows(w: Workload, t: int, rows: Sequence[int]) -> bool:
+    """Whether ``rows`` are the top rows of table ``t``'s own batch (a hot set ranked on the
+    batch it runs on, not on a profile batch)."""
+    s = w.stats[t]
+    return s.in_sample and np.array_equal(np.sort(np.asarray(rows, dtype=np.int64)),
+                                          np.sort(s.hot_rows(len(rows))))
 
 
 def format_report(r: PlacementReport) -> str:
@@ -137,6 +151,10 @@ def format_report(r: PlacementReport) -> str:
            + (f" ({r.preload_cycles:,.0f} cycles once, not in the makespan)"
               if r.preload == "model" else " (in the makespan)")
            + f"; mapper {r.mapper_seconds:.3f} s"]
+    if r.in_sample:
+        out.append(f"  note: hot sets of {len(r.in_sample)} table(s) ranked on this very batch "
+                   "(no profile batch): their L1 hits are in sample, which flatters l1/l1_ub "
+                   "(a deployment ranks hot rows on past batches)")
     for c in r.cores:
         err = (c.predicted_cycles / c.emulated_cycles - 1) * 100 if c.emulated_cycles else 0.0
         out.append(f"  core {c.core}: predicted {c.predicted_cycles:>12,.0f}  emulated "

@@ -10,8 +10,9 @@ table's index statistics (``TableStats``: hit fraction of the hot set, distinct 
 - staged (``gm_ub``, ``l1_ub``): per chunk of ``stage_rows`` lookups the scalar unit reads
   every index and issues one descriptor per distinct row, the DMA engine sustains ``outstanding``
   / latency rows per cycle (or its port bandwidth), the L1 port its bandwidth; the vector unit
-  gathers and pools every lookup. Two UB halves overlap staging and pooling: the period is the
-  steady state of the chunk recurrence with the table's mean distinct rows per chunk.
+  gathers and pools every lookup. Two UB halves overlap staging and pooling: the cost per
+  lookup is the steady state of the chunk recurrence over the table's own chunks (their
+  distinct hot and other rows), each chunk weighing by its lookups.
 - preload of the hot set: one 64 KiB DMA per block for a whole table, one DMA per row for a
   scattered hot set, ``outstanding`` in flight.
 Contention for the shared global memory is applied per plan (``predict.py``)."""
@@ -47,24 +48,31 @@ class Rate:
     preload: float            # cycles to load the hot set into one core's L1
     preload_gm: float         # bytes that load moves
     write_latency: float      # latency of the last output write (part of ``fixed``)
+    fill: float = 0.0         # part of ``fixed`` only a piece with lookups pays (row fetches)
 
     def cycles(self, n_ids: int, n_bags: int) -> float:
         """Pipeline time or the DMA port's busy time, whichever is longer, plus the fixed
         part and the final output block's write."""
         if n_ids == 0 and n_bags == 0:
             return 0.0
+        pipe, port = self._pipe_port(n_ids, n_bags)
+        return (self.fixed - (0.0 if n_ids else self.fill) + max(pipe, port)
+                + self.last_write * min(n_bags, self.out_block))
+
+    def _pipe_port(self, n_ids: int, n_bags: int) -> tuple[float, float]:
+        """(pipeline cycles, port cycles before the final output block): that block is
+        written after the last bag is pooled, so it follows both, not counted in the port."""
         pipe = (self.per_id * n_ids + self.first_extra * min(n_ids, self.first_ids)
                 + self.per_bag * n_bags)
-        port = self.port_per_id * n_ids + self.port_per_bag * n_bags
-        return self.fixed + max(pipe, port) + self.last_write * min(n_bags, self.out_block)
+        port = (self.port_per_id * n_ids
+                + self.port_per_bag * (n_bags - min(n_bags, self.out_block)))
+        return pipe, port
 
     def tail(self, n_ids: int, n_bags: int) -> float:
         """Cycles of ``cycles`` after the vector unit is done: output writes still draining
         (the latency of the last, the port time of the final block, any port backlog). The
         next piece on the core starts its setup meanwhile."""
-        pipe = (self.per_id * n_ids + self.first_extra * min(n_ids, self.first_ids)
-                + self.per_bag * n_bags)
-        port = self.port_per_id * n_ids + self.port_per_bag * n_bags
+        pipe, port = self._pipe_port(n_ids, n_bags)
         return self.write_latency + max(0.0, port - pipe) \
             + self.last_write * min(n_bags, self.out_block)
 
@@ -109,7 +117,7 @@ class CostModel:
         if strategy in ("gm", "l1"):
             hit = s.hit(h) if strategy == "l1" else 0.0
             per_id = _row_period(m, rb, round(hit * 128) / 128)
-            fixed += (t_g + ch * m.op_add) / 2
+            fill = (t_g + ch * m.op_add) / 2
             bag += (1 - hit) * block_stall / ob     # a block write stalls the row reads
             gm_id = (1 - hit) * x
         else:
@@ -117,22 +125,20 @@ class CostModel:
             if strategy == "gm_ub":
                 uh, um = 0.0, uh + um
             c = m.stage_rows(rb)
-            bags = c / s.mean_bag if s.mean_bag else 0.0
             k_hot, k_miss, k_ids = s.chunk_profile(h)
             if strategy == "gm_ub":
                 k_hot, k_miss = 0 * k_hot, k_hot + k_miss
-            stages = _stages(m, rb, k_ids, k_hot, k_miss, k_ids / max(s.mean_bag, 1e-9),
-                             block_stall / ob, write) * c / np.maximum(k_ids, 1)
-            period, single, last = _chunk_period(m, rb, c, stages, c * um >= 0.5, bags * bag)
-            per_id = period / c
-            first_ids, first_extra = c, (single - period) / c
-            fixed += last
+            k_bags = k_ids / max(s.mean_bag, 1e-9)
+            stages = _stages(m, rb, k_ids, k_hot, k_miss, k_bags, block_stall / ob, write)
+            per_id, single, fill = _chunk_period(m, rb, k_ids, stages, c * um >= 0.5,
+                                                 k_bags * bag)
+            first_ids, first_extra = c, single - per_id
             bag = 0.0
             gm_id = um * x
         pre, pre_gm = self._preload(s, h) if RESIDENT[strategy] else (0.0, 0.0)
-        return Rate(fixed, per_id, bag, first_ids, first_extra, gm_id + 4.0, rb + 4.0,
+        return Rate(fixed + fill, per_id, bag, first_ids, first_extra, gm_id + 4.0, rb + 4.0,
                     gm_id / m.core_bpc, write, write, m.out_block_rows(rb),
-                    h * rb if RESIDENT[strategy] else 0, pre, pre_gm, m.latency)
+                    h * rb if RESIDENT[strategy] else 0, pre, pre_gm, m.latency, fill)
 
     def _preload(self, s: TableStats, h: int) -> tuple[float, float]:
         m = self.m
@@ -193,24 +199,30 @@ def _stages(m: Machine, rb: int, k_ids: np.ndarray, k_hot: np.ndarray, k_miss: n
     return np.maximum(np.maximum(scalar_t, dma_t), l1_t)
 
 
-def _chunk_period(m: Machine, rb: int, c: int, stages: np.ndarray, from_gm: bool,
-                  bag_cycles: float) -> tuple[float, float, float]:
-    """(steady cycles per chunk, cycles of a lone chunk without its last fetch's latency,
-    that latency) of the double-buffered staged loop, run over the table's own sequence of
-    chunk staging times (the loop is a max-plus recurrence: the mean of the stages would
-    underestimate it)."""
+def _chunk_period(m: Machine, rb: int, k_ids: np.ndarray, stages: np.ndarray,
+                  from_gm: bool, bag_cycles: np.ndarray) -> tuple[float, float, float]:
+    """(steady cycles per lookup, cycles per lookup of a lone chunk without its last fetch's
+    latency, that latency) of the double-buffered staged loop, run over the table's own
+    sequence of chunks (``k_ids`` lookups each, staging times ``stages``, ``bag_cycles`` of
+    bag work). The loop is a max-plus recurrence: the mean of the stages would underestimate
+    it. Chunks weigh by their lookups: the batch's last, partial chunk dedups less, and
+    normalising it to a full chunk would count its few lookups as many."""
     x = m.xfer(rb)
     last = m.latency + x / m.core_bpc if from_gm else m.l1_latency + rb / m.l1_bpc
-    vec_work = c * m.chunks(rb) * (m.op_load + m.op_add) + bag_cycles
-    if not len(stages):
-        return vec_work, vec_work, last
-    seq = np.tile(stages, -(-32 // len(stages))).tolist()
+    per_row = m.chunks(rb) * (m.op_load + m.op_add)
+    if not len(stages) or not k_ids.sum():
+        return per_row, per_row, last
+    work = k_ids * per_row + bag_cycles
+    reps = -(-32 // len(stages))
+    seq = np.tile(stages, reps).tolist()
+    seq_work = np.tile(work, reps).tolist()
+    seq_ids = np.tile(k_ids, reps)
     scalar = 0.0
     vec = [0.0, 0.0]
-    for stage in seq:
+    for stage, w in zip(seq, seq_work, strict=True):
         start = max(scalar, vec[-2])
         scalar = start + stage
-        vec.append(max(vec[-1], scalar + last) + vec_work)
+        vec.append(max(vec[-1], scalar + last) + w)
     n0 = len(seq) // 4
-    period = (vec[-1] - vec[n0 + 2]) / (len(seq) - n0 - 1)
-    return period, float(np.mean(stages)) + vec_work, last
+    period = (vec[-1] - vec[n0 + 2]) / float(seq_ids[n0 + 1:].sum())
+    return period, float((stages.sum() + work.sum()) / k_ids.sum()), last

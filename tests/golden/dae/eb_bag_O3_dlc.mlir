@@ -2,7 +2,8 @@
 // (vectorize{vl=8}, bufferize, queue-align, simplify-mem, decouple): the shape of Ember's
 // tests/eb_dlc.mlir. Three TUs (bags > lookups > an 8-lane row TU), the id stream chained into
 // the contiguous row stream, the row buffer pushed at the end of the row TU with its token, and
-// the output row a core variable (get_var / increment_var): no queue entry carries the bag index.
+// the output row a core variable (get_var / increment_var): no queue entry carries the bag index;
+// the begin-of-bag case zeroes the row with masked vector stores (no scalar store left).
 // RUN: ember-xla opt %s -O3 > %t.mlir
 // RUN: ember-xla opt %t.mlir | diff %t.mlir -
 // RUN: filecheck %s --input-file %t.mlir
@@ -27,6 +28,8 @@
 // CHECK-NEXT: }) : () -> ()
 // CHECK-NEXT: "dlc.compute_loop"(%0) ({
 // CHECK-NEXT:   "dlc.get_var"() {name = "row"} : () -> index
+// CHECK-NOT:    "memref.store"
+// CHECK:        "vector.maskedstore"(%arg3,
 // CHECK:        "dlc.yield"() : () -> ()
 // CHECK-NEXT: }, {
 // CHECK-NEXT:   "dlc.pop_operand"() : () -> memref<?xf32>

@@ -1,33 +1,48 @@
 // vectorize{vl=4} on the O0 embedding bag (weighted sum, hand-built like Ember's
 // eb_slc_O0): the innermost row loop becomes slcv.for<4> with a masked vector row stream
-// (the row index %14 broadcast: config bcast) and a lane-wise callback (maskedload/addf/
-// maskedstore at the chunk's first lane under the tail mask); the bag and lookup loops, their
-// streams and the begin-of-bag callback stay as they were.
+// (the row index broadcast: config bcast) and a lane-wise callback (maskedload/addf/
+// maskedstore at the chunk's first lane under the tail mask); the begin-of-bag callback's
+// fill loop (out[b, i] = 0.0) becomes a loop over chunks of 4: one masked vector store of a
+// zero vector per chunk under the tail mask slcv.mask(i, 0, D, 1). The bag and lookup loops
+// and their streams stay as they were.
 // RUN: ember-xla opt %s --pipeline='vectorize{vl=4}' > %t.mlir
 // RUN: ember-xla opt %t.mlir | diff %t.mlir -
 // RUN: filecheck %s --input-file %t.mlir
 
 // CHECK:      "slc.for"(%5, %7, %6) ({
 // CHECK-NEXT: ^bb0(%b: !slc.stream<index>):
-// CHECK:        "slc.for"(%11, %13, %6) ({
+// CHECK-NEXT:   "slc.callback"() ({
+// CHECK-NEXT:     %[[ROW0:[0-9]+]] = "slc.from_stream"(%b)
+// CHECK-NEXT:     %[[VL:[0-9]+]] = "arith.constant"() {value = 4} : () -> index
+// CHECK-NEXT:     %[[ZERO:[0-9]+]] = "arith.constant"() {value = 0.0} : () -> vector<4xf32>
+// CHECK-NEXT:     "scf.for"(%0, %4, %[[VL]]) ({
+// CHECK-NEXT:     ^bb0(%i: index):
+// CHECK-NEXT:       %[[M:[0-9]+]] = "slcv.mask"(%i, %0, %4, %1) : (index, index, index, index) -> vector<4xi1>
+// CHECK-NEXT:       "vector.maskedstore"(%arg4, %[[ROW0]], %i, %[[M]], %[[ZERO]])
+// CHECK-NEXT:       "scf.yield"() : () -> ()
+// CHECK-NEXT:     }) : (index, index, index) -> ()
+// CHECK-NEXT:     "slc.yield"() : () -> ()
+// CHECK-NEXT:   }) : () -> ()
+// CHECK:        "slc.for"(%{{[0-9]+}}, %{{[0-9]+}}, %6) ({
 // CHECK-NEXT:   ^bb0(%j: !slc.stream<index>):
-// CHECK-NEXT:     %14 = "slc.mem_stream"(%arg1, %j)
-// CHECK-NEXT:     %15 = "slc.mem_stream"(%arg3, %j)
+// CHECK-NEXT:     %[[IDS:[0-9]+]] = "slc.mem_stream"(%arg1, %j)
+// CHECK-NEXT:     %{{[0-9]+}} = "slc.mem_stream"(%arg3, %j)
 // CHECK-NEXT:     "slcv.for"(%5, %8, %6) ({
 // CHECK-NEXT:     ^bb0(%kv: !slc.stream<vector<4xindex>>, %mask: !slc.stream<vector<4xi1>>):
-// CHECK-NEXT:       %16 = "slcv.mem_stream"(%arg2, %14, %kv, %mask) : {{.*}} -> !slc.stream<vector<4xf32>>
+// CHECK-NEXT:       %{{[0-9]+}} = "slcv.mem_stream"(%arg2, %[[IDS]], %kv, %mask) : {{.*}} -> !slc.stream<vector<4xf32>>
 // CHECK-NEXT:       "slc.callback"() ({
-// CHECK-NEXT:         %17 = "slc.from_stream"(%kv)
-// CHECK-NEXT:         %18 = "slcv.first_lane"(%17)
-// CHECK:              "vector.maskedload"(%arg4, {{%[0-9]+}}, %18,
+// CHECK-NEXT:         %[[KV:[0-9]+]] = "slc.from_stream"(%kv)
+// CHECK-NEXT:         %[[FIRST:[0-9]+]] = "slcv.first_lane"(%[[KV]])
+// CHECK:              "vector.maskedload"(%arg4, {{%[0-9]+}}, %[[FIRST]],
 // CHECK:              "arith.addf"({{.*}} : (vector<4xf32>, vector<4xf32>) -> vector<4xf32>
-// CHECK-NEXT:         "vector.maskedstore"(%arg4, {{%[0-9]+}}, %18,
+// CHECK-NEXT:         "vector.maskedstore"(%arg4, {{%[0-9]+}}, %[[FIRST]],
 // CHECK-NEXT:         "slc.yield"() : () -> ()
 // CHECK-NEXT:       }) : () -> ()
 // CHECK-NEXT:       "slcv.yield"() : () -> ()
 // CHECK-NEXT:     }) {vl = 4, config = "bcast"}
 // CHECK-NOT:  "slc.for"
 // CHECK-NOT:  "memref.load"(%arg4
+// CHECK-NOT:  "memref.store"
 
 module @bag attributes {entry = @bag} {
   func @bag(%arg0: memref<?xindex>, %arg1: memref<?xi32>, %arg2: memref<?x?xf32>, %arg3: memref<?xf32>, %arg4: memref<?x?xf32>) attributes {num_inputs = 4} {
