@@ -32,6 +32,24 @@ constexpr int64_t kPartsPerThread = 8;
 // Software prefetch distance in lookups (16 like FBGEMM; 8-16 measured alike here, 4 worse).
 constexpr int64_t kPrefetchAhead = EMBER_PREFETCH_LOOKUPS;
 
+// Part boundaries over output rows [0, rows): cut[t] is the first row whose cost(row) (the
+// non-decreasing work before it, total = cost(rows)) reaches total * t / parts.
+template <typename Cost>
+std::vector<int64_t> BalancedCuts(int64_t rows, int64_t parts, int64_t total, const Cost& cost) {
+  std::vector<int64_t> cut(static_cast<size_t>(parts) + 1, rows);
+  cut[0] = 0;
+  for (int64_t t = 1; t < parts; ++t) {
+    int64_t lo = cut[t - 1], hi = rows;
+    const int64_t goal = total * t / parts;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (cost(mid) < goal) lo = mid + 1; else hi = mid;
+    }
+    cut[t] = lo;
+  }
+  return cut;
+}
+
 // W: 0 unweighted, 1 weights of T's type (product rounded to T), 2 weights of O's type.
 template <typename T, typename O>
 struct Job {
@@ -318,17 +336,7 @@ void RunParallel(const Job<T, O>& job) {
     return;
   }
   // Split output rows so every part gets about the same number of lookups + rows.
-  std::vector<int64_t> cut(parts + 1, rows);
-  cut[0] = 0;
-  for (int64_t t = 1; t < parts; ++t) {
-    int64_t lo = cut[t - 1], hi = rows;
-    const int64_t goal = total * t / parts;
-    while (lo < hi) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      if (cost(mid) < goal) lo = mid + 1; else hi = mid;
-    }
-    cut[t] = lo;
-  }
+  const std::vector<int64_t> cut = BalancedCuts(rows, parts, total, cost);
   PoolRun(parts, [&](int64_t p) {
     if (cut[p] < cut[p + 1]) Part<T, O, Kind, W>(job, cut[p], cut[p + 1], csr);
   });
@@ -539,17 +547,7 @@ ffi::Error RunMultiPlan(const ffi::AnyBuffer& table, const Plan& plan, const voi
   const int64_t threads = std::min<int64_t>(
       PoolThreads(), std::max<int64_t>(1, total * d * count / kParallelWork));
   const int64_t parts = std::min<int64_t>(threads > 1 ? threads * kPartsPerThread : 1, rows);
-  std::vector<int64_t> cut(static_cast<size_t>(parts) + 1, rows);
-  cut[0] = 0;
-  for (int64_t t = 1; t < parts; ++t) {
-    int64_t lo = cut[t - 1], hi = rows;
-    const int64_t goal = total * t / parts;
-    while (lo < hi) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      if (cost(mid) < goal) lo = mid + 1; else hi = mid;
-    }
-    cut[t] = lo;
-  }
+  const std::vector<int64_t> cut = BalancedCuts(rows, parts, total, cost);
   const int64_t elem = table.element_type() == ffi::DataType::F32 ? 4 : 2;
   const int64_t block = std::max<int64_t>(1, kMultiBlockBytes / (d * elem));
   auto run_part = [&](int64_t p) {
