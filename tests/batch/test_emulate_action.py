@@ -21,33 +21,29 @@ def _model(path):
     path.write_bytes(lo.compiler_ir("hlo").as_serialized_hlo_module_proto())
 
 
-def test_emulate_action(tmp_path, kit):
+def _emulate_job(tmp_path, kit, *flags):
+    """One model through ``--actions=rewrite,emulate``: (its summary row, its emulate.json)."""
     models = tmp_path / "in"
     models.mkdir()
     _model(models / "bag.pb")
     out = tmp_path / "out"
     p = kit.run(f"--inputs={models}/*.pb", f"--out={out}", "--actions=rewrite,emulate",
-                  "--target=tmu", "-O1", "--progress=none")
+                *flags, "--progress=none")
     assert p.returncode == 0, p.stderr[-3000:]
     with open(out / "summary.csv") as f:
         (row,) = list(csv.DictReader(f))
-    rep = json.loads((out / "models" / "bag.pb" / "emulate.json").read_text())
+    return row, json.loads((out / "models" / "bag.pb" / "emulate.json").read_text())
+
+
+def test_emulate_action(tmp_path, kit):
+    row, rep = _emulate_job(tmp_path, kit, "--target=tmu", "-O1")
     assert rep["level"] == "O1" and rep["target"] == "tmu" and rep["verify"]["ok"]
     assert float(row["emulated_cycles"]) == rep["total_cycles"] > 0
 
 
 def test_emulate_action_on_npu(tmp_path, kit):
     """An NPU target: the model's tables placed (auto), the makespan in the summary."""
-    models = tmp_path / "in"
-    models.mkdir()
-    _model(models / "bag.pb")
-    out = tmp_path / "out"
-    p = kit.run(f"--inputs={models}/*.pb", f"--out={out}", "--actions=rewrite,emulate",
-                "--target=npu", "--progress=none")
-    assert p.returncode == 0, p.stderr[-3000:]
-    with open(out / "summary.csv") as f:
-        (row,) = list(csv.DictReader(f))
-    rep = json.loads((out / "models" / "bag.pb" / "emulate.json").read_text())
+    row, rep = _emulate_job(tmp_path, kit, "--target=npu")
     assert rep["policy"] == "auto" and rep["verify"]["ok"] and len(rep["cores"]) == 8
     assert rep["makespan_cycles"] > 0  # the summary rounds to 2 decimals
     assert float(row["emulated_cycles"]) == pytest.approx(rep["makespan_cycles"], abs=0.01)

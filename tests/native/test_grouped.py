@@ -21,6 +21,7 @@ from test_kernels import (  # noqa: E402  (the shared helpers of the kernel test
     ember,
     make_table,
     reference,
+    run_hlo_text,
     ulps,
 )
 
@@ -182,17 +183,6 @@ ENTRY %main (tab1: f32[6,2], ids1: s32[4], seg1: s32[4], tab2: f32[3,4], ids2: s
 
 def test_grouped_hlo_text_example_runs():
     """The HLO text example of docs/CUSTOM_CALL.md compiles and runs on XLA:CPU."""
-    import jax.extend  # noqa: F401
-    import jaxlib._jax as jx
-    from jaxlib import _hlo
-
-    native.register_targets()
-    proto = _hlo.hlo_module_from_text(HLO_EXAMPLE).as_serialized_hlo_module_proto()
-    backend = jax.extend.backend.get_backend("cpu")
-    dev = backend.local_devices()[0]
-    exe = backend.compile_and_load(
-        jx.mlir.hlo_to_stablehlo(proto), jx.DeviceList((dev,)), jx.CompileOptions()
-    )
     args = [
         np.arange(12, dtype=np.float32).reshape(6, 2),
         np.array([0, 1, -1, 9], np.int32),
@@ -201,7 +191,7 @@ def test_grouped_hlo_text_example_runs():
         np.array([2, 0, 2], np.int32),
         np.array([1, 1, 0], np.int32),
     ]
-    outs = [np.asarray(o) for o in exe.execute([jax.device_put(a, dev) for a in args])]
+    outs = run_hlo_text(HLO_EXAMPLE, args)
     nan = np.nan
     np.testing.assert_array_equal(outs[0], [[2, 4], [nan, nan], [10, 11]])
     np.testing.assert_array_equal(outs[1], [[8, 9, 10, 11], [8, 10, 12, 14]])

@@ -24,6 +24,7 @@ from test_kernels import (  # noqa: E402  (the shared helpers of the kernel test
     ember,
     make_table,
     reference,
+    run_hlo_text,
     ulps,
 )
 
@@ -174,19 +175,8 @@ ENTRY %main (table: f32[6,2], idx: s32[4], seg: s32[4]) -> (f32[4,2], f32[4,2]) 
 
 def test_multi_hlo_text_example_runs():
     """The HLO text example of docs/CUSTOM_CALL.md compiles and runs on XLA:CPU."""
-    import jax.extend  # noqa: F401
-    import jaxlib._jax as jx
-    from jaxlib import _hlo
-
-    native.register_targets()
-    proto = _hlo.hlo_module_from_text(HLO_EXAMPLE).as_serialized_hlo_module_proto()
-    backend = jax.extend.backend.get_backend("cpu")
-    dev = backend.local_devices()[0]
-    exe = backend.compile_and_load(
-        jx.mlir.hlo_to_stablehlo(proto), jx.DeviceList((dev,)), jx.CompileOptions()
-    )
     args = [np.arange(12, dtype=np.float32).reshape(6, 2), np.array([0, 1, -1, 9], np.int32),
             np.array([0, 0, 2, 1], np.int32)]
-    total, largest = (np.asarray(o) for o in exe.execute([jax.device_put(a, dev) for a in args]))
+    total, largest = run_hlo_text(HLO_EXAMPLE, args)
     np.testing.assert_array_equal(total, [[2, 4], [10, 11], [10, 11], [0, 0]])
     np.testing.assert_array_equal(largest, [[2, 3], [10, 11], [10, 11], [-np.inf, -np.inf]])
