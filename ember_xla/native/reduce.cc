@@ -12,6 +12,7 @@
 #include "pages.h"
 #include "pool.h"
 #include "reduce_minmax.h"
+#include "table_pages.h"
 
 #if defined(__SSE__)
 #include <xmmintrin.h>
@@ -432,6 +433,7 @@ ffi::Error RunGroupedPlans(const GroupItem* items, int64_t count, const Options&
   std::vector<int64_t> offset(static_cast<size_t>(count) + 1, 0);
   for (int64_t i = 0; i < count; ++i) {
     const GroupItem& it = items[i];
+    AdviseTable(it.table->untyped_data(), it.table->size_bytes());
     const bool f32_out = it.out->element_type() == ffi::DataType::F32;
     switch (it.table->element_type()) {
       case ffi::DataType::F32: MakeRunner<float, float>(it, opt, &runners[i]); break;
@@ -526,6 +528,7 @@ ffi::Error RunMultiPlan(const ffi::AnyBuffer& table, const Plan& plan, const voi
                         ffi::DataType wtype, const Options* opts, ffi::AnyBuffer* const* outs,
                         int64_t count) {
   std::vector<ItemRunner> runners(static_cast<size_t>(count));
+  AdviseTable(table.untyped_data(), table.size_bytes());
   for (int64_t i = 0; i < count; ++i) {
     AdviseOutput(outs[i]->untyped_data(), outs[i]->size_bytes());
     GroupItem it{&table, &plan, outs[i]};
@@ -569,6 +572,7 @@ ffi::Error RunMultiPlan(const ffi::AnyBuffer& table, const Plan& plan, const voi
 ffi::Error RunPlan(const ffi::AnyBuffer& table, const Plan& plan, const void* weights,
                    ffi::DataType wtype, const Options& opt, ffi::AnyBuffer& out) {
   AdviseOutput(out.untyped_data(), out.size_bytes());
+  AdviseTable(table.untyped_data(), table.size_bytes());
   const bool f32_out = out.element_type() == ffi::DataType::F32;
   switch (table.element_type()) {
     case ffi::DataType::F32:
