@@ -143,6 +143,7 @@ void AdviseTable(const void* data, size_t bytes) {
     std::lock_guard<std::mutex> lock(s.mu);
     Range* hit = nullptr;
     for (Range& x : s.seen) {
+      if (x.calls < 0) continue;  // forgotten, erased below
       if (x.begin == r.begin && x.end == r.end) hit = &x;
       // Two live buffers never overlap: an overlapping range was freed; forget it.
       else if (x.begin < r.end && r.begin < x.end) x.calls = -1;
