@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ember_xla.dae_target.lower.cluster import ClusterSpec, LoweringRefused, Part, cluster_spec
+from ember_xla.dae_target.lower.cluster import ClusterSpec, LoweringRefused, cluster_spec
 from ember_xla.emulator.npu.workload import Bags, Table
 from ember_xla.ir.graph import Module
 from ember_xla.targets import is_ember_call
@@ -108,7 +108,7 @@ def resolve(ids: np.ndarray, rows: int, spec: ClusterSpec) -> tuple[np.ndarray, 
     return np.where(bad, 0, i), bad
 
 
-def _layout(spec: ClusterSpec, part: Part, lookups: np.ndarray, layout: np.ndarray | None,
+def _layout(spec: ClusterSpec, lookups: np.ndarray, layout: np.ndarray | None,
             n_rows: int) -> tuple[np.ndarray, np.ndarray]:
     """(lookup positions in plan order, CSR offsets over them) per output row."""
     n = lookups.size
@@ -138,7 +138,7 @@ def cluster_tables(spec: ClusterSpec, operands: Sequence[np.ndarray]) -> Cluster
         lookups = np.asarray(operands[j + 1])
         layout = None if part.layout is None else np.asarray(operands[j + 2])
         n_rows = part.out.shape[0]
-        order, offsets = _layout(spec, part, lookups, layout, n_rows)
+        order, offsets = _layout(spec, lookups, layout, n_rows)
         src, bad = resolve(lookups.ravel()[order], table.shape[0], spec)
         counts = np.diff(offsets)
         row_of = np.repeat(np.arange(n_rows), counts)
