@@ -1,0 +1,51 @@
+// Internal to the reduce loops (reduce.cc: the row kernels and RunPlan; reduce_group.cc: the
+// grouped and multi-output runners): how work is cut into parallel parts, and a type-erased
+// runner of one plan's output rows.
+#ifndef EMBER_XLA_NATIVE_REDUCE_PARTS_H_
+#define EMBER_XLA_NATIVE_REDUCE_PARTS_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "reduce.h"
+
+namespace ember {
+
+// Below this many (lookups + rows) * D element-steps a call stays on one thread.
+constexpr int64_t kParallelWork = 1 << 17;
+// Parts per thread: more, smaller parts let an idle thread take over from a descheduled one.
+constexpr int64_t kPartsPerThread = 8;
+
+// Part boundaries over output rows [0, rows): cut[t] is the first row whose cost(row) (the
+// non-decreasing work before it, total = cost(rows)) reaches total * t / parts.
+template <typename Cost>
+std::vector<int64_t> BalancedCuts(int64_t rows, int64_t parts, int64_t total, const Cost& cost) {
+  std::vector<int64_t> cut(static_cast<size_t>(parts) + 1, rows);
+  cut[0] = 0;
+  for (int64_t t = 1; t < parts; ++t) {
+    int64_t lo = cut[t - 1], hi = rows;
+    const int64_t goal = total * t / parts;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (cost(mid) < goal) lo = mid + 1; else hi = mid;
+    }
+    cut[t] = lo;
+  }
+  return cut;
+}
+
+// One table of a grouped call: runs rows [r0, r1) of its plan.
+struct ItemRunner {
+  std::vector<float> nan_storage;  // D NaNs of T's type (T is at most 4 bytes)
+  std::function<void(int64_t, int64_t, unsigned)> run;
+};
+
+// The runner of item `it` (rows of its plan into its result, with its table's and result's
+// types); `w` (nullptr: unweighted) are the weights, of type `wt`, as for RunPlan.
+ffi::Error MakeItemRunner(const GroupItem& it, const Options& opt, ItemRunner* runner,
+                          const void* w = nullptr, ffi::DataType wt = ffi::DataType::F32);
+
+}  // namespace ember
+
+#endif  // EMBER_XLA_NATIVE_REDUCE_PARTS_H_
