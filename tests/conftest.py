@@ -34,3 +34,18 @@ def cli():
                               cwd=tempfile.gettempdir(), timeout=600)
 
     return run
+
+
+@pytest.fixture
+def error_line():
+    """Checks a failed ``cli`` run the way a user sees it (exit 2, no traceback, exactly one
+    ``ember-xla: error:`` line) and returns that line."""
+
+    def check(proc):
+        assert proc.returncode == 2, (proc.returncode, proc.stdout[-2000:], proc.stderr[-3000:])
+        assert "Traceback" not in proc.stderr, proc.stderr
+        lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("ember-xla: error:")]
+        assert len(lines) == 1, proc.stderr
+        return lines[0]
+
+    return check

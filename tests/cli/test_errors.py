@@ -5,14 +5,6 @@
 import pytest
 
 
-def error_line(proc):
-    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr
-    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("ember-xla: error:")]
-    assert len(lines) == 1, proc.stderr
-    return lines[0]
-
-
 @pytest.fixture(scope="module")
 def good_proto(tmp_path_factory):
     import jax
@@ -27,7 +19,7 @@ def good_proto(tmp_path_factory):
     return d
 
 
-def test_truncated_proto(good_proto, tmp_path, cli):
+def test_truncated_proto(good_proto, tmp_path, cli, error_line):
     data = (good_proto / "m.pb").read_bytes()
     bad = tmp_path / "trunc.pb"
     bad.write_bytes(data[: len(data) // 2])
@@ -35,14 +27,14 @@ def test_truncated_proto(good_proto, tmp_path, cli):
     assert str(bad) in line and "HloModuleProto" in line
 
 
-def test_random_bytes(tmp_path, cli):
+def test_random_bytes(tmp_path, cli, error_line):
     bad = tmp_path / "rand.pb"
     bad.write_bytes(bytes(range(7, 256, 3)) * 5)
     line = error_line(cli("inspect", str(bad)))
     assert str(bad) in line
 
 
-def test_bad_text_reports_line_and_column(good_proto, tmp_path, cli):
+def test_bad_text_reports_line_and_column(good_proto, tmp_path, cli, error_line):
     lines = (good_proto / "m.hlo").read_text().splitlines()
     k = next(i for i, ln in enumerate(lines) if " = " in ln and "parameter" not in ln)
     lines[k] = lines[k].replace(" = ", " = f32[2,", 1)
@@ -52,7 +44,7 @@ def test_bad_text_reports_line_and_column(good_proto, tmp_path, cli):
     assert f"{bad}:{k + 1}:" in line
 
 
-def test_unknown_opcode(tmp_path, cli):
+def test_unknown_opcode(tmp_path, cli, error_line):
     bad = tmp_path / "op.hlo"
     bad.write_text("HloModule m\n\nENTRY e {\n  p = f32[2]{0} parameter(0)\n"
                    "  ROOT q = f32[2]{0} frobnicate(p)\n}\n")
@@ -60,12 +52,12 @@ def test_unknown_opcode(tmp_path, cli):
     assert f"{bad}:5:21: unknown opcode 'frobnicate'" in line
 
 
-def test_missing_file(tmp_path, cli):
+def test_missing_file(tmp_path, cli, error_line):
     line = error_line(cli("inspect", str(tmp_path / "nope.pb")))
     assert "no such file" in line
 
 
-def test_savedmodel_without_signatures(tmp_path, cli):
+def test_savedmodel_without_signatures(tmp_path, cli, error_line):
     import tensorflow as tf
 
     class M(tf.Module):
@@ -98,7 +90,7 @@ def test_inspect_ok(good_proto, cli):
     assert "param 0" in p.stdout
 
 
-def test_elided_constant_is_refused_with_advice(tmp_path, cli):
+def test_elided_constant_is_refused_with_advice(tmp_path, cli, error_line):
     bad = tmp_path / "elided.hlo"
     bad.write_text("HloModule m\n\nENTRY e {\n  ROOT c = f32[3]{0} constant({...})\n}\n")
     line = error_line(cli("inspect", str(bad)))

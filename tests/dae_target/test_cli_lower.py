@@ -15,13 +15,6 @@ GOLDEN = Path(__file__).parents[1] / "golden" / "dae" / "Inputs"
 EB_SUM = str(GOLDEN / "eb_sum.hlo")
 
 
-def error_line(proc) -> str:
-    assert proc.returncode == 2, (proc.returncode, proc.stdout[-2000:], proc.stderr[-3000:])
-    assert "Traceback" not in proc.stderr, proc.stderr
-    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("ember-xla: error:")]
-    assert len(lines) == 1, proc.stderr
-    return lines[0]
-
 
 def test_lower_prints_every_level_and_writes_files(cli, tmp_path):
     p = cli("lower", EB_SUM, "-O3")
@@ -78,14 +71,14 @@ def test_print_after_all_and_opt_pipeline(cli, tmp_path):
     (["-O3", "--pipeline=bufferize"], "either -O<n> or --pipeline"),
     (["--cluster", "3"], "has 1 ember clusters"),
 ])
-def test_lower_bad_flags(cli, args, expect, tmp_path):
+def test_lower_bad_flags(cli, args, expect, tmp_path, error_line):
     out = tmp_path / "out"
     line = error_line(cli("lower", EB_SUM, *args, "--out", str(out)))
     assert expect in line, line
     assert not out.exists()  # nothing written
 
 
-def test_lower_bad_model(cli, tmp_path):
+def test_lower_bad_model(cli, tmp_path, error_line):
     bad = tmp_path / "bad.hlo"
     bad.write_text(Path(EB_SUM).read_text().replace("custom-call(", "custom-call(table.1, ", 1)
                    .replace("parameter(2)", "parameter(2", 1))
@@ -111,7 +104,7 @@ module @m attributes {entry = @f} {
     (SLC_TEXT.replace("-> f32", "-> f32 junk"), ":4:"),
     (SLC_TEXT.replace('"arith.constant"() {value = 0}', '"arith.constant"()'), "value"),
 ])
-def test_opt_bad_ir(cli, tmp_path, text, expect):
+def test_opt_bad_ir(cli, tmp_path, text, expect, error_line):
     f = tmp_path / "in.mlir"
     f.write_text(text)
     line = error_line(cli("opt", str(f), "--out", str(tmp_path / "res.mlir")))
@@ -119,7 +112,7 @@ def test_opt_bad_ir(cli, tmp_path, text, expect):
     assert not (tmp_path / "res.mlir").exists()
 
 
-def test_opt_fixed_point_and_missing_file(cli, tmp_path):
+def test_opt_fixed_point_and_missing_file(cli, tmp_path, error_line):
     f = tmp_path / "in.mlir"
     f.write_text(SLC_TEXT)
     r = cli("opt", str(f), "--out", str(tmp_path / "res.mlir"))

@@ -7,15 +7,7 @@ import json
 import numpy as np
 
 
-def error_line(proc):
-    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr
-    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("ember-xla: error:")]
-    assert len(lines) == 1, proc.stderr
-    return lines[0]
-
-
-def test_place_prints_plots_saves_and_reloads(cli, tmp_path):
+def test_place_prints_plots_saves_and_reloads(cli, tmp_path, error_line):
     png, plan = tmp_path / "load.png", tmp_path / "plan.json"
     wl = tmp_path / "w.npz"
     rng = np.random.default_rng(0)
