@@ -12,7 +12,7 @@
 // A table is collapsed when a second call reads it at the same address (a served model's
 // table, or a donated one updated in place; a fresh buffer read by one call only, like a
 // training step's undonated table, is not worth the copy), once per process. Collapsing
-// costs about 0.3-2.5 s per GiB here, so by default it runs on one background thread at the
+// costs about 0.3-2.8 s per GiB here, so by default it runs on one background thread at the
 // lowest CPU priority and kernels never wait for it; EmberTablePagesWait() lets a benchmark or a
 // test wait until it is done. Mode (EMBER_XLA_TABLE_PAGES, or EmberSetTablePages()):
 // 0 = off, 1 = collapse in the background (default), 2 = collapse on the calling thread before
