@@ -268,7 +268,7 @@ def wait_for_table_pages() -> str:
     waited = time.perf_counter()
     idle = table_pages.wait(900)
     waited = time.perf_counter() - waited
-    return (f"{table_pages.configured_mode()}: {table_pages.stats().describe()}; waited "
+    return (f"{table_pages.describe_mode()}: {table_pages.stats().describe()}; waited "
             f"{waited:.1f} s before timing" + ("" if idle else " (timed out: still collapsing)"))
 
 

@@ -13,28 +13,33 @@
 namespace ember {
 namespace {
 
-int InitialMode() {
-  const char* env = std::getenv("EMBER_XLA_OUTPUT_PAGES");
-  if (env == nullptr) return 1;
-  const long v = std::strtol(env, nullptr, 10);
-  return v < 0 ? 0 : (v > 2 ? 2 : static_cast<int>(v));
-}
-
 std::atomic<int>& Mode() {
-  static std::atomic<int> mode{InitialMode()};
+  static std::atomic<int> mode{ModeFromEnv("EMBER_XLA_OUTPUT_PAGES")};
   return mode;
 }
 
 }  // namespace
 
+bool HugeInterior(const void* data, size_t bytes, uintptr_t* begin, uintptr_t* end) {
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  *begin = (reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
+  *end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHuge - 1);
+  return *end > *begin;
+}
+
+int ClampMode(long mode) { return mode < 0 ? 0 : (mode > 2 ? 2 : static_cast<int>(mode)); }
+
+int ModeFromEnv(const char* name) {
+  const char* env = std::getenv(name);
+  return env == nullptr ? 1 : ClampMode(std::strtol(env, nullptr, 10));
+}
+
 void AdviseOutput(void* data, size_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   const int mode = Mode().load(std::memory_order_relaxed);
   if (mode == 0 || bytes < kAdviseBytes) return;
-  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHuge - 1);
-  if (end <= begin) return;
+  uintptr_t begin, end;
+  if (!HugeInterior(data, bytes, &begin, &end)) return;
   // Errors (EINVAL on kernels without THP, ...) are ignored: the advice is only a hint.
   madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
 #if defined(MADV_POPULATE_WRITE)
@@ -52,5 +57,5 @@ void AdviseOutput(void* data, size_t bytes) {
 // For benchmarks: switch the output-page mode at run time (0 off, 1 advise, 2 + populate);
 // returns the previous mode.
 EMBER_EXPORT int EmberSetOutputPages(int mode) {
-  return ember::Mode().exchange(mode < 0 ? 0 : (mode > 2 ? 2 : mode));
+  return ember::Mode().exchange(ember::ClampMode(mode));
 }

@@ -10,8 +10,18 @@
 #define EMBER_XLA_NATIVE_PAGES_H_
 
 #include <cstddef>
+#include <cstdint>
 
 namespace ember {
+
+// The 2 MiB-aligned interior [*begin, *end) of [data, data + bytes): what can sit on huge
+// pages. False when it is empty.
+bool HugeInterior(const void* data, size_t bytes, uintptr_t* begin, uintptr_t* end);
+
+// A page mode 0..2: `mode` clamped, or the environment variable `name` read as an integer
+// (default 1 when unset) and clamped.
+int ClampMode(long mode);
+int ModeFromEnv(const char* name);
 
 // Results smaller than this are left alone (a few pages: the system call would cost more).
 constexpr size_t kAdviseBytes = size_t{4} << 20;

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -22,6 +21,7 @@
 #endif
 
 #include "handler.h"
+#include "pages.h"
 
 #if defined(__linux__) && !defined(MADV_COLLAPSE)
 #define MADV_COLLAPSE 25  // Linux 6.1; older kernels answer EINVAL, which is counted and ignored
@@ -30,18 +30,10 @@
 namespace ember {
 namespace {
 
-constexpr uintptr_t kHuge = uintptr_t{2} << 20;
 // Collapsed per system call: short enough that Wait() and the statistics move in small steps.
 constexpr uintptr_t kChunk = uintptr_t{32} << 20;
 // Ranges remembered per process; beyond this, new tables are left alone (bounded memory).
 constexpr size_t kMaxRanges = 4096;
-
-int InitialMode() {
-  const char* env = std::getenv("EMBER_XLA_TABLE_PAGES");
-  if (env == nullptr) return 1;
-  const long v = std::strtol(env, nullptr, 10);
-  return v < 0 ? 0 : (v > 2 ? 2 : static_cast<int>(v));
-}
 
 struct Range {
   uintptr_t begin, end;
@@ -50,7 +42,7 @@ struct Range {
 
 // Never destroyed: the background thread may still be inside a system call at process exit.
 struct State {
-  std::atomic<int> mode{InitialMode()};
+  std::atomic<int> mode{ModeFromEnv("EMBER_XLA_TABLE_PAGES")};
   std::mutex mu;
   std::condition_variable work, idle;
   std::vector<Range> seen;      // ranges read by calls (seen once, queued, collapsed or failed)
@@ -136,9 +128,8 @@ void AdviseTable(const void* data, size_t bytes) {
   State& s = S();
   const int mode = s.mode.load(std::memory_order_relaxed);
   if (mode == 0 || bytes < kTablePagesBytes) return;
-  const Range r{(reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1),
-                (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHuge - 1), 0};
-  if (r.end <= r.begin) return;
+  Range r;
+  if (!HugeInterior(data, bytes, &r.begin, &r.end)) return;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     Range* hit = nullptr;
@@ -191,8 +182,11 @@ void AdviseTable(const void* data, size_t bytes) {
 // For benchmarks and tests: switch the mode at run time (0 off, 1 background, 2 on the calling
 // thread); returns the previous mode.
 EMBER_EXPORT int EmberSetTablePages(int mode) {
-  return ember::S().mode.exchange(mode < 0 ? 0 : (mode > 2 ? 2 : mode));
+  return ember::S().mode.exchange(ember::ClampMode(mode));
 }
+
+// The current mode (0 off, 1 background, 2 on the calling thread).
+EMBER_EXPORT int EmberTablePagesMode() { return ember::S().mode.load(); }
 
 // Waits up to `seconds` until no table is queued or being collapsed; 1 when idle, 0 on timeout.
 EMBER_EXPORT int EmberTablePagesWait(double seconds) {

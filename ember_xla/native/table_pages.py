@@ -43,6 +43,8 @@ def _lib() -> ctypes.CDLL:
     lib.EmberTablePagesWait.argtypes = [ctypes.c_double]
     lib.EmberTablePagesStats.restype = None
     lib.EmberTablePagesStats.argtypes = [ctypes.POINTER(ctypes.c_int64)]
+    lib.EmberTablePagesMode.restype = ctypes.c_int
+    lib.EmberTablePagesMode.argtypes = []
     return lib
 
 
@@ -65,13 +67,9 @@ def stats() -> TablePageStats:
     return TablePageStats(int(out[0]), int(out[1]), int(out[2]), int(out[3]), out[4] / 1e6)
 
 
-def configured_mode() -> str:
-    """The mode named by ``$EMBER_XLA_TABLE_PAGES`` as the kernels read it at load time."""
+def describe_mode() -> str:
+    """The kernels' current mode by name (read from the library, which parsed
+    ``$EMBER_XLA_TABLE_PAGES``), with that variable's value when it is set."""
+    name = MODES[int(_lib().EmberTablePagesMode())]
     raw = os.environ.get("EMBER_XLA_TABLE_PAGES")
-    if raw is None:
-        return MODES[1] + " (default)"
-    try:
-        v = int(raw)
-    except ValueError:
-        v = 0  # strtol reads a non-number as 0
-    return MODES[min(2, max(0, v))] + f" (EMBER_XLA_TABLE_PAGES={raw})"
+    return name + (" (default)" if raw is None else f" (EMBER_XLA_TABLE_PAGES={raw})")

@@ -26,7 +26,8 @@ ROWS, D = 140_000, 128  # 71.7 MB of f32: above the 64 MiB threshold
 
 
 def test_same_bits_in_every_mode():
-    """Off, background and on-the-calling-thread: two calls each (the second one collapses),
+    """Off, background and on-the-calling-thread: two calls each on a fresh copy of the table
+    (the second call collapses it; the copies stay alive, so each mode gets its own range),
     results equal XLA's bit for bit, edge ids included (negative, out of range, duplicates)."""
     rng = np.random.default_rng(3)
     table = jnp.asarray(rng.standard_normal((ROWS, D), dtype=np.float32))
@@ -39,16 +40,21 @@ def test_same_bits_in_every_mode():
         table, idx, seg)
     previous = table_pages.set_mode(1)
     try:
+        copies, before = [], table_pages.stats().tables
         for mode in (0, 1, 2):
             table_pages.set_mode(mode)
+            assert table_pages.describe_mode().startswith(table_pages.MODES[mode])
+            copies.append(jnp.array(table, copy=True))  # a new buffer, same bits
             for _ in range(2):
                 got = jax.jit(lambda t, i, s: ember("segment_reduce", 1000, t, i, s, **a))(
-                    table, idx, seg)
+                    copies[-1], idx, seg)
                 assert_same_bits(got, want)
             assert table_pages.wait(120)
             got = jax.jit(lambda t, i, s: ember("segment_reduce", 1000, t, i, s, **a))(
-                table, idx, seg)
+                copies[-1], idx, seg)
             assert_same_bits(got, want)
+        if sys.platform.startswith("linux"):  # modes 1 and 2 each took their copy; 0 did not
+            assert table_pages.stats().tables - before == 2
     finally:
         table_pages.set_mode(previous)
 
