@@ -261,10 +261,8 @@ def wait_for_table_pages() -> str:
     """Wait until the kernels have put the large tables on huge pages (a one-time cost, done in
     the background while a service would already be answering) and describe what was done. All
     variants read the same table memory, so XLA, torch and the probe run on the same pages."""
-    try:
-        from ember_xla.native import table_pages
-    except ImportError as e:
-        return f"unknown ({e})"
+    from ember_xla.native import table_pages
+
     waited = time.perf_counter()
     idle = table_pages.wait(900)
     waited = time.perf_counter() - waited
