@@ -661,15 +661,7 @@ def test_large_result_same_bits_with_every_output_page_mode():
 def run_hlo_text(text: str, args: list) -> list:
     """Compile HLO text with XLA's own parser (not ours) and run it on XLA:CPU with the ember
     targets registered: the docs' HLO examples, verbatim."""
-    import jax.extend  # noqa: F401
-    import jaxlib._jax as jx
-    from jaxlib import _hlo
+    from ember_xla.runtime.xla_cpu import compile_proto, xla_parse_text
 
     native.register_targets()
-    proto = _hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()
-    backend = jax.extend.backend.get_backend("cpu")
-    dev = backend.local_devices()[0]
-    exe = backend.compile_and_load(
-        jx.mlir.hlo_to_stablehlo(proto), jx.DeviceList((dev,)), jx.CompileOptions()
-    )
-    return [np.asarray(o) for o in exe.execute([jax.device_put(a, dev) for a in args])]
+    return compile_proto(xla_parse_text(text)).run(list(args))
