@@ -33,6 +33,14 @@ _TIMING = [
 ]
 
 
+# Where the built-in example was traced from (the Python call stack JAX records): which files
+# and lines call it is not what the command computes.
+_STACK = [
+    (re.compile(r"\n(FileNames|FunctionNames|FileLocations|StackFrames)\n(?:[0-9]+ [^\n]*\n)*"),
+     r"\n\1\n<stack>\n"),
+    (re.compile(r", stack_frame_id=[0-9]+"), ", stack_frame_id=<N>"),
+]
+
 # A batch job's wall-clock fields, run id and staging folders.
 _BATCH = [
     (re.compile(r"(\.staging/[^/\s]+\.)[a-z0-9_]{8}"), r"\1<TMP>"),
@@ -42,10 +50,10 @@ _BATCH = [
 ]
 
 
-def mask(text: str, out_dir: str, batch: bool = False) -> str:
+def mask(text: str, out_dir: str, batch: bool = False, traced: bool = False) -> str:
     text = text.replace(out_dir, "<OUT>").replace(str(MODELS), "<MODELS>")
     text = text.replace(str(HERE.parents[2]), "<REPO>")
-    for pattern, repl in _TIMING + (_BATCH if batch else []):
+    for pattern, repl in _TIMING + (_BATCH if batch else []) + (_STACK if traced else []):
         text = pattern.sub(repl, text)
     return text
 
@@ -97,13 +105,15 @@ _FULL = {"example.hlo", "example_b4.hlo", "jax_embedding_bag.hlo", "jax_segment_
          "tf_gather_segment.hlo"}
 
 
-def _files(out_dir: str) -> list[tuple[str, str]]:
+def _files(out_dir: str, traced: bool) -> list[tuple[str, str]]:
     rows = []
     for p in sorted(Path(out_dir).rglob("*")):
         if p.is_file():
             data = p.read_bytes()
             rel = str(p.relative_to(out_dir))
-            if p.suffix in (".pb", ".npz", ".png"):
+            if traced and p.suffix == ".pb":  # holds the stack frames, see _STACK
+                rows.append((rel, "<HloModuleProto>"))
+            elif p.suffix in (".pb", ".npz", ".png"):
                 digest = hashlib.sha256(data).hexdigest()
                 rows.append((rel, f"<{len(data)} bytes, sha256 {digest}>"))
             else:
@@ -160,14 +170,14 @@ def run_all(dest: Path) -> None:
                     rc = e.code
             if template[0] == "rewrite" and rc == 0:
                 last_rewrite = out_dir
-            files = _files(out_dir) if os.path.isdir(out_dir) else []
-            batch = template[0] == "batch"
+            batch, traced = template[0] == "batch", template[0] == "example"
+            files = _files(out_dir, traced) if os.path.isdir(out_dir) else []
             body = [f"$ ember-xla {' '.join(template)}", f"exit {rc}",
                     "--- stdout", mask(stdout.getvalue(), out_dir, batch),
                     "--- stderr", mask(stderr.getvalue(), out_dir, batch)]
             for rel, content in files:  # a model's own outputs keep their emulated seconds
                 body += [f"--- file {rel}",
-                         mask(content, out_dir, batch and not rel.startswith("models/"))]
+                         mask(content, out_dir, batch and not rel.startswith("models/"), traced)]
             slug = re.sub(r"[^A-Za-z0-9]+", "_", " ".join(template).replace("{M}/", ""))[:80]
             text = "\n".join(body).replace(last_rewrite, "<REWRITTEN>")
             (dest / f"{n:03d}_{slug.strip('_')}.txt").write_text(text)
