@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ember_xla.targets import OFFSETS_BAG, SEGMENT_REDUCE
+from ember_xla.custom_calls import OFFSETS_BAG, SEGMENT_REDUCE
 
 _COMBINERS = ("sum", "mean", "max", "min", "sqrt_n")
 

@@ -78,7 +78,7 @@ def warm_up() -> None:
     starts, so per-model timeouts measure the model."""
     import numpy as np
 
-    from ember_xla.hlo_import.text import parse_module
+    from ember_xla.hlo.parser import parse_module
     from ember_xla.runtime.execute import compile_module
 
     compile_module(parse_module(WARMUP_HLO, "warmup")).run([np.ones(4, np.float32)])

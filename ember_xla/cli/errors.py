@@ -15,13 +15,13 @@ class UsageError(ValueError):
 
 
 def expected_errors() -> tuple[type[BaseException], ...]:
-    from ember_xla.hlo_import.errors import ImportError_
+    from ember_xla.hlo.errors import HloImportError
     from ember_xla.ir.dialect import VerifyError
     from ember_xla.native import NativeLibraryMissing
     from ember_xla.runtime.legalize import LegalizeError
     from ember_xla.runtime.xla_cpu import XlaError
 
-    return (ImportError_, VerifyError, XlaError, LegalizeError, UsageError, OSError, ValueError,
+    return (HloImportError, VerifyError, XlaError, LegalizeError, UsageError, OSError, ValueError,
             NativeLibraryMissing)
 
 

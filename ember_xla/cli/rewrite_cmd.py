@@ -11,9 +11,9 @@ import os
 from typing import Any
 
 from ember_xla.cli.errors import UsageError
+from ember_xla.hlo.printer import print_module
 from ember_xla.hlo_import.model import Model
 from ember_xla.hlo_import.proto import module_to_proto
-from ember_xla.ir.hlo.printer import print_module
 from ember_xla.rewrites.pipeline import RewriteResult, rewrite_module
 from ember_xla.util.atomic import write_folder_atomic
 

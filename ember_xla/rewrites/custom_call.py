@@ -1,12 +1,12 @@
 """Build the ``ember.<kind>`` typed-FFI custom-call attributes: the kernel attributes travel in
-``backend_config`` as an MLIR dictionary (``ember_xla.targets`` holds the codec; see
+``backend_config`` as an MLIR dictionary (``ember_xla.custom_calls`` holds the codec; see
 docs/CUSTOM_CALL.md)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ember_xla.targets import (
+from ember_xla.custom_calls import (
     ATTRS_KEY,
     KERNEL_ATTRS,
     encode_backend_config,

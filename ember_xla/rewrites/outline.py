@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 
+from ember_xla.hlo.shape import Shape
 from ember_xla.ir.graph import Graph, Module
-from ember_xla.ir.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.rewriter import PatternRewriter
 from ember_xla.ir.value import Value

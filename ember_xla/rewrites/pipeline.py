@@ -8,8 +8,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ember_xla.hlo.verifier import verify_module
 from ember_xla.ir.graph import Module
-from ember_xla.ir.hlo.verifier import verify_module
 from ember_xla.ir.passes import ModulePass, register_pass
 from ember_xla.ir.rewriter import PatternRewriter
 from ember_xla.rewrites import profitability

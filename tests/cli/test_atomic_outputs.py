@@ -119,8 +119,8 @@ def test_output_refused_after_rewrite_writes_nothing(results, tmp_path, cli):
     rewritten.pb was written beside the old report; now the error comes before any write."""
     from tensorflow.compiler.xla.service import hlo_pb2
 
+    from ember_xla.hlo.parser import parse_module
     from ember_xla.hlo_import.proto import module_to_proto
-    from ember_xla.ir.hlo.parser import parse_module
 
     msg = hlo_pb2.HloModuleProto()
     msg.ParseFromString(module_to_proto(parse_module(NEW.read_text())))

@@ -8,9 +8,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ember_xla.custom_calls import TARGETS, call_attributes, is_ember_call
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
-from ember_xla.targets import TARGETS, call_attributes, is_ember_call
 
 TABLE_DTYPES = ("f32", "bf16", "f16")
 ID_DTYPES = ("s32", "s64")

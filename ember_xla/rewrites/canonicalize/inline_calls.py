@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from ember_xla.hlo.inline import inline_call
 from ember_xla.ir.graph import Module
-from ember_xla.ir.hlo.inline import inline_call
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
 from ember_xla.ir.rewriter import PatternRewriter, RewritePattern

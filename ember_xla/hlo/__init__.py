@@ -6,7 +6,7 @@ instructions: ``op.opcode`` is the HLO opcode, ``op.result.type`` its ``Shape`` 
 (field name -> value; messages as dicts, enums by name, repeated fields as lists).
 """
 
-from ember_xla.ir.hlo import dialect as _dialect  # noqa: F401  (registers "hlo")
-from ember_xla.ir.hlo.shape import Shape
+from ember_xla.hlo import dialect as _dialect  # noqa: F401  (registers "hlo")
+from ember_xla.hlo.shape import Shape
 
 __all__ = ["Shape"]

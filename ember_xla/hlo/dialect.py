@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from ember_xla.hlo.printer import print_module
+from ember_xla.hlo.verifier import verify_module
 from ember_xla.ir.dialect import Dialect, register_dialect
-from ember_xla.ir.hlo.printer import print_module
-from ember_xla.ir.hlo.verifier import verify_module
 
 
 def _parse(text: str, path: str) -> object:
-    from ember_xla.ir.hlo.parser import parse_module
+    from ember_xla.hlo.parser import parse_module
 
     return parse_module(text, path)
 

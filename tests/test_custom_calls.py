@@ -5,7 +5,7 @@ import math
 import pytest
 
 from ember_xla import native
-from ember_xla.targets import (
+from ember_xla.custom_calls import (
     KERNEL_ATTRS,
     TARGETS,
     decode_backend_config,
@@ -49,7 +49,7 @@ def test_registry_is_the_one_source_of_names():
 
 def test_mlir_f64_always_has_a_decimal_point():
     # "-3e+38 : f64" is not an MLIR float literal: XLA:CPU crashes on such a backend_config
-    from ember_xla.targets import mlir_f64
+    from ember_xla.custom_calls import mlir_f64
 
     assert mlir_f64(-3e38) == "-3.0e+38 : f64"
     assert mlir_f64(1e-07) == "1.0e-07 : f64"

@@ -12,13 +12,13 @@ from typing import Any
 
 import numpy as np
 
+from ember_xla.hlo.attr_text import parse_attr
+from ember_xla.hlo.cursor import SIMPLE_SHAPE, Cursor
+from ember_xla.hlo.errors import HloImportError
+from ember_xla.hlo.literal import literal_from_numpy
+from ember_xla.hlo.opcodes import OPCODES
+from ember_xla.hlo.shape import ELEMENT_TYPES, Shape, shape_to_dict
 from ember_xla.ir.graph import Graph, Module
-from ember_xla.ir.hlo.attr_text import parse_attr
-from ember_xla.ir.hlo.cursor import SIMPLE_SHAPE, Cursor
-from ember_xla.ir.hlo.errors import ImportError_
-from ember_xla.ir.hlo.literal import literal_from_numpy
-from ember_xla.ir.hlo.opcodes import OPCODES
-from ember_xla.ir.hlo.shape import ELEMENT_TYPES, Shape, shape_to_dict
 from ember_xla.ir.operation import Operation
 from ember_xla.util.nogc import gc_paused
 
@@ -396,12 +396,12 @@ def parse_module_located(text: str, path: str | None = None) -> tuple[Module, Lo
             p = _Parser(text, path)
             m = p.module()
             return m, Located(text, p.starts)
-    except ImportError_:
+    except HloImportError:
         raise
     except RecursionError:
-        raise ImportError_("HLO text is nested too deeply", path) from None
+        raise HloImportError("HLO text is nested too deeply", path) from None
 
 
 def parse_module(text: str, path: str | None = None) -> Module:
-    """Parse HLO text into an ``ir.Module``; raises ``ImportError_`` with line:column."""
+    """Parse HLO text into an ``ir.Module``; raises ``HloImportError`` with line:column."""
     return parse_module_located(text, path)[0]

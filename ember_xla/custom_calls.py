@@ -11,7 +11,7 @@ import re
 import struct
 from typing import Any
 
-from ember_xla.ir.hlo.extensions import register_attribute_encoder
+from ember_xla.hlo.extensions import register_attribute_encoder
 
 #: Attributes every kernel takes, in the order they are printed (the handler looks names up).
 KERNEL_ATTRS = ("combiner", "index_bits", "index_mode", "init", "weighted", "wrap_negative")

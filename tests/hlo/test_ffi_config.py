@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from ember_xla.ir.hlo.ffi_config import check_backend_config
+from ember_xla.hlo.ffi_config import check_backend_config
 from ember_xla.ir.operation import Operation
 
-DOC = Path(__file__).parents[3] / "docs" / "CUSTOM_CALL.md"
+DOC = Path(__file__).parents[2] / "docs" / "CUSTOM_CALL.md"
 
 
 def call(config: str, api: object = "API_VERSION_TYPED_FFI") -> Operation:

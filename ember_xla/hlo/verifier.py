@@ -5,12 +5,12 @@ that can be checked locally (elementwise, tuples, reshape, broadcast, calls)."""
 
 from __future__ import annotations
 
+from ember_xla.hlo.counts import check_counts, check_shape
+from ember_xla.hlo.ffi_config import check_backend_config
+from ember_xla.hlo.opcodes import ARITY, ELEMENTWISE, OPCODES
+from ember_xla.hlo.shape import Shape
 from ember_xla.ir.dialect import VerifyError
 from ember_xla.ir.graph import Graph, Module
-from ember_xla.ir.hlo.counts import check_counts, check_shape
-from ember_xla.ir.hlo.ffi_config import check_backend_config
-from ember_xla.ir.hlo.opcodes import ARITY, ELEMENTWISE, OPCODES
-from ember_xla.ir.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 
 _TYPE_CHANGING = {"abs", "convert", "compare", "is-finite", "real", "imag", "complex", "select",

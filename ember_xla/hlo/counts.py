@@ -6,7 +6,7 @@ or ``None``."""
 
 from __future__ import annotations
 
-from ember_xla.ir.hlo.shape import Shape
+from ember_xla.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 
 MAX_TUPLE_DEPTH = 32  # protobuf refuses messages nested ~100 deep; XLA's own modules use < 5

@@ -11,9 +11,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ember_xla.ir.hlo.cursor import Cursor
-from ember_xla.ir.hlo.extensions import encode_extensions
-from ember_xla.ir.hlo.shape import shape_from_dict, shape_to_dict
+from ember_xla.hlo.cursor import Cursor
+from ember_xla.hlo.extensions import encode_extensions
+from ember_xla.hlo.shape import shape_from_dict, shape_to_dict
 
 # Fields that have no text form and carry no semantics (debug or statistics data).
 # (and fields a newer XLA wrote that the installed schema does not know).

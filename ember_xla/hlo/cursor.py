@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from ember_xla.ir.hlo.errors import ImportError_
-from ember_xla.ir.hlo.shape import ELEMENT_TYPES, Shape
+from ember_xla.hlo.errors import HloImportError
+from ember_xla.hlo.shape import ELEMENT_TYPES, Shape
 
 _NAME = re.compile(r"%?[A-Za-z_$][\w.\-$]*")
 _WS = re.compile(r"(?:[ \t\r\n]+|/\*.*?\*/|//[^\n]*)*", re.S)
@@ -43,9 +43,9 @@ class Cursor:
         col = pos - (self.text.rfind("\n", 0, pos) + 1) + 1
         return line, col
 
-    def error(self, message: str, pos: int | None = None) -> ImportError_:
+    def error(self, message: str, pos: int | None = None) -> HloImportError:
         line, col = self.location(pos)
-        return ImportError_(message, self.path, line, col)
+        return HloImportError(message, self.path, line, col)
 
     def found(self) -> str:
         if self.at_end():

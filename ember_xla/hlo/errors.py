@@ -4,7 +4,7 @@ and what was expected."""
 from __future__ import annotations
 
 
-class ImportError_(ValueError):  # noqa: N801 - avoid shadowing the builtin ImportError
+class HloImportError(ValueError):
     """Bad or unsupported input. ``str(err)`` is a one-line message with the location."""
 
     def __init__(self, message: str, path: str | None = None, line: int = 0, col: int = 0):

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ember_xla.ir.hlo.shape import Shape, numpy_dtype, shape_from_dict, shape_to_dict
+from ember_xla.hlo.shape import Shape, numpy_dtype, shape_from_dict, shape_to_dict
 
 # element type -> (proto field, stored as bytes?)
 _FIELD: dict[str, tuple[str, bool]] = {

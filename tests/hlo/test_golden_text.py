@@ -5,14 +5,14 @@ import pathlib
 
 import numpy as np
 
+from ember_xla.hlo.parser import parse_module
+from ember_xla.hlo.printer import print_module
+from ember_xla.hlo.verifier import verify_module
 from ember_xla.hlo_import.proto import module_to_proto
-from ember_xla.hlo_import.text import parse_module
-from ember_xla.ir.hlo.printer import print_module
-from ember_xla.ir.hlo.verifier import verify_module
 from ember_xla.runtime.inputs import random_inputs
 from ember_xla.runtime.xla_cpu import compile_proto, xla_parse_text
 
-GOLDEN = pathlib.Path(__file__).parents[2] / "golden" / "hlo"
+GOLDEN = pathlib.Path(__file__).parents[1] / "golden" / "hlo"
 
 
 def test_canonical_prints_as_expected():

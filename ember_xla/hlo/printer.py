@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember_xla.hlo.attr_text import _quote, print_attrs
+from ember_xla.hlo.literal import literal_text, literal_to_numpy
+from ember_xla.hlo.shape import shape_from_dict
 from ember_xla.ir.graph import Graph, Module
-from ember_xla.ir.hlo.attr_text import _quote, print_attrs
-from ember_xla.ir.hlo.literal import literal_text, literal_to_numpy
-from ember_xla.ir.hlo.shape import shape_from_dict
 from ember_xla.ir.operation import Operation
 from ember_xla.util.nogc import gc_paused
 
