@@ -23,7 +23,7 @@ from typing import Any
 from ember_xla.batch.settings import JobSettings
 
 POLL_S = 0.05
-STARTUP_TIMEOUT_S = 600.0
+STARTUP_MIN_S = 120.0  # a worker's start (imports, warm-up) may take max(this, --timeout_s)
 _PR_SET_PDEATHSIG = 1
 LAUNCHER = f"""\
 import ctypes, os, signal, sys
@@ -85,7 +85,7 @@ class WorkerProcess:
         self._buf = b""
         cfg = {"settings": self.settings.as_dict(), "tensorflow": self.tensorflow}
         self._send(cfg)
-        got = self._receive(STARTUP_TIMEOUT_S, 0)
+        got = self._receive(max(STARTUP_MIN_S, self.settings.timeout_s), 0)
         if "ready" not in got:
             self.kill()
             raise WorkerStartError(f"the batch worker did not start: {got.get('error')} "

@@ -18,6 +18,7 @@ from absl import flags
 
 import ember_xla.cli.target_flag  # noqa: F401  (--target)
 from ember_xla.cli.errors import UsageError
+from ember_xla.util.input_files import refuse_special
 
 flags.DEFINE_string("placement", "auto", "place, emulate on an NPU target: auto (skew-aware "
                     "mapper), symmetric, greedy, optimum (MILP, small cases) or a plan .json.")
@@ -39,6 +40,7 @@ def load_workload(path: str) -> tuple[list, list]:
     """Tables (lazy rows) and bags from a WORKLOAD .npz; bad files are one-line errors."""
     from ember_xla.emulator.npu.workload import Table, bags
 
+    refuse_special(path)
     try:
         z = np.load(path)
     except (OSError, ValueError) as e:

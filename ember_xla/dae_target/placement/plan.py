@@ -18,6 +18,7 @@ import numpy as np
 
 from ember_xla.emulator.npu.machine import L1_STRATEGIES, STRATEGIES, Machine
 from ember_xla.emulator.npu.run import Work
+from ember_xla.util.input_files import open_regular
 
 FORMAT = "ember-xla-placement-plan/1"
 
@@ -142,10 +143,11 @@ def load_plan(path: str | Path) -> Plan:
     """Read a plan saved by ``Plan.save``; a malformed file is one line naming file and key."""
     p = str(path)
     try:
-        d = json.loads(Path(path).read_text())
+        with open_regular(p) as f:
+            d = json.loads(f.read().decode("utf-8"))
     except OSError as e:
         raise PlanError(f"{p}: cannot read: {e.strerror}") from None
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise PlanError(f"{p}: not valid JSON: {e}") from None
     if not isinstance(d, dict) or d.get("format") != FORMAT:
         raise PlanError(f"{p}: format: expected {FORMAT!r}")
