@@ -6,7 +6,6 @@ replaced as a whole (``util.atomic.write_folder_atomic``)."""
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
@@ -15,6 +14,7 @@ from ember_xla.hlo_import.model import Model
 from ember_xla.hlo_import.proto import module_to_proto
 from ember_xla.ir.hlo.printer import print_module
 from ember_xla.rewrites.pipeline import RewriteResult, rewrite_module
+from ember_xla.util import strict_json
 from ember_xla.util.atomic import check_removable, resolve_output, write_folder_atomic
 
 OUTPUTS = ("rewritten.pb", "rewritten.hlo", "report.json")
@@ -100,7 +100,7 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
         files: dict[str, bytes | str] = {
             "rewritten.pb": module_to_proto(result.module),
             "rewritten.hlo": print_module(result.module),
-            "report.json": json.dumps(report, indent=2) + "\n",
+            "report.json": strict_json.dumps(report, indent=2) + "\n",
         }
     except ValueError as e:  # e.g. a layout field the text printer cannot spell
         raise UsageError(f"{model.source}: cannot write the rewritten module: {e}") from None
