@@ -11,6 +11,7 @@ from ember_xla.hlo_import.model import Model
 from ember_xla.hlo_import.proto import module_from_proto
 from ember_xla.ir.dialect import VerifyError
 from ember_xla.ir.graph import Module
+from ember_xla.util.input_files import SpecialFileError, open_regular, refuse_special_tree
 
 TEXT_SUFFIXES = (".hlo", ".txt", ".hlo.txt")
 MAX_INPUT_BYTES = 2**31  # protobuf's own limit for one message
@@ -24,11 +25,15 @@ def max_input_bytes() -> int:
 
 
 def read_limited(path: str) -> bytes:
-    """The file's bytes; refuses more than ``max_input_bytes()`` (e.g. /dev/zero, a FIFO)."""
+    """The file's bytes; refuses special files (a FIFO, /dev/zero) and more than
+    ``max_input_bytes()``."""
     limit = max_input_bytes()
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             data = f.read(limit + 1)
+    except SpecialFileError as e:
+        raise HloImportError(f"is {e.kind}, not a regular file (reading it could block); "
+                           "expected a model file or folder", path) from None
     except OSError as e:
         raise HloImportError(f"cannot read: {e.strerror}", path) from None
     if len(data) > limit:
@@ -44,6 +49,11 @@ def load_models(path: str, signature: str | None = None, unknown_dim: int = 8) -
     if os.path.isdir(path):
         from ember_xla.hlo_import.tf_source import from_saved_model
 
+        try:
+            refuse_special_tree(path)
+        except SpecialFileError as e:
+            raise HloImportError(f"holds {e.path}, which is {e.kind}, not a regular file; "
+                               "refused (reading it could block)", path) from None
         models = list(from_saved_model(path, signature, unknown_dim).values())
         for m in models:
             verified(m.module, path)
