@@ -35,7 +35,8 @@ def native_rsqrt(x: np.ndarray) -> np.ndarray:
 def xla_rsqrt(x: np.ndarray) -> np.ndarray:
     import jax
 
-    return np.asarray(jax.jit(jax.lax.rsqrt, backend="cpu")(x))
+    cpu = jax.local_devices(backend="cpu")[0]
+    return np.asarray(jax.jit(jax.lax.rsqrt)(jax.device_put(x, cpu)))
 
 
 def same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
