@@ -68,7 +68,7 @@ def find_clusters(module: Module, patterns: list[Pattern]) -> MatchResult:
                     c = p.match(op)
                 except NoMatch as e:
                     counters[p.name]["failed"] += 1
-                    if _looks_like_lookup(op):
+                    if getattr(e, "report", False) or _looks_like_lookup(op):
                         misses.append(NearMiss(p.name, op, str(e)))
                     continue
                 overlap = [o.name for o in c.owned if id(o) in claimed]

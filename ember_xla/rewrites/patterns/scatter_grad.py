@@ -26,8 +26,24 @@ from ember_xla.targets import SCATTER_GRAD
 GRAD_TYPES = ("f32", "bf16", "f16")
 
 
+def _unclamped(ids: Value, rows: int) -> Value | None:
+    """x if ``ids`` is ``clamp(0, x, rows - 1)`` (``mode="clip"``: JAX clamps the scatter's
+    indices explicitly, while the forward gather reads x and XLA's gather clamps it itself)."""
+    op = ids.owner
+    if op.opcode != "clamp" or len(op.operands) != 3:
+        return None
+    lo, hi = (scalar_constant(Ref(op.operands[i])) for i in (0, 2))
+    return op.operands[1] if lo == 0 and hi == rows - 1 else None
+
+
 def forward_gather(ids: Value, table_dims: tuple[int, ...]) -> Operation | None:
-    """A row gather reading ``ids`` as its indices from a table of shape ``table_dims``."""
+    """A row gather reading ``ids`` (or the ids a clip-mode clamp clamps) as its indices from a
+    table of shape ``table_dims``."""
+    raw = _unclamped(ids, table_dims[0])
+    if raw is not None:
+        found = forward_gather(raw, table_dims)
+        if found is not None:
+            return found
     for u in ids.owner.users:
         if (u.opcode == "gather" and u.operands[1] is ids
                 and tuple(u.operands[0].type.dims) == table_dims
@@ -95,8 +111,10 @@ class ScatterGrad(Pattern):
         _zero_operand(op)
         fwd = forward_gather(ids, tuple(out.dims))
         if fwd is None:
-            raise NoMatch(f"no row gather of a {out} table reads the ids {ids.owner.name}: "
-                          "the scatter is not the gradient of a lookup")
+            miss = NoMatch(f"no row gather of a {out} table reads the ids {ids.owner.name}: "
+                           "the zero-initialised scatter-add is not the gradient of a lookup")
+            miss.report = True  # a near-miss even without a gather nearby
+            raise miss
         if depends_on(fwd.operands[0], op):
             # the "lookup" reads a cotangent computed from this scatter: this scatter is the
             # forward segment reduction (left to ember.segment_reduce), not a gradient
