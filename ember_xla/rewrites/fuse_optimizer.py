@@ -20,7 +20,10 @@ import dataclasses
 import math
 from typing import Any
 
+import numpy as np
+
 from ember_xla.ir.graph import Graph, Module
+from ember_xla.ir.hlo.literal import literal_from_numpy
 from ember_xla.ir.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.rewriter import PatternRewriter
@@ -38,7 +41,7 @@ REFUSED = ("the update of a row without gradient is not the identity (Adam, mome
 class FusedUpdate:
     target: Target
     optimizer: str
-    inputs: list[Value]          # the fused call's operands (the scalars as f32[] values)
+    inputs: list[Value | None]   # the fused call's operands (scalars as f32[] values; None: 0)
     replaced: list[Value]        # the dense results the call's outputs replace, in order
     owned: list[Operation]       # the ops the call replaces (the gradient call included)
     negate_scale: bool = False   # the call gets -s (for ``t - s * g``)
@@ -109,12 +112,18 @@ def match_adagrad(gcall: Operation) -> FusedUpdate:
     acc = _only_user(sq.result, "add", "g * g")
     accum = _table(_other(acc, sq.result), g, "the accumulator")
     gt = next((x for x in acc.users if x.opcode == "compare"), None)
-    plus = next((x for x in acc.users if x.opcode == "add"), None)
-    if (gt is None or plus is None or gt.attributes.get("comparison_direction") != "GT"
+    if (gt is None or gt.attributes.get("comparison_direction") != "GT"
             or gt.operands[0] is not acc.result or not _is_zero(gt.operands[1])):
-        raise NoMatch("the accumulator is not compared > 0 and offset by eps")
-    eps = _scalar(_other(plus, acc.result), "eps")
-    rs = _only_user(plus.result, "rsqrt", "a + eps")
+        raise NoMatch("the accumulator is not compared > 0")
+    plus = next((x for x in acc.users if x.opcode == "add"), None)
+    eps: Value | None = None  # eps = 0: JAX drops the add of a literal zero
+    if plus is not None:
+        eps = _scalar(_other(plus, acc.result), "eps")
+        rs = _only_user(plus.result, "rsqrt", "a + eps")
+    else:
+        rs = next((x for x in acc.users if x.opcode == "rsqrt"), None)
+        if rs is None:
+            raise NoMatch("the accumulator is not offset by eps under an rsqrt")
     sel = _only_user(rs.result, "select", "rsqrt(a + eps)")
     if (sel.operands[0] is not gt.result or sel.operands[1] is not rs.result
             or not _is_zero(sel.operands[2])
@@ -127,7 +136,7 @@ def match_adagrad(gcall: Operation) -> FusedUpdate:
     upd = _only_user(v.result, "add", "the scaled update")
     table = _table(_other(upd, v.result), g, "the updated value")
     idx, rows = gcall.operands
-    owned = [upd, v, u, sel, rs, plus, gt, acc, sq, gcall]
+    owned = [upd, v, u, sel, rs] + ([plus] if plus is not None else []) + [gt, acc, sq, gcall]
     return FusedUpdate(SPARSE_ADAGRAD, "adagrad", [table, accum, idx, rows, s, eps],
                        [upd.result, acc.result], owned)
 
@@ -194,6 +203,14 @@ def _replace(module: Module, gcall: Operation, f: FusedUpdate, index: int,
              rw: PatternRewriter) -> dict[str, Any]:
     g: Graph = gcall.parent
     anchor = f.owned[0]
+    scalar = Shape.array("f32", ())
+    for i, v in enumerate(f.inputs):
+        if v is None:  # a scalar the graph does not spell (eps = 0)
+            zero = Operation("constant", [], [scalar],
+                             {"literal": literal_from_numpy(np.zeros((), np.float32), scalar)},
+                             name=g.unique_name("ember_zero"))
+            rw.insert_before(anchor, zero)
+            f.inputs[i] = zero.result
     inputs = list(f.inputs)
     shapes = [v.type for v in f.replaced]
     comp = _reference(module, f, gcall, shapes, index)

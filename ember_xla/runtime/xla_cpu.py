@@ -43,6 +43,10 @@ class Executable:
         except Exception as e:
             raise XlaError(f"XLA:CPU execution failed: {e}") from None
 
+    def optimized_hlo(self) -> str:
+        """The HLO text of the module as XLA optimized it (fusions, copies, aliasing)."""
+        return "\n".join(m.to_string() for m in self._loaded.hlo_modules())
+
     def run(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         return [np.asarray(o) for o in self.run_device([np.asarray(a) for a in inputs])]
 
