@@ -18,7 +18,7 @@ from ember_xla.ir.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.value import Value
 from ember_xla.rewrites.cluster import Cluster
-from ember_xla.rewrites.matcher import Pattern
+from ember_xla.rewrites.matcher import Pattern, looks_like_lookup
 from ember_xla.rewrites.refs import Ref, binary_combiner, resolve, scalar_constant
 from ember_xla.rewrites.walk import NoMatch, Walk
 from ember_xla.targets import SCATTER_GRAD
@@ -80,6 +80,7 @@ class ScatterGrad(Pattern):
     name = SCATTER_GRAD.name
     kind = "scatter_grad"
     roots = ("scatter",)
+    quiet = True  # most scatters are forward segment reductions: their pattern reports them
 
     def match(self, op: Operation) -> Cluster:
         if len(op.operands) != 3:
@@ -113,7 +114,9 @@ class ScatterGrad(Pattern):
         if fwd is None:
             miss = NoMatch(f"no row gather of a {out} table reads the ids {ids.owner.name}: "
                            "the zero-initialised scatter-add is not the gradient of a lookup")
-            miss.report = True  # a near-miss even without a gather nearby
+            # reported unless the updates are looked-up rows (a forward segment reduction,
+            # which its own pattern reports)
+            miss.report = not looks_like_lookup(op)
             raise miss
         if depends_on(fwd.operands[0], op):
             # the "lookup" reads a cotangent computed from this scatter: this scatter is the
