@@ -163,3 +163,29 @@ def test_donated_table_is_updated_in_place(donate):
     assert 'custom_call_target="ember.sparse_sgd"' in hlo
     copies = [ln for ln in hlo.splitlines() if f"f32[{ts.V},{ts.D}]" in ln and " copy(" in ln]
     assert len(copies) == (0 if donate else 1), copies
+
+
+@pytest.mark.parametrize("name", ["sgd", "adagrad"])
+def test_flax_linen_embed_step(name):
+    """A flax.linen model (Embed, bag mean, Dense) trained with optax: the table's update is
+    fused, the Dense layer's stays in XLA, the whole step is bit-identical."""
+    flax_nn = pytest.importorskip("flax.linen")
+
+    class Model(flax_nn.Module):
+        @flax_nn.compact
+        def __call__(self, ids):
+            e = flax_nn.Embed(ts.V, ts.D)(ids)
+            return flax_nn.Dense(1)(e.mean(axis=1))[:, 0]
+
+    rng = np.random.default_rng(11)
+    ids, y = ts.batch(rng, 0, 20)
+    model = Model()
+    params = model.init(jax.random.PRNGKey(0), ids)
+    opt = optax.sgd(0.05) if name == "sgd" else optax.adagrad(0.05)
+
+    def loss(params, ids, y):
+        return jnp.mean((model.apply(params, ids) - y) ** 2)
+
+    r = ts.check_step(ts.optax_step(loss, opt), params, opt.init(params), ids, y)
+    want = name if name == "sgd" or rsqrt_matches_xla() else None
+    assert optimizers(r) == [want], ts.backward(r)
