@@ -35,6 +35,7 @@ class Target:
     grouped: bool = False           # operands repeat per table; tuple result
     attributes: tuple[str, ...] = KERNEL_ATTRS
     library: str = "kernels"        # "kernels": libember_kernels.so; "emulator": the emulator's
+    direction: str = "forward"      # "backward": a lookup's gradient (and optimizer update)
 
 
 TARGETS: dict[str, Target] = {t.name: t for t in (
@@ -55,6 +56,17 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("ember.multi_segment_reduce", "multi_segment_reduce",
            ("table", "indices", "segment_ids"), "EmberMultiSegmentReduce",
            attributes=MULTI_ATTRS),
+    # the backward of a row lookup: scatter-add of per-lookup gradient rows into a zero [V, D]
+    # table, bit-identical to XLA's scatter (rewrites/patterns/scatter_grad.py)
+    Target("ember.scatter_grad", "scatter_grad", ("indices", "updates"), "EmberScatterGrad",
+           weights=False, attributes=(), direction="backward"),
+    # that gradient fused with an optimizer update of the touched rows, in place (the results
+    # alias the table and slot operands; rewrites/fuse_optimizer.py)
+    Target("ember.sparse_sgd", "sparse_sgd", ("table", "indices", "updates", "scale"),
+           "EmberSparseSgd", weights=False, attributes=(), direction="backward"),
+    Target("ember.sparse_adagrad", "sparse_adagrad",
+           ("table", "accumulator", "indices", "updates", "scale", "eps"), "EmberSparseAdagrad",
+           weights=False, attributes=(), direction="backward"),
     # emulate mode: the cluster's operands in, its results out; runs the cluster's DAE program
     # on the C++ emulator (docs/DAE_PROGRAM.md, "The FFI target"). Not a kernel cluster.
     Target("ember.emulate", "emulate", (), "EmberEmulate", weights=False,
@@ -68,6 +80,9 @@ GROUPED_SEGMENT_REDUCE = TARGETS["ember.grouped_segment_reduce"]
 GROUPED_SEGMENT_REDUCE_CONCAT = TARGETS["ember.grouped_segment_reduce_concat"]
 MULTI_SEGMENT_REDUCE = TARGETS["ember.multi_segment_reduce"]
 EMULATE = TARGETS["ember.emulate"]
+SCATTER_GRAD = TARGETS["ember.scatter_grad"]
+SPARSE_SGD = TARGETS["ember.sparse_sgd"]
+SPARSE_ADAGRAD = TARGETS["ember.sparse_adagrad"]
 
 
 def target_of_kind(kind: str) -> Target:

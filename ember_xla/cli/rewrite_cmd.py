@@ -75,7 +75,9 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
                                            assume_finite_tables=assume_finite_tables)
     for c in result.clusters:
         t = c["table"]
-        say(f"  cluster {c['custom_call']}: {c['kind']} {c['attributes']['combiner']} over "
+        what = (c["attributes"]["combiner"] if c["pass"] == "forward"
+                else f"gradient, optimizer {c.get('optimizer') or 'kept in XLA'},")
+        say(f"  cluster {c['custom_call']}: {c['kind']} {what} over "
             f"table {t['instruction']} [{t['rows']}x{t['dim']} {t['dtype']}] -> {c['output']}")
     for grp in result.groups:
         what = ("reductions of one lookup" if grp.get("multi_output")

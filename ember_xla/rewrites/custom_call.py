@@ -24,11 +24,12 @@ def backend_config(attrs: dict[str, Any]) -> bytes:
 def custom_call_attributes(kind: str, attrs: dict[str, Any]) -> dict[str, Any]:
     """The instruction attributes of an ``ember.<kind>`` custom-call: the kernel attributes
     stay structured under ``ATTRS_KEY`` and become ``backend_config`` on export."""
-    missing = [k for k in KERNEL_ATTRS if k not in attrs]
+    target = target_of_kind(kind)
+    missing = [k for k in target.attributes if k not in attrs]
     if missing:
         raise ValueError(f"custom-call attributes missing: {missing}")
     return {
-        "custom_call_target": target_of_kind(kind).name,
+        "custom_call_target": target.name,
         "custom_call_api_version": "API_VERSION_TYPED_FFI",
-        ATTRS_KEY: {k: attrs[k] for k in KERNEL_ATTRS},
+        ATTRS_KEY: {k: attrs[k] for k in target.attributes},
     }

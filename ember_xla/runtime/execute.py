@@ -29,25 +29,29 @@ def executable_proto(module: Module) -> bytes:
     return module_to_proto(module)
 
 
-def compile_module(module: Module) -> Executable:
+def compile_module(module: Module, options: dict[str, bool | int | str] | None = None
+                   ) -> Executable:
     proto = executable_proto(module)
-    return compile_proto_cached(proto)
+    return compile_proto_cached(proto, options)
 
 
-def compile_proto_cached(proto: bytes) -> Executable:
-    key = hashlib.sha256(proto).hexdigest()
+def compile_proto_cached(proto: bytes, options: dict[str, bool | int | str] | None = None
+                         ) -> Executable:
+    key = hashlib.sha256(proto + repr(sorted((options or {}).items())).encode()).hexdigest()
     if key not in _CACHE:
         if b"ember." in proto:  # the module calls our custom-call targets
             from ember_xla.native import register_targets
 
             register_targets()
-        _CACHE[key] = compile_proto(proto)
+        _CACHE[key] = compile_proto(proto, options)
     return _CACHE[key]
 
 
-def run_module(module: Module, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    """Compile ``module`` for the CPU and run it; returns the flattened outputs."""
+def run_module(module: Module, inputs: list[np.ndarray],
+               options: dict[str, bool | int | str] | None = None) -> list[np.ndarray]:
+    """Compile ``module`` for the CPU (with XLA debug ``options``, if any) and run it; returns
+    the flattened outputs."""
     n = len(module.entry.params())
     if len(inputs) != n:
         raise ValueError(f"module {module.name} takes {n} inputs, got {len(inputs)}")
-    return compile_module(module).run(inputs)
+    return compile_module(module, options).run(inputs)

@@ -139,6 +139,9 @@ def cluster_spec(op: Operation) -> ClusterSpec:
         raise LoweringRefused(f"{op.name}: not an ember custom-call")
     target = TARGETS[op.attributes["custom_call_target"]]
     where = f"{target.name} %{op.name}"
+    if target.direction == "backward":
+        raise LoweringRefused(f"{where}: the backward of a lookup (gradient and optimizer "
+                              "update) has no DAE lowering; it runs on the native kernels")
     if "combiner" not in target.attributes:  # ember.multi_segment_reduce: several combiners
         raise LoweringRefused(f"{where}: a call with one result per combiner "
                               f"({', '.join(target.attributes)}) has no DAE lowering; rewrite "
