@@ -22,15 +22,15 @@ from typing import Any
 
 import numpy as np
 
-from ember_xla.ir.graph import Graph, Module
+from ember_xla.custom_calls import ATTRS_KEY, SCATTER_GRAD, SPARSE_ADAGRAD, SPARSE_SGD, Target
 from ember_xla.hlo.literal import literal_from_numpy
 from ember_xla.hlo.shape import Shape
+from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.rewriter import PatternRewriter
 from ember_xla.ir.value import Value
 from ember_xla.rewrites.refs import Ref, scalar_constant
 from ember_xla.rewrites.walk import NoMatch
-from ember_xla.custom_calls import ATTRS_KEY, SCATTER_GRAD, SPARSE_ADAGRAD, SPARSE_SGD, Target
 
 REFUSED = ("the update of a row without gradient is not the identity (Adam, momentum, weight "
            "decay, global-norm clipping ...) or the gradient is used elsewhere: the update "

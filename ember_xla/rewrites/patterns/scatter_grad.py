@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+from ember_xla.custom_calls import SCATTER_GRAD
 from ember_xla.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.value import Value
@@ -21,7 +22,6 @@ from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.matcher import Pattern, looks_like_lookup
 from ember_xla.rewrites.refs import Ref, binary_combiner, resolve, scalar_constant
 from ember_xla.rewrites.walk import NoMatch, Walk
-from ember_xla.custom_calls import SCATTER_GRAD
 
 GRAD_TYPES = ("f32", "bf16", "f16")
 
