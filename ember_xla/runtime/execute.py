@@ -13,7 +13,7 @@ from ember_xla.ir.passes import PassManager
 from ember_xla.runtime.legalize import EXECUTION_PIPELINE, needs_legalization
 from ember_xla.runtime.xla_cpu import Executable, compile_proto
 
-_CACHE: dict[str, Executable] = {}
+_CACHE: dict[tuple[str, bool | None], Executable] = {}
 
 
 def clone_module(module: Module) -> Module:
@@ -29,25 +29,28 @@ def executable_proto(module: Module) -> bytes:
     return module_to_proto(module)
 
 
-def compile_module(module: Module) -> Executable:
+def compile_module(module: Module, excess_precision: bool | None = None) -> Executable:
     proto = executable_proto(module)
-    return compile_proto_cached(proto)
+    return compile_proto_cached(proto, excess_precision)
 
 
-def compile_proto_cached(proto: bytes) -> Executable:
-    key = hashlib.sha256(proto).hexdigest()
+def compile_proto_cached(proto: bytes, excess_precision: bool | None = None) -> Executable:
+    """``compile_proto`` once per (module bytes, ``xla_allow_excess_precision`` setting)."""
+    key = (hashlib.sha256(proto).hexdigest(), excess_precision)
     if key not in _CACHE:
         if b"ember." in proto:  # the module calls our custom-call targets
             from ember_xla.native import register_targets
 
             register_targets()
-        _CACHE[key] = compile_proto(proto)
+        _CACHE[key] = compile_proto(proto, excess_precision)
     return _CACHE[key]
 
 
-def run_module(module: Module, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    """Compile ``module`` for the CPU and run it; returns the flattened outputs."""
+def run_module(module: Module, inputs: list[np.ndarray],
+               excess_precision: bool | None = None) -> list[np.ndarray]:
+    """Compile ``module`` for the CPU and run it; returns the flattened outputs.
+    ``excess_precision``: XLA's ``xla_allow_excess_precision`` (None: its default, true)."""
     n = len(module.entry.params())
     if len(inputs) != n:
         raise ValueError(f"module {module.name} takes {n} inputs, got {len(inputs)}")
-    return compile_module(module).run(inputs)
+    return compile_module(module, excess_precision).run(inputs)

@@ -47,14 +47,18 @@ class Executable:
         return [np.asarray(o) for o in self.run_device([np.asarray(a) for a in inputs])]
 
 
-def compile_proto(proto: bytes) -> Executable:
-    """Compile serialized HloModuleProto bytes for the CPU."""
+def compile_proto(proto: bytes, excess_precision: bool | None = None) -> Executable:
+    """Compile serialized HloModuleProto bytes for the CPU. ``excess_precision`` sets XLA's
+    ``xla_allow_excess_precision`` (None: XLA's default, true)."""
     from jaxlib import _jax
 
     be, dev = _backend()
+    options = _jax.CompileOptions()
+    if excess_precision is not None:
+        options.env_option_overrides = [("xla_allow_excess_precision", bool(excess_precision))]
     try:
         mlir = _jax.mlir.hlo_to_stablehlo(proto)
-        loaded = be.compile_and_load(mlir, _jax.DeviceList((dev,)), _jax.CompileOptions())
+        loaded = be.compile_and_load(mlir, _jax.DeviceList((dev,)), options)
     except Exception as e:
         raise XlaError(f"XLA:CPU compilation failed: {e}") from None
     return Executable(loaded)
