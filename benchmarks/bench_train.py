@@ -197,6 +197,7 @@ def tbe_variant(args, data, optimizer: str):
             head.sub_(LR * head.grad)
             head.grad = None
         return loss
+    run.tables = lambda: [w.detach().numpy().copy() for w in tbe.split_embedding_weights()]
     return run, f"FBGEMM TBE {opt[optimizer].name} (fused backward + update, in place)"
 
 
@@ -225,6 +226,7 @@ def torch_variant(args, data, optimizer: str):
         with torch.no_grad():
             head.sub_(LR * head.grad)
         return loss
+    run.tables = lambda: [p.detach().numpy().copy() for p in params]
     kind = "SGD" if optimizer == "sgd" else "Adagrad (element-wise, sparse grads)"
     return run, f"torch EmbeddingBag(sparse=True) + optim.{kind}"
 
@@ -283,6 +285,17 @@ def check(outs: dict) -> list[str]:
     return lines
 
 
+def check_torch(name: str, run, xla_tables: list[np.ndarray], exact_algorithm: bool) -> str:
+    """One step of a torch variant from the shared start against XLA's updated tables."""
+    run()
+    got = run.tables()
+    diff = max(float(np.abs(a - b).max()) for a, b in zip(got, xla_tables, strict=True))
+    close = all(np.allclose(a, b, rtol=1e-4, atol=1e-6)
+                for a, b in zip(got, xla_tables, strict=True))
+    what = "allclose to" if exact_algorithm else "(another algorithm) vs"
+    return f"check: {name} tables after one step {what} XLA: {close} (max |diff| {diff:.2e})"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -305,10 +318,12 @@ def main(argv: list[str] | None = None) -> int:
         for line in check(outs):
             print(line)
             ok = ok and line.endswith("True")
+        xla_tables = outs["xla"][:len(rows)]
         for make in (tbe_variant, torch_variant):
             run, label = make(args, data, optimizer)
             key = "tbe" if make is tbe_variant else "torch"
             runs[key], names[key] = run, label
+            print(check_torch(key, run, xla_tables, key == "tbe" or optimizer == "sgd"))
         base = RssSampler().rss()
         med, mins, peaks = time_variants(runs, args.reps)
         print(f"\n{optimizer}: {args.reps} repetitions of blocks of {BLOCK} (first untimed, "
