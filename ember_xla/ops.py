@@ -1,7 +1,9 @@
-"""``ember_xla.embedding_bag``: call the native embedding-bag kernels directly from JAX."""
+"""``ember_xla.embedding_bag``: call the native embedding-bag kernels directly from JAX
+(differentiable: its VJP is in bag_vjp.py)."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -64,10 +66,13 @@ def embedding_bag(table: Any, indices: Any, offsets: Any = None, *, segment_ids:
     ``mode``: "clip" clamps out-of-range indices (XLA gather), "fill" gives NaN rows (jnp.take).
     ``wrap_negative`` maps i < 0 to i + N first. Empty bags give ``init`` (0 for sum/mean,
     -inf for max, +inf for min). Runs on the CPU through the registered FFI targets.
+    Differentiable (``jax.grad``, also under ``jax.jit``) in ``table`` and ``weights`` for
+    sum, mean and sqrt_n (ember_xla/bag_vjp.py).
     """
     import jax
     import jax.numpy as jnp
 
+    from ember_xla.bag_vjp import BagSpec, differentiable_bag
     from ember_xla.native import register_targets
 
     if combiner not in _COMBINERS:
@@ -117,12 +122,11 @@ def embedding_bag(table: Any, indices: Any, offsets: Any = None, *, segment_ids:
                          " bits") from None
     register_targets()
     table = jnp.asarray(table)
-    operands = [table, jnp.asarray(indices)]
-    operands.append(jnp.asarray(offsets if offsets is not None else segment_ids))
-    if weights is not None:
-        operands.append(jnp.asarray(weights, dtype=table.dtype))
     out = jax.ShapeDtypeStruct((rows, table.shape[1]), table.dtype)
-    call = jax.ffi.ffi_call(target, out)
-    return call(*operands, combiner=combiner, index_mode=mode,
-                wrap_negative=bool(wrap_negative), weighted=weights is not None,
-                init=init, index_bits=64)
+    call = functools.partial(jax.ffi.ffi_call(target, out), combiner=combiner,
+                             index_mode=mode, wrap_negative=bool(wrap_negative),
+                             weighted=weights is not None, init=init, index_bits=64)
+    spec = BagSpec(call, offsets is not None, rows, combiner, mode, bool(wrap_negative))
+    return differentiable_bag(spec, table, jnp.asarray(indices),
+                              jnp.asarray(offsets if offsets is not None else segment_ids),
+                              None if weights is None else jnp.asarray(weights, table.dtype))

@@ -15,7 +15,7 @@ PURE = frozenset({
     "abs", "add", "and", "bitcast", "broadcast", "clamp", "compare", "concatenate",
     "constant", "convert", "copy", "divide", "dot", "gather", "iota", "maximum", "minimum",
     "multiply", "negate", "not", "or", "reduce", "remainder", "reshape", "scatter", "select",
-    "slice", "subtract", "transpose", "xor", "call",
+    "slice", "subtract", "transpose", "xor", "call", "tuple", "get-tuple-element",
 })
 
 

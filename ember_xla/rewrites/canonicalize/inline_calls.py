@@ -2,7 +2,12 @@
 ``remainder`` helpers ...), so the lookup, its masking and its index arithmetic sit in one
 computation. XLA inlines calls itself (CallInliner), so this changes no semantics; it is what
 lets ``jnp.take(mode='wrap')``'s floor-mod stay in XLA while the gather is rewritten, and the
-other canonicalizations see ``jnp.where`` masks and ``jax.nn.one_hot``."""
+other canonicalizations see ``jnp.where`` masks and ``jax.nn.one_hot``.
+
+Calls that return a tuple (the JVP/linearize wrappers of ``value_and_grad`` steps:
+``jvp_jit__take__`` returns the looked-up rows and the indices its transpose reuses) are inlined
+too; ``fold-tuple-index`` then reads through the tuple, so a training step's forward lookup sits
+in the entry computation like an inference one."""
 
 from __future__ import annotations
 

@@ -32,3 +32,43 @@ def test_take_wrap_segment_sum_is_rewritten(canon):
     r = rewrite_module(m)
     assert len(r.clusters) == 1 and r.clusters[0]["attributes"]["index_mode"] == "clip"
     assert run_module(r.module, args)[0].tobytes() == run_module(m, args)[0].tobytes()
+
+
+def test_jvp_wrapped_take_is_inlined_and_its_tuple_folded(canon):
+    """value_and_grad of jnp.take: the forward is ``jvp_jit__take__`` returning a tuple (rows,
+    indices for the transpose); after inline-calls no call, tuple or get-tuple-element is left
+    but the entry's root tuple, and the lookup is found as a cluster."""
+    import jax
+    import jax.numpy as jnp
+
+    def step(t, i):
+        loss, g = jax.value_and_grad(lambda t: (jnp.take(t, i, axis=0).sum(1) ** 2).sum())(t)
+        return t - 0.1 * g, loss
+
+    args = [canon.table(), np.array([[0, 9, 9], [3, -1, 2]], np.int32)]
+    work, notes = canon(step, args, "inline-calls")
+    ops = canon.opcodes(work)
+    assert "call" not in ops and "get-tuple-element" not in ops and ops.count("tuple") == 1
+    assert not notes
+    from ember_xla.hlo_import.jax_source import from_jax
+
+    original = from_jax(step, *args).module
+    assert any(op.opcode == "call" and op.name.startswith("jvp_jit__take__")
+               for op in original.entry.ops)
+    r = rewrite_module(original)
+    assert [c["kind"] for c in r.clusters if c.get("pass", "forward") == "forward"] == [
+        "padded_bag"]
+
+
+def test_get_tuple_element_of_a_tuple_folds(canon):
+    text = """HloModule m
+ENTRY e {
+  a = f32[2] parameter(0)
+  b = f32[3] parameter(1)
+  t = (f32[2], f32[3]) tuple(a, b)
+  g = f32[3] get-tuple-element(t), index=1
+  ROOT n = f32[3] negate(g)
+}"""
+    work, _ = canon(text, [np.zeros(2, np.float32), np.arange(3, dtype=np.float32)],
+                    "inline-calls")
+    assert canon.opcodes(work) == ["parameter", "parameter", "negate"]
