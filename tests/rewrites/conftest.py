@@ -1,6 +1,6 @@
 """Load the sibling idiom zoo, library corpus and training-step corpora once, as
-``idiom_models``, ``library_models``, ``training_steps`` and ``training_models`` (the tests folder is not a package; pytest imports
-this conftest before the test modules beside it)."""
+``idiom_models``, ``library_models``, ``training_steps`` and ``training_models`` (the tests
+folder is not a package; pytest imports this conftest before the test modules beside it)."""
 
 import importlib.util
 import sys
