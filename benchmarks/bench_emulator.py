@@ -25,8 +25,8 @@ import numpy as np
 
 from ember_xla.emulator.fast import TraceArrays, simulate_fast
 from ember_xla.emulator.synthetic import embedding_bag_trace
-from ember_xla.emulator.target import Target, load_target
 from ember_xla.emulator.timing import simulate
+from ember_xla.machines.config import Target, load_target
 
 
 def _timed(fn: Any) -> tuple[float, Any]:

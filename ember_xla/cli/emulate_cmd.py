@@ -49,8 +49,8 @@ def emulate_model(model: Any, target_name: str, level: int, inputs: Any, *, engi
                   group: bool = False, verify_atol: float = 1e-4, say: Any = None) -> Any:
     """Rewrite (every cluster: the DAE machine is the target, not the CPU cost model),
     compile, emulate and verify one imported model; returns ``run_model.Emulated``."""
-    from ember_xla.emulator.run_model import EmulateOptions, emulate_module
-    from ember_xla.emulator.target import load_target
+    from ember_xla.machines.config import load_target
+    from ember_xla.orchestrate.emulate_model import EmulateOptions, emulate_module
     from ember_xla.rewrites.pipeline import rewrite_module
 
     target = load_target(target_name)
@@ -83,8 +83,8 @@ def _say_verify(em: Any, say: Any) -> None:
 
 def emulate_main(args: list[str], flags_: Any) -> int:
     from ember_xla.cli.run_cmd import load_inputs
-    from ember_xla.emulator.target import load_target
     from ember_xla.hlo_import.load import load_model
+    from ember_xla.machines.config import load_target
 
     if len(args) != 1:
         raise UsageError("emulate takes exactly one MODEL argument")
@@ -92,7 +92,7 @@ def emulate_main(args: list[str], flags_: Any) -> int:
     target = load_target(target_name)  # a bad target fails before the model is loaded
     placed = target.npu is not None or flags_["placement"].present
     if placed:
-        from ember_xla.emulator.npu.machine import machine_of
+        from ember_xla.machines.npu import machine_of
 
         machine_of(target)  # --placement on a target without [dma]: one line, exit 2
     else:
@@ -129,7 +129,7 @@ def _emulate_placed(model: Any, target: Any, inputs: Any, flags_: Any, say: Any)
     plan, verify, print the plan and per-core times (docs/PLACEMENT.md)."""
     import json
 
-    from ember_xla.dae_target.placement.run_model import emulate_placed
+    from ember_xla.orchestrate.place_model import emulate_placed
     from ember_xla.rewrites.pipeline import rewrite_module
 
     if flags_.trace:
@@ -158,7 +158,7 @@ def _emulate_placed(model: Any, target: Any, inputs: Any, flags_: Any, say: Any)
         run.plan.save(flags_.save_plan)
         say(f"plan: {flags_.save_plan}")
     if flags_.plot:
-        from ember_xla.dae_target.placement.plot import plot_loads
+        from ember_xla.placement.plot import plot_loads
 
         plot_loads([*run.baselines, run.report], flags_.plot,
                    f"{model.source}: {len(run.plan.pieces)} pieces on {run.plan.cores} cores")
@@ -177,7 +177,7 @@ def batch_action(model: Any, rewritten: Any, out_dir: str, options: dict[str, An
     random valid inputs, write ``emulate.json`` into the model's folder; summary field
     ``emulated_cycles`` (an NPU target: the makespan)."""
     from ember_xla.batch.actions import ModelFailed
-    from ember_xla.emulator.target import load_target
+    from ember_xla.machines.config import load_target
     from ember_xla.runtime.inputs import random_inputs
     from ember_xla.util.atomic import write_atomic
 
@@ -186,7 +186,7 @@ def batch_action(model: Any, rewritten: Any, out_dir: str, options: dict[str, An
     if target.npu is not None:  # a multi-core NPU: the tables placed by the auto mapper
         import json
 
-        from ember_xla.dae_target.placement.run_model import emulate_placed
+        from ember_xla.orchestrate.place_model import emulate_placed
         from ember_xla.rewrites.pipeline import rewrite_module
 
         every = rewrite_module(model.module, cost_model=False,  # as emulate_model

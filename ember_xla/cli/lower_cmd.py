@@ -161,7 +161,8 @@ def lower_model(model: Any, flags: Any, say: Any, out: Any) -> tuple[dict[str, A
 def _emit_program(k: int, call: Operation, spec: Any, last: Stage, entry: dict[str, Any],
                   files: dict[str, str], say: Any, out: Any) -> None:
     """``--emit=program``: the DAE program of the last stage (or the reason it has none)."""
-    from ember_xla.dae_target.program import ProgramError, emit_program, print_program, to_text
+    from ember_xla.dae import ProgramError, print_program, to_text
+    from ember_xla.dae_target.program import emit_program
 
     try:
         if last.level != "DLC":

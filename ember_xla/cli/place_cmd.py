@@ -67,9 +67,9 @@ def load_workload(path: str) -> tuple[list, list]:
 
 
 def place_main(args: list[str], fl: Any) -> int:
-    from ember_xla.dae_target.placement.api import emulate_plan, format_report, machine, make_plan
-    from ember_xla.dae_target.placement.distributions import dlrm_batches
-    from ember_xla.dae_target.placement.model import workload
+    from ember_xla.placement.api import emulate_plan, format_report, machine, make_plan
+    from ember_xla.placement.distributions import dlrm_batches
+    from ember_xla.placement.model import workload
 
     if len(args) > 1:
         raise UsageError("place takes at most one WORKLOAD.npz argument")
@@ -88,7 +88,7 @@ def place_main(args: list[str], fl: Any) -> int:
     if fl.save_plan:
         plan.save(fl.save_plan)
     if fl.plot:
-        from ember_xla.dae_target.placement.plot import plot_loads
+        from ember_xla.placement.plot import plot_loads
 
         reports = [report]
         for base in ("symmetric", "greedy"):

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ember_xla.dae.bind import ProgramDoesNotFit
 from ember_xla.emulator.memory import LevelStats
-from ember_xla.emulator.target import Target
-from ember_xla.emulator.timing import ProgramDoesNotFit, TimingReport, bound_of, case_cycles
+from ember_xla.emulator.timing import TimingReport, bound_of, case_cycles
 from ember_xla.emulator.trace import CaseCost, Trace
+from ember_xla.machines.config import Target
 
 LIBRARY_NAME = "libember_emulator.so"
 _lock = threading.Lock()

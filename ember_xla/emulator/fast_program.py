@@ -12,18 +12,19 @@ from typing import Any
 
 import numpy as np
 
+from ember_xla.dae.bind import ProgramDoesNotFit
 from ember_xla.emulator.fast import _P, _Result, load, report_of, target_struct
 from ember_xla.emulator.memory import LevelStats
-from ember_xla.emulator.target import Target
-from ember_xla.emulator.timing import ProgramDoesNotFit, TimingReport, bound_of
+from ember_xla.emulator.timing import TimingReport, bound_of
 from ember_xla.emulator.trace import CaseCost, Trace
+from ember_xla.machines.config import Target
 
 
 def target_text(target: Target) -> str:
     """The compact one-line form of ``target`` the C++ emulator reads (native/target_text.h):
     the timing parameters as ``timing.py`` derives them (floats as repr, so both cores see the
     same doubles), the dispatch and op cycles, the cache levels."""
-    from ember_xla.emulator.target import OP_CLASSES
+    from ember_xla.machines.config import OP_CLASSES
 
     tg, (sets, ways, lat) = target_struct(target)
     ex = target.execute
@@ -44,7 +45,7 @@ def _word(name: str) -> str:
 def _program_text(program: Any) -> str:
     if isinstance(program, str):
         return program
-    from ember_xla.dae_target.program import to_text
+    from ember_xla.dae import to_text
 
     return to_text(program, one_line=True)
 
@@ -52,8 +53,8 @@ def _program_text(program: Any) -> str:
 def _run(program: Any, inputs: Sequence[Any], output_shapes: Sequence[Sequence[int]] | None
          ) -> tuple[int, list[np.ndarray], Any]:
     """Run the program in C++; (handle, outputs). The caller frees the handle."""
-    from ember_xla.dae_target.program import from_text
-    from ember_xla.dae_target.program.model import scalar_type
+    from ember_xla.dae import from_text
+    from ember_xla.dae.model import scalar_type
     from ember_xla.ir.interpreter import InterpretError
     from ember_xla.ir.types import numpy_dtype
 
@@ -95,7 +96,7 @@ def _run(program: Any, inputs: Sequence[Any], output_shapes: Sequence[Sequence[i
     if not h:
         msg = err.value.decode()
         if msg.startswith("program: "):
-            from ember_xla.dae_target.program import ProgramError
+            from ember_xla.dae import ProgramError
 
             raise ProgramError(msg.removeprefix("program: "))
         raise InterpretError(msg)
@@ -103,7 +104,7 @@ def _run(program: Any, inputs: Sequence[Any], output_shapes: Sequence[Sequence[i
 
 
 def _cases(lib: ctypes.CDLL, h: int) -> dict[int, CaseCost]:
-    from ember_xla.emulator.target import OP_CLASSES
+    from ember_xla.machines.config import OP_CLASSES
 
     out = {}
     for k in range(lib.ember_run_n_cases(_P(h))):
@@ -148,8 +149,8 @@ def emulate_program(program: Any, inputs: Sequence[Any], target: Target,
     all in C++ (the trace never reaches Python): (outputs, TimingReport), equal to
     ``reference.emulate``'s. ``ProgramDoesNotFit`` when the program does not fit the target:
     the binder's static checks first (``bind_program``), then the timing core's."""
-    from ember_xla.dae_target.program import from_text
-    from ember_xla.dae_target.program.bind import bind_program
+    from ember_xla.dae import from_text
+    from ember_xla.dae.bind import bind_program
 
     bind_program(from_text(program) if isinstance(program, str) else program, target)
     h, outputs, lib = _run(program, inputs, output_shapes)

@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 from ember_xla.emulator.recorder import EventRecorder
-from ember_xla.emulator.target import Target
+from ember_xla.machines.config import Target
 
 EXEC_TID, LAYER_TID0 = 1, 10
 

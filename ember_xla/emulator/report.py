@@ -17,8 +17,8 @@ import dataclasses
 import json
 from typing import Any
 
-from ember_xla.emulator.target import Target
 from ember_xla.emulator.timing import TimingReport
+from ember_xla.machines.config import Target
 
 
 @dataclasses.dataclass

@@ -18,8 +18,8 @@ import numpy as np
 
 from ember_xla.custom_calls import ATTRS_KEY, EMULATE  # noqa: F401  (ImportError: no target)
 from ember_xla.emulator import fast
-from ember_xla.emulator.target import Target
 from ember_xla.ir.graph import Module
+from ember_xla.machines.config import Target
 
 if not all(hasattr(fast, f) for f in ("emulate_attributes", "take_reports")):
     raise ImportError("the installed emulator has no ember.emulate FFI target")

@@ -16,8 +16,8 @@ from ember_xla.dae_target.lower.cluster import cluster_spec, ember_calls
 from ember_xla.dae_target.passes.levels import lower_cluster
 from ember_xla.dae_target.program import emit_program
 from ember_xla.emulator.fast import emulate_attributes, emulate_program, take_reports
-from ember_xla.emulator.target import load_target
 from ember_xla.hlo_import.jax_source import from_jax
+from ember_xla.machines.config import load_target
 from ember_xla.rewrites.pipeline import rewrite_module
 from ember_xla.runtime.execute import run_module
 

@@ -1,5 +1,5 @@
 // Parser of the DAE program text form (docs/DAE_PROGRAM.md, "The text form"; the Python side
-// is ember_xla/dae_target/program/text.py). Every index is checked, so a malformed program is
+// is ember_xla/dae/text.py). Every index is checked, so a malformed program is
 // a ProgramError, never an out-of-bounds access later.
 #include <cerrno>
 #include <cstdlib>

@@ -1,5 +1,5 @@
 // The DAE program (format version 1, docs/DAE_PROGRAM.md) in C++: the data model of
-// ember_xla/dae_target/program/model.py and a parser of its text form (text.py). Errors are
+// ember_xla/dae/model.py and a parser of its text form (text.py). Errors are
 // one-line messages (ProgramError) naming the record.
 #ifndef EMBER_XLA_EMULATOR_NATIVE_PROGRAM_H_
 #define EMBER_XLA_EMULATOR_NATIVE_PROGRAM_H_
