@@ -58,9 +58,10 @@ def emulate_clusters(compiled: list, cap: Any, target: Any) -> dict[str, Any]:
     model), time the same trace on the C++ timing core, and run the whole C++ emulator
     (functional + timing: ``fast.emulate_program``); cycles must be equal and the outputs
     the native kernel's; sum the cycles (clusters run one after the other)."""
-    from ember_xla.emulator.fast import emulate_program, simulate_fast
+    from ember_xla.emulator.executor_cc import emulate_program
     from ember_xla.emulator.reference import run_program
     from ember_xla.emulator.timing import simulate
+    from ember_xla.emulator.timing_cc import simulate_fast
     from ember_xla.runtime.compare import compare_outputs
 
     total = {"cycles": 0.0, "tokens": 0, "run_s": 0.0, "timing_py_s": 0.0, "timing_cpp_s": 0.0,

@@ -20,7 +20,7 @@ from ember_xla.dae.bind import ProgramDoesNotFit
 from ember_xla.dae_target.check import EDGE_CASES, random_inputs
 from ember_xla.dae_target.handwritten import sum_bag_dlc
 from ember_xla.dae_target.program import emit_program
-from ember_xla.emulator.fast import emulate_program, run_program_fast
+from ember_xla.emulator.executor_cc import emulate_program, run_program_fast
 from ember_xla.emulator.reference import emulate, run_program
 from ember_xla.ir.interpreter import InterpretError
 from ember_xla.machines.config import load_target

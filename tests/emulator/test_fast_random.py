@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from ember_xla.dae.bind import ProgramDoesNotFit
-from ember_xla.emulator.fast import TraceArrays, simulate_fast
 from ember_xla.emulator.synthetic import embedding_bag_trace
 from ember_xla.emulator.timing import simulate
+from ember_xla.emulator.timing_cc import TraceArrays, simulate_fast
 from ember_xla.emulator.trace import Trace
 from ember_xla.machines.config import load_target
 

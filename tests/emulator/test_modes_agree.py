@@ -26,9 +26,9 @@ from ember_xla.dae_target.check import (
 )
 from ember_xla.dae_target.interp.run import run as interpret
 from ember_xla.dae_target.lower.cluster import cluster_spec, ember_calls
-from ember_xla.emulator.fast import simulate_fast
 from ember_xla.emulator.reference import run_program
 from ember_xla.emulator.timing import simulate
+from ember_xla.emulator.timing_cc import simulate_fast
 from ember_xla.machines.config import load_target
 from ember_xla.orchestrate.compile_clusters import compile_cluster
 from ember_xla.runtime.execute import run_module

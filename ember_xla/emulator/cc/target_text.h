@@ -1,4 +1,4 @@
-// The compact serialisation of a target for the C++ emulator (ember_xla/emulator/fast.py:
+// The compact serialisation of a target for the C++ emulator (ember_xla/emulator/timing_cc.py:
 // target_text), one line of whitespace-separated fields (floats as Python repr):
 //   ember-target 1 NAME CLOCK_GHZ agen_step dram_latency transfer queue_bytes outstanding
 //     ctrl_cap line_bytes dispatch OP_CYCLES*9 N_LEVELS (LEVEL_NAME sets ways latency)*N_LEVELS

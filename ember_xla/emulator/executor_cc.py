@@ -1,8 +1,8 @@
-"""The C++ executor of DAE programs (``native/machine*.cc``, ``access.cc``, ``emulate.cc``)
+"""The C++ executor of DAE programs (``cc/machine*.cc``, ``access.cc``, ``emulate.cc``)
 from Python: run a program on numpy arrays with the reference semantics and time it on a
 target, all in C++ (``emulate_program``), or get its trace back for cross-checks
 (``run_program_fast``); the attributes of an ``ember.emulate`` custom-call and the report log
-its FFI handler fills (``emulate_attributes``, ``take_reports``). Re-exported by ``fast``."""
+its FFI handler fills (``emulate_attributes``, ``take_reports``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ember_xla.dae.bind import ProgramDoesNotFit
-from ember_xla.emulator.fast import _P, _Result, load, report_of, target_struct
+from ember_xla.emulator.cc_library import CPtr, ResultStruct, load, report_of, target_struct
 from ember_xla.emulator.memory import LevelStats
 from ember_xla.emulator.timing import TimingReport, bound_of
 from ember_xla.emulator.trace import CaseCost, Trace
@@ -21,7 +21,7 @@ from ember_xla.machines.config import Target
 
 
 def target_text(target: Target) -> str:
-    """The compact one-line form of ``target`` the C++ emulator reads (native/target_text.h):
+    """The compact one-line form of ``target`` the C++ emulator reads (cc/target_text.h):
     the timing parameters as ``timing.py`` derives them (floats as repr, so both cores see the
     same doubles), the dispatch and op cycles, the cache levels."""
     from ember_xla.machines.config import OP_CLASSES
@@ -91,8 +91,8 @@ def _run(program: Any, inputs: Sequence[Any], output_shapes: Sequence[Sequence[i
     nbytes = np.array([x.nbytes for x in arrays], np.int64)
     err = ctypes.create_string_buffer(1024)
     h = lib.ember_run_program(text.encode(), ctypes.c_int64(len(arrays)),
-                              _P(ranks.ctypes.data), _P(dims.ctypes.data), ptrs,
-                              _P(nbytes.ctypes.data), err, ctypes.c_int64(len(err)))
+                              CPtr(ranks.ctypes.data), CPtr(dims.ctypes.data), ptrs,
+                              CPtr(nbytes.ctypes.data), err, ctypes.c_int64(len(err)))
     if not h:
         msg = err.value.decode()
         if msg.startswith("program: "):
@@ -107,13 +107,13 @@ def _cases(lib: ctypes.CDLL, h: int) -> dict[int, CaseCost]:
     from ember_xla.machines.config import OP_CLASSES
 
     out = {}
-    for k in range(lib.ember_run_n_cases(_P(h))):
+    for k in range(lib.ember_run_n_cases(CPtr(h))):
         pops, fired, n_order = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int64()
         order = np.zeros(9, np.int64)
         totals = np.zeros(9, np.float64)
-        lib.ember_run_case(_P(h), ctypes.c_int64(k), ctypes.byref(pops), ctypes.byref(fired),
-                           ctypes.byref(n_order), _P(order.ctypes.data),
-                           _P(totals.ctypes.data))
+        lib.ember_run_case(CPtr(h), ctypes.c_int64(k), ctypes.byref(pops), ctypes.byref(fired),
+                           ctypes.byref(n_order), CPtr(order.ctypes.data),
+                           CPtr(totals.ctypes.data))
         ops: dict[str, int | float] = {}
         for c in order[:n_order.value]:
             mean = int(totals[c]) / fired.value
@@ -129,16 +129,16 @@ def run_program_fast(program: Any, inputs: Sequence[Any],
     trace is copied into a Python ``Trace``)."""
     h, outputs, lib = _run(program, inputs, output_shapes)
     try:
-        n = lib.ember_run_trace_size(_P(h))
+        n = lib.ember_run_trace_size(CPtr(h))
         kind = np.zeros(n, np.int8)
         cols = [np.zeros(n, np.int64) for _ in range(4)]
         queued = np.zeros(n, np.uint8)
-        lib.ember_run_trace_copy(_P(h), _P(kind.ctypes.data), *(_P(c.ctypes.data) for c in cols),
-                                 _P(queued.ctypes.data))
+        lib.ember_run_trace_copy(CPtr(h), CPtr(kind.ctypes.data),
+                                 *(CPtr(c.ctypes.data) for c in cols), CPtr(queued.ctypes.data))
         tr = Trace(kind.tolist(), *(c.tolist() for c in cols), [bool(q) for q in queued],
                    _cases(lib, h))
     finally:
-        lib.ember_run_free(_P(h))
+        lib.ember_run_free(CPtr(h))
     return outputs, tr
 
 
@@ -155,12 +155,12 @@ def emulate_program(program: Any, inputs: Sequence[Any], target: Target,
     bind_program(from_text(program) if isinstance(program, str) else program, target)
     h, outputs, lib = _run(program, inputs, output_shapes)
     try:
-        res = _Result()
+        res = ResultStruct()
         err = ctypes.create_string_buffer(1024)
-        rc = lib.ember_run_simulate(_P(h), target_text(target).encode(), ctypes.byref(res), err,
+        rc = lib.ember_run_simulate(CPtr(h), target_text(target).encode(), ctypes.byref(res), err,
                                     ctypes.c_int64(len(err)))
     finally:
-        lib.ember_run_free(_P(h))
+        lib.ember_run_free(CPtr(h))
     if rc:
         raise ProgramDoesNotFit(f"{err.value.decode()} (target {target.name})")
     return outputs, report_of(target, res)
@@ -175,7 +175,7 @@ def take_reports() -> list[tuple[str, TimingReport]]:
     for i in range(n):
         name = ctypes.create_string_buffer(4096)
         ttext = ctypes.create_string_buffer(4096)
-        res = _Result()
+        res = ResultStruct()
         if lib.ember_emulate_report(ctypes.c_int64(i), name, ctypes.c_int64(len(name)), ttext,
                                     ctypes.c_int64(len(ttext)), ctypes.byref(res)):
             break
@@ -184,7 +184,7 @@ def take_reports() -> list[tuple[str, TimingReport]]:
     return out
 
 
-def _report_of_text(text: str, res: _Result) -> TimingReport:
+def _report_of_text(text: str, res: ResultStruct) -> TimingReport:
     """The report of a logged call, its target known by its ``target_text``."""
     f = text.split()
     clock, line_bytes, n_levels = float(f[3]), int(f[10]), int(f[21])

@@ -1,5 +1,5 @@
 // The C++ emulate path: program text -> executor -> timing core, with no Python in the loop.
-// (a) a C ABI for ember_xla/emulator/fast.py (run a program on numpy buffers, read its trace,
+// (a) a C ABI for ember_xla/emulator/timing_cc.py (run a program on numpy buffers, read its trace,
 //     simulate it), (b) the XLA typed-FFI target "ember.emulate" (symbol EmberEmulate): the
 //     operands of the cluster in, its results out, attributes `program` (the one-line program
 //     text), `target` (fast.target_text) and `cluster` (a name); each call appends its timing

@@ -1,7 +1,7 @@
 // Fast core of the DAE timing model: the algorithm of ember_xla/emulator/timing.py (the Python
 // reference), decision for decision and in the same floating-point order, so both give the
 // same reports. Flat arrays throughout (no maps, no per-event allocation); the C ABI at the end
-// takes the trace as numpy arrays (ember_xla/emulator/fast.py).
+// takes the trace as numpy arrays (ember_xla/emulator/timing_cc.py).
 #include "timing.h"
 
 #include <algorithm>
@@ -434,7 +434,7 @@ bool Simulate(const TimingTarget& target, const TraceView& trace, TimingResult* 
 
 }  // namespace ember_emu
 
-// -- C ABI (ctypes: ember_xla/emulator/fast.py) ---------------------------------------------------
+// -- C ABI (ctypes: ember_xla/emulator/timing_cc.py) ---------------------------------------------------
 extern "C" struct EmberTimingTarget {
   double agen_step, dram_latency, transfer;
   int64_t queue_bytes, outstanding, ctrl_cap, line_bytes, n_levels;

@@ -1,40 +1,37 @@
-"""The C++ core of the timing model (``native/timing.cc``, built into
-``libember_emulator.so`` by ``pip install``): same algorithm and results as ``timing.py``, for
-traces of DLRM-sized batches. ``simulate_fast(target, trace)`` returns the same
-``TimingReport`` (pass a ``TraceArrays`` to skip converting the trace's Python lists). The
-environment variable ``EMBER_XLA_EMULATOR_LIBRARY`` may name another build of the library."""
+"""The compiled emulator core (``cc/*.cc``, built into ``libember_emulator.so`` by
+``pip install``) as Python sees it: finding and loading the library, the C structs of a target's
+timing parameters and of a timing result, and the ``TimingReport`` of a result. The environment
+variable ``EMBER_XLA_EMULATOR_LIBRARY`` may name another build of the library."""
 
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 import os
 import threading
 from pathlib import Path
 
 import numpy as np
 
-from ember_xla.dae.bind import ProgramDoesNotFit
+from ember_xla import ffi
 from ember_xla.emulator.memory import LevelStats
-from ember_xla.emulator.timing import TimingReport, bound_of, case_cycles
-from ember_xla.emulator.trace import CaseCost, Trace
+from ember_xla.emulator.timing import TimingReport, bound_of
 from ember_xla.machines.config import Target
 
 LIBRARY_NAME = "libember_emulator.so"
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
-_P = ctypes.c_void_p
+CPtr = ctypes.c_void_p
 
 
-class _Target(ctypes.Structure):
+class TargetStruct(ctypes.Structure):
     _fields_ = [("agen_step", ctypes.c_double), ("dram_latency", ctypes.c_double),
                 ("transfer", ctypes.c_double), ("queue_bytes", ctypes.c_int64),
                 ("outstanding", ctypes.c_int64), ("ctrl_cap", ctypes.c_int64),
                 ("line_bytes", ctypes.c_int64), ("n_levels", ctypes.c_int64),
-                ("level_sets", _P), ("level_ways", _P), ("level_latency", _P)]
+                ("level_sets", CPtr), ("level_ways", CPtr), ("level_latency", CPtr)]
 
 
-class _Result(ctypes.Structure):
+class ResultStruct(ctypes.Structure):
     _fields_ = [("cycles", ctypes.c_double), ("access_busy", ctypes.c_double),
                 ("execute_busy", ctypes.c_double), ("queue_full", ctypes.c_double),
                 ("queue_empty", ctypes.c_double), ("dram_busy", ctypes.c_double),
@@ -76,30 +73,7 @@ def load() -> ctypes.CDLL:
         return _lib
 
 
-@dataclasses.dataclass
-class TraceArrays:
-    """A trace as numpy arrays (the layout of ``trace.Trace``): what the C++ core reads without
-    a per-event conversion. ``from_trace`` converts a ``Trace`` once."""
-
-    kind: np.ndarray     # int8: LOAD, PUSH, TOKEN
-    a: np.ndarray        # int64
-    b: np.ndarray        # int64
-    c: np.ndarray        # int64
-    layer: np.ndarray    # int64
-    queued: np.ndarray   # uint8
-    cases: dict[int, CaseCost]
-
-    @classmethod
-    def from_trace(cls, trace: Trace) -> TraceArrays:
-        return cls(np.asarray(trace.kind, np.int8),
-                   *(np.asarray(x, np.int64) for x in (trace.a, trace.b, trace.c, trace.layer)),
-                   np.asarray(trace.queued, np.uint8), dict(trace.cases))
-
-    def __len__(self) -> int:
-        return len(self.kind)
-
-
-def target_struct(target: Target) -> tuple[_Target, list[np.ndarray]]:
+def target_struct(target: Target) -> tuple[TargetStruct, list[np.ndarray]]:
     """The timing parameters of ``target`` for the C ABI (and the arrays it points into, which
     the caller keeps alive during the call)."""
     if len(target.caches) > 8:
@@ -113,14 +87,14 @@ def target_struct(target: Target) -> tuple[_Target, list[np.ndarray]]:
     ways = np.array([c.associativity for c in target.caches], np.int64)
     lat = np.array([c.latency_cycles for c in target.caches], np.int64)
     a = target.access
-    tg = _Target(1.0 / (a.addresses_per_cycle * a.lanes), target.dram_latency_cycles,
+    tg = TargetStruct(1.0 / (a.addresses_per_cycle * a.lanes), target.dram_latency_cycles,
                  line_bytes / target.dram_bytes_per_cycle, a.data_queue_bytes * a.lanes,
                  a.outstanding_requests, a.control_queue_entries, line_bytes,
                  len(target.caches), sets.ctypes.data, ways.ctypes.data, lat.ctypes.data)
     return tg, [sets, ways, lat]
 
 
-def report_of(target: Target, res: _Result) -> TimingReport:
+def report_of(target: Target, res: ResultStruct) -> TimingReport:
     """The ``TimingReport`` of a C result struct (derived fields as ``timing.py`` makes them)."""
     stats = [LevelStats(c.name, res.level_hits[i], res.level_misses[i])
              for i, c in enumerate(target.caches)]
@@ -135,49 +109,4 @@ def report_of(target: Target, res: _Result) -> TimingReport:
         bound=bound_of(cycles, res.execute_busy, res.dram_busy, res.access_busy))
 
 
-def simulate_fast(target: Target, trace: Trace | TraceArrays) -> TimingReport:
-    """``timing.simulate`` in C++: the same report. A ``TraceArrays`` skips the conversion of
-    the trace's Python lists."""
-    lib = load()
-    arr = trace if isinstance(trace, TraceArrays) else TraceArrays.from_trace(trace)
-    tg, keep = target_struct(target)
-    kind = np.ascontiguousarray(arr.kind, np.int8)
-    ints = [np.ascontiguousarray(x, np.int64) for x in (arr.a, arr.b, arr.c, arr.layer)]
-    queued = np.ascontiguousarray(arr.queued, np.uint8)
-    if not all(len(x) == len(kind) for x in (*ints, queued)):
-        raise ValueError("trace arrays differ in length")
-    tr = Trace()
-    tr.cases = arr.cases
-    costs = case_cycles(target, tr)
-    n_cases = max(costs, default=-1) + 1
-    cyc = np.zeros(n_cases, np.float64)
-    pops = np.full(n_cases, -1, np.int64)   # -1: no such case
-    for cid, cost in costs.items():
-        if cid < 0:
-            raise ValueError(f"case id {cid} is negative")
-        cyc[cid] = cost
-        pops[cid] = arr.cases[cid].pops
-    res = _Result()
-    err = ctypes.create_string_buffer(512)
-    rc = lib.ember_timing_simulate(
-        ctypes.byref(tg), ctypes.c_int64(len(kind)), _P(kind.ctypes.data),
-        *(_P(x.ctypes.data) for x in ints), _P(queued.ctypes.data), ctypes.c_int64(n_cases),
-        _P(cyc.ctypes.data), _P(pops.ctypes.data), ctypes.byref(res), err,
-        ctypes.c_int64(len(err)))
-    del keep
-    if rc:
-        raise ProgramDoesNotFit(f"{err.value.decode()} (target {target.name})")
-    return report_of(target, res)
-
-
-# the program executor's entry points (fast_program.py), importable from here
-from ember_xla.emulator.fast_program import (  # noqa: E402
-    emulate_attributes,
-    emulate_program,
-    run_program_fast,
-    take_reports,
-    target_text,
-)
-
-__all__ = ["TraceArrays", "emulate_attributes", "emulate_program", "report_of",
-           "run_program_fast", "simulate_fast", "take_reports", "target_text"]
+ffi.provide("emulator", load, required=False)  # ember.emulate (cc/emulate.cc)
