@@ -4,8 +4,9 @@ form, printer, validation, per-instruction semantics and numerics, and the bindi
 to a machine description (``ProgramDoesNotFit`` when it does not fit). It imports only the IR
 core and ``machines``."""
 
-from ember_xla.dae.bind import Binding, ProgramDoesNotFit, bind_program
-from ember_xla.dae.model import VERSION, DaeProgram, ProgramError
+from ember_xla.dae.bind import Binding, bind_program
+from ember_xla.dae.errors import ProgramDoesNotFit, ProgramError
+from ember_xla.dae.model import VERSION, DaeProgram
 from ember_xla.dae.printer import print_program
 from ember_xla.dae.text import from_text, to_text
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from ember_xla.dae.errors import ProgramDoesNotFit
 from ember_xla.dae.model import DaeProgram, Engine
 from ember_xla.machines.config import Target
 
@@ -15,11 +16,6 @@ BITS = {"f64": 64, "f32": 32, "f16": 16, "bf16": 16, "i64": 64, "i32": 32, "i16"
         "i1": 1, "index": 64}
 _FOLD = {"addi": lambda a, b: a + b, "subi": lambda a, b: a - b, "muli": lambda a, b: a * b,
          "maxsi": max, "minsi": min}
-
-
-class ProgramDoesNotFit(ValueError):
-    """The program cannot run on the target (e.g. a queue too small for what a callback
-    needs); the message says why."""
 
 
 @dataclasses.dataclass(frozen=True)

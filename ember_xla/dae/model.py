@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from ember_xla.dae.errors import ProgramError
 from ember_xla.ir.types import (
     FloatType,
     IndexType,
@@ -24,10 +25,6 @@ ROLES = ("in", "out")
 WHAT = ("push", "buffer", "token")
 
 Imm = int | float | str
-
-
-class ProgramError(ValueError):
-    """A module the DAE program cannot express, or a malformed program / program text."""
 
 
 def _key(x: Imm) -> tuple:

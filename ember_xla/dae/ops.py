@@ -4,7 +4,12 @@ timing model (``target.OP_CLASSES``)."""
 
 from __future__ import annotations
 
-from ember_xla.dae.model import Instr, ProgramError, Reg
+from typing import TYPE_CHECKING
+
+from ember_xla.dae.errors import ProgramError
+
+if TYPE_CHECKING:
+    from ember_xla.dae.model import Instr, Reg
 
 FLOAT_BINARY = ("addf", "subf", "mulf", "divf", "maxf", "minf")
 INT_BINARY = ("addi", "subi", "muli", "maxsi", "minsi", "andi", "ori", "xori")

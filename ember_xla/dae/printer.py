@@ -4,8 +4,12 @@ registrations, its cases as indented instruction lists, and the top-level code."
 
 from __future__ import annotations
 
-from ember_xla.dae.model import DaeProgram, Engine, Instr, Reg, Stream
+from typing import TYPE_CHECKING
+
 from ember_xla.dae.ops import body_length
+
+if TYPE_CHECKING:
+    from ember_xla.dae.model import DaeProgram, Engine, Instr, Reg, Stream
 
 
 def _r(k: int) -> str:

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ember_xla.dae.model import Instr, ProgramError
+from ember_xla.dae.errors import ProgramError
+from ember_xla.dae.model import Instr
 from ember_xla.dae.numerics import CMP, FLOAT_BINARY, INT_BINARY, xla_max, xla_min
 from ember_xla.dae.values import convert, element_index, of_type, scalar
 from ember_xla.ir.types import IntegerType, MemRefType, Type, VectorType, numpy_dtype

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 
+from ember_xla.dae.errors import ProgramError
 from ember_xla.dae.model import (
     DTYPES,
     EVENTS,
@@ -21,7 +22,6 @@ from ember_xla.dae.model import (
     Engine,
     Imm,
     Instr,
-    ProgramError,
     Reg,
     Registration,
     Stream,

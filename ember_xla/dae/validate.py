@@ -5,7 +5,8 @@ streams read only earlier streams, registrations name existing streams and cases
 
 from __future__ import annotations
 
-from ember_xla.dae.model import DaeProgram, Engine, Instr, ProgramError
+from ember_xla.dae.errors import ProgramError
+from ember_xla.dae.model import DaeProgram, Engine, Instr
 from ember_xla.dae.ops import body_length, check_shape
 
 

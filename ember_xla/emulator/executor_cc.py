@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ember_xla.dae.bind import ProgramDoesNotFit
+from ember_xla.dae.errors import ProgramDoesNotFit
 from ember_xla.emulator.cc_library import CPtr, ResultStruct, load, report_of, target_struct
 from ember_xla.emulator.memory import LevelStats
 from ember_xla.emulator.timing import TimingReport, bound_of

@@ -23,7 +23,7 @@ import heapq
 import math
 from typing import Any
 
-from ember_xla.dae.bind import ProgramDoesNotFit
+from ember_xla.dae.errors import ProgramDoesNotFit
 from ember_xla.emulator.memory import Memory
 from ember_xla.emulator.trace import LOAD, PUSH, TOKEN, Trace
 from ember_xla.machines.config import Target

@@ -9,7 +9,7 @@ import dataclasses
 
 import numpy as np
 
-from ember_xla.dae.bind import ProgramDoesNotFit
+from ember_xla.dae.errors import ProgramDoesNotFit
 from ember_xla.emulator.cc_library import CPtr, ResultStruct, load, report_of, target_struct
 from ember_xla.emulator.timing import TimingReport, case_cycles
 from ember_xla.emulator.trace import CaseCost, Trace

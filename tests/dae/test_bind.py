@@ -15,7 +15,7 @@ from pass_cases import CASES, lowered
 from slc_examples import bag_inputs
 
 from ember_xla.dae import bind_program
-from ember_xla.dae.bind import ProgramDoesNotFit
+from ember_xla.dae.errors import ProgramDoesNotFit
 from ember_xla.dae.model import TU
 from ember_xla.dae_target.handwritten import sum_bag_dlc
 from ember_xla.dae_target.passes.levels import lower_cluster

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from ember_xla.dae import ProgramError, to_text
-from ember_xla.dae.bind import ProgramDoesNotFit
+from ember_xla.dae.errors import ProgramDoesNotFit
 from ember_xla.dae_target.check import EDGE_CASES, random_inputs
 from ember_xla.dae_target.handwritten import sum_bag_dlc
 from ember_xla.dae_target.program import emit_program

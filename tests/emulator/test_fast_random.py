@@ -8,7 +8,7 @@ import dataclasses as dc
 import numpy as np
 import pytest
 
-from ember_xla.dae.bind import ProgramDoesNotFit
+from ember_xla.dae.errors import ProgramDoesNotFit
 from ember_xla.emulator.synthetic import embedding_bag_trace
 from ember_xla.emulator.timing import simulate
 from ember_xla.emulator.timing_cc import TraceArrays, simulate_fast
