@@ -6,23 +6,10 @@ import os
 import sys
 from collections.abc import Callable
 
+from ember_xla.orchestrate.errors import expected_errors
+
 USAGE_EXIT = 2
 INTERNAL_EXIT = 70  # EX_SOFTWARE: a bug of ours, not bad input (the fuzzer counts these)
-
-
-class UsageError(ValueError):
-    pass
-
-
-def expected_errors() -> tuple[type[BaseException], ...]:
-    from ember_xla.hlo.errors import HloImportError
-    from ember_xla.ir.dialect import VerifyError
-    from ember_xla.native import NativeLibraryMissing
-    from ember_xla.runtime.legalize import LegalizeError
-    from ember_xla.runtime.xla_cpu import XlaError
-
-    return (HloImportError, VerifyError, XlaError, LegalizeError, UsageError, OSError, ValueError,
-            NativeLibraryMissing)
 
 
 def guarded(fn: Callable[[], int]) -> int:

@@ -17,7 +17,7 @@ import numpy as np
 from absl import flags
 
 import ember_xla.cli.target_flag  # noqa: F401  (--target)
-from ember_xla.cli.errors import UsageError
+from ember_xla.orchestrate.errors import UsageError
 
 flags.DEFINE_string("placement", "auto", "place, emulate on an NPU target: auto (skew-aware "
                     "mapper), symmetric, greedy, optimum (MILP, small cases) or a plan .json.")

@@ -21,6 +21,7 @@ native kernel and the report says so."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any
 
 import numpy as np
@@ -154,3 +155,62 @@ def emulate_module(original: Module, rewritten: Module, inputs: list[np.ndarray]
                 for k, (rec, cyc) in sorted(recorders.items())]
         report.trace_events = write_trace(opts.trace_path, runs, opts.max_trace_events)
     return Emulated(report, outputs, model_ok and clusters_ok)
+
+
+DEFAULT_TARGET = "tmu"
+DEFAULT_LEVEL = 3
+
+
+def emulate_model(model: Any, target_name: str, level: int, inputs: Any, *, engine: str = "auto",
+                  native_fallback: bool = False, trace: str | None = None,
+                  group: bool = False, verify_atol: float = 1e-4, say: Any = None) -> Any:
+    """Rewrite (every cluster: the DAE machine is the target, not the CPU cost model),
+    compile, emulate and verify one imported model; returns ``Emulated``."""
+    from ember_xla.machines.config import load_target
+    from ember_xla.orchestrate.rewrite_model import rewrite_for
+
+    target = load_target(target_name)
+    result = rewrite_for(model.module, "dae", group=group)
+    opts = EmulateOptions(target, level, engine, native_fallback, trace, verify_atol)
+    em = emulate_module(model.module, result.module, inputs, opts, source=model.source)
+    if say:  # after the run: an error is then the only line on stderr
+        say(f"{model.source}: {len(result.clusters)} embedding cluster(s) rewritten, emulated "
+            f"at -O{level} on {target.name} ({target.source}), {em.report.engine} engine")
+    return em
+
+
+def batch_action(model: Any, rewritten: Any, out_dir: str, options: dict[str, Any]
+                 ) -> dict[str, Any]:
+    """``ember-xla batch --actions=rewrite,emulate``: emulate the model (``--target``,
+    ``-O``; defaults tmu, -O3; an NPU target places the tables with ``--placement=auto``) on
+    random valid inputs, write ``emulate.json`` into the model's folder; summary field
+    ``emulated_cycles`` (an NPU target: the makespan)."""
+    from ember_xla.machines.config import load_target
+    from ember_xla.orchestrate.errors import ModelFailed
+    from ember_xla.runtime.inputs import random_inputs
+    from ember_xla.util.atomic import write_atomic
+
+    inputs = random_inputs(model.module, 0, model.bound)
+    target = load_target(options.get("target") or DEFAULT_TARGET)
+    if target.npu is not None:  # a multi-core NPU: the tables placed by the auto mapper
+        import json
+
+        from ember_xla.orchestrate.place_model import emulate_placed
+        from ember_xla.orchestrate.rewrite_model import rewrite_for
+
+        every = rewrite_for(model.module, "dae").module
+        run = emulate_placed(model.module, every, inputs, target, "auto")
+        write_atomic(os.path.join(out_dir, "emulate.json"),
+                     json.dumps(run.as_dict(), indent=1) + "\n")
+        if not run.ok:
+            raise ModelFailed(f"{model.source}: emulate: the NPU outputs differ "
+                              "(see emulate.json)")
+        return {"emulated_cycles": run.report.makespan_cycles}
+    level = options.get("opt_level")
+    level = DEFAULT_LEVEL if level is None else int(level)
+    em = emulate_model(model, options.get("target") or DEFAULT_TARGET, level, inputs)
+    write_atomic(os.path.join(out_dir, "emulate.json"), em.report.to_json() + "\n")
+    if not em.ok:
+        raise ModelFailed(f"{model.source}: emulate: the emulated outputs differ "
+                          "(see emulate.json)")
+    return {"emulated_cycles": em.report.total_cycles}

@@ -64,12 +64,12 @@ class EmberJit:
 
     def _compile(self, args: tuple, kwargs: dict) -> _Compiled | None:
         from ember_xla.hlo_import.proto import module_from_proto
-        from ember_xla.rewrites.pipeline import rewrite_module
+        from ember_xla.orchestrate.rewrite_model import rewrite_for
         from ember_xla.runtime.execute import compile_module
 
         lowered = self.plain.lower(*args, **kwargs)
         proto = lowered.compiler_ir("hlo").as_serialized_hlo_module_proto()
-        result = rewrite_module(module_from_proto(proto, f"jit:{self.__name__}"))
+        result = rewrite_for(module_from_proto(proto, f"jit:{self.__name__}"), "cpu")
         if not result.clusters:
             reasons = "; ".join(n["reason"] for n in result.near_misses[:3]) or "no gather found"
             log.info("ember_xla.jit(%s): nothing to rewrite (%s); using jax.jit", self.__name__,
@@ -86,12 +86,12 @@ class EmberJit:
         from ember_xla.hlo_import.proto import module_from_proto
         from ember_xla.machines.config import Target, load_target
         from ember_xla.orchestrate.emulate_model import EmulateOptions, emulate_module
-        from ember_xla.rewrites.pipeline import rewrite_module
+        from ember_xla.orchestrate.rewrite_model import rewrite_for
 
         lowered = self.plain.lower(*args, **kwargs)
         proto = lowered.compiler_ir("hlo").as_serialized_hlo_module_proto()
         original = module_from_proto(proto, f"jit:{self.__name__}")
-        rewritten = rewrite_module(original, cost_model=False).module
+        rewritten = rewrite_for(original, "dae").module
         target = self.target if isinstance(self.target, Target) else load_target(self.target)
         em = emulate_module(original, rewritten, [np.asarray(x) for x in leaves],
                             EmulateOptions(target, self.level), source=f"jit:{self.__name__}")

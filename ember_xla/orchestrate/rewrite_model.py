@@ -1,8 +1,9 @@
-"""``ember-xla rewrite MODEL --out DIR [--verify]``: rewrite embedding clusters into ember
-custom-calls; write ``rewritten.pb``, ``rewritten.hlo`` and ``report.json`` (one subfolder per
-signature of a SavedModel with several). Every output is produced in memory first (a module the
-printer or the proto writer refuses is an error before anything is written), then the folder is
-replaced as a whole (``util.atomic.write_folder_atomic``)."""
+"""Rewrite a model for a machine (``rewrite_for``: the CPU's native kernels or a DAE machine,
+the options chosen in one place), and what ``ember-xla rewrite`` and ``batch`` write: embedding
+clusters -> ember custom-calls in ``rewritten.pb``, ``rewritten.hlo`` and ``report.json`` (one
+subfolder per signature of a SavedModel with several). Every output is produced in memory first
+(a module the printer or the proto writer refuses is an error before anything is written), then
+the folder is replaced as a whole (``util.atomic.write_folder_atomic``)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,38 @@ import json
 import os
 from typing import Any
 
-from ember_xla.cli.errors import UsageError
 from ember_xla.hlo.printer import print_module
 from ember_xla.hlo_import.model import Model
 from ember_xla.hlo_import.proto import module_to_proto
+from ember_xla.ir.graph import Module
+from ember_xla.orchestrate.errors import UsageError
 from ember_xla.rewrites.pipeline import RewriteResult, rewrite_module
 from ember_xla.util.atomic import write_folder_atomic
 
 OUTPUTS = ("rewritten.pb", "rewritten.hlo", "report.json")
+
+#: The rewrite a DAE machine is given: every cluster (the machine is the target, not the CPU
+#: cost model) and one call per reduction (the DAE lowering has no multi-output form).
+DAE_OPTIONS = {"cost_model": False, "multi_output": False}
+
+
+_MACHINE_DEFAULT: Any = object()
+
+
+def rewrite_for(module: Module, machine: str, *, group: bool = False,
+                cost_model: bool | None = _MACHINE_DEFAULT, assume_finite_tables: bool = False
+                ) -> RewriteResult:
+    """The one place the rewrite options are chosen per machine: ``"cpu"`` (the native
+    kernels: multi-output calls, the measured cost model unless ``cost_model`` says otherwise;
+    ``None``: ``EMBER_XLA_COST_MODEL`` decides) or ``"dae"`` (``DAE_OPTIONS``; a
+    ``cost_model`` given explicitly replaces its ``cost_model``)."""
+    if machine not in ("cpu", "dae"):
+        raise ValueError(f"rewrite_for: unknown machine {machine!r} (cpu or dae)")
+    options: dict[str, Any] = dict(DAE_OPTIONS) if machine == "dae" else {"cost_model": None}
+    if cost_model is not _MACHINE_DEFAULT:
+        options["cost_model"] = cost_model
+    return rewrite_module(module, group=group, assume_finite_tables=assume_finite_tables,
+                          **options)
 
 
 def check_out_dir(out_dir: str) -> None:
@@ -37,12 +62,15 @@ def check_out_dir(out_dir: str) -> None:
 
 def rewrite_one(model: Model, out_dir: str, verify: bool, seed: int,
                 say: Any = print, group: bool = False, cost_model: bool | None = None,
-                assume_finite_tables: bool = False) -> dict[str, Any]:
+                assume_finite_tables: bool = False) -> tuple[dict[str, Any], Module]:
+    """Rewrite one model and write its outputs into ``out_dir``; (the report, the rewritten
+    module)."""
     check_out_dir(out_dir)
-    report, files = prepare(model, verify, seed, say, group, cost_model, assume_finite_tables)
+    report, files, result = prepare(model, verify, seed, say, group, cost_model,
+                                    assume_finite_tables)
     say(f"[3/3] writing {out_dir}")
     write_folder_atomic(out_dir, files)
-    return report
+    return report, result.module
 
 
 def rewrite_all(models: list[Model], out_dir: str, verify: bool, seed: int,
@@ -55,7 +83,7 @@ def rewrite_all(models: list[Model], out_dir: str, verify: bool, seed: int,
         sub = m.source.rsplit("[", 1)[-1].rstrip("]") if len(models) > 1 else ""
         if sub and (sub in ("", ".", "..") or "/" in sub or sub in OUTPUTS):
             raise UsageError(f"{m.source}: signature name {sub!r} cannot name an output folder")
-        _, out = prepare(m, verify, seed, print, group, cost_model, assume_finite_tables)
+        _, out, _ = prepare(m, verify, seed, print, group, cost_model, assume_finite_tables)
         files.update({os.path.join(sub, k) if sub else k: v for k, v in out.items()})
     print(f"[3/3] writing {out_dir}")
     write_folder_atomic(out_dir, files)
@@ -64,12 +92,12 @@ def rewrite_all(models: list[Model], out_dir: str, verify: bool, seed: int,
 def prepare(model: Model, verify: bool, seed: int, say: Any = print,
             group: bool = False, cost_model: bool | None = None,
             assume_finite_tables: bool = False
-            ) -> tuple[dict[str, Any], dict[str, bytes | str]]:
-    """The report and the output files of one model, all in memory."""
+            ) -> tuple[dict[str, Any], dict[str, bytes | str], RewriteResult]:
+    """The report, the output files and the rewrite of one model, all in memory."""
     say(f"[1/3] finding embedding clusters in {model.source} "
         f"({sum(len(g.ops) for g in model.module.graphs)} instructions)")
-    result: RewriteResult = rewrite_module(model.module, group=group, cost_model=cost_model,
-                                           assume_finite_tables=assume_finite_tables)
+    result = rewrite_for(model.module, "cpu", group=group, cost_model=cost_model,
+                         assume_finite_tables=assume_finite_tables)
     for c in result.clusters:
         t = c["table"]
         say(f"  cluster {c['custom_call']}: {c['kind']} {c['attributes']['combiner']} over "
@@ -102,4 +130,4 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
     except ValueError as e:  # e.g. a layout field the text printer cannot spell
         raise UsageError(f"{model.source}: cannot write the rewritten module: {e}") from None
     say(f"  {len(result.clusters)} clusters rewritten, {len(result.near_misses)} near-misses")
-    return report, files
+    return report, files, result
