@@ -105,7 +105,7 @@ def describe(call: Operation, spec: Any) -> str:
 def lower_model(model: Any, flags: Any, say: Any, out: Any) -> tuple[dict[str, Any],
                                                                      dict[str, str], bool]:
     """Lower (and check) the clusters of one model; returns (report, files, all_ok)."""
-    from ember_xla.dae_target.lower.cluster import LoweringRefused, cluster_spec, ember_calls
+    from ember_xla.call_specs import LoweringRefused, cluster_spec, ember_calls
     from ember_xla.orchestrate.rewrite_model import rewrite_for
 
     text, passes = resolve_pipeline(flags)

@@ -23,17 +23,16 @@ from ember_xla.machines.config import Target
 def emulated_module(rewritten: Module, clusters: list[Any], target: Target) -> Module:
     """The copy of ``rewritten`` with each of ``clusters`` (``compile.CompiledCluster``)
     replaced by an ``ember.emulate`` call."""
-    from ember_xla.custom_calls import is_ember_call
+    from ember_xla.call_specs import ember_calls
 
     m = rewritten.clone()
     by_name = {c.name: c for c in clusters}
-    for g in m.graphs:
-        for op in g.ops:
-            c = by_name.get(op.name)
-            if c is None or not is_ember_call(op):
-                continue
-            op.attributes["custom_call_target"] = EMULATE.name
-            op.attributes[ATTRS_KEY] = executor_cc.emulate_attributes(c.program, target, c.name)
+    for op in ember_calls(m):
+        c = by_name.get(op.name)
+        if c is None:
+            continue
+        op.attributes["custom_call_target"] = EMULATE.name
+        op.attributes[ATTRS_KEY] = executor_cc.emulate_attributes(c.program, target, c.name)
     return m
 
 

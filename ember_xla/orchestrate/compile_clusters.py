@@ -50,7 +50,7 @@ def compile_program(dlc: Module, target: Target,
 
 def compile_cluster(index: int, call: Operation, target: Target, level: int | str
                     ) -> CompiledCluster:
-    from ember_xla.dae_target.lower.cluster import LoweringRefused, cluster_spec
+    from ember_xla.call_specs import LoweringRefused, cluster_spec
     from ember_xla.dae_target.passes.levels import lower_cluster
 
     kind = str(call.attributes["custom_call_target"])
@@ -73,6 +73,6 @@ def compile_cluster(index: int, call: Operation, target: Target, level: int | st
 
 def compile_clusters(module: Module, target: Target, level: int | str) -> list[CompiledCluster]:
     """Every ember call of a rewritten module, in graph order."""
-    from ember_xla.dae_target.lower.cluster import ember_calls
+    from ember_xla.call_specs import ember_calls
 
     return [compile_cluster(k, c, target, level) for k, c in enumerate(ember_calls(module))]

@@ -17,8 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ember_xla.custom_calls import is_ember_call
-from ember_xla.dae_target.lower.cluster import ClusterSpec, LoweringRefused, cluster_spec
+from ember_xla.call_specs import ClusterSpec, LoweringRefused, cluster_spec, ember_calls
 from ember_xla.emulator.npu.workload import Bags, Table
 from ember_xla.ir.graph import Module
 
@@ -69,9 +68,7 @@ def placeable_clusters(module: Module) -> list[tuple[ClusterSpec | None, str, st
     """Per ember call of ``module``'s entry, in graph order: (spec or None, name, why the NPU
     cannot compute it or None)."""
     out = []
-    for op in module.entry.ops:
-        if not is_ember_call(op):
-            continue
+    for op in ember_calls(module, module.entry):
         try:
             spec = cluster_spec(op)
         except LoweringRefused as e:

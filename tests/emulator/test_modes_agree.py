@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ember_xla.call_specs import cluster_spec, ember_calls
 from ember_xla.dae_target.check import (
     EDGE_CASES,
     compare,
@@ -25,7 +26,6 @@ from ember_xla.dae_target.check import (
     random_inputs,
 )
 from ember_xla.dae_target.interp.run import run as interpret
-from ember_xla.dae_target.lower.cluster import cluster_spec, ember_calls
 from ember_xla.emulator.reference import run_program
 from ember_xla.emulator.timing import simulate
 from ember_xla.emulator.timing_cc import simulate_fast

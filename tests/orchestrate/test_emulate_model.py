@@ -84,7 +84,7 @@ def test_program_that_does_not_fit_names_cluster_and_reason(model):
 
 
 def test_refused_cluster_is_an_error_or_reported(model, monkeypatch):
-    from ember_xla.dae_target.lower import cluster
+    from ember_xla import call_specs as cluster
 
     original, rewritten = model
     real = cluster.cluster_spec

@@ -1,4 +1,6 @@
-"""Read an ``ember.<kind>`` custom-call of a rewritten HLO module into a ``ClusterSpec``: the
+"""The ember custom-calls of a rewritten HLO module: ``ember_calls`` enumerates them (the one
+enumeration the compiler, the emulator, capture and placement share) and ``cluster_spec`` reads
+one into a ``ClusterSpec``: the
 kind, the operands' roles, shapes and dtypes, the output shapes and dtypes, and the kernel
 attributes (docs/CUSTOM_CALL.md). Everything the contract does not allow is refused with
 ``LoweringRefused`` and a reason (the lowering never guesses)."""
@@ -9,7 +11,7 @@ import dataclasses
 from typing import Any
 
 from ember_xla.custom_calls import TARGETS, call_attributes, is_ember_call
-from ember_xla.ir.graph import Module
+from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.operation import Operation
 
 TABLE_DTYPES = ("f32", "bf16", "f16")
@@ -191,6 +193,8 @@ def cluster_spec(op: Operation) -> ClusterSpec:
                        tuple(parts), op.callees[0].name if op.callees else None)
 
 
-def ember_calls(module: Module) -> list[Operation]:
-    """The ember custom-calls of a (rewritten) HLO module, in graph order."""
-    return [op for g in module.graphs for op in g.ops if is_ember_call(op)]
+def ember_calls(module: Module, graph: Graph | None = None) -> list[Operation]:
+    """The ember custom-calls of a (rewritten) HLO module, in graph order (of ``graph`` only,
+    when given): the one enumeration every consumer of a rewritten module uses."""
+    graphs = module.graphs if graph is None else [graph]
+    return [op for g in graphs for op in g.ops if is_ember_call(op)]
