@@ -1,5 +1,5 @@
 """Speed of the DAE timing model: the Python reference (``emulator/timing.py``) vs the C++ core
-(``emulator/fast.py``), in queue tokens per second (data-queue entries + control tokens
+(``emulator/timing_cc.py``), in queue tokens per second (data-queue entries + control tokens
 replayed) and trace events per second, on synthetic embedding-bag traces (DLRM-style bags,
 one data-queue entry per element / vector chunk / row, as O0 / O1 / O2+ push them).
 
@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from ember_xla.emulator.fast import TraceArrays, simulate_fast
 from ember_xla.emulator.synthetic import embedding_bag_trace
-from ember_xla.emulator.target import Target, load_target
 from ember_xla.emulator.timing import simulate
+from ember_xla.emulator.timing_cc import TraceArrays, simulate_fast
+from ember_xla.machines.config import Target, load_target
 
 
 def _timed(fn: Any) -> tuple[float, Any]:
@@ -102,7 +102,7 @@ def measure_program_speed(level: int | str = 3, target: str | Target = "tmu",
     """The whole emulate path on a DLRM-sized bag (one table, ``batch`` x ``pooling``
     lookups): C++ (``fast.emulate_program``: execution + trace + timing, no Python in the loop)
     vs the Python reference (``reference.emulate``) on the first ``python_batch`` bags."""
-    from ember_xla.emulator.fast import emulate_program
+    from ember_xla.emulator.executor_cc import emulate_program
     from ember_xla.emulator.reference import emulate
 
     tgt = load_target(target) if isinstance(target, str) else target

@@ -58,9 +58,10 @@ def emulate_clusters(compiled: list, cap: Any, target: Any) -> dict[str, Any]:
     model), time the same trace on the C++ timing core, and run the whole C++ emulator
     (functional + timing: ``fast.emulate_program``); cycles must be equal and the outputs
     the native kernel's; sum the cycles (clusters run one after the other)."""
-    from ember_xla.emulator.fast import emulate_program, simulate_fast
+    from ember_xla.emulator.executor_cc import emulate_program
     from ember_xla.emulator.reference import run_program
     from ember_xla.emulator.timing import simulate
+    from ember_xla.emulator.timing_cc import simulate_fast
     from ember_xla.runtime.compare import compare_outputs
 
     total = {"cycles": 0.0, "tokens": 0, "run_s": 0.0, "timing_py_s": 0.0, "timing_cpp_s": 0.0,
@@ -100,8 +101,8 @@ def handwritten_ratio(compiled_o3: list, cap: Any, target: Any, o3_cycles: float
                       ) -> dict[str, Any]:
     """The hand-written DLC sum bag on every DLRM table vs the compiled -O3 programs."""
     from ember_xla.dae_target.handwritten import sum_bag_dlc
-    from ember_xla.emulator.compile import compile_program
-    from ember_xla.emulator.run_model import run_reference
+    from ember_xla.orchestrate.compile_clusters import compile_program
+    from ember_xla.orchestrate.emulate_model import run_reference
 
     cycles = 0.0
     for c in compiled_o3:
@@ -129,7 +130,7 @@ def cpp_speed() -> dict[str, Any] | None:
 def sample_trace(compiled: Any, cap: Any, target: Any, path: Path) -> int:
     from ember_xla.emulator.perfetto import TracedRun, write_trace
     from ember_xla.emulator.recorder import EventRecorder
-    from ember_xla.emulator.run_model import run_reference
+    from ember_xla.orchestrate.emulate_model import run_reference
 
     rec = EventRecorder()
     _, rep = run_reference(compiled.program, cap.operands[compiled.name], target, rec)
@@ -166,8 +167,8 @@ def geomean(xs: list[float]) -> float:
 
 
 def main() -> None:
-    from ember_xla.emulator.compile import compile_clusters
-    from ember_xla.emulator.target import load_target
+    from ember_xla.machines.config import load_target
+    from ember_xla.orchestrate.compile_clusters import compile_clusters
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--target", default="tmu")

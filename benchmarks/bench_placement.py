@@ -18,13 +18,13 @@ import time
 
 import numpy as np
 
-from ember_xla.dae_target.placement.api import emulate_plan, machine
-from ember_xla.dae_target.placement.baselines import greedy, symmetric
-from ember_xla.dae_target.placement.distributions import DISTRIBUTIONS, dlrm_batches, meta_like
-from ember_xla.dae_target.placement.mapper import ours
-from ember_xla.dae_target.placement.model import workload
-from ember_xla.dae_target.placement.optimum import optimum
-from ember_xla.dae_target.placement.plot import plot_loads
+from ember_xla.placement.api import emulate_plan, machine
+from ember_xla.placement.baselines import greedy, symmetric
+from ember_xla.placement.distributions import DISTRIBUTIONS, dlrm_batches, meta_like
+from ember_xla.placement.mapper import ours
+from ember_xla.placement.model import workload
+from ember_xla.placement.optimum import optimum
+from ember_xla.placement.plot import plot_loads
 
 SMALL = [20, 21, 9, 11, 22, 4]       # the small exact case: 6 tables (the heaviest and some)
 

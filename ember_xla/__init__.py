@@ -11,8 +11,8 @@ from ember_xla.hlo_import.load import load_model, load_models
 from ember_xla.hlo_import.model import Model
 from ember_xla.hlo_import.proto import module_from_proto, module_to_proto
 from ember_xla.ops import embedding_bag
+from ember_xla.orchestrate.jit import jit
 from ember_xla.rewrites.pipeline import RewriteResult, rewrite_module
-from ember_xla.runtime.jit import jit
 
 __version__ = "0.1.0"
 

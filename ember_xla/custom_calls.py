@@ -21,7 +21,7 @@ KERNEL_ATTRS = ("combiner", "index_bits", "index_mode", "init", "weighted", "wra
 #: (``combiners="sum,max"``, ``inits="0.0,-inf"``; inits as ``repr(float)`` prints them).
 MULTI_ATTRS = ("combiners", "index_bits", "index_mode", "inits", "weighted", "wrap_negative")
 
-#: Attributes of the ember.emulate target (strings; emulator/fast.py: emulate_attributes).
+#: Attributes of the ember.emulate target (strings; emulator/timing_cc.py: emulate_attributes).
 EMULATE_ATTRS = ("cluster", "program", "target")
 
 

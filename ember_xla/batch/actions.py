@@ -3,10 +3,11 @@
 Built in: ``rewrite`` (clusters -> ember custom-calls, the ``rewrite`` command's library
 function), ``verify`` (original vs rewritten on XLA:CPU, random valid inputs), ``time``
 (median time per run of both modules on XLA:CPU: the speed-up of the native kernels).
-Plugged in: ``lower`` and ``emulate`` come from the DAE compiler and emulator; each is
-available once its command module defines ``batch_action(model, rewritten, out_dir, options)
--> dict`` (summary fields, e.g. ``{"emulated_cycles": 12345}``). Until then asking for it is a
-one-line error before any model is touched.
+Plugged in: ``lower`` and ``emulate`` come from the orchestration of the DAE compiler and
+emulator; each is available once its orchestration module defines ``batch_action(model,
+rewritten, out_dir, options) -> dict`` (summary fields, e.g. ``{"emulated_cycles": 12345}``;
+``emulate`` does, ``lower`` not yet). Asking for one that is missing is a one-line error before
+any model is touched. The rewritten module reaches them in memory.
 """
 
 from __future__ import annotations
@@ -17,10 +18,14 @@ from collections.abc import Callable
 from typing import Any
 
 from ember_xla.batch.settings import JobSettings
+from ember_xla.orchestrate.errors import ModelFailed
+
+__all__ = ["ORDER", "PLUGINS", "ActionError", "ModelFailed", "plugin", "run_model", "validate"]
 
 BUILTIN = ("rewrite", "verify", "time")
-PLUGINS = {"lower": ("ember_xla.cli.lower_cmd", "the DAE compiler (ember-xla lower)"),
-           "emulate": ("ember_xla.cli.emulate_cmd", "the DAE emulator (ember-xla emulate)")}
+PLUGINS = {"lower": ("ember_xla.orchestrate.lower_model", "the DAE compiler (ember-xla lower)"),
+           "emulate": ("ember_xla.orchestrate.emulate_model",
+                       "the DAE emulator (ember-xla emulate)")}
 ORDER = BUILTIN + tuple(PLUGINS)
 ROW_FIELDS = ("signatures", "instructions", "clusters", "near_misses", "verify",
               "max_abs_diff", "xla_ms", "ember_ms", "speedup", "emulated_cycles")
@@ -28,10 +33,6 @@ ROW_FIELDS = ("signatures", "instructions", "clusters", "near_misses", "verify",
 
 class ActionError(ValueError):
     pass
-
-
-class ModelFailed(ValueError):
-    """The model was processed but a check failed (e.g. the rewrite changed its outputs)."""
 
 
 def plugin(name: str) -> Callable[..., dict[str, Any]] | None:
@@ -65,12 +66,10 @@ def validate(names: list[str]) -> tuple[str, ...]:
     return tuple(n for n in ORDER if n in names)
 
 
-def _speed(model: Any, rewritten_pb: str, settings: JobSettings) -> tuple[float, float]:
-    from ember_xla.hlo_import.load import load_model
+def _speed(model: Any, rewritten: Any, settings: JobSettings) -> tuple[float, float]:
     from ember_xla.runtime.compare import time_modules
     from ember_xla.runtime.inputs import random_inputs
 
-    rewritten = load_model(rewritten_pb).module
     inputs = random_inputs(model.module, settings.seed, model.bound)
     t = time_modules({"xla": model.module, "ember": rewritten}, inputs,
                      settings.timing_repeats)
@@ -81,8 +80,8 @@ def run_model(path: str, settings: JobSettings, out_dir: str,
               say: Callable[[str], None]) -> dict[str, Any]:
     """Run the job's actions on the model(s) at ``path``; outputs go to ``out_dir`` (one
     sub-folder per signature when a SavedModel has several). Returns the summary fields."""
-    from ember_xla.cli.rewrite_cmd import rewrite_one
-    from ember_xla.hlo_import.load import load_model, load_models
+    from ember_xla.hlo_import.load import load_models
+    from ember_xla.orchestrate.rewrite_model import rewrite_one
 
     acts = settings.actions
     models = load_models(path, settings.signature, settings.unknown_dim)
@@ -94,8 +93,8 @@ def run_model(path: str, settings: JobSettings, out_dir: str,
         sub = out_dir
         if len(models) > 1:
             sub = os.path.join(out_dir, m.source.rsplit("[", 1)[-1].rstrip("]"))
-        report = rewrite_one(m, sub, "verify" in acts, settings.seed, say=say,
-                             group=settings.group_tables)
+        report, rewritten = rewrite_one(m, sub, "verify" in acts, settings.seed, say=say,
+                                        group=settings.group_tables)
         row["instructions"] += sum(len(g.ops) for g in m.module.graphs)
         row["clusters"] += len(report["clusters"])
         row["near_misses"] += len(report["near_misses"])
@@ -111,11 +110,10 @@ def run_model(path: str, settings: JobSettings, out_dir: str,
             elif row["verify"] is None:
                 row["verify"] = "bitwise"
         if "time" in acts and report["clusters"]:
-            x, e = _speed(m, os.path.join(sub, "rewritten.pb"), settings)
+            x, e = _speed(m, rewritten, settings)
             xla_s, ember_s = xla_s + x, ember_s + e
         plugged = [a for a in acts if a in PLUGINS]
         if plugged:
-            rewritten = load_model(os.path.join(sub, "rewritten.pb")).module
             for a in plugged:
                 fn = plugin(a)
                 assert fn is not None  # validated before the job started

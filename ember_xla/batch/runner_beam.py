@@ -1,7 +1,7 @@
 """``--runner=beam``: the same job as an Apache Beam pipeline (``pip install 'ember-xla[beam]'``).
 
 ``Create(tasks) | Reshuffle | ParDo(ProcessModel)``: each DoFn instance owns a worker process
-(started in ``setup``) and calls ``job.execute_one``, the local runner's code, so outputs and
+(started in ``setup``) and calls ``tasks.execute_one``, the local runner's code, so outputs and
 manifest entries are the same. ``--out`` and the inputs must be paths every Beam worker sees
 (a shared or mounted file system). Default options: DirectRunner, ``--workers`` threads;
 ``--beam_options`` passes any others, e.g. ``--runner=DataflowRunner --project=P --region=R
@@ -17,9 +17,9 @@ import threading
 from typing import Any
 
 from ember_xla.batch import manifest
-from ember_xla.batch.job import Plan, Task, execute_one, new_worker
 from ember_xla.batch.progress import Progress
 from ember_xla.batch.settings import JobSettings
+from ember_xla.batch.tasks import Plan, Task, execute_one, new_worker
 
 
 class BeamMissing(ValueError):
@@ -78,7 +78,7 @@ def run_beam(plan: Plan, settings: JobSettings, run_id: str, progress: Progress)
 
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from ember_xla.batch.job import BatchError
+    from ember_xla.batch.tasks import BatchError
 
     logging.getLogger("apache_beam").setLevel(logging.ERROR)
     logging.getLogger().setLevel(logging.ERROR)

@@ -7,9 +7,9 @@ import queue
 import threading
 from typing import Any
 
-from ember_xla.batch.job import Plan, Task, execute_one, new_worker
 from ember_xla.batch.progress import Progress
 from ember_xla.batch.settings import JobSettings
+from ember_xla.batch.tasks import Plan, Task, execute_one, new_worker
 
 
 def run_local(plan: Plan, settings: JobSettings, run_id: str, progress: Progress) -> None:

@@ -31,7 +31,7 @@ def one_line(e: BaseException) -> str:
 
 def handle(task: dict[str, Any], settings: Any) -> dict[str, Any]:
     from ember_xla.batch.actions import ModelFailed, run_model
-    from ember_xla.cli.errors import expected_errors
+    from ember_xla.orchestrate.errors import expected_errors
 
     crash_on = os.environ.get("EMBER_XLA_BATCH_CRASH_ON")
     if crash_on and crash_on in task["path"]:
@@ -86,7 +86,7 @@ def main() -> None:
     cfg = json.loads(sys.stdin.readline())
     settings = settings_from_dict(cfg["settings"])
     t0 = time.perf_counter()
-    import ember_xla.cli.rewrite_cmd  # noqa: F401  (jax, the IR and the rewrites)
+    import ember_xla.orchestrate.rewrite_model  # noqa: F401  (jax, the IR and the rewrites)
     import ember_xla.runtime.compare  # noqa: F401
 
     if cfg.get("tensorflow"):

@@ -5,7 +5,7 @@ ember_xla/batch and docs/BATCH.md. Exit 0: every model ok; 1: some failed (each 
 
 from __future__ import annotations
 
-from ember_xla.cli.errors import UsageError
+from ember_xla.orchestrate.errors import UsageError
 
 
 def cmd_batch(args: list[str]) -> int:

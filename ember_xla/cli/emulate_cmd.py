@@ -8,20 +8,18 @@ report to stdout.
 Exit codes: 0 verified; 1 the outputs differ (original vs emulated, or an emulated cluster vs
 its native kernel); 2 bad input: a bad target file, a program that does not fit the target, a
 cluster the lowering refuses (unless ``--native_fallback``: it then runs on the native kernel
-and the report lists it), each as one line naming what and why.
-
-``batch_action`` plugs ``emulate`` into ``ember-xla batch --actions=rewrite,emulate``."""
+and the report lists it), each as one line naming what and why."""
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
 from absl import flags
 
 import ember_xla.cli.target_flag  # noqa: F401  (--target)
-from ember_xla.cli.errors import UsageError
+from ember_xla.orchestrate.emulate_model import DEFAULT_LEVEL, DEFAULT_TARGET, emulate_model
+from ember_xla.orchestrate.errors import UsageError
 from ember_xla.util import strict_json
 
 flags.DEFINE_string("trace", None, "emulate: write a Chrome/Perfetto trace (JSON for "
@@ -32,8 +30,6 @@ flags.DEFINE_enum("engine", "auto", ["auto", "xla", "python"], "emulate: xla (th
                   "as an XLA custom-call, the default when built) or python (the reference "
                   "emulator beside the native kernels).")
 
-DEFAULT_TARGET = "tmu"
-DEFAULT_LEVEL = 3
 
 
 def _level(flags_: Any) -> int:
@@ -43,25 +39,6 @@ def _level(flags_: Any) -> int:
     if not 0 <= level <= 4:
         raise UsageError(f"-O{level}: expected an optimization level -O0..-O4")
     return level
-
-
-def emulate_model(model: Any, target_name: str, level: int, inputs: Any, *, engine: str = "auto",
-                  native_fallback: bool = False, trace: str | None = None,
-                  group: bool = False, verify_atol: float = 1e-4, say: Any = None) -> Any:
-    """Rewrite (every cluster: the DAE machine is the target, not the CPU cost model),
-    compile, emulate and verify one imported model; returns ``run_model.Emulated``."""
-    from ember_xla.emulator.run_model import EmulateOptions, emulate_module
-    from ember_xla.emulator.target import load_target
-    from ember_xla.rewrites.pipeline import rewrite_module
-
-    target = load_target(target_name)
-    result = rewrite_module(model.module, group=group, cost_model=False, multi_output=False)
-    opts = EmulateOptions(target, level, engine, native_fallback, trace, verify_atol)
-    em = emulate_module(model.module, result.module, inputs, opts, source=model.source)
-    if say:  # after the run: an error is then the only line on stderr
-        say(f"{model.source}: {len(result.clusters)} embedding cluster(s) rewritten, emulated "
-            f"at -O{level} on {target.name} ({target.source}), {em.report.engine} engine")
-    return em
 
 
 def _say_verify(em: Any, say: Any) -> None:
@@ -84,8 +61,8 @@ def _say_verify(em: Any, say: Any) -> None:
 
 def emulate_main(args: list[str], flags_: Any) -> int:
     from ember_xla.cli.run_cmd import load_inputs
-    from ember_xla.emulator.target import load_target
     from ember_xla.hlo_import.load import load_model
+    from ember_xla.machines.config import load_target
 
     if len(args) != 1:
         raise UsageError("emulate takes exactly one MODEL argument")
@@ -93,7 +70,7 @@ def emulate_main(args: list[str], flags_: Any) -> int:
     target = load_target(target_name)  # a bad target fails before the model is loaded
     placed = target.npu is not None or flags_["placement"].present
     if placed:
-        from ember_xla.emulator.npu.machine import machine_of
+        from ember_xla.machines.npu import machine_of
 
         machine_of(target)  # --placement on a target without [dma]: one line, exit 2
     else:
@@ -129,8 +106,8 @@ def _emulate_placed(model: Any, target: Any, inputs: Any, flags_: Any, say: Any)
     """The NPU path: place the clusters' tables on the cores (``--placement``), emulate the
     plan, verify, print the plan and per-core times (docs/PLACEMENT.md)."""
 
-    from ember_xla.dae_target.placement.run_model import emulate_placed
-    from ember_xla.rewrites.pipeline import rewrite_module
+    from ember_xla.orchestrate.place_model import emulate_placed
+    from ember_xla.orchestrate.rewrite_model import rewrite_for
 
     if flags_.trace:
         raise UsageError("--trace: the NPU emulator writes no Perfetto trace (a DAE target "
@@ -138,8 +115,7 @@ def _emulate_placed(model: Any, target: Any, inputs: Any, flags_: Any, say: Any)
     if flags_["opt_level"].present or flags_["pipeline"].present:
         raise UsageError("-O/--pipeline: the NPU strategies are chosen per table by "
                          "--placement, not by an optimization level")
-    result = rewrite_module(model.module, group=flags_.group_tables, cost_model=False,
-                            multi_output=False)  # the DAE lowering: one call per reduction
+    result = rewrite_for(model.module, "dae", group=flags_.group_tables)
     run = emulate_placed(model.module, result.module, inputs, target, flags_.placement,
                          preload=flags_.preload, native_fallback=flags_.native_fallback,
                          baselines=bool(flags_.plot), verify_atol=flags_.verify_atol)
@@ -158,7 +134,7 @@ def _emulate_placed(model: Any, target: Any, inputs: Any, flags_: Any, say: Any)
         run.plan.save(flags_.save_plan)
         say(f"plan: {flags_.save_plan}")
     if flags_.plot:
-        from ember_xla.dae_target.placement.plot import plot_loads
+        from ember_xla.placement.plot import plot_loads
 
         plot_loads([*run.baselines, run.report], flags_.plot,
                    f"{model.source}: {len(run.plan.pieces)} pieces on {run.plan.cores} cores")
@@ -168,40 +144,3 @@ def _emulate_placed(model: Any, target: Any, inputs: Any, flags_: Any, say: Any)
         say("emulate: verification FAILED")
         return 1
     return 0
-
-
-def batch_action(model: Any, rewritten: Any, out_dir: str, options: dict[str, Any]
-                 ) -> dict[str, Any]:
-    """``ember-xla batch --actions=rewrite,emulate``: emulate the model (``--target``,
-    ``-O``; defaults tmu, -O3; an NPU target places the tables with ``--placement=auto``) on
-    random valid inputs, write ``emulate.json`` into the model's folder; summary field
-    ``emulated_cycles`` (an NPU target: the makespan)."""
-    from ember_xla.batch.actions import ModelFailed
-    from ember_xla.emulator.target import load_target
-    from ember_xla.runtime.inputs import random_inputs
-    from ember_xla.util.atomic import write_atomic
-
-    inputs = random_inputs(model.module, 0, model.bound)
-    target = load_target(options.get("target") or DEFAULT_TARGET)
-    if target.npu is not None:  # a multi-core NPU: the tables placed by the auto mapper
-
-        from ember_xla.dae_target.placement.run_model import emulate_placed
-        from ember_xla.rewrites.pipeline import rewrite_module
-
-        every = rewrite_module(model.module, cost_model=False,  # as emulate_model
-                               multi_output=False).module
-        run = emulate_placed(model.module, every, inputs, target, "auto")
-        write_atomic(os.path.join(out_dir, "emulate.json"),
-                     strict_json.dumps(run.as_dict(), indent=1) + "\n")
-        if not run.ok:
-            raise ModelFailed(f"{model.source}: emulate: the NPU outputs differ "
-                              "(see emulate.json)")
-        return {"emulated_cycles": run.report.makespan_cycles}
-    level = options.get("opt_level")
-    level = DEFAULT_LEVEL if level is None else int(level)
-    em = emulate_model(model, options.get("target") or DEFAULT_TARGET, level, inputs)
-    write_atomic(os.path.join(out_dir, "emulate.json"), em.report.to_json() + "\n")
-    if not em.ok:
-        raise ModelFailed(f"{model.source}: emulate: the emulated outputs differ "
-                          "(see emulate.json)")
-    return {"emulated_cycles": em.report.total_cycles}

@@ -6,15 +6,13 @@ import os
 import sys
 from collections.abc import Callable
 
+from ember_xla.orchestrate.errors import expected_errors
+
 USAGE_EXIT = 2
 INTERNAL_EXIT = 70  # EX_SOFTWARE: a bug of ours, not bad input (the fuzzer counts these)
 
 
 MAX_MESSAGE = 400  # characters of one error line; a 100 KB flag value is not echoed whole
-
-
-class UsageError(ValueError):
-    pass
 
 
 def shorten(text: str, limit: int = MAX_MESSAGE) -> str:
@@ -23,17 +21,6 @@ def shorten(text: str, limit: int = MAX_MESSAGE) -> str:
         return text
     keep = (limit - 40) // 2
     return f"{text[:keep]} ...({len(text) - 2 * keep} characters cut)... {text[-keep:]}"
-
-
-def expected_errors() -> tuple[type[BaseException], ...]:
-    from ember_xla.hlo.errors import HloImportError
-    from ember_xla.ir.dialect import VerifyError
-    from ember_xla.native import NativeLibraryMissing
-    from ember_xla.runtime.legalize import LegalizeError
-    from ember_xla.runtime.xla_cpu import XlaError
-
-    return (HloImportError, VerifyError, XlaError, LegalizeError, UsageError, OSError, ValueError,
-            NativeLibraryMissing)
 
 
 def guarded(fn: Callable[[], int]) -> int:

@@ -7,11 +7,11 @@ import os
 import tempfile
 from typing import Any
 
-from ember_xla.cli.rewrite_cmd import rewrite_one
 from ember_xla.examples import dlrm
 from ember_xla.hlo.verifier import verify_module
 from ember_xla.hlo_import.jax_source import from_jax
 from ember_xla.hlo_import.model import Model
+from ember_xla.orchestrate.rewrite_model import rewrite_one
 
 
 def _run(model: Model, out_dir: str, repeats: int, say: Any) -> None:
@@ -19,7 +19,7 @@ def _run(model: Model, out_dir: str, repeats: int, say: Any) -> None:
     from ember_xla.runtime.compare import time_modules
     from ember_xla.runtime.inputs import random_inputs
 
-    report = rewrite_one(model, out_dir, verify=True, seed=0, say=say)
+    report, _ = rewrite_one(model, out_dir, verify=True, seed=0, say=say)
     rewritten = load_model(os.path.join(out_dir, "rewritten.pb")).module
     verify_module(rewritten)
     inputs = random_inputs(model.module, 0, model.bound)

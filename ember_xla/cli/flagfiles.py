@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from ember_xla.cli.errors import UsageError
+from ember_xla.orchestrate.errors import UsageError
 from ember_xla.util.input_files import SpecialFileError, open_regular
 
 MAX_DEPTH = 32

@@ -24,12 +24,12 @@ import os
 import sys
 from typing import Any
 
-from ember_xla.cli.errors import UsageError
 from ember_xla.cli.opt_cmd import load_dae_registry, parse_passes, run_passes, verify_ir
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import ModulePass, pipeline_string
 from ember_xla.ir.printer import print_module
+from ember_xla.orchestrate.errors import UsageError
 from ember_xla.util import strict_json
 from ember_xla.util.atomic import write_atomic
 
@@ -105,12 +105,12 @@ def describe(call: Operation, spec: Any) -> str:
 def lower_model(model: Any, flags: Any, say: Any, out: Any) -> tuple[dict[str, Any],
                                                                      dict[str, str], bool]:
     """Lower (and check) the clusters of one model; returns (report, files, all_ok)."""
-    from ember_xla.dae_target.lower.cluster import LoweringRefused, cluster_spec, ember_calls
-    from ember_xla.rewrites.pipeline import rewrite_module
+    from ember_xla.call_specs import LoweringRefused, cluster_spec, ember_calls
+    from ember_xla.orchestrate.rewrite_model import rewrite_for
 
     text, passes = resolve_pipeline(flags)
-    # one call per reduction: the DAE lowering has no multi-output form (multi_output.py)
-    result = rewrite_module(model.module, group=flags.group_tables, multi_output=False)
+    # lower keeps the CPU's cost model (EMBER_XLA_COST_MODEL), unlike emulate
+    result = rewrite_for(model.module, "dae", group=flags.group_tables, cost_model=None)
     calls = ember_calls(result.module)
     say(f"{model.source}: {len(calls)} ember cluster(s); pipeline: {text or '(none)'}")
     chosen = list(enumerate(calls))
@@ -161,7 +161,8 @@ def lower_model(model: Any, flags: Any, say: Any, out: Any) -> tuple[dict[str, A
 def _emit_program(k: int, call: Operation, spec: Any, last: Stage, entry: dict[str, Any],
                   files: dict[str, str], say: Any, out: Any) -> None:
     """``--emit=program``: the DAE program of the last stage (or the reason it has none)."""
-    from ember_xla.dae_target.program import ProgramError, emit_program, print_program, to_text
+    from ember_xla.dae import ProgramError, print_program, to_text
+    from ember_xla.dae_target.program import emit_program
 
     try:
         if last.level != "DLC":

@@ -10,7 +10,8 @@ import ember_xla.batch.flags  # noqa: F401  (the batch command's flags)
 import ember_xla.cli.emulate_cmd  # noqa: F401  (the emulate command's flags)
 import ember_xla.cli.place_cmd  # noqa: F401  (the place command's flags)
 import ember_xla.cli.target_flag  # noqa: F401  (--target, shared)
-from ember_xla.cli.errors import USAGE_EXIT, UsageError, guarded, shorten
+from ember_xla.cli.errors import USAGE_EXIT, guarded, shorten
+from ember_xla.orchestrate.errors import UsageError
 
 FLAGS = flags.FLAGS
 flags.DEFINE_bool("json", False, "inspect: print the summary as JSON.")
@@ -98,8 +99,8 @@ def _cmd_inspect(args: list[str]) -> int:
 
 
 def _cmd_rewrite(args: list[str]) -> int:
-    from ember_xla.cli.rewrite_cmd import rewrite_all
     from ember_xla.hlo_import.load import load_models
+    from ember_xla.orchestrate.rewrite_model import rewrite_all
 
     if len(args) != 1:
         raise UsageError("rewrite takes exactly one MODEL argument")

@@ -10,11 +10,11 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ember_xla.cli.errors import UsageError
 from ember_xla.ir.dialect import VerifyError
 from ember_xla.ir.graph import Module
 from ember_xla.ir.passes import ModulePass, parse_pipeline, pipeline_string
 from ember_xla.ir.printer import print_module
+from ember_xla.orchestrate.errors import UsageError
 from ember_xla.util.atomic import write_atomic
 from ember_xla.util.input_files import open_regular
 

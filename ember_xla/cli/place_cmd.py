@@ -16,7 +16,7 @@ import numpy as np
 from absl import flags
 
 import ember_xla.cli.target_flag  # noqa: F401  (--target)
-from ember_xla.cli.errors import UsageError
+from ember_xla.orchestrate.errors import UsageError
 from ember_xla.util import strict_json
 from ember_xla.util.input_files import refuse_special
 
@@ -69,9 +69,9 @@ def load_workload(path: str) -> tuple[list, list]:
 
 
 def place_main(args: list[str], fl: Any) -> int:
-    from ember_xla.dae_target.placement.api import emulate_plan, format_report, machine, make_plan
-    from ember_xla.dae_target.placement.distributions import dlrm_batches
-    from ember_xla.dae_target.placement.model import workload
+    from ember_xla.placement.api import emulate_plan, format_report, machine, make_plan
+    from ember_xla.placement.distributions import dlrm_batches
+    from ember_xla.placement.model import workload
 
     if len(args) > 1:
         raise UsageError("place takes at most one WORKLOAD.npz argument")
@@ -90,7 +90,7 @@ def place_main(args: list[str], fl: Any) -> int:
     if fl.save_plan:
         plan.save(fl.save_plan)
     if fl.plot:
-        from ember_xla.dae_target.placement.plot import plot_loads
+        from ember_xla.placement.plot import plot_loads
 
         reports = [report]
         for base in ("symmetric", "greedy"):

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ember_xla.cli.errors import UsageError
 from ember_xla.hlo_import.model import Model
+from ember_xla.orchestrate.errors import UsageError
 from ember_xla.runtime.execute import compile_module
 from ember_xla.runtime.inputs import check_budget, random_inputs
 from ember_xla.util.atomic import write_atomic

@@ -28,8 +28,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from ember_xla.call_specs import ArraySpec, ClusterSpec, cluster_spec
 from ember_xla.dae_target.interp.run import run
-from ember_xla.dae_target.lower.cluster import ArraySpec, ClusterSpec, cluster_spec
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
 

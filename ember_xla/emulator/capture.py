@@ -10,7 +10,7 @@ import dataclasses
 
 import numpy as np
 
-from ember_xla.custom_calls import is_ember_call
+from ember_xla.call_specs import ember_calls
 from ember_xla.hlo.shape import Shape
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
@@ -44,8 +44,8 @@ def capture_module(module: Module) -> tuple[Module, int, list[tuple[str, int, in
     operand count, result count) in graph order)."""
     m = module.clone()
     g = m.entry
-    calls = [op for op in g.ops if is_ember_call(op)]
-    nested = [op.name for gr in m.graphs if gr is not g for op in gr.ops if is_ember_call(op)]
+    calls = ember_calls(m, g)
+    nested = [op.name for op in ember_calls(m) if op not in calls]
     if nested:
         raise NotCapturable(f"ember call %{nested[0]} is inside a nested computation")
     root = g.root

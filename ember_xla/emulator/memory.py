@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ember_xla.emulator.target import Cache, Target
+from ember_xla.machines.config import Cache, Target
 
 
 @dataclasses.dataclass

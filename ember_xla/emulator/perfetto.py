@@ -19,7 +19,7 @@ import dataclasses
 from typing import Any
 
 from ember_xla.emulator.recorder import EventRecorder
-from ember_xla.emulator.target import Target
+from ember_xla.machines.config import Target
 from ember_xla.util import strict_json
 
 EXEC_TID, LAYER_TID0 = 1, 10

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from ember_xla.dae_target.interp.values import scalar
-from ember_xla.dae_target.program.model import DaeProgram, Instr, ir_type
-from ember_xla.dae_target.program.ops import op_class
-from ember_xla.dae_target.program.semantics import step
+from ember_xla.dae.model import DaeProgram, Instr, ir_type
+from ember_xla.dae.ops import op_class
+from ember_xla.dae.semantics import step
+from ember_xla.dae.values import scalar
 from ember_xla.emulator.reference_access import Access
 from ember_xla.emulator.trace import Trace
 from ember_xla.ir.interpreter import InterpretError
@@ -200,7 +200,7 @@ def emulate(program: DaeProgram, inputs: Sequence[Any], target: Any,
             output_shapes: Sequence[Sequence[int]] | None = None) -> tuple[list[np.ndarray], Any]:
     """``run_program`` + the timing model on ``target`` (after the binder accepted it):
     (outputs, TimingReport). ``ProgramDoesNotFit`` when the program does not fit."""
-    from ember_xla.dae_target.program.bind import bind_program
+    from ember_xla.dae.bind import bind_program
     from ember_xla.emulator.timing import simulate
 
     bind_program(program, target)

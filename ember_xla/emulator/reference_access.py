@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ember_xla.dae_target.interp.slc import alu
-from ember_xla.dae_target.interp.values import element_index, of_type, scalar
-from ember_xla.dae_target.program.model import Engine, scalar_type
+from ember_xla.dae.model import Engine, scalar_type
+from ember_xla.dae.numerics import alu
+from ember_xla.dae.values import element_index, of_type, scalar
 from ember_xla.ir.interpreter import InterpretError
 from ember_xla.ir.types import VectorType, numpy_dtype
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ember_xla.emulator.target import Target
 from ember_xla.emulator.timing import TimingReport
+from ember_xla.machines.config import Target
 from ember_xla.util import strict_json
 
 

@@ -23,16 +23,12 @@ import heapq
 import math
 from typing import Any
 
+from ember_xla.dae.errors import ProgramDoesNotFit
 from ember_xla.emulator.memory import Memory
-from ember_xla.emulator.target import Target
 from ember_xla.emulator.trace import LOAD, PUSH, TOKEN, Trace
+from ember_xla.machines.config import Target
 
 INF = math.inf
-
-
-class ProgramDoesNotFit(ValueError):
-    """The program cannot run on the target (e.g. a queue too small for what a callback
-    needs); the message says why."""
 
 
 @dataclasses.dataclass

@@ -28,6 +28,7 @@ import os
 import threading
 from pathlib import Path
 
+from ember_xla import ffi
 from ember_xla.custom_calls import TARGETS as _REGISTRY
 
 __all__ = ["TARGETS", "NativeLibraryMissing", "library_path", "load_library", "register_targets"]
@@ -42,7 +43,6 @@ TARGETS: tuple[str, ...] = tuple(_SYMBOLS)
 
 _lock = threading.Lock()
 _library: ctypes.CDLL | None = None
-_registered = False
 
 
 class NativeLibraryMissing(ImportError):
@@ -91,25 +91,9 @@ def load_library() -> ctypes.CDLL:
 
 
 def register_targets() -> tuple[str, ...]:
-    """Register every ember target with XLA:CPU (typed FFI). Idempotent; returns TARGETS."""
-    global _registered
-    lib = load_library()
-    import jax  # deferred: importing this module should not import jax
-
-    with _lock:
-        if not _registered:
-            for name, symbol in _SYMBOLS.items():
-                if _REGISTRY[name].library == "emulator":  # the DAE emulator's own library
-                    from ember_xla.emulator import fast
-
-                    try:
-                        emu = fast.load()
-                    except fast.EmulatorLibraryMissing:
-                        continue
-                    capsule = jax.ffi.pycapsule(getattr(emu, symbol))
-                    jax.ffi.register_ffi_target(name, capsule, platform="cpu", api_version=1)
-                    continue
-                capsule = jax.ffi.pycapsule(getattr(lib, symbol))
-                jax.ffi.register_ffi_target(name, capsule, platform="cpu", api_version=1)
-            _registered = True
+    """Register the kernels with XLA:CPU (typed FFI). Idempotent; returns TARGETS."""
+    ffi.register("kernels")
     return TARGETS
+
+
+ffi.provide("kernels", load_library)

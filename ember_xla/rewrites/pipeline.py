@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ember_xla.custom_calls import TARGETS
 from ember_xla.hlo.verifier import verify_module
 from ember_xla.ir.graph import Module
 from ember_xla.ir.passes import ModulePass, register_pass
@@ -45,8 +46,6 @@ class RewriteResult:
 
 
 def grouping_available() -> bool:
-    from ember_xla.native import TARGETS
-
     return GROUPED in TARGETS
 
 

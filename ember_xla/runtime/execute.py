@@ -40,9 +40,11 @@ def compile_proto_cached(proto: bytes, options: dict[str, bool | int | str] | No
     key = hashlib.sha256(proto + repr(sorted((options or {}).items())).encode()).hexdigest()
     if key not in _CACHE:
         if b"ember." in proto:  # the module calls our custom-call targets
+            from ember_xla import ffi
             from ember_xla.native import register_targets
 
             register_targets()
+            ffi.register_provided()  # and the emulator's ember.emulate, once it is imported
         _CACHE[key] = compile_proto(proto, options)
     return _CACHE[key]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
+from ember_xla.call_specs import cluster_spec, ember_calls
 from ember_xla.dae_target.check import check_lowered, summary
-from ember_xla.dae_target.lower.cluster import cluster_spec, ember_calls
 from ember_xla.dae_target.lower.to_slc import lower_call
 from ember_xla.hlo_import.jax_source import from_jax
 from ember_xla.ir.verify import verify_generic_module

@@ -13,9 +13,9 @@ import jax.numpy as jnp
 import numpy as np
 from lowering_cases import DT, arrays, ffi_fn, rewritten
 
+from ember_xla.call_specs import cluster_spec, ember_calls
 from ember_xla.dae_target.check import EDGE_CASES, random_inputs
 from ember_xla.dae_target.interp.run import run_counted
-from ember_xla.dae_target.lower.cluster import cluster_spec, ember_calls
 from ember_xla.dae_target.lower.to_slc import lower_call
 from ember_xla.ir.graph import Module
 from ember_xla.ir.passes import parse_pipeline

@@ -3,7 +3,7 @@ variants, for golden-text, round-trip and counter tests of the SLC lowering."""
 
 from __future__ import annotations
 
-from ember_xla.dae_target.lower.cluster import ArraySpec, ClusterSpec, Part
+from ember_xla.call_specs import ArraySpec, ClusterSpec, Part
 
 
 def offsets_bag(n: int = 10, d: int = 4, lookups: int = 6, bags: int = 2,

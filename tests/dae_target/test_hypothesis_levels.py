@@ -27,10 +27,10 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from ember_xla.call_specs import LoweringRefused, cluster_spec, ember_calls
 from ember_xla.custom_calls import mlir_f64
 from ember_xla.dae_target.check import EDGE_CASES, compare, outlined_module, random_inputs
 from ember_xla.dae_target.interp.run import run
-from ember_xla.dae_target.lower.cluster import LoweringRefused, cluster_spec, ember_calls
 from ember_xla.dae_target.lower.to_slc import lower_call
 from ember_xla.ir.passes import parse_pipeline, pipeline_string
 from ember_xla.ir.verify import verify_generic_module

@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 import slc_specs
 
-from ember_xla.dae_target.lower.cluster import ArraySpec, LoweringRefused, cluster_spec
+from ember_xla.call_specs import ArraySpec, LoweringRefused, cluster_spec
 from ember_xla.dae_target.lower.to_slc import lower_cluster
 from ember_xla.hlo.parser import parse_module as parse_hlo_text
 

@@ -15,14 +15,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ember_xla.dae import ProgramError, to_text
+from ember_xla.dae.errors import ProgramDoesNotFit
 from ember_xla.dae_target.check import EDGE_CASES, random_inputs
 from ember_xla.dae_target.handwritten import sum_bag_dlc
-from ember_xla.dae_target.program import ProgramError, emit_program, to_text
-from ember_xla.emulator.fast import emulate_program, run_program_fast
+from ember_xla.dae_target.program import emit_program
+from ember_xla.emulator.executor_cc import emulate_program, run_program_fast
 from ember_xla.emulator.reference import emulate, run_program
-from ember_xla.emulator.target import load_target
-from ember_xla.emulator.timing import ProgramDoesNotFit
 from ember_xla.ir.interpreter import InterpretError
+from ember_xla.machines.config import load_target
 
 TMU, TINY = load_target("tmu"), load_target("tiny")
 

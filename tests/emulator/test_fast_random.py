@@ -8,11 +8,12 @@ import dataclasses as dc
 import numpy as np
 import pytest
 
-from ember_xla.emulator.fast import TraceArrays, simulate_fast
+from ember_xla.dae.errors import ProgramDoesNotFit
 from ember_xla.emulator.synthetic import embedding_bag_trace
-from ember_xla.emulator.target import load_target
-from ember_xla.emulator.timing import ProgramDoesNotFit, simulate
+from ember_xla.emulator.timing import simulate
+from ember_xla.emulator.timing_cc import TraceArrays, simulate_fast
 from ember_xla.emulator.trace import Trace
+from ember_xla.machines.config import load_target
 
 TMU, TINY = load_target("tmu"), load_target("tiny")
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ember_xla.call_specs import cluster_spec, ember_calls
 from ember_xla.dae_target.check import (
     EDGE_CASES,
     compare,
@@ -25,12 +26,11 @@ from ember_xla.dae_target.check import (
     random_inputs,
 )
 from ember_xla.dae_target.interp.run import run as interpret
-from ember_xla.dae_target.lower.cluster import cluster_spec, ember_calls
-from ember_xla.emulator.compile import compile_cluster
-from ember_xla.emulator.fast import simulate_fast
 from ember_xla.emulator.reference import run_program
-from ember_xla.emulator.target import load_target
 from ember_xla.emulator.timing import simulate
+from ember_xla.emulator.timing_cc import simulate_fast
+from ember_xla.machines.config import load_target
+from ember_xla.orchestrate.compile_clusters import compile_cluster
 from ember_xla.runtime.execute import run_module
 
 DAE_TESTS = Path(__file__).parents[1] / "dae_target"

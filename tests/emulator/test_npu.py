@@ -8,10 +8,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ember_xla.emulator.npu.machine import STRATEGIES, machine_of
 from ember_xla.emulator.npu.run import ScratchpadOverflow, Work, emulate
 from ember_xla.emulator.npu.workload import Table, bags
-from ember_xla.emulator.target import load_target
+from ember_xla.machines.config import load_target
+from ember_xla.machines.npu import STRATEGIES, machine_of
 
 M = machine_of(load_target("npu"))
 

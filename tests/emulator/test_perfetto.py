@@ -12,8 +12,8 @@ import pytest
 from ember_xla.emulator.perfetto import TracedRun, capacities, chrome_trace, write_trace
 from ember_xla.emulator.recorder import EventRecorder
 from ember_xla.emulator.synthetic import embedding_bag_trace
-from ember_xla.emulator.target import load_target
 from ember_xla.emulator.timing import simulate
+from ember_xla.machines.config import load_target
 
 TMU = load_target("tmu")
 # a queue that holds one 256-byte row: back-pressure on every row

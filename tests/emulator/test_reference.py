@@ -15,15 +15,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ember_xla.dae import from_text, to_text
 from ember_xla.dae_target.check import EDGE_CASES, check_spec, random_inputs, summary
 from ember_xla.dae_target.handwritten import sum_bag_dlc
 from ember_xla.dae_target.interp.dlc import counts
 from ember_xla.dae_target.interp.run import run_counted
-from ember_xla.dae_target.program import emit_program, from_text, to_text
+from ember_xla.dae_target.program import emit_program
 from ember_xla.emulator.reference import emulate, run_program
-from ember_xla.emulator.target import load_target
 from ember_xla.emulator.timing import TimingReport
 from ember_xla.emulator.trace import LOAD, PUSH, TOKEN
+from ember_xla.machines.config import load_target
 
 
 def _helper(name: str):

@@ -7,8 +7,8 @@ import numpy as np
 
 from ember_xla.emulator.report import ClusterResult, EmulationReport
 from ember_xla.emulator.synthetic import embedding_bag_trace
-from ember_xla.emulator.target import load_target
 from ember_xla.emulator.timing import simulate
+from ember_xla.machines.config import load_target
 
 TMU = load_target("tmu")
 

@@ -34,8 +34,8 @@ assert Path(ember_xla.__file__).resolve().is_relative_to(src), ember_xla.__file_
 lib = native.library_path()
 assert lib.is_relative_to(site), f"library at {lib}, expected under {site}"
 native.register_targets()
-from ember_xla.emulator import fast
-emu = fast.library_path()
+from ember_xla.emulator import cc_library
+emu = cc_library.library_path()
 assert emu.is_relative_to(site) and emu.is_file(), f"emulator library at {emu}"
 print("library", lib)
 """

@@ -145,8 +145,8 @@ def test_same_value_compares_pure_instructions():
 
 
 def test_dae_lowering_refuses_with_a_reason_and_proto_round_trip():
-    from ember_xla.dae_target.lower.cluster import LoweringRefused, cluster_spec
-    from ember_xla.dae_target.placement.from_model import placeable_clusters
+    from ember_xla.call_specs import LoweringRefused, cluster_spec
+    from ember_xla.placement.from_model import placeable_clusters
 
     result = rewrite_module(lm.export("jraph_graph_network_sum_and_max").module)
     (call,) = _calls(result.module, MULTI)

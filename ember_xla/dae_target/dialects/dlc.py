@@ -37,35 +37,23 @@ Core side:
 
 from __future__ import annotations
 
-import dataclasses
-
+from ember_xla.dae_target.dialects.dlc_compute import (  # noqa: F401  (the core-side ops join)
+    ComputeLoopOp,
+    GetVarOp,
+    IncrementVarOp,
+    PopOperandOp,
+    SetVarOp,
+    YieldOp,
+)
+from ember_xla.dae_target.dialects.dlc_engine import EngineError, plan
+from ember_xla.dae_target.dialects.dlc_types import EVENTS, TU, TUType, dlc  # noqa: F401
 from ember_xla.dae_target.dialects.slc import StreamType
 from ember_xla.ir.block import Block, Region
-from ember_xla.ir.dialect import Dialect, register_dialect
 from ember_xla.ir.opdef import OpDef
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.traits import NoTerminator, SingleBlock, has_parent
-from ember_xla.ir.types import I1, INDEX, DialectType, VectorType
+from ember_xla.ir.types import I1, INDEX, VectorType
 from ember_xla.ir.value import Value
-
-dlc = register_dialect(Dialect("dlc"))
-
-EVENTS = ("begin", "iter", "end")
-
-
-@dlc.add_type
-@dataclasses.dataclass(frozen=True)
-class TUType(DialectType):
-    """``!dlc.tu``."""
-
-    type_name = "dlc.tu"
-
-    def __post_init__(self) -> None:
-        if self.name != self.type_name or self.params:
-            raise ValueError("!dlc.tu takes no parameters")
-
-
-TU = TUType("dlc.tu")
 
 
 def in_configure(op: Operation) -> bool:
@@ -92,8 +80,6 @@ class ConfigureOp(OpDef):
             self) + 1 < len(blk.ops) else None
         if nxt is None or nxt.opcode != "dlc.compute_loop":
             raise self.fail("must be followed directly by its dlc.compute_loop")
-        from ember_xla.dae_target.dialects.dlc_engine import EngineError, plan
-
         try:
             plan(self)
         except EngineError as e:
@@ -232,14 +218,3 @@ class RegisterCallbackOp(_Register):
         self.check(1)
         if not isinstance(self.attr("id", int), int) or isinstance(self.case_id, bool):
             raise self.fail("id must be an integer")
-
-
-# the core-side ops (compute loop and its cases, dialects/dlc_compute.py) join the dialect
-from ember_xla.dae_target.dialects.dlc_compute import (  # noqa: E402,F401  (re-exported)
-    ComputeLoopOp,
-    GetVarOp,
-    IncrementVarOp,
-    PopOperandOp,
-    SetVarOp,
-    YieldOp,
-)

@@ -1,13 +1,13 @@
 """The core side of the DLC dialect (``dialects/dlc.py`` describes it): ``dlc.compute_loop``
 with one region per case, and the ops of its cases: ``dlc.pop_operand``, ``dlc.get_var``,
 ``dlc.set_var``, ``dlc.increment_var``, ``dlc.yield``. Registered into the ``dlc`` dialect when
-``dialects/dlc.py`` is imported."""
+``dialects/dlc.py`` (which imports this module) is imported."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ember_xla.dae_target.dialects.dlc import TUType, dlc
+from ember_xla.dae_target.dialects.dlc_types import TUType, dlc
 from ember_xla.dae_target.dialects.slc import StreamType
 from ember_xla.ir.block import Block, Region
 from ember_xla.ir.opdef import OpDef

@@ -15,12 +15,16 @@ Rules checked (``EngineError`` otherwise):
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
-from ember_xla.dae_target.dialects import dlc
+from ember_xla.dae_target.dialects.dlc_types import EVENTS, TUType
 from ember_xla.dae_target.dialects.slc import StreamType
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.types import VectorType
 from ember_xla.ir.value import Value
+
+if TYPE_CHECKING:
+    from ember_xla.dae_target.dialects.dlc import NewTUOp
 
 
 class EngineError(ValueError):
@@ -29,7 +33,7 @@ class EngineError(ValueError):
 
 @dataclasses.dataclass(eq=False)
 class TUInfo:
-    op: dlc.NewTUOp
+    op: NewTUOp
     parent: TUInfo | None
     depth: int
     children: list[TUInfo] = dataclasses.field(default_factory=list)
@@ -40,7 +44,7 @@ class TUInfo:
     masks: list[Value] = dataclasses.field(default_factory=list)
     #: event -> registrations in program order
     regs: dict[str, list[Operation]] = dataclasses.field(
-        default_factory=lambda: {e: [] for e in dlc.EVENTS})
+        default_factory=lambda: {e: [] for e in EVENTS})
     #: ``register_operand`` ops at ``end`` that push a row buffer of this vector TU
     buffers: list[Operation] = dataclasses.field(default_factory=list)
 
@@ -132,7 +136,7 @@ def plan(configure: Operation) -> EnginePlan:
                     info.buffers.append(op)
             info.regs[ev].append(op)
         else:
-            if any(isinstance(r.type, dlc.TUType) for r in op.results) or not all(
+            if any(isinstance(r.type, TUType) for r in op.results) or not all(
                     isinstance(r.type, StreamType) for r in op.results):
                 raise EngineError(f"{where}: only stream ops run on the access engine")
             o = _deepest([own(v) for v in op.operands], where)

@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from ember_xla.dae.values import element_index, scalar
 from ember_xla.dae_target.dialects.dlc_engine import EngineError, EnginePlan, TUInfo, plan
-from ember_xla.dae_target.interp.values import element_index, scalar
 from ember_xla.ir.interpreter import Interpreter, InterpreterFunctions, InterpretError, impl
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.types import MemRefType, VectorType, element_type, numpy_dtype

@@ -13,48 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from ember_xla.dae_target.interp.values import convert, element_index, of_type, scalar
+from ember_xla.dae.numerics import CMP, FLOAT_BINARY, INT_BINARY, xla_max, xla_min
+from ember_xla.dae.values import convert, element_index, of_type, scalar
 from ember_xla.ir.interpreter import Interpreter, InterpreterFunctions, InterpretError, impl
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.types import IntegerType, MemRefType, VectorType, numpy_dtype
-
-
-def xla_max(a: Any, b: Any) -> Any:
-    """XLA's max: NaN propagates (the first NaN operand), max(+0, -0) = +0."""
-    a, b = np.asarray(a), np.asarray(b)
-    with np.errstate(invalid="ignore"):
-        out = np.where(a > b, a, b)
-        out = np.where((a == b) & np.signbit(a), b, out)
-        out = np.where((a == b) & ~np.signbit(a), a, out)
-    return np.where(np.isnan(a), a, np.where(np.isnan(b), b, out))
-
-
-def xla_min(a: Any, b: Any) -> Any:
-    """XLA's min: NaN propagates (the first NaN operand), min(+0, -0) = -0."""
-    a, b = np.asarray(a), np.asarray(b)
-    with np.errstate(invalid="ignore"):
-        out = np.where(a < b, a, b)
-        out = np.where((a == b) & np.signbit(a), a, out)
-        out = np.where((a == b) & ~np.signbit(a), b, out)
-    return np.where(np.isnan(a), a, np.where(np.isnan(b), b, out))
-
-
-_FLOAT_BINARY = {
-    "arith.addf": np.add, "arith.subf": np.subtract, "arith.mulf": np.multiply,
-    "arith.divf": np.divide, "arith.maxf": xla_max, "arith.minf": xla_min,
-}
-_INT_BINARY = {
-    "arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b,
-    "arith.muli": lambda a, b: a * b, "arith.maxsi": max, "arith.minsi": min,
-    "arith.andi": lambda a, b: a & b, "arith.ori": lambda a, b: a | b,
-    "arith.xori": lambda a, b: a ^ b,
-}
-_CMP = {
-    "eq": np.equal, "ne": np.not_equal, "slt": np.less, "sle": np.less_equal,
-    "sgt": np.greater, "sge": np.greater_equal,
-    "oeq": np.equal, "olt": np.less, "ole": np.less_equal, "ogt": np.greater,
-    "oge": np.greater_equal,
-}
 
 
 def _float_op(fn: Any, op: Operation, args: tuple[Any, ...]) -> Any:
@@ -97,7 +60,7 @@ class ExecuteFunctions(InterpreterFunctions):
     @impl("arith.cmpi")
     def cmpi(self, interp: Interpreter, op: Operation, args: tuple) -> tuple:
         a, b = (np.asarray(x).astype(np.int64) for x in args)
-        return (of_type(_CMP[op.attributes["pred"]](a, b), op.results[0].type),)
+        return (of_type(CMP[op.attributes["pred"]](a, b), op.results[0].type),)
 
     @impl("arith.cmpf")
     def cmpf(self, interp: Interpreter, op: Operation, args: tuple) -> tuple:
@@ -114,7 +77,7 @@ class ExecuteFunctions(InterpreterFunctions):
             out = a != b
         else:
             with np.errstate(invalid="ignore"):
-                out = _CMP[pred](a, b)
+                out = CMP[pred](a, b)
         return (of_type(out, op.results[0].type),)
 
     @impl("arith.select")
@@ -258,8 +221,8 @@ def _attach(table: dict[str, Any], run: Any) -> None:
         setattr(ExecuteFunctions, method.__name__, impl(opcode)(method))
 
 
-_attach(_FLOAT_BINARY, _float_op)
-_attach(_INT_BINARY, _int_op)
+_attach(FLOAT_BINARY, _float_op)
+_attach(INT_BINARY, _int_op)
 
 
 def functions() -> list[InterpreterFunctions]:

@@ -14,38 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from ember_xla.dae_target.interp.values import element_index, scalar
+from ember_xla.dae.numerics import alu
+from ember_xla.dae.values import element_index, scalar
 from ember_xla.ir.interpreter import Interpreter, InterpreterFunctions, InterpretError, impl
 from ember_xla.ir.operation import Operation
 
 ELEMENTS, BYTES, CALLBACKS, ITERATIONS, ALU = (
     "slc.elements", "slc.bytes", "slc.callbacks", "slc.iterations", "slc.alu")
-
-
-def alu(op_name: str, a: int, b: int | None) -> int:
-    """One ``slc.alu_stream`` step on Python ints (before wrapping to the result type)."""
-    if op_name == "trunc32":
-        return ((a + (1 << 31)) % (1 << 32)) - (1 << 31)
-    if op_name == "cast":
-        return a
-    assert b is not None
-    if op_name == "add":
-        return a + b
-    if op_name == "sub":
-        return a - b
-    if op_name == "mul":
-        return a * b
-    if op_name == "min":
-        return min(a, b)
-    if op_name == "max":
-        return max(a, b)
-    if op_name == "wrapneg":
-        return a + b if a < 0 else a
-    if op_name == "inrange":
-        return int(0 <= a < b)
-    if op_name == "clamp":
-        return min(max(a, 0), b - 1)
-    raise InterpretError(f"slc.alu_stream: unknown op {op_name!r}")
 
 
 class SlcFunctions(InterpreterFunctions):

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ember_xla.dae_target.interp.slc import alu
-from ember_xla.dae_target.interp.values import check_memref, element_index, of_type
+from ember_xla.dae.numerics import alu
+from ember_xla.dae.values import check_memref, element_index, of_type
 from ember_xla.ir.interpreter import Interpreter, InterpreterFunctions, InterpretError, impl
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.types import numpy_dtype

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from ember_xla.call_specs import ClusterSpec, LoweringRefused
 from ember_xla.dae_target.dialects import arith, memref, scf, slc
 from ember_xla.dae_target.dialects.slc import INDEX_STREAM, StreamType
-from ember_xla.dae_target.lower.cluster import ClusterSpec, LoweringRefused
 from ember_xla.ir.block import Block
 from ember_xla.ir.opdef import OpDef
 from ember_xla.ir.types import BF16, F16, F32, I1, I32, I64, INDEX, Type, numpy_dtype

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ember_xla.dae_target.dialects import arith, func, memref, scf, slc
-from ember_xla.dae_target.lower.cluster import (
+from ember_xla.call_specs import (
     ClusterSpec,
     LoweringRefused,
     Part,
     cluster_spec,
 )
+from ember_xla.dae_target.dialects import arith, func, memref, scf, slc
 from ember_xla.dae_target.lower.emit import (
     Emitter,
     accumulate,

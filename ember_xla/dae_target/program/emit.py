@@ -9,10 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ember_xla.dae_target.dialects.dlc_engine import EngineError, plan
-from ember_xla.dae_target.dialects.slc import StreamType
-from ember_xla.dae_target.program.engine_emit import emit_engine
-from ember_xla.dae_target.program.model import (
+from ember_xla.dae.model import (
     Arg,
     DaeProgram,
     Engine,
@@ -22,8 +19,11 @@ from ember_xla.dae_target.program.model import (
     dtype_of,
     reg_of_type,
 )
-from ember_xla.dae_target.program.ops import FROM_IR
-from ember_xla.dae_target.program.validate import validate
+from ember_xla.dae.ops import FROM_IR
+from ember_xla.dae.validate import validate
+from ember_xla.dae_target.dialects.dlc_engine import EngineError, plan
+from ember_xla.dae_target.dialects.slc import StreamType
+from ember_xla.dae_target.program.engine_emit import emit_engine
 from ember_xla.ir.block import Block
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ember_xla.dae_target.dialects.dlc_engine import EnginePlan
-from ember_xla.dae_target.dialects.slc import StreamType
-from ember_xla.dae_target.program.model import (
+from ember_xla.dae.model import (
     TU,
     Case,
     Engine,
@@ -20,6 +18,8 @@ from ember_xla.dae_target.program.model import (
     dtype_of,
     reg_of_type,
 )
+from ember_xla.dae_target.dialects.dlc_engine import EnginePlan
+from ember_xla.dae_target.dialects.slc import StreamType
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.types import VectorType
 from ember_xla.ir.value import Value

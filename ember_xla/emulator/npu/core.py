@@ -24,7 +24,7 @@ from collections.abc import Generator
 
 import numpy as np
 
-from ember_xla.emulator.npu.machine import Machine
+from ember_xla.machines.npu import Machine
 
 Req = Generator[tuple[float, int], tuple[float, float], float]
 

@@ -16,8 +16,8 @@ import numpy as np
 
 from ember_xla.emulator.npu.core import Core, run_piece
 from ember_xla.emulator.npu.functional import pooled_outputs
-from ember_xla.emulator.npu.machine import STRATEGIES, Machine, check_preload
 from ember_xla.emulator.npu.workload import Bags, Table
+from ember_xla.machines.npu import STRATEGIES, Machine, check_preload
 
 PRELOAD_DESCRIPTOR_BYTES = 65536   # a contiguous (whole-table) preload moves 64 KiB per DMA
 

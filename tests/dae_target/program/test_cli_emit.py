@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ember_xla.dae_target.program import from_text
+from ember_xla.dae import from_text
 
 EB_SUM = str(Path(__file__).parents[2] / "golden" / "dae" / "Inputs" / "eb_sum.hlo")
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 import pytest
 from pass_cases import lowered
 
+from ember_xla.dae import ProgramError
 from ember_xla.dae_target.dialects import dlc
 from ember_xla.dae_target.handwritten import sum_bag_dlc
 from ember_xla.dae_target.passes.levels import lower_cluster
-from ember_xla.dae_target.program import ProgramError, emit_program
+from ember_xla.dae_target.program import emit_program
 from ember_xla.ir.types import F32, MemRefType
 
 

@@ -1,0 +1,203 @@
+"""The ember custom-calls of a rewritten HLO module: ``ember_calls`` enumerates them (the one
+enumeration the compiler, the emulator, capture and placement share) and ``cluster_spec`` reads
+one into a ``ClusterSpec``: the
+kind, the operands' roles, shapes and dtypes, the output shapes and dtypes, and the kernel
+attributes (docs/CUSTOM_CALL.md). Everything the contract does not allow is refused with
+``LoweringRefused`` and a reason (the lowering never guesses)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ember_xla.custom_calls import TARGETS, call_attributes, is_ember_call
+from ember_xla.ir.graph import Graph, Module
+from ember_xla.ir.operation import Operation
+
+TABLE_DTYPES = ("f32", "bf16", "f16")
+ID_DTYPES = ("s32", "s64")
+COMBINERS = ("sum", "max", "min", "mean", "sqrt_n")
+INDEX_MODES = ("clip", "fill")
+
+
+class LoweringRefused(ValueError):
+    """A cluster (or a form of it) the DAE lowering does not handle; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ArraySpec:
+    """Shape and HLO element type (``f32``, ``bf16``, ``s32`` ...) of one operand/result."""
+
+    shape: tuple[int, ...]
+    dtype: str
+
+    def __str__(self) -> str:
+        return f"{self.dtype}[{','.join(map(str, self.shape))}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class Part:
+    """One table's sub-program: its operands by role and its output (k parts for grouped)."""
+
+    table: ArraySpec
+    lookups: ArraySpec               # indices (segment_reduce, offsets_bag) or ids (padded)
+    layout: ArraySpec | None         # segment_ids or offsets (None for padded_bag)
+    weights: ArraySpec | None
+    out: ArraySpec
+    first_operand: int               # position of this part's table among the call's operands
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterSpec:
+    kind: str                        # segment_reduce | padded_bag | offsets_bag | grouped_...
+    name: str                        # the custom-call's instruction name
+    operands: tuple[ArraySpec, ...]
+    roles: tuple[str, ...]
+    outputs: tuple[ArraySpec, ...]
+    combiner: str
+    index_mode: str
+    wrap_negative: bool
+    weighted: bool
+    init: float
+    index_bits: int
+    parts: tuple[Part, ...]
+    outlined: str | None = None      # name of the outlined reference computation, if any
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        return {"combiner": self.combiner, "index_mode": self.index_mode,
+                "wrap_negative": self.wrap_negative, "weighted": self.weighted,
+                "init": self.init, "index_bits": self.index_bits}
+
+
+def _array(shape: Any, where: str) -> ArraySpec:
+    if getattr(shape, "tuple_shapes", ()) or shape.element_type in ("tuple", "token"):
+        raise LoweringRefused(f"{where}: expected an array, got {shape}")
+    return ArraySpec(tuple(int(d) for d in shape.dims), str(shape.element_type))
+
+
+def _check_part(kind: str, p: Part, where: str) -> None:
+    t, lk, out = p.table, p.lookups, p.out
+    if len(t.shape) != 2 or t.dtype not in TABLE_DTYPES:
+        raise LoweringRefused(f"{where}: table {t} is not [N,D] of {'/'.join(TABLE_DTYPES)}")
+    if out.dtype != t.dtype and not (out.dtype == "f32" and t.dtype in ("bf16", "f16")):
+        raise LoweringRefused(f"{where}: result {out.dtype} for a {t.dtype} table")
+    if len(out.shape) != 2 or out.shape[1] != t.shape[1]:
+        raise LoweringRefused(f"{where}: result {out} is not [rows, D={t.shape[1]}]")
+    for a in (lk, p.layout):
+        if a is not None and a.dtype not in ID_DTYPES:
+            raise LoweringRefused(f"{where}: {a} is not an s32/s64 index array")
+    n_lookups = _size(lk.shape)
+    if kind == "padded_bag":
+        b = out.shape[0]
+        if not lk.shape or lk.shape[0] != b or not _flat_ok(lk.shape, 2):
+            raise LoweringRefused(f"{where}: ids {lk} are not [B={b},P] (or [B,P,1])")
+    else:
+        if not _flat_ok(lk.shape, 1):
+            raise LoweringRefused(f"{where}: indices {lk} are not one-dimensional")
+        assert p.layout is not None
+        if kind == "offsets_bag":
+            if len(p.layout.shape) != 1 or p.layout.shape[0] != out.shape[0] + 1:
+                raise LoweringRefused(f"{where}: offsets {p.layout} are not [B+1] for "
+                                      f"{out.shape[0]} bags")
+        elif _size(p.layout.shape) != n_lookups or not _flat_ok(p.layout.shape, 1):
+            raise LoweringRefused(f"{where}: segment ids {p.layout} do not match {lk}")
+    w = p.weights
+    if w is not None:
+        if w.dtype not in (t.dtype, out.dtype):
+            raise LoweringRefused(f"{where}: weights {w.dtype} are neither the table's nor the "
+                                  "result's type")
+        if _size(w.shape) != n_lookups or not (
+                w.shape == lk.shape or len(w.shape) == 1 or _flat_ok(w.shape, len(lk.shape))):
+            raise LoweringRefused(f"{where}: weights {w} are not one per lookup of {lk}")
+
+
+def _size(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _flat_ok(shape: tuple[int, ...], rank: int) -> bool:
+    """``shape`` has ``rank`` dims, possibly followed by trailing 1s."""
+    return len(shape) >= rank and all(d == 1 for d in shape[rank:])
+
+
+def _concat_parts(result: ArraySpec, operands: tuple[ArraySpec, ...], n_roles: int,
+                  where: str) -> tuple[ArraySpec, ...]:
+    """Per table, its slice ``[S, D_k]`` of a concat target's one ``[S, sum D_k]`` result."""
+    tables = operands[::n_roles]
+    if len(result.shape) != 2 or any(len(t.shape) != 2 for t in tables):
+        raise LoweringRefused(f"{where}: result {result} and tables are not rank 2")
+    if sum(t.shape[1] for t in tables) != result.shape[1] or len(operands) % n_roles:
+        raise LoweringRefused(f"{where}: result {result} is not the tables' rows side by side")
+    return tuple(ArraySpec((result.shape[0], t.shape[1]), result.dtype) for t in tables)
+
+
+def cluster_spec(op: Operation) -> ClusterSpec:
+    """The spec of one ember custom-call (``LoweringRefused`` if it cannot be lowered)."""
+    if not is_ember_call(op):
+        raise LoweringRefused(f"{op.name}: not an ember custom-call")
+    target = TARGETS[op.attributes["custom_call_target"]]
+    where = f"{target.name} %{op.name}"
+    if target.direction == "backward":
+        raise LoweringRefused(f"{where}: the backward of a lookup (gradient and optimizer "
+                              "update) has no DAE lowering; it runs on the native kernels")
+    if "combiner" not in target.attributes:  # ember.multi_segment_reduce: several combiners
+        raise LoweringRefused(f"{where}: a call with one result per combiner "
+                              f"({', '.join(target.attributes)}) has no DAE lowering; rewrite "
+                              "with multi_output off to lower its reductions one by one")
+    try:
+        attrs = call_attributes(op)
+    except ValueError as e:
+        raise LoweringRefused(f"{where}: {e}") from None
+    missing = [k for k in target.attributes if k not in attrs]
+    if missing:
+        raise LoweringRefused(f"{where}: attributes missing: {', '.join(missing)}")
+    combiner, mode, bits = attrs["combiner"], attrs["index_mode"], attrs["index_bits"]
+    if combiner not in COMBINERS:
+        raise LoweringRefused(f"{where}: combiner {combiner!r} not in {COMBINERS}")
+    if mode not in INDEX_MODES:
+        raise LoweringRefused(f"{where}: index_mode {mode!r} not in {INDEX_MODES}")
+    if bits not in (32, 64):
+        raise LoweringRefused(f"{where}: index_bits {bits} is not 32 or 64")
+    operands = tuple(_array(v.type, f"{where} operand {i}") for i, v in enumerate(op.operands))
+    rt = op.results[0].type
+    if target.kind == "grouped_segment_reduce_concat":
+        outs = _concat_parts(_array(rt, f"{where} result"), operands,
+                             len(target.operand_roles), where)
+    else:
+        outs = (tuple(_array(s, f"{where} result") for s in rt.tuple_shapes) if target.grouped
+                else (_array(rt, f"{where} result"),))
+    weighted = bool(attrs["weighted"])
+    n_roles = len(target.operand_roles)
+    if target.grouped:
+        if weighted:
+            raise LoweringRefused(f"{where}: a weighted grouped call is not in the contract")
+        if not operands or len(operands) % n_roles or len(operands) // n_roles != len(outs):
+            raise LoweringRefused(f"{where}: {len(operands)} operands for {len(outs)} results")
+        roles = target.operand_roles * len(outs)
+    else:
+        if len(operands) != n_roles + int(weighted):
+            raise LoweringRefused(f"{where}: {len(operands)} operands, weighted={weighted}; "
+                                  f"expected {n_roles + int(weighted)}")
+        roles = target.operand_roles + (("weights",) if weighted else ())
+    parts = []
+    for k in range(len(outs)):
+        base = k * n_roles
+        layout = operands[base + 2] if n_roles == 3 else None
+        w = operands[-1] if weighted else None
+        part = Part(operands[base], operands[base + 1], layout, w, outs[k], base)
+        _check_part(target.kind, part, where + (f" table {k}" if target.grouped else ""))
+        parts.append(part)
+    return ClusterSpec(target.kind, op.name, operands, tuple(roles), outs, combiner, mode,
+                       bool(attrs["wrap_negative"]), weighted, float(attrs["init"]), int(bits),
+                       tuple(parts), op.callees[0].name if op.callees else None)
+
+
+def ember_calls(module: Module, graph: Graph | None = None) -> list[Operation]:
+    """The ember custom-calls of a (rewritten) HLO module, in graph order (of ``graph`` only,
+    when given): the one enumeration every consumer of a rewritten module uses."""
+    graphs = module.graphs if graph is None else [graph]
+    return [op for g in graphs for op in g.ops if is_ember_call(op)]

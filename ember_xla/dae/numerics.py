@@ -1,0 +1,75 @@
+"""The numerics of the DAE program format, shared by the compiler's interpreters and the
+emulators: XLA's NaN-propagating max/min, the element-wise binary and compare tables of the
+execute side, and the access side's integer ALU (``slc.alu_stream``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember_xla.ir.interpreter import InterpretError
+
+
+def xla_max(a: Any, b: Any) -> Any:
+    """XLA's max: NaN propagates (the first NaN operand), max(+0, -0) = +0."""
+    a, b = np.asarray(a), np.asarray(b)
+    with np.errstate(invalid="ignore"):
+        out = np.where(a > b, a, b)
+        out = np.where((a == b) & np.signbit(a), b, out)
+        out = np.where((a == b) & ~np.signbit(a), a, out)
+    return np.where(np.isnan(a), a, np.where(np.isnan(b), b, out))
+
+
+def xla_min(a: Any, b: Any) -> Any:
+    """XLA's min: NaN propagates (the first NaN operand), min(+0, -0) = -0."""
+    a, b = np.asarray(a), np.asarray(b)
+    with np.errstate(invalid="ignore"):
+        out = np.where(a < b, a, b)
+        out = np.where((a == b) & np.signbit(a), a, out)
+        out = np.where((a == b) & ~np.signbit(a), b, out)
+    return np.where(np.isnan(a), a, np.where(np.isnan(b), b, out))
+
+
+FLOAT_BINARY = {
+    "arith.addf": np.add, "arith.subf": np.subtract, "arith.mulf": np.multiply,
+    "arith.divf": np.divide, "arith.maxf": xla_max, "arith.minf": xla_min,
+}
+INT_BINARY = {
+    "arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b,
+    "arith.muli": lambda a, b: a * b, "arith.maxsi": max, "arith.minsi": min,
+    "arith.andi": lambda a, b: a & b, "arith.ori": lambda a, b: a | b,
+    "arith.xori": lambda a, b: a ^ b,
+}
+CMP = {
+    "eq": np.equal, "ne": np.not_equal, "slt": np.less, "sle": np.less_equal,
+    "sgt": np.greater, "sge": np.greater_equal,
+    "oeq": np.equal, "olt": np.less, "ole": np.less_equal, "ogt": np.greater,
+    "oge": np.greater_equal,
+}
+
+
+def alu(op_name: str, a: int, b: int | None) -> int:
+    """One ``slc.alu_stream`` step on Python ints (before wrapping to the result type)."""
+    if op_name == "trunc32":
+        return ((a + (1 << 31)) % (1 << 32)) - (1 << 31)
+    if op_name == "cast":
+        return a
+    assert b is not None
+    if op_name == "add":
+        return a + b
+    if op_name == "sub":
+        return a - b
+    if op_name == "mul":
+        return a * b
+    if op_name == "min":
+        return min(a, b)
+    if op_name == "max":
+        return max(a, b)
+    if op_name == "wrapneg":
+        return a + b if a < 0 else a
+    if op_name == "inrange":
+        return int(0 <= a < b)
+    if op_name == "clamp":
+        return min(max(a, 0), b - 1)
+    raise InterpretError(f"slc.alu_stream: unknown op {op_name!r}")

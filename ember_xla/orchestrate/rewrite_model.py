@@ -1,0 +1,138 @@
+"""Rewrite a model for a machine (``rewrite_for``: the CPU's native kernels or a DAE machine,
+the options chosen in one place), and what ``ember-xla rewrite`` and ``batch`` write: embedding
+clusters -> ember custom-calls in ``rewritten.pb``, ``rewritten.hlo`` and ``report.json`` (one
+subfolder per signature of a SavedModel with several). Every output is produced in memory first
+(a module the printer or the proto writer refuses is an error before anything is written), then
+the folder is replaced as a whole (``util.atomic.write_folder_atomic``)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ember_xla.hlo.printer import print_module
+from ember_xla.hlo_import.model import Model
+from ember_xla.hlo_import.proto import module_to_proto
+from ember_xla.ir.graph import Module
+from ember_xla.orchestrate.errors import UsageError
+from ember_xla.rewrites.pipeline import RewriteResult, rewrite_module
+from ember_xla.util import strict_json
+from ember_xla.util.atomic import check_removable, resolve_output, write_folder_atomic
+
+OUTPUTS = ("rewritten.pb", "rewritten.hlo", "report.json")
+
+#: The rewrite a DAE machine is given: every cluster (the machine is the target, not the CPU
+#: cost model) and one call per reduction (the DAE lowering has no multi-output form).
+DAE_OPTIONS = {"cost_model": False, "multi_output": False}
+
+
+_MACHINE_DEFAULT: Any = object()
+
+
+def rewrite_for(module: Module, machine: str, *, group: bool = False,
+                cost_model: bool | None = _MACHINE_DEFAULT, assume_finite_tables: bool = False
+                ) -> RewriteResult:
+    """The one place the rewrite options are chosen per machine: ``"cpu"`` (the native
+    kernels: multi-output calls, the measured cost model unless ``cost_model`` says otherwise;
+    ``None``: ``EMBER_XLA_COST_MODEL`` decides) or ``"dae"`` (``DAE_OPTIONS``; a
+    ``cost_model`` given explicitly replaces its ``cost_model``)."""
+    if machine not in ("cpu", "dae"):
+        raise ValueError(f"rewrite_for: unknown machine {machine!r} (cpu or dae)")
+    options: dict[str, Any] = dict(DAE_OPTIONS) if machine == "dae" else {"cost_model": None}
+    if cost_model is not _MACHINE_DEFAULT:
+        options["cost_model"] = cost_model
+    return rewrite_module(module, group=group, assume_finite_tables=assume_finite_tables,
+                          **options)
+
+
+def check_out_dir(out_dir: str) -> None:
+    """``out_dir`` is replaced as a whole: it must be new, empty, or hold only our outputs."""
+    if not os.path.exists(out_dir):
+        return
+    if not os.path.isdir(out_dir):
+        raise UsageError(f"--out {out_dir}: exists and is not a folder")
+    for name in sorted(os.listdir(out_dir)):
+        sub = os.path.join(out_dir, name)
+        ours = name in OUTPUTS or (os.path.isdir(sub) and not os.path.islink(sub) and all(
+            f in OUTPUTS for f in os.listdir(sub)))
+        if not ours:
+            raise UsageError(f"--out {out_dir}: holds {name!r}, which rewrite did not write; "
+                             "the folder is replaced as a whole, so give a new or empty folder")
+    check_removable(out_dir)
+
+
+def rewrite_one(model: Model, out_dir: str, verify: bool, seed: int,
+                say: Any = print, group: bool = False, cost_model: bool | None = None,
+                assume_finite_tables: bool = False) -> tuple[dict[str, Any], Module]:
+    """Rewrite one model and write its outputs into ``out_dir``; (the report, the rewritten
+    module)."""
+    out_dir = resolve_output(out_dir)
+    check_out_dir(out_dir)
+    report, files, result = prepare(model, verify, seed, say, group, cost_model,
+                                    assume_finite_tables)
+    say(f"[3/3] writing {out_dir}")
+    write_folder_atomic(out_dir, files)
+    return report, result.module
+
+
+def rewrite_all(models: list[Model], out_dir: str, verify: bool, seed: int,
+                group: bool = False, cost_model: bool | None = None,
+                assume_finite_tables: bool = False) -> None:
+    """Rewrite every model, then write all outputs as one atomic folder replacement."""
+    out_dir = resolve_output(out_dir)
+    check_out_dir(out_dir)
+    files: dict[str, bytes | str] = {}
+    for m in models:
+        sub = m.source.rsplit("[", 1)[-1].rstrip("]") if len(models) > 1 else ""
+        if sub and (sub in ("", ".", "..") or "/" in sub or sub in OUTPUTS):
+            raise UsageError(f"{m.source}: signature name {sub!r} cannot name an output folder")
+        _, out, _ = prepare(m, verify, seed, print, group, cost_model, assume_finite_tables)
+        files.update({os.path.join(sub, k) if sub else k: v for k, v in out.items()})
+    print(f"[3/3] writing {out_dir}")
+    write_folder_atomic(out_dir, files)
+
+
+def prepare(model: Model, verify: bool, seed: int, say: Any = print,
+            group: bool = False, cost_model: bool | None = None,
+            assume_finite_tables: bool = False
+            ) -> tuple[dict[str, Any], dict[str, bytes | str], RewriteResult]:
+    """The report, the output files and the rewrite of one model, all in memory."""
+    say(f"[1/3] finding embedding clusters in {model.source} "
+        f"({sum(len(g.ops) for g in model.module.graphs)} instructions)")
+    result = rewrite_for(model.module, "cpu", group=group, cost_model=cost_model,
+                         assume_finite_tables=assume_finite_tables)
+    for c in result.clusters:
+        t = c["table"]
+        what = (c["attributes"]["combiner"] if c["pass"] == "forward"
+                else f"gradient, optimizer {c.get('optimizer') or 'kept in XLA'},")
+        say(f"  cluster {c['custom_call']}: {c['kind']} {what} over "
+            f"table {t['instruction']} [{t['rows']}x{t['dim']} {t['dtype']}] -> {c['output']}")
+    for grp in result.groups:
+        what = ("reductions of one lookup" if grp.get("multi_output")
+                else "tables batched")
+        say(f"  {grp['custom_call']}: {len(grp['members'])} {what} into one call")
+    for n in result.near_misses:
+        say(f"  near-miss at {n['location']['instruction']}: {n['reason']}")
+    report = {"source": model.source, **result.report()}
+    if verify:
+        from ember_xla.runtime.compare import verify_rewrite
+        from ember_xla.runtime.inputs import random_inputs
+
+        say("[2/3] verifying: original vs rewritten on XLA:CPU, random valid inputs")
+        inputs = random_inputs(model.module, seed, model.bound)
+        report["verify"] = {"seed": seed, **verify_rewrite(model.module, result.module, inputs)}
+        v = report["verify"]
+        say(f"  outputs bitwise equal: {v['bitwise_equal']}, max abs difference "
+            f"{v['max_abs_diff']:.3g}")
+    else:
+        say("[2/3] verification skipped (pass --verify)")
+    try:
+        files: dict[str, bytes | str] = {
+            "rewritten.pb": module_to_proto(result.module),
+            "rewritten.hlo": print_module(result.module),
+            "report.json": strict_json.dumps(report, indent=2) + "\n",
+        }
+    except ValueError as e:  # e.g. a layout field the text printer cannot spell
+        raise UsageError(f"{model.source}: cannot write the rewritten module: {e}") from None
+    say(f"  {len(result.clusters)} clusters rewritten, {len(result.near_misses)} near-misses")
+    return report, files, result
