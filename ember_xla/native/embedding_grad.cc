@@ -1,9 +1,8 @@
 // ember.scatter_grad: indices[L], updates[L,D] -> [V,D]: the dense gradient of a row lookup,
 // zeros(V, D) with each update added to row indices[i], exactly XLA's scatter-add (updates in
-// index order per row; indices outside [0, V) dropped). Rows are split across the pool; each
-// part zeroes its own row range and sums the touched rows inside it.
+// index order per row; indices outside [0, V) dropped). The zeros are written by row ranges
+// across the pool, then each part adds the updates of its touched rows (row_groups.h).
 #include <cstring>
-#include <vector>
 
 #include "grad_common.h"
 #include "handler.h"
@@ -15,13 +14,9 @@ template <typename T>
 void Run(const RowGroups& g, const T* upd, int64_t v, int64_t d, T* out) {
   ParallelRows(v, 4096, [&](int64_t r0, int64_t r1) {
     std::memset(out + r0 * d, 0, static_cast<size_t>((r1 - r0) * d) * sizeof(T));
-    std::vector<float> acc(static_cast<size_t>(d));
-    for (int64_t k = g.first_at_or_after(r0); k < static_cast<int64_t>(g.rows.size()) &&
-                                              g.rows[k] < r1; ++k) {
-      SumRow(upd, d, g.pos.data() + g.start[k], g.start[k + 1] - g.start[k], acc.data());
-      T* row = out + g.rows[k] * d;
-      for (int64_t j = 0; j < d; ++j) row[j] = Elem<T>::Store(acc[j]);
-    }
+  });
+  ParallelGroups(g, [&](int64_t k0, int64_t k1) {
+    AddGroupRange(g, upd, d, k0, k1, out, g.rows.data());  // +0 is T's all-zero bits
   });
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 #include <string>
+#include <type_traits>
 
 #include "common.h"
 #include "pool.h"
@@ -41,14 +42,52 @@ inline RowGroups& ScratchGroups() {
   return groups;
 }
 
-// acc[0..d) = ((0 + u[p0]) + u[p1]) + ... over the row's update positions, each add rounded to
-// T as XLA's scatter combiner rounds it.
-template <typename T>
-inline void SumRow(const T* upd, int64_t d, const int64_t* pos, int64_t n, float* acc) {
-  for (int64_t j = 0; j < d; ++j) acc[j] = 0.0f;
-  for (int64_t k = 0; k < n; ++k) {
-    const T* u = upd + pos[k] * d;
-    for (int64_t j = 0; j < d; ++j) acc[j] = Elem<T>::Round(acc[j] + Elem<T>::Load(u[j]));
+// Adds, for the groups [k0, k1), each update to its row of `acc` (row k - k0), in the updates'
+// original order: one front-to-back scan of the updates, so every row's sum is XLA's
+// ((0 + u_i1) + u_i2) + ..., each add rounded to T. `acc` must hold zeros (or the row's
+// running sums, for T = the accumulator's storage type).
+// The f32 form, compiled for AVX2 (8 floats per add; the same IEEE adds, no FMA), with the
+// next updates' rows prefetched (they are read-modify-written in random order).
+__attribute__((target("avx2"))) inline void AddGroupRangeF32Avx2(
+    const RowGroups& g, const float* __restrict upd, int64_t d, int64_t k0, int64_t k1,
+    float* __restrict acc, const int64_t* row_of_group) {
+  const int64_t n = static_cast<int64_t>(g.group.size());
+  const int32_t* grp = g.group.data();
+  constexpr int64_t kAhead = 8;
+  for (int64_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) {
+      const int64_t kp = grp[i + kAhead];
+      if (kp >= k0 && kp < k1)
+        __builtin_prefetch(acc + (row_of_group ? row_of_group[kp] : kp - k0) * d, 1);
+    }
+    const int64_t k = grp[i];
+    if (k < k0 || k >= k1) continue;
+    float* __restrict a = acc + (row_of_group ? row_of_group[k] : k - k0) * d;
+    const float* __restrict u = upd + i * d;
+    for (int64_t j = 0; j < d; ++j) a[j] = a[j] + u[j];
+  }
+}
+
+inline bool HaveAvx2() {
+  static const bool ok = __builtin_cpu_supports("avx2");
+  return ok;
+}
+
+template <typename T, typename A>
+inline void AddGroupRange(const RowGroups& g, const T* upd, int64_t d, int64_t k0, int64_t k1,
+                          A* acc, const int64_t* row_of_group) {
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<A, float>) {
+    if (HaveAvx2()) return AddGroupRangeF32Avx2(g, upd, d, k0, k1, acc, row_of_group);
+  }
+  const int64_t n = static_cast<int64_t>(g.group.size());
+  const int32_t* grp = g.group.data();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t k = grp[i];
+    if (k < k0 || k >= k1) continue;
+    A* a = acc + (row_of_group ? row_of_group[k] : k - k0) * d;
+    const T* u = upd + i * d;
+    for (int64_t j = 0; j < d; ++j)
+      a[j] = Elem<A>::Store(Elem<T>::Round(Elem<A>::Load(a[j]) + Elem<T>::Load(u[j])));
   }
 }
 
@@ -62,6 +101,28 @@ inline void ParallelRows(int64_t total, int64_t min_per_part,
   const int64_t parts = std::max<int64_t>(
       1, std::min<int64_t>(PoolThreads() * 4, total / std::max<int64_t>(1, min_per_part)));
   const std::vector<int64_t> cut = EvenCuts(total, parts);
+  PoolRun(parts, [&](int64_t p) {
+    if (cut[p] >= cut[p + 1]) return;
+#if defined(__SSE__)
+    const unsigned saved = _mm_getcsr();
+    if (saved != csr) _mm_setcsr(csr);
+#endif
+    fn(cut[p], cut[p + 1]);
+#if defined(__SSE__)
+    if (saved != csr) _mm_setcsr(saved);
+#endif
+  });
+}
+
+// Runs fn(k0, k1) over the row groups split into parts of about equal update counts, each part
+// with the caller's MXCSR.
+inline void ParallelGroups(const RowGroups& g, const std::function<void(int64_t, int64_t)>& fn) {
+#if defined(__SSE__)
+  const unsigned csr = _mm_getcsr();
+#endif
+  const int64_t n = static_cast<int64_t>(g.rows.size());
+  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(PoolThreads() * 2, n / 16));
+  const std::vector<int64_t> cut = GroupCuts(g, parts);
   PoolRun(parts, [&](int64_t p) {
     if (cut[p] >= cut[p + 1]) return;
 #if defined(__SSE__)

@@ -74,32 +74,28 @@ void CopyIfDistinct(const ffi::AnyBuffer& in, ffi::AnyBuffer& out) {
   });
 }
 
-// Runs row_fn(row, grad or nullptr) for the touched rows, and for untouched rows too when
-// `dense`; grad is the row's summed gradient.
+// Runs row_fn(row, grad) for the touched rows, grad the row's summed gradient (a part's sums
+// live in a scratch block of its rows: O(batch) memory); then, when `dense`, row_fn(row, 0)
+// for every untouched row.
 template <typename RowFn>
 void ForRows(const RowGroups& g, const float* upd, int64_t v, int64_t d, bool dense,
              const RowFn& row_fn) {
+  ParallelGroups(g, [&](int64_t k0, int64_t k1) {
+    std::vector<float> acc(static_cast<size_t>((k1 - k0) * d), 0.0f);
+    AddGroupRange(g, upd, d, k0, k1, acc.data(), nullptr);
+    for (int64_t k = k0; k < k1; ++k) row_fn(g.rows[k], acc.data() + (k - k0) * d);
+  });
+  if (!dense) return;
   const int64_t n = static_cast<int64_t>(g.rows.size());
-  const std::vector<float> zero(dense ? static_cast<size_t>(d) : 0, 0.0f);
-  const int64_t total = dense ? v : n;
-  ParallelRows(total, dense ? 4096 : 64, [&](int64_t i0, int64_t i1) {
-    std::vector<float> acc(static_cast<size_t>(d));
-    if (!dense) {
-      for (int64_t k = i0; k < i1; ++k) {
-        SumRow(upd, d, g.pos.data() + g.start[k], g.start[k + 1] - g.start[k], acc.data());
-        row_fn(g.rows[k], acc.data());
-      }
-      return;
-    }
-    int64_t k = g.first_at_or_after(i0);
-    for (int64_t r = i0; r < i1; ++r) {
+  const std::vector<float> zero(static_cast<size_t>(d), 0.0f);
+  ParallelRows(v, 4096, [&](int64_t r0, int64_t r1) {
+    int64_t k = g.first_at_or_after(r0);
+    for (int64_t r = r0; r < r1; ++r) {
       if (k < n && g.rows[k] == r) {
-        SumRow(upd, d, g.pos.data() + g.start[k], g.start[k + 1] - g.start[k], acc.data());
-        row_fn(r, acc.data());
         ++k;
-      } else {
-        row_fn(r, zero.data());
+        continue;
       }
+      row_fn(r, zero.data());
     }
   });
 }
