@@ -3,6 +3,8 @@
 // slot variables) in place; the result buffers alias the table operands
 // (output_to_operand_aliasing), so a donated table is never copied.
 //
+// (each also in the gathered form: updates replaced by source[S,D] with trailing
+// source_rows[L] [, mask[L]] operands, see grad_common.h)
 //   ember.sparse_sgd:     table[V,D], indices[L], updates[L,D], scale[]      -> table
 //                         t = t + g * scale            (XLA contracts this to fma(g, scale, t))
 //   ember.sparse_adagrad: table, accum, indices, updates, scale[], eps[]     -> (table, accum)
@@ -78,11 +80,11 @@ void CopyIfDistinct(const ffi::AnyBuffer& in, ffi::AnyBuffer& out) {
 // live in a scratch block of its rows: O(batch) memory); then, when `dense`, row_fn(row, 0)
 // for every untouched row.
 template <typename RowFn>
-void ForRows(const RowGroups& g, const float* upd, int64_t v, int64_t d, bool dense,
+void ForRows(const RowGroups& g, const UpdateRows& upd, int64_t v, int64_t d, bool dense,
              const RowFn& row_fn) {
   ParallelGroups(g, [&](int64_t k0, int64_t k1) {
     std::vector<float> acc(static_cast<size_t>((k1 - k0) * d), 0.0f);
-    AddGroupRange(g, upd, d, k0, k1, acc.data(), nullptr);
+    AddGroupRange<float, float>(g, upd, d, k0, k1, acc.data(), nullptr);
     for (int64_t k = k0; k < k1; ++k) row_fn(g.rows[k], acc.data() + (k - k0) * d);
   });
   if (!dense) return;
@@ -104,13 +106,15 @@ void ForRows(const RowGroups& g, const float* upd, int64_t v, int64_t d, bool de
 bool UntouchedUnchanged(float scale) { return std::isfinite(scale) && std::signbit(scale); }
 
 ffi::Error SparseSgdImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices, ffi::AnyBuffer updates,
-                         ffi::AnyBuffer scale_buf, ffi::Result<ffi::AnyBuffer> out,
-                         ffi::ThreadPool xla_pool) {
+                         ffi::AnyBuffer scale_buf, ffi::RemainingArgs rest,
+                         ffi::Result<ffi::AnyBuffer> out, ffi::ThreadPool xla_pool) {
   XlaPoolScope pool_scope(&xla_pool);
   return Guarded("sparse_sgd", [&]() -> ffi::Error {
     if (auto e = CheckTableLike("sparse_sgd", table, *out, table); e.failure()) return e;
     const int64_t v = table.dimensions()[0], d = table.dimensions()[1];
-    if (auto e = CheckGradOperands("sparse_sgd", indices, updates, d); e.failure()) return e;
+    UpdateRows rows;
+    if (auto e = GetUpdateRows("sparse_sgd", indices, updates, rest, d, &rows); e.failure())
+      return e;
     if (updates.element_type() != ffi::DataType::F32)
       return ffi::Error::InvalidArgument("ember.sparse_sgd: updates must be f32");
     float scale;
@@ -121,8 +125,7 @@ ffi::Error SparseSgdImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices, ffi::AnyB
                    indices.dimensions()[0], v, &g);
     CopyIfDistinct(table, *out);
     float* t = static_cast<float*>(out->untyped_data());
-    ForRows(g, static_cast<const float*>(updates.untyped_data()), v, d,
-            !UntouchedUnchanged(scale),
+    ForRows(g, rows, v, d, !UntouchedUnchanged(scale),
             [&](int64_t r, const float* grad) { SgdRow(t + r * d, grad, scale, d); });
     return ffi::Error::Success();
   });
@@ -130,7 +133,8 @@ ffi::Error SparseSgdImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices, ffi::AnyB
 
 ffi::Error SparseAdagradImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum, ffi::AnyBuffer indices,
                              ffi::AnyBuffer updates, ffi::AnyBuffer scale_buf,
-                             ffi::AnyBuffer eps_buf, ffi::Result<ffi::AnyBuffer> out_table,
+                             ffi::AnyBuffer eps_buf, ffi::RemainingArgs rest,
+                             ffi::Result<ffi::AnyBuffer> out_table,
                              ffi::Result<ffi::AnyBuffer> out_accum, ffi::ThreadPool xla_pool) {
   XlaPoolScope pool_scope(&xla_pool);
   return Guarded("sparse_adagrad", [&]() -> ffi::Error {
@@ -139,7 +143,9 @@ ffi::Error SparseAdagradImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum, ffi::An
     if (auto e = CheckTableLike("sparse_adagrad", accum, *out_accum, table); e.failure())
       return e;
     const int64_t v = table.dimensions()[0], d = table.dimensions()[1];
-    if (auto e = CheckGradOperands("sparse_adagrad", indices, updates, d); e.failure()) return e;
+    UpdateRows rows;
+    if (auto e = GetUpdateRows("sparse_adagrad", indices, updates, rest, d, &rows); e.failure())
+      return e;
     if (updates.element_type() != ffi::DataType::F32)
       return ffi::Error::InvalidArgument("ember.sparse_adagrad: updates must be f32");
     float scale, eps;
@@ -154,7 +160,7 @@ ffi::Error SparseAdagradImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum, ffi::An
     float* t = static_cast<float*>(out_table->untyped_data());
     float* a = static_cast<float*>(out_accum->untyped_data());
     const bool dense = !(UntouchedUnchanged(scale) && eps >= 0.0f);
-    ForRows(g, static_cast<const float*>(updates.untyped_data()), v, d, dense,
+    ForRows(g, rows, v, d, dense,
             [&](int64_t r, const float* grad) {
               AdagradRow(t + r * d, a + r * d, grad, scale, eps, d);
             });
@@ -180,6 +186,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(EmberSparseSgd, ember::SparseSgdImpl,
                                   .Arg<xla::ffi::AnyBuffer>()
                                   .Arg<xla::ffi::AnyBuffer>()
                                   .Arg<xla::ffi::AnyBuffer>()
+                                  .RemainingArgs()
                                   .Ret<xla::ffi::AnyBuffer>()
                                   .Ctx<xla::ffi::ThreadPool>());
 
@@ -191,6 +198,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(EmberSparseAdagrad, ember::SparseAdagradImpl,
                                   .Arg<xla::ffi::AnyBuffer>()
                                   .Arg<xla::ffi::AnyBuffer>()
                                   .Arg<xla::ffi::AnyBuffer>()
+                                  .RemainingArgs()
                                   .Ret<xla::ffi::AnyBuffer>()
                                   .Ret<xla::ffi::AnyBuffer>()
                                   .Ctx<xla::ffi::ThreadPool>());
