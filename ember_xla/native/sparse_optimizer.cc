@@ -29,9 +29,20 @@ __attribute__((target("fma"))) void SgdRow(float* t, const float* g, float s, in
   for (int64_t j = 0; j < d; ++j) t[j] = __builtin_fmaf(g[j], s, t[j]);
 }
 
-__attribute__((target("sse,fma"))) void AdagradRow(float* t, float* a, const float* g, float s,
-                                                   float eps, int64_t d) {
-  for (int64_t j = 0; j < d; ++j) {
+__attribute__((target("avx2,fma"))) void AdagradRow(float* t, float* a, const float* g, float s,
+                                                    float eps, int64_t d) {
+  int64_t j = 0;
+  const __m256 vs = _mm256_set1_ps(s), ve = _mm256_set1_ps(eps), zero = _mm256_setzero_ps();
+  for (; j + 8 <= d; j += 8) {
+    const __m256 gj = _mm256_loadu_ps(g + j);
+    const __m256 acc = _mm256_fmadd_ps(gj, gj, _mm256_loadu_ps(a + j));
+    const __m256 r = XlaRsqrt8(_mm256_add_ps(acc, ve));
+    const __m256 scale = _mm256_blendv_ps(zero, r, _mm256_cmp_ps(acc, zero, _CMP_GT_OQ));
+    const __m256 u = _mm256_mul_ps(scale, gj);
+    _mm256_storeu_ps(t + j, _mm256_fmadd_ps(u, vs, _mm256_loadu_ps(t + j)));
+    _mm256_storeu_ps(a + j, acc);
+  }
+  for (; j < d; ++j) {
     const float acc = __builtin_fmaf(g[j], g[j], a[j]);
     const float scale = acc > 0.0f ? XlaRsqrt(acc + eps) : 0.0f;
     const float u = scale * g[j];
@@ -41,7 +52,7 @@ __attribute__((target("sse,fma"))) void AdagradRow(float* t, float* a, const flo
 }
 
 bool Fma() {
-  static const bool ok = __builtin_cpu_supports("fma") && __builtin_cpu_supports("sse");
+  static const bool ok = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
   return ok;
 }
 
@@ -171,10 +182,22 @@ ffi::Error SparseAdagradImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum, ffi::An
 }  // namespace
 }  // namespace ember
 
+namespace {
+__attribute__((target("avx2,fma"))) void ProbeBlock(const float* x, float* y) {
+  _mm256_storeu_ps(y, ember::XlaRsqrt8(_mm256_loadu_ps(x)));
+}
+}  // namespace
+
 // XLA's rsqrt as the Adagrad kernel computes it, for n floats (ctypes: the rewrite checks it
 // against XLA:CPU on the running machine before it fuses an Adagrad update).
 EMBER_EXPORT void EmberRsqrtProbe(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = ember::XlaRsqrt(x[i]);
+  if (!ember::Fma()) {  // the kernel refuses to run there; report a mismatch
+    for (int64_t i = 0; i < n; ++i) y[i] = 0.0f;
+    return;
+  }
+  int64_t i = 0;  // the vector path on whole blocks of 8, the scalar one on the rest
+  for (; i + 8 <= n; i += 8) ProbeBlock(x + i, y + i);
+  for (; i < n; ++i) y[i] = ember::XlaRsqrt(x[i]);
 }
 
 EMBER_EXPORT XLA_FFI_Error* EmberSparseSgd(XLA_FFI_CallFrame* call_frame);
