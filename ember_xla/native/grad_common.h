@@ -151,17 +151,14 @@ inline void AddGroupRange(const RowGroups& g, const UpdateRows& upd, int64_t d, 
   }
 }
 
-// Runs fn(r0, r1) over [0, total) split across the pool, each part with the caller's MXCSR
-// (XLA:CPU's flush-to-zero / denormals-are-zero), so results never depend on the thread.
-inline void ParallelRows(int64_t total, int64_t min_per_part,
-                         const std::function<void(int64_t, int64_t)>& fn) {
+// Runs fn(cut[p], cut[p + 1]) for every non-empty part on the pool, each with the caller's
+// MXCSR (XLA:CPU's flush-to-zero / denormals-are-zero), so results never depend on the thread.
+inline void RunCuts(const std::vector<int64_t>& cut,
+                    const std::function<void(int64_t, int64_t)>& fn) {
 #if defined(__SSE__)
   const unsigned csr = _mm_getcsr();
 #endif
-  const int64_t parts = std::max<int64_t>(
-      1, std::min<int64_t>(PoolThreads() * 4, total / std::max<int64_t>(1, min_per_part)));
-  const std::vector<int64_t> cut = EvenCuts(total, parts);
-  PoolRun(parts, [&](int64_t p) {
+  PoolRun(static_cast<int64_t>(cut.size()) - 1, [&](int64_t p) {
     if (cut[p] >= cut[p + 1]) return;
 #if defined(__SSE__)
     const unsigned saved = _mm_getcsr();
@@ -174,26 +171,19 @@ inline void ParallelRows(int64_t total, int64_t min_per_part,
   });
 }
 
-// Runs fn(k0, k1) over the row groups split into parts of about equal update counts, each part
-// with the caller's MXCSR.
+// Runs fn(r0, r1) over [0, total) split into even ranges of at least `min_per_part`.
+inline void ParallelRows(int64_t total, int64_t min_per_part,
+                         const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t parts = std::max<int64_t>(
+      1, std::min<int64_t>(PoolThreads() * 4, total / std::max<int64_t>(1, min_per_part)));
+  RunCuts(EvenCuts(total, parts), fn);
+}
+
+// Runs fn(k0, k1) over the row groups split into parts of about equal update counts.
 inline void ParallelGroups(const RowGroups& g, const std::function<void(int64_t, int64_t)>& fn) {
-#if defined(__SSE__)
-  const unsigned csr = _mm_getcsr();
-#endif
   const int64_t n = static_cast<int64_t>(g.rows.size());
   const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(PoolThreads() * 2, n / 16));
-  const std::vector<int64_t> cut = GroupCuts(g, parts);
-  PoolRun(parts, [&](int64_t p) {
-    if (cut[p] >= cut[p + 1]) return;
-#if defined(__SSE__)
-    const unsigned saved = _mm_getcsr();
-    if (saved != csr) _mm_setcsr(csr);
-#endif
-    fn(cut[p], cut[p + 1]);
-#if defined(__SSE__)
-    if (saved != csr) _mm_setcsr(saved);
-#endif
-  });
+  RunCuts(GroupCuts(g, parts), fn);
 }
 
 }  // namespace ember
