@@ -1,9 +1,9 @@
 // ember.scatter_grad: indices[L], updates[L,D] -> [V,D]: the dense gradient of a row lookup,
+// (gathered form: indices[L], source[S,D], source_rows[L] [, mask[L]], see grad_common.h)
 // zeros(V, D) with each update added to row indices[i], exactly XLA's scatter-add (updates in
-// index order per row; indices outside [0, V) dropped). Rows are split across the pool; each
-// part zeroes its own row range and sums the touched rows inside it.
+// index order per row; indices outside [0, V) dropped). The zeros are written by row ranges
+// across the pool, then each part adds the updates of its touched rows (row_groups.h).
 #include <cstring>
-#include <vector>
 
 #include "grad_common.h"
 #include "handler.h"
@@ -12,27 +12,26 @@ namespace ember {
 namespace {
 
 template <typename T>
-void Run(const RowGroups& g, const T* upd, int64_t v, int64_t d, T* out) {
+void Run(const RowGroups& g, const UpdateRows& upd, int64_t v, int64_t d, T* out) {
   ParallelRows(v, 4096, [&](int64_t r0, int64_t r1) {
     std::memset(out + r0 * d, 0, static_cast<size_t>((r1 - r0) * d) * sizeof(T));
-    std::vector<float> acc(static_cast<size_t>(d));
-    for (int64_t k = g.first_at_or_after(r0); k < static_cast<int64_t>(g.rows.size()) &&
-                                              g.rows[k] < r1; ++k) {
-      SumRow(upd, d, g.pos.data() + g.start[k], g.start[k + 1] - g.start[k], acc.data());
-      T* row = out + g.rows[k] * d;
-      for (int64_t j = 0; j < d; ++j) row[j] = Elem<T>::Store(acc[j]);
-    }
+  });
+  ParallelGroups(g, [&](int64_t k0, int64_t k1) {
+    AddGroupRange<T, T>(g, upd, d, k0, k1, out, g.rows.data());  // +0: T's all-zero bits
   });
 }
 
 ffi::Error ScatterGradImpl(ffi::AnyBuffer indices, ffi::AnyBuffer updates,
-                           ffi::Result<ffi::AnyBuffer> out, ffi::ThreadPool xla_pool) {
+                           ffi::RemainingArgs rest, ffi::Result<ffi::AnyBuffer> out,
+                           ffi::ThreadPool xla_pool) {
   XlaPoolScope pool_scope(&xla_pool);
   return Guarded("scatter_grad", [&]() -> ffi::Error {
     if (out->dimensions().size() != 2)
       return ffi::Error::InvalidArgument("ember.scatter_grad: the result must be [V, D]");
     const int64_t v = out->dimensions()[0], d = out->dimensions()[1];
-    if (auto e = CheckGradOperands("scatter_grad", indices, updates, d); e.failure()) return e;
+    UpdateRows rows;
+    if (auto e = GetUpdateRows("scatter_grad", indices, updates, rest, d, &rows); e.failure())
+      return e;
     if (updates.element_type() != out->element_type())
       return ffi::Error::InvalidArgument("ember.scatter_grad: updates and result types differ");
     RowGroups& g = ScratchGroups();
@@ -40,15 +39,15 @@ ffi::Error ScatterGradImpl(ffi::AnyBuffer indices, ffi::AnyBuffer updates,
                    indices.dimensions()[0], v, &g);
     switch (out->element_type()) {
       case ffi::DataType::F32:
-        Run(g, static_cast<const float*>(updates.untyped_data()), v, d,
+        Run(g, rows, v, d,
             static_cast<float*>(out->untyped_data()));
         break;
       case ffi::DataType::BF16:
-        Run(g, static_cast<const bf16*>(updates.untyped_data()), v, d,
+        Run(g, rows, v, d,
             static_cast<bf16*>(out->untyped_data()));
         break;
       case ffi::DataType::F16:
-        Run(g, static_cast<const f16*>(updates.untyped_data()), v, d,
+        Run(g, rows, v, d,
             static_cast<f16*>(out->untyped_data()));
         break;
       default:
@@ -67,5 +66,6 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(EmberScatterGrad, ember::ScatterGradImpl,
                               xla::ffi::Ffi::Bind()
                                   .Arg<xla::ffi::AnyBuffer>()
                                   .Arg<xla::ffi::AnyBuffer>()
+                                  .RemainingArgs()
                                   .Ret<xla::ffi::AnyBuffer>()
                                   .Ctx<xla::ffi::ThreadPool>());

@@ -1,11 +1,13 @@
 // Updates grouped by destination row, the layout every embedding-gradient kernel works from.
 //
 // XLA's scatter-add applies its updates one after another in index order, so a row's value is
-// ((0 + u_i1) + u_i2) + ... over the updates i1 < i2 < ... that hit it. Grouping the update
-// positions by row with a stable sort (a counting sort when the table is not much larger than
-// the batch, else a sort of (row, position) keys) keeps that order inside each row, so rows
-// can then be summed in parallel and still give XLA's bits. Updates whose index is outside
-// [0, rows) are dropped, as XLA's scatter drops them.
+// ((0 + u_i1) + u_i2) + ... over the updates i1 < i2 < ... that hit it. The touched rows are
+// numbered in ascending order (a counting pass when the table is not much larger than the
+// batch, else a sort of (row, position) keys) and every update gets its row's group number;
+// a part of the pool that owns a range of groups then scans the updates in their original
+// order and adds those of its groups, which reads the updates front to back (as XLA does)
+// and still gives XLA's bits. Updates whose index is outside [0, rows) are dropped, as XLA's
+// scatter drops them.
 #ifndef EMBER_XLA_NATIVE_ROW_GROUPS_H_
 #define EMBER_XLA_NATIVE_ROW_GROUPS_H_
 
@@ -16,8 +18,8 @@ namespace ember {
 
 struct RowGroups {
   std::vector<int64_t> rows;    // touched rows, ascending
-  std::vector<int64_t> start;   // rows.size() + 1 offsets into pos
-  std::vector<int64_t> pos;     // update positions, grouped by row, in original order each
+  std::vector<int64_t> start;   // rows.size() + 1: updates before each group (cumulative)
+  std::vector<int32_t> group;   // per update: the index of its row in rows, or -1 (dropped)
   int64_t first_at_or_after(int64_t row) const;  // index into rows of the first row >= row
 };
 
@@ -27,6 +29,9 @@ void BuildRowGroups(const void* indices, bool index32, int64_t n, int64_t table_
 
 // Splits [0, total) into `parts` contiguous ranges of about equal size (cut has parts + 1).
 std::vector<int64_t> EvenCuts(int64_t total, int64_t parts);
+
+// Splits the groups into `parts` contiguous ranges of about equal update counts.
+std::vector<int64_t> GroupCuts(const RowGroups& g, int64_t parts);
 
 }  // namespace ember
 

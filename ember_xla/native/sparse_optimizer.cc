@@ -3,6 +3,8 @@
 // slot variables) in place; the result buffers alias the table operands
 // (output_to_operand_aliasing), so a donated table is never copied.
 //
+// (each also in the gathered form: updates replaced by source[S,D] with trailing
+// source_rows[L] [, mask[L]] operands, see grad_common.h)
 //   ember.sparse_sgd:     table[V,D], indices[L], updates[L,D], scale[]      -> table
 //                         t = t + g * scale            (XLA contracts this to fma(g, scale, t))
 //   ember.sparse_adagrad: table, accum, indices, updates, scale[], eps[]     -> (table, accum)
@@ -27,9 +29,20 @@ __attribute__((target("fma"))) void SgdRow(float* t, const float* g, float s, in
   for (int64_t j = 0; j < d; ++j) t[j] = __builtin_fmaf(g[j], s, t[j]);
 }
 
-__attribute__((target("sse,fma"))) void AdagradRow(float* t, float* a, const float* g, float s,
-                                                   float eps, int64_t d) {
-  for (int64_t j = 0; j < d; ++j) {
+__attribute__((target("avx2,fma"))) void AdagradRow(float* t, float* a, const float* g, float s,
+                                                    float eps, int64_t d) {
+  int64_t j = 0;
+  const __m256 vs = _mm256_set1_ps(s), ve = _mm256_set1_ps(eps), zero = _mm256_setzero_ps();
+  for (; j + 8 <= d; j += 8) {
+    const __m256 gj = _mm256_loadu_ps(g + j);
+    const __m256 acc = _mm256_fmadd_ps(gj, gj, _mm256_loadu_ps(a + j));
+    const __m256 r = XlaRsqrt8(_mm256_add_ps(acc, ve));
+    const __m256 scale = _mm256_blendv_ps(zero, r, _mm256_cmp_ps(acc, zero, _CMP_GT_OQ));
+    const __m256 u = _mm256_mul_ps(scale, gj);
+    _mm256_storeu_ps(t + j, _mm256_fmadd_ps(u, vs, _mm256_loadu_ps(t + j)));
+    _mm256_storeu_ps(a + j, acc);
+  }
+  for (; j < d; ++j) {
     const float acc = __builtin_fmaf(g[j], g[j], a[j]);
     const float scale = acc > 0.0f ? XlaRsqrt(acc + eps) : 0.0f;
     const float u = scale * g[j];
@@ -39,7 +52,7 @@ __attribute__((target("sse,fma"))) void AdagradRow(float* t, float* a, const flo
 }
 
 bool Fma() {
-  static const bool ok = __builtin_cpu_supports("fma") && __builtin_cpu_supports("sse");
+  static const bool ok = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
   return ok;
 }
 
@@ -74,32 +87,28 @@ void CopyIfDistinct(const ffi::AnyBuffer& in, ffi::AnyBuffer& out) {
   });
 }
 
-// Runs row_fn(row, grad or nullptr) for the touched rows, and for untouched rows too when
-// `dense`; grad is the row's summed gradient.
+// Runs row_fn(row, grad) for the touched rows, grad the row's summed gradient (a part's sums
+// live in a scratch block of its rows: O(batch) memory); then, when `dense`, row_fn(row, 0)
+// for every untouched row.
 template <typename RowFn>
-void ForRows(const RowGroups& g, const float* upd, int64_t v, int64_t d, bool dense,
+void ForRows(const RowGroups& g, const UpdateRows& upd, int64_t v, int64_t d, bool dense,
              const RowFn& row_fn) {
+  ParallelGroups(g, [&](int64_t k0, int64_t k1) {
+    std::vector<float> acc(static_cast<size_t>((k1 - k0) * d), 0.0f);
+    AddGroupRange<float, float>(g, upd, d, k0, k1, acc.data(), nullptr);
+    for (int64_t k = k0; k < k1; ++k) row_fn(g.rows[k], acc.data() + (k - k0) * d);
+  });
+  if (!dense) return;
   const int64_t n = static_cast<int64_t>(g.rows.size());
-  const std::vector<float> zero(dense ? static_cast<size_t>(d) : 0, 0.0f);
-  const int64_t total = dense ? v : n;
-  ParallelRows(total, dense ? 4096 : 64, [&](int64_t i0, int64_t i1) {
-    std::vector<float> acc(static_cast<size_t>(d));
-    if (!dense) {
-      for (int64_t k = i0; k < i1; ++k) {
-        SumRow(upd, d, g.pos.data() + g.start[k], g.start[k + 1] - g.start[k], acc.data());
-        row_fn(g.rows[k], acc.data());
-      }
-      return;
-    }
-    int64_t k = g.first_at_or_after(i0);
-    for (int64_t r = i0; r < i1; ++r) {
+  const std::vector<float> zero(static_cast<size_t>(d), 0.0f);
+  ParallelRows(v, 4096, [&](int64_t r0, int64_t r1) {
+    int64_t k = g.first_at_or_after(r0);
+    for (int64_t r = r0; r < r1; ++r) {
       if (k < n && g.rows[k] == r) {
-        SumRow(upd, d, g.pos.data() + g.start[k], g.start[k + 1] - g.start[k], acc.data());
-        row_fn(r, acc.data());
         ++k;
-      } else {
-        row_fn(r, zero.data());
+        continue;
       }
+      row_fn(r, zero.data());
     }
   });
 }
@@ -108,13 +117,15 @@ void ForRows(const RowGroups& g, const float* upd, int64_t v, int64_t d, bool de
 bool UntouchedUnchanged(float scale) { return std::isfinite(scale) && std::signbit(scale); }
 
 ffi::Error SparseSgdImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices, ffi::AnyBuffer updates,
-                         ffi::AnyBuffer scale_buf, ffi::Result<ffi::AnyBuffer> out,
-                         ffi::ThreadPool xla_pool) {
+                         ffi::AnyBuffer scale_buf, ffi::RemainingArgs rest,
+                         ffi::Result<ffi::AnyBuffer> out, ffi::ThreadPool xla_pool) {
   XlaPoolScope pool_scope(&xla_pool);
   return Guarded("sparse_sgd", [&]() -> ffi::Error {
     if (auto e = CheckTableLike("sparse_sgd", table, *out, table); e.failure()) return e;
     const int64_t v = table.dimensions()[0], d = table.dimensions()[1];
-    if (auto e = CheckGradOperands("sparse_sgd", indices, updates, d); e.failure()) return e;
+    UpdateRows rows;
+    if (auto e = GetUpdateRows("sparse_sgd", indices, updates, rest, d, &rows); e.failure())
+      return e;
     if (updates.element_type() != ffi::DataType::F32)
       return ffi::Error::InvalidArgument("ember.sparse_sgd: updates must be f32");
     float scale;
@@ -125,8 +136,7 @@ ffi::Error SparseSgdImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices, ffi::AnyB
                    indices.dimensions()[0], v, &g);
     CopyIfDistinct(table, *out);
     float* t = static_cast<float*>(out->untyped_data());
-    ForRows(g, static_cast<const float*>(updates.untyped_data()), v, d,
-            !UntouchedUnchanged(scale),
+    ForRows(g, rows, v, d, !UntouchedUnchanged(scale),
             [&](int64_t r, const float* grad) { SgdRow(t + r * d, grad, scale, d); });
     return ffi::Error::Success();
   });
@@ -134,7 +144,8 @@ ffi::Error SparseSgdImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices, ffi::AnyB
 
 ffi::Error SparseAdagradImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum, ffi::AnyBuffer indices,
                              ffi::AnyBuffer updates, ffi::AnyBuffer scale_buf,
-                             ffi::AnyBuffer eps_buf, ffi::Result<ffi::AnyBuffer> out_table,
+                             ffi::AnyBuffer eps_buf, ffi::RemainingArgs rest,
+                             ffi::Result<ffi::AnyBuffer> out_table,
                              ffi::Result<ffi::AnyBuffer> out_accum, ffi::ThreadPool xla_pool) {
   XlaPoolScope pool_scope(&xla_pool);
   return Guarded("sparse_adagrad", [&]() -> ffi::Error {
@@ -143,7 +154,9 @@ ffi::Error SparseAdagradImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum, ffi::An
     if (auto e = CheckTableLike("sparse_adagrad", accum, *out_accum, table); e.failure())
       return e;
     const int64_t v = table.dimensions()[0], d = table.dimensions()[1];
-    if (auto e = CheckGradOperands("sparse_adagrad", indices, updates, d); e.failure()) return e;
+    UpdateRows rows;
+    if (auto e = GetUpdateRows("sparse_adagrad", indices, updates, rest, d, &rows); e.failure())
+      return e;
     if (updates.element_type() != ffi::DataType::F32)
       return ffi::Error::InvalidArgument("ember.sparse_adagrad: updates must be f32");
     float scale, eps;
@@ -158,7 +171,7 @@ ffi::Error SparseAdagradImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum, ffi::An
     float* t = static_cast<float*>(out_table->untyped_data());
     float* a = static_cast<float*>(out_accum->untyped_data());
     const bool dense = !(UntouchedUnchanged(scale) && eps >= 0.0f);
-    ForRows(g, static_cast<const float*>(updates.untyped_data()), v, d, dense,
+    ForRows(g, rows, v, d, dense,
             [&](int64_t r, const float* grad) {
               AdagradRow(t + r * d, a + r * d, grad, scale, eps, d);
             });
@@ -169,10 +182,22 @@ ffi::Error SparseAdagradImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum, ffi::An
 }  // namespace
 }  // namespace ember
 
+namespace {
+__attribute__((target("avx2,fma"))) void ProbeBlock(const float* x, float* y) {
+  _mm256_storeu_ps(y, ember::XlaRsqrt8(_mm256_loadu_ps(x)));
+}
+}  // namespace
+
 // XLA's rsqrt as the Adagrad kernel computes it, for n floats (ctypes: the rewrite checks it
 // against XLA:CPU on the running machine before it fuses an Adagrad update).
 EMBER_EXPORT void EmberRsqrtProbe(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = ember::XlaRsqrt(x[i]);
+  if (!ember::Fma()) {  // the kernel refuses to run there; report a mismatch
+    for (int64_t i = 0; i < n; ++i) y[i] = 0.0f;
+    return;
+  }
+  int64_t i = 0;  // the vector path on whole blocks of 8, the scalar one on the rest
+  for (; i + 8 <= n; i += 8) ProbeBlock(x + i, y + i);
+  for (; i < n; ++i) y[i] = ember::XlaRsqrt(x[i]);
 }
 
 EMBER_EXPORT XLA_FFI_Error* EmberSparseSgd(XLA_FFI_CallFrame* call_frame);
@@ -184,6 +209,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(EmberSparseSgd, ember::SparseSgdImpl,
                                   .Arg<xla::ffi::AnyBuffer>()
                                   .Arg<xla::ffi::AnyBuffer>()
                                   .Arg<xla::ffi::AnyBuffer>()
+                                  .RemainingArgs()
                                   .Ret<xla::ffi::AnyBuffer>()
                                   .Ctx<xla::ffi::ThreadPool>());
 
@@ -195,6 +221,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(EmberSparseAdagrad, ember::SparseAdagradImpl,
                                   .Arg<xla::ffi::AnyBuffer>()
                                   .Arg<xla::ffi::AnyBuffer>()
                                   .Arg<xla::ffi::AnyBuffer>()
+                                  .RemainingArgs()
                                   .Ret<xla::ffi::AnyBuffer>()
                                   .Ret<xla::ffi::AnyBuffer>()
                                   .Ctx<xla::ffi::ThreadPool>());

@@ -22,6 +22,18 @@ __attribute__((target("sse,fma"))) inline float XlaRsqrt(float x) {
   return __builtin_fmaf(half_r, h, guess);
 }
 
+// Eight at a time (vrsqrtps gives each lane the bits rsqrtss gives it).
+__attribute__((target("avx2,fma"))) inline __m256 XlaRsqrt8(__m256 x) {
+  const __m256 guess = _mm256_rsqrt_ps(x);
+  const __m256 r2 = _mm256_mul_ps(x, guess);
+  const __m256 half_r = _mm256_mul_ps(guess, _mm256_set1_ps(-0.5f));
+  const __m256 h = _mm256_fmadd_ps(r2, guess, _mm256_set1_ps(-1.0f));
+  const __m256 refined = _mm256_fmadd_ps(half_r, h, guess);
+  const __m256 keep = _mm256_or_ps(_mm256_cmp_ps(x, _mm256_set1_ps(FLT_MIN), _CMP_LT_OQ),
+                                   _mm256_cmp_ps(x, _mm256_set1_ps(INFINITY), _CMP_EQ_OQ));
+  return _mm256_blendv_ps(refined, guess, keep);
+}
+
 }  // namespace ember
 
 #endif  // EMBER_XLA_NATIVE_XLA_RSQRT_H_

@@ -94,8 +94,8 @@ def match_sgd(gcall: Operation) -> FusedUpdate:
         table, negate = _table(upd.operands[0], g, "the updated value"), True
     else:
         raise NoMatch(f"{upd.name} subtracts the table from the scaled gradient")
-    idx, rows = gcall.operands
-    return FusedUpdate(SPARSE_SGD, "sgd", [table, idx, rows, s], [upd.result],
+    idx, rows, *extra = gcall.operands
+    return FusedUpdate(SPARSE_SGD, "sgd", [table, idx, rows, s, *extra], [upd.result],
                        [upd, mul, gcall], negate)
 
 
@@ -135,9 +135,9 @@ def match_adagrad(gcall: Operation) -> FusedUpdate:
     s = _scalar(_other(v, u.result), "the learning-rate factor")
     upd = _only_user(v.result, "add", "the scaled update")
     table = _table(_other(upd, v.result), g, "the updated value")
-    idx, rows = gcall.operands
+    idx, rows, *extra = gcall.operands
     owned = [upd, v, u, sel, rs] + ([plus] if plus is not None else []) + [gt, acc, sq, gcall]
-    return FusedUpdate(SPARSE_ADAGRAD, "adagrad", [table, accum, idx, rows, s, eps],
+    return FusedUpdate(SPARSE_ADAGRAD, "adagrad", [table, accum, idx, rows, s, eps, *extra],
                        [upd.result, acc.result], owned)
 
 
@@ -147,13 +147,14 @@ def _reference(module: Module, f: FusedUpdate, gcall: Operation, shapes: list[Sh
     of the scatter's reference computation), kept beside it as ember calls keep theirs."""
     comp = Graph(module.unique_graph_name(f"ember.{f.target.kind}.{index}"))
     vmap: dict[int, Value] = {}
-    for i, (v, role) in enumerate(zip(f.inputs, f.target.operand_roles, strict=True)):
+    roles = list(f.target.operand_roles) + ["source_rows", "mask"]
+    for i, (v, role) in enumerate(zip(f.inputs, roles[:len(f.inputs)], strict=True)):
         p = comp.append(Operation("parameter", [], [v.type], {"parameter_number": i}, name=role))
         vmap[id(v)] = p.result
     if f.negate_scale:  # the call's scale is -s; the dense ops use s
-        s = comp.append(Operation("negate", [vmap[id(f.inputs[-1])]], [f.inputs[-1].type],
-                                  name="scale.neg"))
-        vmap[id(f.inputs[-1])] = s.result
+        scale = f.inputs[f.target.operand_roles.index("scale")]
+        s = comp.append(Operation("negate", [vmap[id(scale)]], [scale.type], name="scale.neg"))
+        vmap[id(scale)] = s.result
     owned = {id(o) for o in f.owned}
 
     def value(v: Value) -> Value:
@@ -215,10 +216,11 @@ def _replace(module: Module, gcall: Operation, f: FusedUpdate, index: int,
     shapes = [v.type for v in f.replaced]
     comp = _reference(module, f, gcall, shapes, index)
     if f.negate_scale:
-        neg = Operation("negate", [inputs[-1]], [inputs[-1].type],
+        at = f.target.operand_roles.index("scale")
+        neg = Operation("negate", [inputs[at]], [inputs[at].type],
                         name=g.unique_name("ember_scale"))
         rw.insert_before(anchor, neg)
-        inputs[-1] = neg.result
+        inputs[at] = neg.result
     n = len(f.replaced)
     result = shapes[0] if n == 1 else Shape.tuple_of(shapes)
     alias = [{"output_shape_index": [] if n == 1 else [i], "operand_index": i,

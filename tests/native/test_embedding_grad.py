@@ -154,3 +154,38 @@ def test_dense_formula_is_optax_adagrad():
     want_upd, want_acc = mine(g, np.full_like(t, 0.2))
     assert_same(st[0].sum_of_squares, want_acc)
     assert_same(upd, want_upd)
+
+
+@pytest.mark.parametrize("masked", [False, True])
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
+def test_gathered_form_is_xla_gather_then_scatter(masked, dtype):
+    """indices, source[S, D], source_rows [, mask]: update i is source[clamp(source_rows[i])]
+    (XLA's row gather), or a zero row where mask[i] is false, as JAX's transpose of a segment
+    sum builds it (select(in_bounds, gather(ct, seg), 0))."""
+    rng = np.random.default_rng(12)
+    v, s, d, n = 50, 9, 6, 200
+    ids = rng.integers(-2, v + 2, n).astype(np.int32)
+    src = mixed(rng, (s, d), dtype)
+    rows = rng.integers(-3, s + 3, n).astype(np.int32)
+    mask = rng.random(n) < 0.7
+
+    def xla(i, src, r, m):
+        u = jnp.asarray(src)[jnp.clip(r, 0, s - 1)]
+        if masked:
+            u = jnp.where(m[:, None], u, jnp.zeros_like(u))
+        return jnp.zeros((v, d), dtype).at[i].add(u, mode="drop")
+
+    def ember(i, src, r, m):
+        call = jax.ffi.ffi_call("ember.scatter_grad", jax.ShapeDtypeStruct((v, d), dtype))
+        return call(i, src, r, m) if masked else call(i, src, r)
+
+    wrapped = np.where(ids < 0, ids + v, ids)
+    assert_same(jax.jit(ember)(wrapped, src, rows, mask), jax.jit(xla)(ids, src, rows, mask))
+    if dtype == jnp.float32:
+        t = mixed(rng, (v, d), np.float32)
+        sgd = jax.ffi.ffi_call("ember.sparse_sgd", jax.ShapeDtypeStruct((v, d), jnp.float32),
+                               input_output_aliases={0: 0})
+        extra = (rows, mask) if masked else (rows,)
+        got = jax.jit(lambda t: sgd(t, wrapped, src, np.float32(-0.5), *extra))(t)
+        want = jax.jit(lambda t: t + xla(ids, src, rows, mask) * np.float32(-0.5))(t)
+        assert_same(got, want)

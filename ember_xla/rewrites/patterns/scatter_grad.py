@@ -76,6 +76,54 @@ def _zero_operand(op: Operation) -> None:
                       "+0 table: not a lookup's gradient")
 
 
+def _row_gather(op: Operation, lookup_dims: tuple[int, ...]) -> bool:
+    """Is ``op`` a gather of whole rows of a [S, D] source, one per lookup?"""
+    if op.opcode != "gather" or op.operands[0].type.rank != 2:
+        return False
+    dn = op.attributes.get("gather_dimension_numbers", {})
+    r = op.operands[1].type
+    ivd = dn.get("index_vector_dim", 0)
+    return (dn.get("collapsed_slice_dims", []) == [0] and dn.get("start_index_map", []) == [0]
+            and dn.get("offset_dims", []) == [op.result.type.rank - 1]
+            and not dn.get("operand_batching_dims")
+            and list(op.attributes.get("gather_slice_sizes", []))
+            == [1, op.operands[0].type.dims[1]]
+            and tuple(r.dims[:ivd]) == lookup_dims
+            and (ivd == r.rank or (ivd == r.rank - 1 and r.dims[-1] == 1))
+            and r.element_type in ("s32", "s64"))
+
+
+def gathered_updates(walk: Walk, upd: Value, lookup_dims: tuple[int, ...]
+                     ) -> tuple[Value, Value, Value | None] | None:
+    """(source, source_rows, mask or None) when the updates are ``gather(source, rows)`` or
+    ``select(broadcast(mask), gather(source, rows), 0)`` (JAX's transpose of a segment sum:
+    the pooled gradient gathered by segment id, zero for out-of-range segments), claimed by
+    ``walk``; None (nothing claimed) otherwise."""
+    mark = walk.snapshot()
+    op = upd.owner
+    mask = None
+    try:
+        if op.opcode == "select":
+            m, g, z = op.operands
+            mb = m.owner
+            if (scalar_constant(Ref(z)) != 0.0 or mb.opcode != "broadcast"
+                    or mb.attributes.get("dimensions", []) != list(range(len(lookup_dims)))
+                    or tuple(mb.operands[0].type.dims) != lookup_dims):
+                return None
+            walk.take(Ref(upd))
+            if walk.can_take(Ref(m)):
+                walk.take(Ref(m))
+            mask, op = mb.operands[0], g.owner
+        if not _row_gather(op, lookup_dims):
+            walk.restore(mark)
+            return None
+        walk.take(Ref(op.result))
+    except NoMatch:
+        walk.restore(mark)
+        return None
+    return op.operands[0], op.operands[1], mask
+
+
 class ScatterGrad(Pattern):
     name = SCATTER_GRAD.name
     kind = "scatter_grad"
@@ -128,10 +176,19 @@ class ScatterGrad(Pattern):
         if zero.op.opcode == "broadcast" and walk.can_take(zero):
             walk.take(zero)
         n = math.prod(lookup_dims)
+        inputs, roles = [ids, upd], ["indices", "updates"]
         shapes = [Shape.array(ids.type.element_type, (n,)),
                   Shape.array(upd.type.element_type, (n, out.dims[1]))]
-        c = Cluster(self.kind, self.name, op, walk.owned, [ids, upd], ["indices", "updates"],
-                    {}, direction="backward", kernel_shapes=shapes,
-                    table_value=fwd.operands[0])
+        gathered = gathered_updates(walk, upd, lookup_dims)
+        if gathered is not None:  # the kernel reads the pooled gradient rows itself
+            src, rows, mask = gathered
+            inputs, roles = [ids, src, rows], ["indices", "source", "source_rows"]
+            shapes[1:] = [src.type, Shape.array(rows.type.element_type, (n,))]
+            if mask is not None:
+                inputs.append(mask)
+                roles.append("mask")
+                shapes.append(Shape.array("pred", (n,)))
+        c = Cluster(self.kind, self.name, op, walk.owned, inputs, roles, {},
+                    direction="backward", kernel_shapes=shapes, table_value=fwd.operands[0])
         c.notes.append(f"transpose of the lookup {fwd.name}")
         return c
