@@ -15,9 +15,9 @@ from __future__ import annotations
 import argparse
 import time
 
+from ember_xla.hlo.parser import parse_module
+from ember_xla.hlo.printer import print_module
 from ember_xla.hlo_import.proto import module_from_proto, module_to_proto
-from ember_xla.hlo_import.text import parse_module
-from ember_xla.ir.hlo.printer import print_module
 
 
 def synthetic_text(n: int) -> str:

@@ -68,7 +68,7 @@ def programs(call) -> list[tuple[str, object]]:
 def main() -> None:
     from ember_xla.dae_target.interp.run import run_counted
     from ember_xla.dae_target.lower.cluster import ember_calls
-    from ember_xla.hlo_import.text import parse_module
+    from ember_xla.hlo.parser import parse_module
     from ember_xla.runtime.execute import run_module
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -4,12 +4,12 @@ them as fast custom-calls (and, later, on decoupled access-execute hardware).
 The public API is small and re-exports only; see docs/ARCHITECTURE.md for the layers.
 """
 
-from ember_xla.hlo_import.errors import ImportError_
+from ember_xla.hlo.errors import HloImportError
+from ember_xla.hlo.parser import parse_module
+from ember_xla.hlo.printer import print_module
 from ember_xla.hlo_import.load import load_model, load_models
 from ember_xla.hlo_import.model import Model
 from ember_xla.hlo_import.proto import module_from_proto, module_to_proto
-from ember_xla.hlo_import.text import parse_module
-from ember_xla.ir.hlo.printer import print_module
 from ember_xla.ops import embedding_bag
 from ember_xla.rewrites.pipeline import RewriteResult, rewrite_module
 from ember_xla.runtime.jit import jit
@@ -17,7 +17,7 @@ from ember_xla.runtime.jit import jit
 __version__ = "0.1.0"
 
 __all__ = [
-    "ImportError_", "Model", "RewriteResult", "embedding_bag", "jit", "load_model",
+    "HloImportError", "Model", "RewriteResult", "embedding_bag", "jit", "load_model",
     "load_models", "module_from_proto", "module_to_proto", "parse_module", "print_module",
     "rewrite_module",
 ]

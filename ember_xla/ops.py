@@ -8,14 +8,22 @@ from typing import Any
 
 import numpy as np
 
-from ember_xla.targets import OFFSETS_BAG, SEGMENT_REDUCE
+from ember_xla.custom_calls import OFFSETS_BAG, SEGMENT_REDUCE
 
 _COMBINERS = ("sum", "mean", "max", "min", "sqrt_n")
+TABLE_DTYPES = ("float32", "bfloat16", "float16")  # what the native kernels read
+INDEX_DTYPES = ("int32", "int64")                   # indices, offsets, segment ids
 
 
-def _array(name: str, x: Any, rank: int, kinds: str) -> Any:
+class ArgumentDtypeError(TypeError, ValueError):
+    """An argument of a dtype the kernels do not take (a TypeError; also a ValueError, as every
+    other refused argument is)."""
+
+
+def _array(name: str, x: Any, rank: int, kinds: str,
+           dtypes: tuple[str, ...] | None = None) -> Any:
     """``x`` as an array (numpy, or the jax array/tracer as given) of ``rank`` and a dtype kind
-    in ``kinds``; else a ValueError naming the argument."""
+    in ``kinds`` (and, if given, one of ``dtypes``); else an error naming the argument."""
     if not hasattr(x, "shape") or not hasattr(x, "dtype"):
         try:
             x = np.asarray(x)
@@ -26,7 +34,10 @@ def _array(name: str, x: Any, rank: int, kinds: str) -> Any:
     kind = np.dtype(x.dtype).kind if str(x.dtype) != "bfloat16" else "f"
     if kind not in kinds or (kind == "f" and "f" not in kinds):
         want = "floating point" if kinds == "f" else "integer"
-        raise ValueError(f"{name} must have {want} dtype, got {x.dtype}")
+        raise ArgumentDtypeError(f"{name} must have {want} dtype, got {x.dtype}")
+    if dtypes is not None and str(x.dtype) not in dtypes:
+        raise ArgumentDtypeError(f"{name} must be {' or '.join(dtypes)} (what the kernels "
+                                 f"read), got {x.dtype}; convert it with .astype()")
     return x
 
 
@@ -70,11 +81,11 @@ def embedding_bag(table: Any, indices: Any, offsets: Any = None, *, segment_ids:
         raise ValueError(f"mode must be 'clip' or 'fill', got {mode!r}")
     if (offsets is None) == (segment_ids is None):
         raise ValueError("give exactly one of offsets= or segment_ids=")
-    table = _array("table", table, 2, kinds="f")
-    indices = _array("indices", indices, 1, kinds="iu")
+    table = _array("table", table, 2, kinds="f", dtypes=TABLE_DTYPES)
+    indices = _array("indices", indices, 1, kinds="iu", dtypes=INDEX_DTYPES)
     n_lookups = indices.shape[0]
     if offsets is not None:
-        offsets = _array("offsets", offsets, 1, kinds="iu")
+        offsets = _array("offsets", offsets, 1, kinds="iu", dtypes=INDEX_DTYPES)
         if offsets.shape[0] < 1:
             raise ValueError("offsets must have at least one entry (B+1 entries for B bags)")
         _check_values("offsets", offsets, 0, n_lookups, monotone=True)
@@ -85,26 +96,36 @@ def embedding_bag(table: Any, indices: Any, offsets: Any = None, *, segment_ids:
         if isinstance(num_segments, bool) or not isinstance(num_segments, (int, np.integer)) \
                 or not 0 <= int(num_segments) < 2**31:
             raise ValueError(f"num_segments must be an integer in [0, 2^31), got {num_segments!r}")
-        segment_ids = _array("segment_ids", segment_ids, 1, kinds="iu")
+        segment_ids = _array("segment_ids", segment_ids, 1, kinds="iu", dtypes=INDEX_DTYPES)
         if segment_ids.shape[0] != n_lookups:
             raise ValueError(f"segment_ids must have one entry per index ({n_lookups}), has "
                              f"{segment_ids.shape[0]}")
         _check_values("segment_ids", segment_ids, -2**31, 2**31 - 1)
         rows, target = int(num_segments), SEGMENT_REDUCE.name
     _check_values("indices", indices, -2**31, 2**31 - 1)
+    if mode == "clip" and table.shape[0] == 0 and n_lookups > 0:
+        raise ValueError("table has no rows: mode='clip' needs at least one row to clamp to "
+                         "(mode='fill' gives NaN rows)")
     if weights is not None:
         weights = _array("weights", weights, 1, kinds="fiu")
         if weights.shape[0] != n_lookups:
             raise ValueError(f"weights must have one entry per index ({n_lookups}), has "
                              f"{weights.shape[0]}")
-    register_targets()
-    table = jnp.asarray(table)
     if init is None:
         init = {"max": float("-inf"), "min": float("inf")}.get(combiner, 0.0)
+    if isinstance(init, bool) or not isinstance(init, (int, float, np.integer, np.floating)):
+        raise ArgumentDtypeError(f"init must be a real number, got {type(init).__name__}")
+    try:
+        init = float(init)
+    except OverflowError:
+        raise ValueError(f"init must fit a float64, got an integer of {int(init).bit_length()}"
+                         " bits") from None
+    register_targets()
+    table = jnp.asarray(table)
     out = jax.ShapeDtypeStruct((rows, table.shape[1]), table.dtype)
     call = functools.partial(jax.ffi.ffi_call(target, out), combiner=combiner,
                              index_mode=mode, wrap_negative=bool(wrap_negative),
-                             weighted=weights is not None, init=float(init), index_bits=64)
+                             weighted=weights is not None, init=init, index_bits=64)
     spec = BagSpec(call, offsets is not None, rows, combiner, mode, bool(wrap_negative))
     return differentiable_bag(spec, table, jnp.asarray(indices),
                               jnp.asarray(offsets if offsets is not None else segment_ids),

@@ -38,3 +38,43 @@ def test_good_call_still_works():
     out = np.asarray(ember_xla.embedding_bag(T, IDX, np.array([0, 6, 12]), combiner="sum"))
     want = np.stack([T[IDX[:6]].sum(0), T[IDX[6:]].sum(0)])
     np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64, np.int8, np.int16, np.uint8])
+@pytest.mark.parametrize("arg", ["indices", "offsets", "segment_ids"])
+def test_index_dtypes_the_kernels_do_not_read(dtype, arg):
+    """Before: accepted, then INVALID_ARGUMENT from inside XLA (JaxRuntimeError)."""
+    kw = dict(offsets=np.array([0, 6, 12], np.int32)) if arg != "segment_ids" else dict(
+        segment_ids=np.zeros(12, np.int32), num_segments=2)
+    indices = IDX.astype(dtype) if arg == "indices" else IDX
+    if arg != "indices":
+        kw[arg] = kw[arg].astype(dtype)
+    with pytest.raises(TypeError, match=rf"^{arg} must be int32 or int64"):
+        ember_xla.embedding_bag(T, indices, **kw)
+
+
+def test_f64_table_under_x64():
+    import jax
+
+    with jax.enable_x64(True), pytest.raises(TypeError, match=r"^table must be float32"):
+        ember_xla.embedding_bag(T.astype(np.float64), IDX, np.array([0, 12]))
+
+
+def test_empty_table_in_clip_mode():
+    empty = np.zeros((0, 8), np.float32)
+    with pytest.raises(ValueError, match=r"^table has no rows"):
+        ember_xla.embedding_bag(empty, IDX, np.array([0, 12]))
+    out = np.asarray(ember_xla.embedding_bag(empty, IDX, np.array([0, 12]), mode="fill"))
+    assert out.shape == (1, 8) and np.isnan(out).all()
+
+
+@pytest.mark.parametrize("init, exc", [(10**400, ValueError), ("0", TypeError),
+                                       (None, None), (2, None), (np.float32(-1.5), None)])
+def test_init(init, exc):
+    call = lambda: ember_xla.embedding_bag(T, IDX, np.array([0, 12, 12]), init=init)  # noqa
+    if exc is None:
+        out = np.asarray(call())
+        assert out[1].tolist() == [float(init or 0)] * 8  # the empty bag
+    else:
+        with pytest.raises(exc, match=r"^init must"):
+            call()

@@ -15,6 +15,13 @@ import hashlib
 import os
 from typing import Any
 
+from ember_xla.util.input_files import (
+    SpecialFileError,
+    open_regular,
+    refuse_special,
+    refuse_special_tree,
+)
+
 _CHUNK = 1 << 20
 
 
@@ -65,6 +72,10 @@ def discover(globs: list[str]) -> list[ModelInput]:
             raise InputError(f"--inputs: {pattern!r} matches no file or directory")
         prefix = _fixed_prefix(pattern.rstrip(os.sep))
         for m in matches:
+            try:
+                refuse_special_tree(m) if os.path.isdir(m) else refuse_special(m)
+            except SpecialFileError as e:
+                raise InputError(f"--inputs: {e}") from None
             real = os.path.realpath(m)
             if real in seen_paths:
                 continue
@@ -78,7 +89,7 @@ def discover(globs: list[str]) -> list[ModelInput]:
 
 
 def _hash_file(path: str, h: Any) -> None:
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         while chunk := f.read(_CHUNK):
             h.update(chunk)
 

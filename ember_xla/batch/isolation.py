@@ -1,6 +1,12 @@
 """The parent's side of a worker process: one model at a time, guarded. A model that crashes
 the worker, runs past ``--timeout_s`` or makes it use more than ``--memory_mb`` gets the worker
 killed and a one-line reason; the next model gets a fresh worker.
+
+A worker dies with its parent: a tiny launcher asks the kernel for SIGKILL on the parent's
+death (``prctl(PR_SET_PDEATHSIG)``) before anything is imported, then checks the parent is
+still the one that started it (if it died before the ``prctl``, the launcher exits). The
+worker also inherits the job's folder lock, so while any worker of a job still runs, no other
+job (a rerun after ``kill -9``) can take the folder.
 """
 
 from __future__ import annotations
@@ -17,7 +23,16 @@ from typing import Any
 from ember_xla.batch.settings import JobSettings
 
 POLL_S = 0.05
-STARTUP_TIMEOUT_S = 600.0
+STARTUP_MIN_S = 120.0  # a worker's start (imports, warm-up) may take max(this, --timeout_s)
+_PR_SET_PDEATHSIG = 1
+LAUNCHER = f"""\
+import ctypes, os, signal, sys
+ctypes.CDLL(None).prctl({_PR_SET_PDEATHSIG}, signal.SIGKILL, 0, 0, 0)
+if os.getppid() != int(sys.argv[1]):
+    sys.exit(0)  # the parent died before the prctl: nobody to work for
+import runpy
+runpy.run_module("ember_xla.batch.worker", run_name="__main__")
+"""
 
 
 class WorkerStartError(RuntimeError):
@@ -44,8 +59,10 @@ def _signal_name(rc: int) -> str:
 
 
 class WorkerProcess:
-    def __init__(self, settings: JobSettings, log_path: str, tensorflow: bool):
+    def __init__(self, settings: JobSettings, log_path: str, tensorflow: bool,
+                 inherit_fds: tuple[int, ...] = ()):
         self.settings = settings
+        self.inherit_fds = inherit_fds
         self.log_path = log_path
         self.tensorflow = tensorflow
         self.proc: subprocess.Popen[bytes] | None = None
@@ -59,16 +76,16 @@ class WorkerProcess:
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3"),
                    JAX_PLATFORMS=os.environ.get("JAX_PLATFORMS", "cpu"))
         try:
-            self.proc = subprocess.Popen([sys.executable, "-m", "ember_xla.batch.worker"],
+            self.proc = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(os.getpid())],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=log, env=env)
+                                         stderr=log, env=env, pass_fds=self.inherit_fds)
         finally:
             log.close()
         self.starts += 1
         self._buf = b""
         cfg = {"settings": self.settings.as_dict(), "tensorflow": self.tensorflow}
         self._send(cfg)
-        got = self._receive(STARTUP_TIMEOUT_S, 0)
+        got = self._receive(max(STARTUP_MIN_S, self.settings.timeout_s), 0)
         if "ready" not in got:
             self.kill()
             raise WorkerStartError(f"the batch worker did not start: {got.get('error')} "

@@ -63,8 +63,10 @@ def plan(settings: JobSettings) -> Plan:
 
 
 def new_worker(settings: JobSettings, name: str, tensorflow: bool) -> WorkerProcess:
+    """A worker that holds the folder lock of the job with it (``locked``)."""
     log = os.path.join(settings.out, manifest.LOGS, f"worker-{name}.log")
-    return WorkerProcess(settings, log, tensorflow)
+    held = _LOCKS.get(os.path.abspath(settings.out))
+    return WorkerProcess(settings, log, tensorflow, (held,) if held is not None else ())
 
 
 def execute_one(worker: WorkerProcess, task: Task, settings: JobSettings,
@@ -92,18 +94,32 @@ def execute_one(worker: WorkerProcess, task: Task, settings: JobSettings,
     return entry
 
 
+_LOCKS: dict[str, int] = {}  # output folder -> the descriptor of its held lock
+LOCK_WAIT_S = 10.0  # a killed job's workers die within milliseconds; wait that long for them
+
+
 @contextlib.contextmanager
 def locked(out: str) -> Iterator[None]:
-    """One job per output folder at a time (the lock dies with the process)."""
+    """One job per output folder at a time. The lock dies with the last process holding it:
+    the job's and its workers' (they inherit it), so no rerun starts while one still runs."""
     os.makedirs(out, exist_ok=True)
-    fd = os.open(os.path.join(out, ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    path = os.path.join(out, ".lock")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise BatchError(f"{out}: another batch job is writing to this folder") from None
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise BatchError(f"{out}: another batch job (or a worker of one) is "
+                                     "writing to this folder") from None
+                time.sleep(0.1)
+        _LOCKS[os.path.abspath(out)] = fd
         yield
     finally:
+        _LOCKS.pop(os.path.abspath(out), None)
         os.close(fd)
 
 

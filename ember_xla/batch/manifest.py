@@ -18,6 +18,7 @@ import shutil
 import tempfile
 from typing import Any
 
+from ember_xla.util import strict_json
 from ember_xla.util.atomic import write_atomic
 
 MODELS, MANIFEST, STAGING, LOGS = "models", "manifest", ".staging", "logs"
@@ -37,7 +38,7 @@ def read_entry(out: str, key: str) -> dict[str, Any] | None:
 
 
 def write_entry(out: str, entry: dict[str, Any]) -> None:
-    write_atomic(entry_path(out, entry["key"]), json.dumps(entry, indent=1, sort_keys=True))
+    write_atomic(entry_path(out, entry["key"]), strict_json.dumps(entry, indent=1, sort_keys=True))
 
 
 def remove_entry(out: str, key: str) -> None:

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 from typing import Any
 
 from ember_xla.batch.settings import JobSettings
+from ember_xla.util import strict_json
 from ember_xla.util.atomic import write_atomic
 
 COLUMNS = ("model", "status", "clusters", "near_misses", "verify", "max_abs_diff", "speedup",
@@ -21,7 +21,7 @@ COLUMNS = ("model", "status", "clusters", "near_misses", "verify", "max_abs_diff
 
 def row_of(entry: dict[str, Any]) -> dict[str, Any]:
     r = {c: None for c in COLUMNS}
-    r.update({k: v for k, v in entry.get("row", {}).items() if k in COLUMNS})
+    r.update({k: strict_json.number(v) for k, v in entry.get("row", {}).items() if k in COLUMNS})
     r.update(model=entry["key"], status=entry["status"], error=entry.get("error") or None,
              input=entry["input"])
     return r
@@ -96,7 +96,7 @@ def write_summary(settings: JobSettings, entries: list[dict[str, Any]], run_id: 
            "run": {"id": run_id, "runner": settings.runner, "workers": settings.workers, **run,
                    "seconds": {e["key"]: e.get("seconds") for e in entries}}}
     write_atomic(os.path.join(out, "summary.csv"), to_csv(rows))
-    write_atomic(os.path.join(out, "summary.json"), json.dumps(doc, indent=1) + "\n")
+    write_atomic(os.path.join(out, "summary.json"), strict_json.dumps(doc, indent=1) + "\n")
     write_atomic(os.path.join(out, "summary.txt"), text + "\n")
     png = os.path.join(out, "summary.png")
     write_chart(rows, png)

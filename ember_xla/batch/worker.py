@@ -1,4 +1,5 @@
-"""The worker process (``python -m ember_xla.batch.worker``): runs one model at a time for
+"""The worker process (started by isolation.py's launcher, which ties its life to the parent,
+then runs this module as ``__main__``): runs one model at a time for
 the batch job's parent, which guards it (isolation.py).
 
 Protocol: JSON lines. The parent sends the job settings, the worker imports what the job needs
@@ -21,18 +22,6 @@ import sys
 import time
 import traceback
 from typing import Any
-
-
-def _die_with_parent() -> None:
-    """Linux: be killed (SIGKILL) when the parent dies, e.g. by ``kill -9``."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
 
 
 def one_line(e: BaseException) -> str:
@@ -78,7 +67,7 @@ def warm_up() -> None:
     starts, so per-model timeouts measure the model."""
     import numpy as np
 
-    from ember_xla.hlo_import.text import parse_module
+    from ember_xla.hlo.parser import parse_module
     from ember_xla.runtime.execute import compile_module
 
     compile_module(parse_module(WARMUP_HLO, "warmup")).run([np.ones(4, np.float32)])
@@ -87,7 +76,6 @@ def warm_up() -> None:
 def main() -> None:
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
-    _die_with_parent()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     from absl import logging

@@ -22,6 +22,7 @@ from absl import flags
 
 import ember_xla.cli.target_flag  # noqa: F401  (--target)
 from ember_xla.cli.errors import UsageError
+from ember_xla.util import strict_json
 
 flags.DEFINE_string("trace", None, "emulate: write a Chrome/Perfetto trace (JSON for "
                     "ui.perfetto.dev) of the emulated clusters to this file.")
@@ -127,7 +128,6 @@ def emulate_main(args: list[str], flags_: Any) -> int:
 def _emulate_placed(model: Any, target: Any, inputs: Any, flags_: Any, say: Any) -> int:
     """The NPU path: place the clusters' tables on the cores (``--placement``), emulate the
     plan, verify, print the plan and per-core times (docs/PLACEMENT.md)."""
-    import json
 
     from ember_xla.dae_target.placement.run_model import emulate_placed
     from ember_xla.rewrites.pipeline import rewrite_module
@@ -163,7 +163,7 @@ def _emulate_placed(model: Any, target: Any, inputs: Any, flags_: Any, say: Any)
         plot_loads([*run.baselines, run.report], flags_.plot,
                    f"{model.source}: {len(run.plan.pieces)} pieces on {run.plan.cores} cores")
         say(f"per-core load: {flags_.plot}")
-    print(json.dumps(run.as_dict(), indent=1) if flags_.json else run.table())
+    print(strict_json.dumps(run.as_dict(), indent=1) if flags_.json else run.table())
     if not run.ok:
         say("emulate: verification FAILED")
         return 1
@@ -184,7 +184,6 @@ def batch_action(model: Any, rewritten: Any, out_dir: str, options: dict[str, An
     inputs = random_inputs(model.module, 0, model.bound)
     target = load_target(options.get("target") or DEFAULT_TARGET)
     if target.npu is not None:  # a multi-core NPU: the tables placed by the auto mapper
-        import json
 
         from ember_xla.dae_target.placement.run_model import emulate_placed
         from ember_xla.rewrites.pipeline import rewrite_module
@@ -193,7 +192,7 @@ def batch_action(model: Any, rewritten: Any, out_dir: str, options: dict[str, An
                                multi_output=False).module
         run = emulate_placed(model.module, every, inputs, target, "auto")
         write_atomic(os.path.join(out_dir, "emulate.json"),
-                     json.dumps(run.as_dict(), indent=1) + "\n")
+                     strict_json.dumps(run.as_dict(), indent=1) + "\n")
         if not run.ok:
             raise ModelFailed(f"{model.source}: emulate: the NPU outputs differ "
                               "(see emulate.json)")

@@ -10,18 +10,29 @@ USAGE_EXIT = 2
 INTERNAL_EXIT = 70  # EX_SOFTWARE: a bug of ours, not bad input (the fuzzer counts these)
 
 
+MAX_MESSAGE = 400  # characters of one error line; a 100 KB flag value is not echoed whole
+
+
 class UsageError(ValueError):
     pass
 
 
+def shorten(text: str, limit: int = MAX_MESSAGE) -> str:
+    """``text`` cut to ``limit`` characters, its head and tail kept, the cut counted."""
+    if len(text) <= limit:
+        return text
+    keep = (limit - 40) // 2
+    return f"{text[:keep]} ...({len(text) - 2 * keep} characters cut)... {text[-keep:]}"
+
+
 def expected_errors() -> tuple[type[BaseException], ...]:
-    from ember_xla.hlo_import.errors import ImportError_
+    from ember_xla.hlo.errors import HloImportError
     from ember_xla.ir.dialect import VerifyError
     from ember_xla.native import NativeLibraryMissing
     from ember_xla.runtime.legalize import LegalizeError
     from ember_xla.runtime.xla_cpu import XlaError
 
-    return (ImportError_, VerifyError, XlaError, LegalizeError, UsageError, OSError, ValueError,
+    return (HloImportError, VerifyError, XlaError, LegalizeError, UsageError, OSError, ValueError,
             NativeLibraryMissing)
 
 
@@ -29,7 +40,7 @@ def guarded(fn: Callable[[], int]) -> int:
     try:
         return fn()
     except expected_errors() as e:
-        msg = " ".join(str(e).split("\n")[0].split())
+        msg = shorten(" ".join(str(e).split("\n")[0].split()))
         print(f"ember-xla: error: {msg}", file=sys.stderr)
         return USAGE_EXIT
     except KeyboardInterrupt:
@@ -42,7 +53,7 @@ def guarded(fn: Callable[[], int]) -> int:
     except Exception as e:  # a bug: still one line, never a traceback, but a distinct exit code
         if os.environ.get("EMBER_XLA_TRACEBACK"):
             raise
-        msg = " ".join(str(e).split("\n")[0].split())[:300]
+        msg = shorten(" ".join(str(e).split("\n")[0].split()), 300)
         print(f"ember-xla: internal error: {type(e).__name__}: {msg} (please report it; "
               "EMBER_XLA_TRACEBACK=1 shows the traceback)", file=sys.stderr)
         return INTERNAL_EXIT

@@ -9,9 +9,9 @@ from typing import Any
 
 from ember_xla.cli.rewrite_cmd import rewrite_one
 from ember_xla.examples import dlrm
+from ember_xla.hlo.verifier import verify_module
 from ember_xla.hlo_import.jax_source import from_jax
 from ember_xla.hlo_import.model import Model
-from ember_xla.ir.hlo.verifier import verify_module
 
 
 def _run(model: Model, out_dir: str, repeats: int, say: Any) -> None:

@@ -4,11 +4,11 @@ gathers and scatters)."""
 from __future__ import annotations
 
 import collections
-import json
 from typing import Any
 
 from ember_xla.hlo_import.model import Model
 from ember_xla.ir.graph import Module
+from ember_xla.util import strict_json
 
 
 def summary(model: Model) -> dict[str, Any]:
@@ -74,5 +74,5 @@ def inspect(models: list[Model], as_json: bool) -> str:
         except ValueError as e:  # e.g. a shape whose layout the text form cannot spell
             raise ValueError(f"{m.source}: {e}") from None
     if as_json:
-        return json.dumps(sums if len(sums) > 1 else sums[0], indent=2)
+        return strict_json.dumps(sums if len(sums) > 1 else sums[0], indent=2)
     return "\n\n".join(render(s) for s in sums)

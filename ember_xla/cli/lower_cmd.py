@@ -19,7 +19,6 @@ like ``mlir-opt`` does (the IR on stdout, progress and results on stderr) or wri
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import sys
@@ -31,6 +30,7 @@ from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import ModulePass, pipeline_string
 from ember_xla.ir.printer import print_module
+from ember_xla.util import strict_json
 from ember_xla.util.atomic import write_atomic
 
 DEFAULT_LEVEL = 3
@@ -253,7 +253,7 @@ def lower_main(args: list[str], flags: Any) -> int:
             folder = os.path.join(flags.out, sub)
             for name, text in files.items():
                 pending[os.path.join(folder, name)] = text
-            pending[os.path.join(folder, "lower.json")] = json.dumps(report, indent=2) + "\n"
+            pending[os.path.join(folder, "lower.json")] = strict_json.dumps(report, indent=2) + "\n"
     for path, text in pending.items():
         write_atomic(path, text)
     if flags.out:

@@ -10,7 +10,7 @@ import ember_xla.batch.flags  # noqa: F401  (the batch command's flags)
 import ember_xla.cli.emulate_cmd  # noqa: F401  (the emulate command's flags)
 import ember_xla.cli.place_cmd  # noqa: F401  (the place command's flags)
 import ember_xla.cli.target_flag  # noqa: F401  (--target, shared)
-from ember_xla.cli.errors import USAGE_EXIT, UsageError, guarded
+from ember_xla.cli.errors import USAGE_EXIT, UsageError, guarded, shorten
 
 FLAGS = flags.FLAGS
 flags.DEFINE_bool("json", False, "inspect: print the summary as JSON.")
@@ -201,12 +201,17 @@ def main(argv: list[str]) -> int:
 
 
 def _parse_flags(argv: list[str]) -> list[str]:
-    """absl's parser, with a bad flag as one error line and exit code 2 (absl: two, exit 1)."""
+    """absl's parser, with a bad flag as one error line and exit code 2 (absl: two, exit 1);
+    flagfiles checked first (a FIFO or non-UTF-8 file); long values cut in the message."""
+    from ember_xla.cli.flagfiles import check_flagfiles
+
     try:
+        check_flagfiles(argv[1:])
         return FLAGS(argv)
-    except flags.Error as e:
-        msg = " ".join(str(e).split("\n")[0].split())
-        print(f"ember-xla: error: {msg} (ember-xla --help lists the flags)", file=sys.stderr)
+    except (flags.Error, UsageError, UnicodeError, OSError) as e:
+        msg = shorten(" ".join(str(e).split("\n")[0].split()))
+        hint = " (ember-xla --help lists the flags)" if isinstance(e, flags.Error) else ""
+        print(f"ember-xla: error: {msg}{hint}", file=sys.stderr)
         sys.exit(USAGE_EXIT)
 
 

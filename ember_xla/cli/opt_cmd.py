@@ -16,6 +16,7 @@ from ember_xla.ir.graph import Module
 from ember_xla.ir.passes import ModulePass, parse_pipeline, pipeline_string
 from ember_xla.ir.printer import print_module
 from ember_xla.util.atomic import write_atomic
+from ember_xla.util.input_files import open_regular
 
 #: Header of each dump of --print-after-all (as mlir-opt spells it; a comment in the IR text).
 DUMP_HEADER = "// -----// IR Dump After {} //----- //"
@@ -75,8 +76,8 @@ def opt_main(args: list[str], flags: Any, out: Any = sys.stdout) -> int:
         passes = parse_passes(level_pipeline(flags.opt_level))
     path = args[0]
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        with open_regular(path) as f:
+            text = f.read().decode("utf-8")
     except UnicodeDecodeError as e:
         raise UsageError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     except OSError as e:

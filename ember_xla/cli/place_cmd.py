@@ -8,7 +8,6 @@ MLPerf DLRM-DCNv2 tables with indices from ``--distribution``; a WORKLOAD .npz h
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,8 @@ from absl import flags
 
 import ember_xla.cli.target_flag  # noqa: F401  (--target)
 from ember_xla.cli.errors import UsageError
+from ember_xla.util import strict_json
+from ember_xla.util.input_files import refuse_special
 
 flags.DEFINE_string("placement", "auto", "place, emulate on an NPU target: auto (skew-aware "
                     "mapper), symmetric, greedy, optimum (MILP, small cases) or a plan .json.")
@@ -39,6 +40,7 @@ def load_workload(path: str) -> tuple[list, list]:
     """Tables (lazy rows) and bags from a WORKLOAD .npz; bad files are one-line errors."""
     from ember_xla.emulator.npu.workload import Table, bags
 
+    refuse_special(path)
     try:
         z = np.load(path)
     except (OSError, ValueError) as e:
@@ -99,7 +101,7 @@ def place_main(args: list[str], fl: Any) -> int:
     if fl.json:
         d = report.as_dict()
         d["plan"] = plan.to_json()
-        print(json.dumps(d, indent=1))
+        print(strict_json.dumps(d, indent=1))
     else:
         print(format_report(report))
         if fl.plot:

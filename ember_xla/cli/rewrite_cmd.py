@@ -6,16 +6,16 @@ replaced as a whole (``util.atomic.write_folder_atomic``)."""
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 from ember_xla.cli.errors import UsageError
+from ember_xla.hlo.printer import print_module
 from ember_xla.hlo_import.model import Model
 from ember_xla.hlo_import.proto import module_to_proto
-from ember_xla.ir.hlo.printer import print_module
 from ember_xla.rewrites.pipeline import RewriteResult, rewrite_module
-from ember_xla.util.atomic import write_folder_atomic
+from ember_xla.util import strict_json
+from ember_xla.util.atomic import check_removable, resolve_output, write_folder_atomic
 
 OUTPUTS = ("rewritten.pb", "rewritten.hlo", "report.json")
 
@@ -33,11 +33,13 @@ def check_out_dir(out_dir: str) -> None:
         if not ours:
             raise UsageError(f"--out {out_dir}: holds {name!r}, which rewrite did not write; "
                              "the folder is replaced as a whole, so give a new or empty folder")
+    check_removable(out_dir)
 
 
 def rewrite_one(model: Model, out_dir: str, verify: bool, seed: int,
                 say: Any = print, group: bool = False, cost_model: bool | None = None,
                 assume_finite_tables: bool = False) -> dict[str, Any]:
+    out_dir = resolve_output(out_dir)
     check_out_dir(out_dir)
     report, files = prepare(model, verify, seed, say, group, cost_model, assume_finite_tables)
     say(f"[3/3] writing {out_dir}")
@@ -49,6 +51,7 @@ def rewrite_all(models: list[Model], out_dir: str, verify: bool, seed: int,
                 group: bool = False, cost_model: bool | None = None,
                 assume_finite_tables: bool = False) -> None:
     """Rewrite every model, then write all outputs as one atomic folder replacement."""
+    out_dir = resolve_output(out_dir)
     check_out_dir(out_dir)
     files: dict[str, bytes | str] = {}
     for m in models:
@@ -72,7 +75,9 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
                                            assume_finite_tables=assume_finite_tables)
     for c in result.clusters:
         t = c["table"]
-        say(f"  cluster {c['custom_call']}: {c['kind']} {c['attributes']['combiner']} over "
+        what = (c["attributes"]["combiner"] if c["pass"] == "forward"
+                else f"gradient, optimizer {c.get('optimizer') or 'kept in XLA'},")
+        say(f"  cluster {c['custom_call']}: {c['kind']} {what} over "
             f"table {t['instruction']} [{t['rows']}x{t['dim']} {t['dtype']}] -> {c['output']}")
     for grp in result.groups:
         what = ("reductions of one lookup" if grp.get("multi_output")
@@ -97,7 +102,7 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
         files: dict[str, bytes | str] = {
             "rewritten.pb": module_to_proto(result.module),
             "rewritten.hlo": print_module(result.module),
-            "report.json": json.dumps(report, indent=2) + "\n",
+            "report.json": strict_json.dumps(report, indent=2) + "\n",
         }
     except ValueError as e:  # e.g. a layout field the text printer cannot spell
         raise UsageError(f"{model.source}: cannot write the rewritten module: {e}") from None

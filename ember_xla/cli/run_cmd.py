@@ -16,6 +16,7 @@ from ember_xla.hlo_import.model import Model
 from ember_xla.runtime.execute import compile_module
 from ember_xla.runtime.inputs import check_budget, random_inputs
 from ember_xla.util.atomic import write_atomic
+from ember_xla.util.input_files import open_regular
 
 
 def load_inputs(model: Model, path: str | None, seed: int) -> list[np.ndarray]:
@@ -25,7 +26,7 @@ def load_inputs(model: Model, path: str | None, seed: int) -> list[np.ndarray]:
     if path is None:
         return random_inputs(model.module, seed, model.bound)
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             magic = f.read(4)
     except OSError as e:
         raise UsageError(f"{path}: cannot read inputs ({e.strerror})") from None

@@ -125,8 +125,8 @@ def kernel_reference(spec: ClusterSpec) -> Callable[[list[np.ndarray]], list[np.
     """The native kernel of the call on XLA:CPU (through ``jax.ffi.ffi_call``)."""
     import jax
 
+    from ember_xla.custom_calls import target_of_kind
     from ember_xla.native import register_targets
-    from ember_xla.targets import target_of_kind
 
     register_targets()
     outs = [jax.ShapeDtypeStruct(o.shape, NP[o.dtype]) for o in spec.outputs]

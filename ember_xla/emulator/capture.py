@@ -10,10 +10,10 @@ import dataclasses
 
 import numpy as np
 
+from ember_xla.custom_calls import is_ember_call
+from ember_xla.hlo.shape import Shape
 from ember_xla.ir.graph import Module
-from ember_xla.ir.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
-from ember_xla.targets import is_ember_call
 
 
 @dataclasses.dataclass

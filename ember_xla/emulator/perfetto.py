@@ -16,11 +16,11 @@ model). ``max_events`` caps the file: only events that end before the cut are ke
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import Any
 
 from ember_xla.emulator.recorder import EventRecorder
 from ember_xla.emulator.target import Target
+from ember_xla.util import strict_json
 
 EXEC_TID, LAYER_TID0 = 1, 10
 
@@ -144,5 +144,5 @@ def write_trace(path: str, runs: list[TracedRun], max_events: int = 500_000) -> 
     from ember_xla.util.atomic import write_atomic
 
     data = chrome_trace(runs, max_events)
-    write_atomic(path, json.dumps(data, separators=(",", ":")))
+    write_atomic(path, strict_json.dumps(data, separators=(",", ":")))
     return len(data["traceEvents"])

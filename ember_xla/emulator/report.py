@@ -14,11 +14,11 @@ is the execute unit's idle time waiting for a token or data."""
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import Any
 
 from ember_xla.emulator.target import Target
 from ember_xla.emulator.timing import TimingReport
+from ember_xla.util import strict_json
 
 
 @dataclasses.dataclass
@@ -86,7 +86,7 @@ class EmulationReport:
         return d
 
     def to_json(self) -> str:
-        return json.dumps(self.as_dict(), indent=2)
+        return strict_json.dumps(self.as_dict(), indent=2)
 
     def table(self) -> str:
         """A fixed-width text table, one row per cluster and a total row."""

@@ -9,6 +9,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from ember_xla.util.input_files import open_regular, refuse_special
+
 
 class TargetError(ValueError):
     """A target description is missing, unreadable or invalid."""
@@ -239,12 +241,13 @@ def load_target(name_or_path: str | Path) -> Target:
     p = Path(name_or_path)
     if not p.suffix and not p.exists():
         p = builtin_configs() / f"{p}.toml"
+    refuse_special(str(p))
     if not p.is_file():
         shipped = sorted(q.stem for q in builtin_configs().glob("*.toml"))
         raise TargetError(f"{name_or_path}: no such target file (shipped targets: "
                           f"{', '.join(shipped) or 'none'})")
     try:
-        with p.open("rb") as f:
+        with open_regular(str(p)) as f:
             data = tomllib.load(f)
     except tomllib.TOMLDecodeError as e:
         raise TargetError(f"{p}: not valid TOML: {e}") from None

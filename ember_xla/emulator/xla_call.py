@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from ember_xla.custom_calls import ATTRS_KEY, EMULATE  # noqa: F401  (ImportError: no target)
 from ember_xla.emulator import fast
 from ember_xla.emulator.target import Target
 from ember_xla.ir.graph import Module
-from ember_xla.targets import ATTRS_KEY, EMULATE  # noqa: F401  (ImportError: no target)
 
 if not all(hasattr(fast, f) for f in ("emulate_attributes", "take_reports")):
     raise ImportError("the installed emulator has no ember.emulate FFI target")
@@ -28,7 +28,7 @@ if not all(hasattr(fast, f) for f in ("emulate_attributes", "take_reports")):
 def emulated_module(rewritten: Module, clusters: list[Any], target: Target) -> Module:
     """The copy of ``rewritten`` with each of ``clusters`` (``compile.CompiledCluster``)
     replaced by an ``ember.emulate`` call."""
-    from ember_xla.targets import is_ember_call
+    from ember_xla.custom_calls import is_ember_call
 
     m = rewritten.clone()
     by_name = {c.name: c for c in clusters}

@@ -1,6 +1,6 @@
 """Read HLO (HloModuleProto bytes, HLO text, JAX functions, tf.functions, SavedModels) into
 ``ir.Module`` and write it back. Heavy frameworks are imported lazily, per source."""
 
-from ember_xla.hlo_import.errors import ImportError_
+from ember_xla.hlo.errors import HloImportError
 
-__all__ = ["ImportError_"]
+__all__ = ["HloImportError"]

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 
-from ember_xla.hlo_import.errors import ImportError_
+from ember_xla.hlo.errors import HloImportError
+from ember_xla.hlo.parser import Located, parse_module_located
+from ember_xla.hlo.verifier import HloVerifyError, verify_module
 from ember_xla.hlo_import.model import Model
 from ember_xla.hlo_import.proto import module_from_proto
 from ember_xla.ir.dialect import VerifyError
 from ember_xla.ir.graph import Module
-from ember_xla.ir.hlo.parser import Located, parse_module_located
-from ember_xla.ir.hlo.verifier import HloVerifyError, verify_module
+from ember_xla.util.input_files import SpecialFileError, open_regular, refuse_special_tree
 
 TEXT_SUFFIXES = (".hlo", ".txt", ".hlo.txt")
 MAX_INPUT_BYTES = 2**31  # protobuf's own limit for one message
@@ -24,15 +25,19 @@ def max_input_bytes() -> int:
 
 
 def read_limited(path: str) -> bytes:
-    """The file's bytes; refuses more than ``max_input_bytes()`` (e.g. /dev/zero, a FIFO)."""
+    """The file's bytes; refuses special files (a FIFO, /dev/zero) and more than
+    ``max_input_bytes()``."""
     limit = max_input_bytes()
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             data = f.read(limit + 1)
+    except SpecialFileError as e:
+        raise HloImportError(f"is {e.kind}, not a regular file (reading it could block); "
+                           "expected a model file or folder", path) from None
     except OSError as e:
-        raise ImportError_(f"cannot read: {e.strerror}", path) from None
+        raise HloImportError(f"cannot read: {e.strerror}", path) from None
     if len(data) > limit:
-        raise ImportError_(f"input is larger than {limit} bytes; expected an HLO module "
+        raise HloImportError(f"input is larger than {limit} bytes; expected an HLO module "
                            "(set EMBER_XLA_MAX_INPUT_BYTES to allow more)", path)
     return data
 
@@ -40,37 +45,42 @@ def read_limited(path: str) -> bytes:
 def load_models(path: str, signature: str | None = None, unknown_dim: int = 8) -> list[Model]:
     """All models at ``path`` (one per serving signature for a SavedModel)."""
     if not os.path.exists(path):
-        raise ImportError_("no such file or directory", path)
+        raise HloImportError("no such file or directory", path)
     if os.path.isdir(path):
         from ember_xla.hlo_import.tf_source import from_saved_model
 
+        try:
+            refuse_special_tree(path)
+        except SpecialFileError as e:
+            raise HloImportError(f"holds {e.path}, which is {e.kind}, not a regular file; "
+                               "refused (reading it could block)", path) from None
         models = list(from_saved_model(path, signature, unknown_dim).values())
         for m in models:
             verified(m.module, path)
         return models
     data = read_limited(path)
     if not data:
-        raise ImportError_("file is empty; expected HLO text or an HloModuleProto", path)
+        raise HloImportError("file is empty; expected HLO text or an HloModuleProto", path)
     if path.endswith(TEXT_SUFFIXES) or data.lstrip().startswith(b"HloModule"):
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise ImportError_(f"HLO text is not UTF-8 (byte {e.start})", path) from None
+            raise HloImportError(f"HLO text is not UTF-8 (byte {e.start})", path) from None
         module, located = parse_module_located(text, path)
         return [Model(verified(module, path, located), path)]
     return [Model(verified(module_from_proto(data, path), path), path)]
 
 
 def verified(module: Module, path: str, located: Located | None = None) -> Module:
-    """``module`` if it passes the HLO verifier, else ``ImportError_`` naming the computation,
+    """``module`` if it passes the HLO verifier, else ``HloImportError`` naming the computation,
     the instruction and (for text) its line:column."""
     try:
         verify_module(module)
     except HloVerifyError as e:
         line, col = located.where(e.graph, e.op) if located and e.op else (0, 0)
-        raise ImportError_(str(e), path, line, col) from None
+        raise HloImportError(str(e), path, line, col) from None
     except VerifyError as e:
-        raise ImportError_(str(e), path) from None
+        raise HloImportError(str(e), path) from None
     return module
 
 
@@ -78,6 +88,6 @@ def load_model(path: str, signature: str | None = None, unknown_dim: int = 8) ->
     models = load_models(path, signature, unknown_dim)
     if len(models) > 1:
         names = ", ".join(m.source for m in models)
-        raise ImportError_(f"holds several signatures ({names}); choose one with --signature",
+        raise HloImportError(f"holds several signatures ({names}); choose one with --signature",
                            path)
     return models[0]

@@ -16,12 +16,12 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from ember_xla.hlo.errors import HloImportError
+from ember_xla.hlo.extensions import encode_extensions
+from ember_xla.hlo.opcodes import OPCODES
+from ember_xla.hlo.shape import Shape, shape_from_dict, shape_to_dict
 from ember_xla.hlo_import import protodict
-from ember_xla.hlo_import.errors import ImportError_
 from ember_xla.ir.graph import Graph, Module
-from ember_xla.ir.hlo.extensions import encode_extensions
-from ember_xla.ir.hlo.opcodes import OPCODES
-from ember_xla.ir.hlo.shape import Shape, shape_from_dict, shape_to_dict
 from ember_xla.ir.operation import Operation
 from ember_xla.util.nogc import gc_paused
 
@@ -63,13 +63,13 @@ def _hlo_pb2() -> Any:
 
 
 def module_from_proto(data: bytes, path: str | None = None) -> Module:
-    """Parse serialized HloModuleProto bytes. Raises ``ImportError_`` on bad input."""
+    """Parse serialized HloModuleProto bytes. Raises ``HloImportError`` on bad input."""
     hlo_pb2 = _hlo_pb2()
     msg = hlo_pb2.HloModuleProto()
     try:
         msg.ParseFromString(data)
     except Exception as e:  # DecodeError and friends
-        raise ImportError_(
+        raise HloImportError(
             f"not a valid HloModuleProto ({type(e).__name__}: {e}); expected the bytes of a "
             "serialized xla.HloModuleProto", path) from None
     with gc_paused():
@@ -100,7 +100,7 @@ def _shape_converter() -> Callable[[Any], Any]:
 
 def module_from_dict(d: dict[str, Any], path: str | None = None) -> Module:
     if not d.get("computations"):
-        raise ImportError_("HloModuleProto has no computations (is this an HLO module?)", path)
+        raise HloImportError("HloModuleProto has no computations (is this an HLO module?)", path)
     module = Module(d.get("name", "module"))
     module.attributes = {k: v for k, v in d.items() if k not in _MODULE_STRUCT}
     by_id: dict[int, Graph] = {}
@@ -110,7 +110,7 @@ def module_from_dict(d: dict[str, Any], path: str | None = None) -> Module:
         g.id = cd.get("id", 0)
         g.attributes = {k: v for k, v in cd.items() if k not in _COMP_STRUCT}
         if g.id in by_id:
-            raise ImportError_(f"duplicate computation id {g.id} ({g.name})", path)
+            raise HloImportError(f"duplicate computation id {g.id} ({g.name})", path)
         by_id[g.id] = g
         module.graphs.append(g)
         ops: dict[int, Operation] = {}
@@ -118,18 +118,19 @@ def module_from_dict(d: dict[str, Any], path: str | None = None) -> Module:
             opcode = ins.get("opcode", "")
             name = ins.get("name", "")
             if opcode not in OPCODES:
-                raise ImportError_(
+                raise HloImportError(
                     f"computation {g.name}, instruction {name}: unknown opcode {opcode!r}", path)
             try:
                 shape = ins.get("shape", {})
                 if not isinstance(shape, Shape):  # module_from_proto converts shapes itself
                     shape = shape_from_dict(shape)
             except ValueError as e:
-                raise ImportError_(f"computation {g.name}, instruction {name}: {e}", path) from None
+                raise HloImportError(f"computation {g.name}, instruction {name}: {e}",
+                                     path) from None
             operands = []
             for oid in ins.get("operand_ids", []):  # ids may be 0 (proto3 default)
                 if oid not in ops:
-                    raise ImportError_(
+                    raise HloImportError(
                         f"computation {g.name}, instruction {name}: operand id {oid} is not "
                         "defined before it", path)
                 operands.append(ops[oid].result)
@@ -140,22 +141,24 @@ def module_from_dict(d: dict[str, Any], path: str | None = None) -> Module:
             op = Operation(opcode, operands, [shape], attrs, [], name)
             g.insert(len(g.ops), op)
             if op.name != name:
-                raise ImportError_(f"computation {g.name}: duplicate instruction name {name}", path)
+                raise HloImportError(f"computation {g.name}: duplicate instruction name {name}",
+                                     path)
             op.id = ins.get("id", 0)
             if op.id in ops:
-                raise ImportError_(f"computation {g.name}: duplicate instruction id {op.id}", path)
+                raise HloImportError(f"computation {g.name}: duplicate instruction id {op.id}",
+                                     path)
             ops[op.id] = op
             pending.append((op, list(ins.get("called_computation_ids", [])), g.name))
         root_id = cd.get("root_id", 0)
         if root_id not in ops:
             if not ops:
-                raise ImportError_(f"computation {g.name} has no instructions", path)
-            raise ImportError_(f"computation {g.name}: root id {root_id} is not defined", path)
+                raise HloImportError(f"computation {g.name} has no instructions", path)
+            raise HloImportError(f"computation {g.name}: root id {root_id} is not defined", path)
         g.root = ops[root_id]
     for op, ids, gname in pending:
         for cid in ids:
             if cid not in by_id:
-                raise ImportError_(
+                raise HloImportError(
                     f"computation {gname}, instruction {op.name}: calls unknown computation "
                     f"id {cid}", path)
             op.callees.append(by_id[cid])

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ember_xla.hlo_import.errors import ImportError_
+from ember_xla.hlo.errors import HloImportError
 from ember_xla.hlo_import.model import Model
 from ember_xla.hlo_import.proto import module_from_proto
 
@@ -25,7 +25,7 @@ def _captured_values(concrete: Any) -> list[np.ndarray]:
             try:
                 values.append(np.asarray(cap.numpy()))
             except Exception:
-                raise ImportError_(f"captured input {cap!r} is neither a variable nor a "
+                raise HloImportError(f"captured input {cap!r} is neither a variable nor a "
                                    "constant tensor; it cannot be bound") from None
         else:
             values.append(np.asarray(v.numpy()))
@@ -44,7 +44,7 @@ def from_tf_function(fn: Any, *args: Any, source: str = "") -> Model:
         concrete = fn.get_concrete_function(*targs)
     except Exception as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ImportError_(f"TensorFlow could not compile the function with XLA: {msg}",
+        raise HloImportError(f"TensorFlow could not compile the function with XLA: {msg}",
                            source or None) from None
     src = source or f"tf:{getattr(fn, '__name__', 'function')}"
     module = module_from_proto(bytes(proto), src)
@@ -77,22 +77,22 @@ def from_saved_model(path: str, signature: str | None = None,
     import tensorflow as tf
 
     if not os.path.isdir(path):
-        raise ImportError_("not a directory; expected a SavedModel directory", path)
+        raise HloImportError("not a directory; expected a SavedModel directory", path)
     if not (os.path.exists(os.path.join(path, "saved_model.pb"))
             or os.path.exists(os.path.join(path, "saved_model.pbtxt"))):
-        raise ImportError_("no saved_model.pb here; expected a SavedModel directory", path)
+        raise HloImportError("no saved_model.pb here; expected a SavedModel directory", path)
     try:
         loaded = tf.saved_model.load(path)
     except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ImportError_(f"TensorFlow could not load the SavedModel: {first}", path) from None
+        raise HloImportError(f"TensorFlow could not load the SavedModel: {first}", path) from None
     sigs = dict(getattr(loaded, "signatures", {}) or {})
     if not sigs:
-        raise ImportError_("the SavedModel has no serving signatures; export it with "
+        raise HloImportError("the SavedModel has no serving signatures; export it with "
                            "signatures={'serving_default': ...}", path)
     if signature is not None:
         if signature not in sigs:
-            raise ImportError_(f"no signature {signature!r} (have: {', '.join(sorted(sigs))})",
+            raise HloImportError(f"no signature {signature!r} (have: {', '.join(sorted(sigs))})",
                                path)
         sigs = {signature: sigs[signature]}
     out: dict[str, Model] = {}

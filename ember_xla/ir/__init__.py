@@ -2,7 +2,7 @@
 op definitions, types, the generic text form, a verifier, rewriting, passes and an interpreter
 framework.
 
-The core knows nothing about HLO; dialects (``ir.hlo`` first, the Ember levels in
+The core knows nothing about HLO; dialects (``ember_xla.hlo`` first, the Ember levels in
 ``dae_target.dialects``) build on it.
 """
 

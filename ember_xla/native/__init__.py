@@ -28,13 +28,13 @@ import os
 import threading
 from pathlib import Path
 
-from ember_xla.targets import TARGETS as _REGISTRY
+from ember_xla.custom_calls import TARGETS as _REGISTRY
 
 __all__ = ["TARGETS", "NativeLibraryMissing", "library_path", "load_library", "register_targets"]
 
 LIBRARY_NAME = "libember_kernels.so"
 
-#: custom_call_target name -> exported handler symbol in the library (ember_xla.targets).
+#: custom_call_target name -> exported handler symbol in the library (ember_xla.custom_calls).
 _SYMBOLS: dict[str, str] = {t.name: t.ffi_symbol for t in _REGISTRY.values()}
 
 #: The custom_call_target names this package implements.

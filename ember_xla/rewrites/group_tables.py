@@ -15,16 +15,16 @@ concatenates the members' calls.
 
 from __future__ import annotations
 
-from ember_xla.ir.graph import Graph, Module
-from ember_xla.ir.hlo.shape import Shape
-from ember_xla.ir.operation import Operation
-from ember_xla.ir.rewriter import PatternRewriter
-from ember_xla.targets import (
+from ember_xla.custom_calls import (
     GROUPED_SEGMENT_REDUCE,
     GROUPED_SEGMENT_REDUCE_CONCAT,
     SEGMENT_REDUCE,
     call_attributes,
 )
+from ember_xla.hlo.shape import Shape
+from ember_xla.ir.graph import Graph, Module
+from ember_xla.ir.operation import Operation
+from ember_xla.ir.rewriter import PatternRewriter
 
 SINGLE = SEGMENT_REDUCE.name
 GROUPED = GROUPED_SEGMENT_REDUCE.name

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from ember_xla.ir.hlo.shape import FLOAT_TYPES
+from ember_xla.hlo.shape import FLOAT_TYPES
 from ember_xla.rewrites.refs import Ref, resolve, scalar_constant, step_out
 from ember_xla.rewrites.walk import NoMatch, Walk
 

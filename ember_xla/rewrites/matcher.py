@@ -1,5 +1,6 @@
 """The pattern matcher: patterns indexed by root opcode, deterministic order, a reason for
-every failed match, and match counters (per pattern: tried, matched, failed)."""
+every failed match of an op no pattern matched, and match counters (per pattern: tried,
+matched, failed)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ class Pattern:
     name = ""
     kind = ""
     roots: tuple[str, ...] = ()
+    #: quiet: only failures raised with ``report`` set become near-misses (a pattern whose
+    #: root opcode mostly belongs to other idioms, e.g. the backward's scatter)
+    quiet = False
 
     def match(self, op: Operation) -> Cluster:
         raise NotImplementedError
@@ -30,7 +34,7 @@ class MatchResult:
     counters: dict[str, collections.Counter]
 
 
-def _looks_like_lookup(op: Operation, depth: int = 8) -> bool:
+def looks_like_lookup(op: Operation, depth: int = 8) -> bool:
     """Is there a gather within a few producer steps? (decides what counts as a near-miss)."""
     frontier, seen = [op], set()
     for _ in range(depth):
@@ -62,23 +66,28 @@ def find_clusters(module: Module, patterns: list[Pattern]) -> MatchResult:
     claimed: set[int] = set()
     for g in module.post_order():
         for op in g.topological():
+            pending: list[NearMiss] = []  # reasons count only if no pattern matches the op
+            matched = False
             for p in by_root.get(op.opcode, []):
                 counters[p.name]["tried"] += 1
                 try:
                     c = p.match(op)
                 except NoMatch as e:
                     counters[p.name]["failed"] += 1
-                    if _looks_like_lookup(op):
-                        misses.append(NearMiss(p.name, op, str(e)))
+                    if getattr(e, "report", False) or (not p.quiet and looks_like_lookup(op)):
+                        pending.append(NearMiss(p.name, op, str(e)))
                     continue
                 overlap = [o.name for o in c.owned if id(o) in claimed]
                 if overlap:  # earlier (topologically first) cluster wins
                     counters[p.name]["overlap"] += 1
-                    misses.append(NearMiss(p.name, op, "overlaps an earlier cluster at "
-                                                       + ", ".join(overlap)))
+                    pending.append(NearMiss(p.name, op, "overlaps an earlier cluster at "
+                                                        + ", ".join(overlap)))
                     continue
                 claimed.update(id(o) for o in c.owned)
                 counters[p.name]["matched"] += 1
                 clusters.append(c)
+                matched = True
                 break
+            if not matched:
+                misses.extend(pending)
     return MatchResult(clusters, misses, counters)

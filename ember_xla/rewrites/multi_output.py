@@ -14,14 +14,14 @@ reads no rows and stays in XLA beside the call."""
 
 from __future__ import annotations
 
+from ember_xla.custom_calls import ATTRS_KEY, MULTI_SEGMENT_REDUCE, SEGMENT_REDUCE, call_attributes
+from ember_xla.hlo.shape import Shape
 from ember_xla.ir.graph import Graph, Module
-from ember_xla.ir.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.rewriter import PatternRewriter
 from ember_xla.ir.value import Value
 from ember_xla.rewrites.canonicalize.base import PURE
 from ember_xla.rewrites.group_tables import _ancestors
-from ember_xla.targets import ATTRS_KEY, MULTI_SEGMENT_REDUCE, SEGMENT_REDUCE, call_attributes
 
 MULTI = MULTI_SEGMENT_REDUCE.name
 _DEPTH = 64

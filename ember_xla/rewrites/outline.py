@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 
+from ember_xla.hlo.shape import Shape
 from ember_xla.ir.graph import Graph, Module
-from ember_xla.ir.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.rewriter import PatternRewriter
 from ember_xla.ir.value import Value
@@ -23,6 +23,8 @@ from ember_xla.rewrites.walk import NoMatch
 def kernel_shapes(c: Cluster) -> list[Shape]:
     """The operand shapes the kernel takes: [N,D] table, then lookups flattened to [L]
     (segment_reduce) or [B,P] (padded_bag)."""
+    if c.kernel_shapes is not None:
+        return list(c.kernel_shapes)
     out = [c.inputs[0].type]
     if c.kind == "padded_bag":
         b, p = c.root.operands[0].type.dims[:2]

@@ -8,14 +8,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ember_xla.hlo.verifier import verify_module
 from ember_xla.ir.graph import Module
-from ember_xla.ir.hlo.verifier import verify_module
 from ember_xla.ir.passes import ModulePass, register_pass
 from ember_xla.ir.rewriter import PatternRewriter
 from ember_xla.rewrites import profitability
 from ember_xla.rewrites.canonicalize import canonicalize
 from ember_xla.rewrites.cluster import NearMiss
 from ember_xla.rewrites.coverage import uncovered
+from ember_xla.rewrites.fuse_optimizer import fuse_optimizers
 from ember_xla.rewrites.group_tables import GROUPED, group_tables
 from ember_xla.rewrites.matcher import Pattern, find_clusters
 from ember_xla.rewrites.multi_output import merge_multi_output
@@ -64,7 +65,10 @@ class RewriteClusters(ModulePass):
     (EMBER_XLA_COST_MODEL, default on): clusters the measured cost model predicts faster in XLA
     stay there (profitability.py), reported as near-misses with both predicted times.
     ``multi_output``: segment reductions of one lookup (sum and max of the same gathered rows)
-    share one ``ember.multi_segment_reduce`` call (multi_output.py), listed in ``groups``."""
+    share one ``ember.multi_segment_reduce`` call (multi_output.py), listed in ``groups``.
+    ``fuse_optimizer``: a lookup's gradient whose only use is an exact SGD/Adagrad update
+    becomes one in-place sparse update call (fuse_optimizer.py); each backward entry says
+    which ``optimizer`` was fused, or null and why not."""
 
     name = "ember-rewrite-clusters"
     group: bool = True
@@ -72,6 +76,7 @@ class RewriteClusters(ModulePass):
     assume_finite_tables: bool = False
     cost_model: str = "env"
     multi_output: bool = True
+    fuse_optimizer: bool = True
 
     def apply(self, module: Module) -> None:
         self.run(module)
@@ -107,6 +112,11 @@ class RewriteClusters(ModulePass):
             entry["custom_call"] = cc.name
             entry["outlined_computation"] = cc.callees[0].name
             entries.append(entry)
+        grads = [e for e in entries if e["pass"] == "backward"]
+        fused = fuse_optimizers(module, rw) if self.fuse_optimizer and grads else {}
+        for e in grads:
+            e.update(fused.get(e["custom_call"], {
+                "optimizer": None, "optimizer_reason": "optimizer fusion is off"}))
         multi = (merge_multi_output(module, rw)
                  if self.multi_output and len(entries) > 1 else [])
         groups = (group_tables(module, rw)
@@ -130,7 +140,7 @@ class RewriteClusters(ModulePass):
 def rewrite_module(module: Module, patterns: list[Pattern] | None = None,
                    group: bool = True, cost_model: bool | None = None,
                    canonical: bool = True, assume_finite_tables: bool = False,
-                   multi_output: bool = True) -> RewriteResult:
+                   multi_output: bool = True, fuse_optimizer: bool = True) -> RewriteResult:
     """Rewrite every cluster of a copy of ``module`` (the input is left untouched); the
     result's module is the copy, or ``module`` itself when nothing was rewritten. With
     ``cost_model`` (default: on unless EMBER_XLA_COST_MODEL=off) clusters predicted faster
@@ -139,7 +149,8 @@ def rewrite_module(module: Module, patterns: list[Pattern] | None = None,
     cost = "env" if cost_model is None else ("on" if cost_model else "off")
     result = RewriteClusters(group=group, canonical=canonical, cost_model=cost,
                              assume_finite_tables=assume_finite_tables,
-                             multi_output=multi_output).run(work, patterns)
+                             multi_output=multi_output,
+                             fuse_optimizer=fuse_optimizer).run(work, patterns)
     if not result.clusters:
         result.module = module
     return result

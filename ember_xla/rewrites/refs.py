@@ -11,7 +11,7 @@ import dataclasses
 
 import numpy as np
 
-from ember_xla.ir.hlo.literal import literal_to_numpy
+from ember_xla.hlo.literal import literal_to_numpy
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.value import Value
 

@@ -29,9 +29,10 @@ def describe_value(v: Value) -> dict[str, Any]:
 
 
 def cluster_entry(c: Cluster, custom_call: Operation | None) -> dict[str, Any]:
-    table = c.inputs[0]
+    table = c.table
     return {
         "kind": c.kind,
+        "pass": c.direction,
         "pattern": c.pattern,
         "location": location(c.root),
         "custom_call": custom_call.name if custom_call is not None else None,

@@ -8,7 +8,10 @@ from ember_xla.rewrites.refs import Ref, resolve
 
 
 class NoMatch(Exception):
-    """A pattern does not apply; ``str(e)`` says why."""
+    """A pattern does not apply; ``str(e)`` says why. ``report``: list it as a near-miss even
+    when no gather is nearby (the matcher's default test)."""
+
+    report = False
 
 
 class Walk:

@@ -13,16 +13,23 @@ from ember_xla.ir.graph import Module
 from ember_xla.runtime.execute import compile_module
 
 
+def max_float_diff(a: np.ndarray, b: np.ndarray) -> float:
+    """The largest ``|a - b|``: equal values (equal infinities too) and NaN against NaN are a
+    difference of 0, NaN against a number or unequal infinities are ``inf``."""
+    x, y = a.astype(np.float64), b.astype(np.float64)
+    same = (x == y) | (np.isnan(x) & np.isnan(y))
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.where(same, 0.0, np.abs(x - y))
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    return float(diff.max()) if diff.size else 0.0
+
+
 def compare_outputs(want: list[np.ndarray], got: list[np.ndarray]) -> dict[str, Any]:
     rows = []
     for i, (a, b) in enumerate(zip(want, got, strict=True)):
         same_bits = a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
         if a.dtype.kind in "fc" or str(a.dtype) == "bfloat16":
-            x, y = a.astype(np.float64), b.astype(np.float64)
-            both_nan = np.isnan(x) & np.isnan(y)
-            diff = np.where(both_nan, 0.0, np.abs(x - y))
-            diff = np.where(np.isnan(diff), np.inf, diff)
-            max_diff = float(diff.max()) if diff.size else 0.0
+            max_diff = max_float_diff(a, b)
         else:
             max_diff = float(np.abs(a.astype(np.int64) - b.astype(np.int64)).max()) if a.size \
                 else 0.0

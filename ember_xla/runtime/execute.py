@@ -13,7 +13,7 @@ from ember_xla.ir.passes import PassManager
 from ember_xla.runtime.legalize import EXECUTION_PIPELINE, needs_legalization
 from ember_xla.runtime.xla_cpu import Executable, compile_proto
 
-_CACHE: dict[tuple[str, bool | None], Executable] = {}
+_CACHE: dict[str, Executable] = {}
 
 
 def clone_module(module: Module) -> Module:
@@ -29,28 +29,29 @@ def executable_proto(module: Module) -> bytes:
     return module_to_proto(module)
 
 
-def compile_module(module: Module, excess_precision: bool | None = None) -> Executable:
+def compile_module(module: Module, options: dict[str, bool | int | str] | None = None
+                   ) -> Executable:
     proto = executable_proto(module)
-    return compile_proto_cached(proto, excess_precision)
+    return compile_proto_cached(proto, options)
 
 
-def compile_proto_cached(proto: bytes, excess_precision: bool | None = None) -> Executable:
-    """``compile_proto`` once per (module bytes, ``xla_allow_excess_precision`` setting)."""
-    key = (hashlib.sha256(proto).hexdigest(), excess_precision)
+def compile_proto_cached(proto: bytes, options: dict[str, bool | int | str] | None = None
+                         ) -> Executable:
+    key = hashlib.sha256(proto + repr(sorted((options or {}).items())).encode()).hexdigest()
     if key not in _CACHE:
         if b"ember." in proto:  # the module calls our custom-call targets
             from ember_xla.native import register_targets
 
             register_targets()
-        _CACHE[key] = compile_proto(proto, excess_precision)
+        _CACHE[key] = compile_proto(proto, options)
     return _CACHE[key]
 
 
 def run_module(module: Module, inputs: list[np.ndarray],
-               excess_precision: bool | None = None) -> list[np.ndarray]:
-    """Compile ``module`` for the CPU and run it; returns the flattened outputs.
-    ``excess_precision``: XLA's ``xla_allow_excess_precision`` (None: its default, true)."""
+               options: dict[str, bool | int | str] | None = None) -> list[np.ndarray]:
+    """Compile ``module`` for the CPU (with XLA debug ``options``, if any) and run it; returns
+    the flattened outputs."""
     n = len(module.entry.params())
     if len(inputs) != n:
         raise ValueError(f"module {module.name} takes {n} inputs, got {len(inputs)}")
-    return compile_module(module, excess_precision).run(inputs)
+    return compile_module(module, options).run(inputs)

@@ -10,8 +10,8 @@ import os
 
 import numpy as np
 
+from ember_xla.hlo.shape import FLOAT_TYPES, INT_TYPES, Shape
 from ember_xla.ir.graph import Graph, Module
-from ember_xla.ir.hlo.shape import FLOAT_TYPES, INT_TYPES, Shape
 from ember_xla.ir.operation import Operation
 
 MAX_RUN_BYTES = 4 << 30  # inputs + outputs of one `run` / `--verify`

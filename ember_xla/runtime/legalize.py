@@ -17,10 +17,10 @@ import dataclasses
 
 import numpy as np
 
+from ember_xla.hlo.inline import inline_call
+from ember_xla.hlo.literal import literal_from_numpy, literal_to_numpy
+from ember_xla.hlo.shape import Shape, shape_from_dict
 from ember_xla.ir.graph import Module
-from ember_xla.ir.hlo.inline import inline_call
-from ember_xla.ir.hlo.literal import literal_from_numpy, literal_to_numpy
-from ember_xla.ir.hlo.shape import Shape, shape_from_dict
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import ModulePass, register_pass
 from ember_xla.ir.rewriter import PatternRewriter, RewritePattern, apply_patterns_greedily

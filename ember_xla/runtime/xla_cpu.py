@@ -43,22 +43,26 @@ class Executable:
         except Exception as e:
             raise XlaError(f"XLA:CPU execution failed: {e}") from None
 
+    def optimized_hlo(self) -> str:
+        """The HLO text of the module as XLA optimized it (fusions, copies, aliasing)."""
+        return "\n".join(m.to_string() for m in self._loaded.hlo_modules())
+
     def run(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         return [np.asarray(o) for o in self.run_device([np.asarray(a) for a in inputs])]
 
 
-def compile_proto(proto: bytes, excess_precision: bool | None = None) -> Executable:
-    """Compile serialized HloModuleProto bytes for the CPU. ``excess_precision`` sets XLA's
-    ``xla_allow_excess_precision`` (None: XLA's default, true)."""
+def compile_proto(proto: bytes, options: dict[str, bool | int | str] | None = None) -> Executable:
+    """Compile serialized HloModuleProto bytes for the CPU; ``options`` are XLA debug options
+    (e.g. ``{"xla_allow_excess_precision": False}``) overriding the defaults."""
     from jaxlib import _jax
 
     be, dev = _backend()
-    options = _jax.CompileOptions()
-    if excess_precision is not None:
-        options.env_option_overrides = [("xla_allow_excess_precision", bool(excess_precision))]
+    opts = _jax.CompileOptions()
+    if options:
+        opts.env_option_overrides = sorted(options.items())
     try:
         mlir = _jax.mlir.hlo_to_stablehlo(proto)
-        loaded = be.compile_and_load(mlir, _jax.DeviceList((dev,)), options)
+        loaded = be.compile_and_load(mlir, _jax.DeviceList((dev,)), opts)
     except Exception as e:
         raise XlaError(f"XLA:CPU compilation failed: {e}") from None
     return Executable(loaded)

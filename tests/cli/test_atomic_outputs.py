@@ -3,6 +3,7 @@ after the file writes, announced by the EMBER_XLA_TEST_PAUSE_WRITES hook) leaves
 old result or the complete new one; a refused output writes nothing; files respect the umask."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -64,8 +65,6 @@ def _kill_after(out: Path, step: int):
 
 @pytest.mark.parametrize("step", [1, 2, 3, 4])
 def test_sigkill_between_writes_leaves_old_or_new(results, tmp_path, step):
-    import shutil
-
     out = tmp_path / "out"
     shutil.copytree(_old_dir(results, tmp_path), out)
     seen = _kill_after(out, step)
@@ -119,8 +118,8 @@ def test_output_refused_after_rewrite_writes_nothing(results, tmp_path, cli):
     rewritten.pb was written beside the old report; now the error comes before any write."""
     from tensorflow.compiler.xla.service import hlo_pb2
 
+    from ember_xla.hlo.parser import parse_module
     from ember_xla.hlo_import.proto import module_to_proto
-    from ember_xla.ir.hlo.parser import parse_module
 
     msg = hlo_pb2.HloModuleProto()
     msg.ParseFromString(module_to_proto(parse_module(NEW.read_text())))
@@ -132,3 +131,38 @@ def test_output_refused_after_rewrite_writes_nothing(results, tmp_path, cli):
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
     assert p.stderr.strip().count("\n") == 0 and str(bad) in p.stderr
     assert _files(out) == results["old"]
+
+
+def test_staging_of_a_killed_run_is_removed_by_the_next(results, tmp_path, cli):
+    out = tmp_path / "out"
+    shutil.copytree(_old_dir(results, tmp_path), out)
+    assert _kill_after(out, 2) == 2
+    assert [n for n in os.listdir(tmp_path) if ".ember-new-" in n]  # the killed run's
+    p = cli("rewrite", str(OLD), "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".")] == []
+    assert _files(out) == results["old"]
+
+
+def test_symlinked_out_replaces_the_link_target(results, tmp_path, cli):
+    real = _old_dir(results, tmp_path)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    p = cli("rewrite", str(NEW), "--out", str(link))
+    assert p.returncode == 0, p.stderr
+    assert link.is_symlink() and _files(real) == results["new"]
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".")] == []
+
+
+def test_immutable_old_file_refused_before_work(results, tmp_path, cli, error_line):
+    out = _old_dir(results, tmp_path)
+    if shutil.which("chattr") is None or subprocess.run(
+            ["chattr", "+i", str(out / "report.json")]).returncode:
+        pytest.skip("no chattr or no inode flags on this filesystem")
+    try:
+        line = error_line(cli("rewrite", str(NEW), "--out", str(out)))
+    finally:
+        subprocess.run(["chattr", "-i", str(out / "report.json")], check=True)
+    assert "report.json" in line and "immutable" in line
+    assert _files(out) == results["old"]
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".")] == []

@@ -58,8 +58,8 @@ def ffi_fn(kind: str, out_shapes: list[tuple[tuple[int, ...], object]], **attrs)
     combination of the contract; no outlined computation: checked against the kernel)."""
     import jax
 
+    from ember_xla.custom_calls import target_of_kind
     from ember_xla.native import register_targets
-    from ember_xla.targets import target_of_kind
 
     register_targets()
     outs = [jax.ShapeDtypeStruct(s, d) for s, d in out_shapes]

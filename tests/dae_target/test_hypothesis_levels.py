@@ -27,13 +27,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from ember_xla.custom_calls import mlir_f64
 from ember_xla.dae_target.check import EDGE_CASES, compare, outlined_module, random_inputs
 from ember_xla.dae_target.interp.run import run
 from ember_xla.dae_target.lower.cluster import LoweringRefused, cluster_spec, ember_calls
 from ember_xla.dae_target.lower.to_slc import lower_call
 from ember_xla.ir.passes import parse_pipeline, pipeline_string
 from ember_xla.ir.verify import verify_generic_module
-from ember_xla.targets import mlir_f64
 
 FIXTURES = Path(__file__).parents[1] / "rewrites" / "fixtures"
 SETTINGS = dict(deadline=None, derandomize=True, database=None,
@@ -61,7 +61,7 @@ def rewritten_pool() -> list[tuple[object, object, float]]:
     fixtures. The tolerance is the idiom's own (docs: tests/rewrites/idiom_models.py): 0 means
     bit-exact; XLA:CPU's reduce order is implementation-defined, so reduce-rooted idioms get
     ``_TOL_REDUCE`` against their outlined computation."""
-    from ember_xla.hlo_import.errors import ImportError_
+    from ember_xla.hlo.errors import HloImportError
     from ember_xla.hlo_import.load import load_model
     from ember_xla.rewrites.pipeline import rewrite_module
 
@@ -70,7 +70,7 @@ def rewritten_pool() -> list[tuple[object, object, float]]:
     for f in sorted(FIXTURES.glob("*.hlo")):
         try:
             module = load_model(str(f)).module
-        except ImportError_:  # two TF fixtures print elided constants; the proto tests cover them
+        except HloImportError:  # two TF fixtures print elided constants; the proto tests cover them
             continue
         tol = idioms.idiom(f.stem).tolerance
         # one call per reduction: multi-output calls have no DAE lowering (refused)
@@ -207,7 +207,7 @@ def check_case(module, call, pipeline: str, seed: int, case: str | None,
 
 
 def _parse_hlo(text: str):
-    from ember_xla.hlo_import.text import parse_module
+    from ember_xla.hlo.parser import parse_module
 
     m = parse_module(text, "<generated>")
     return m, ember_calls(m)[0]

@@ -7,7 +7,7 @@ import slc_specs
 
 from ember_xla.dae_target.lower.cluster import ArraySpec, LoweringRefused, cluster_spec
 from ember_xla.dae_target.lower.to_slc import lower_cluster
-from ember_xla.hlo_import.text import parse_module as parse_hlo_text
+from ember_xla.hlo.parser import parse_module as parse_hlo_text
 
 HLO = """\
 HloModule m, entry_computation_layout={(f32[6,2]{1,0}, s32[4]{0}, s32[4]{0})->f32[3,2]{1,0}}

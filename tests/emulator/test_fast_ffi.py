@@ -11,6 +11,7 @@ import dataclasses as dc
 import numpy as np
 import pytest
 
+from ember_xla.custom_calls import EMULATE, TARGETS, is_ember_call, is_emulate_call
 from ember_xla.dae_target.lower.cluster import cluster_spec, ember_calls
 from ember_xla.dae_target.passes.levels import lower_cluster
 from ember_xla.dae_target.program import emit_program
@@ -19,7 +20,6 @@ from ember_xla.emulator.target import load_target
 from ember_xla.hlo_import.jax_source import from_jax
 from ember_xla.rewrites.pipeline import rewrite_module
 from ember_xla.runtime.execute import run_module
-from ember_xla.targets import EMULATE, TARGETS, is_ember_call, is_emulate_call
 
 TMU = load_target("tmu")
 

@@ -29,8 +29,8 @@ ENV = {"EMBER_XLA_MAX_RUN_BYTES": str(64 << 20)}  # `run` refuses inputs above 6
 
 
 def seeds() -> list[tuple[str, bytes]]:
+    from ember_xla.hlo.parser import parse_module
     from ember_xla.hlo_import.proto import module_to_proto
-    from ember_xla.ir.hlo.parser import parse_module
 
     out = []
     for p in sorted(FIXTURES.glob("*.hlo")):

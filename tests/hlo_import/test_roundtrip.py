@@ -9,10 +9,10 @@ import sys
 import numpy as np
 import pytest
 
+from ember_xla.hlo.parser import parse_module
+from ember_xla.hlo.printer import print_module
+from ember_xla.hlo.verifier import verify_module
 from ember_xla.hlo_import.proto import module_from_proto, module_to_proto
-from ember_xla.hlo_import.text import parse_module
-from ember_xla.ir.hlo.printer import print_module
-from ember_xla.ir.hlo.verifier import verify_module
 from ember_xla.runtime.execute import executable_proto, run_module
 from ember_xla.runtime.xla_cpu import compile_proto, xla_parse_text
 

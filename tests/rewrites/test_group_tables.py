@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember_xla.hlo.verifier import verify_module
 from ember_xla.hlo_import.jax_source import from_jax
-from ember_xla.ir.hlo.verifier import verify_module
 from ember_xla.rewrites.pipeline import rewrite_module
 from ember_xla.runtime.execute import run_module
 

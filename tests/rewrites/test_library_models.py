@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from ember_xla.ir.hlo.verifier import verify_module
+from ember_xla.hlo.verifier import verify_module
 from ember_xla.rewrites.pipeline import rewrite_module
 from ember_xla.runtime.execute import run_module
 

@@ -15,13 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ember_xla.custom_calls import SEGMENT_REDUCE, call_attributes
+from ember_xla.hlo.shape import Shape
 from ember_xla.hlo_import.proto import module_from_proto, module_to_proto
-from ember_xla.ir.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.multi_output import MULTI, same_value
 from ember_xla.rewrites.pipeline import rewrite_module
 from ember_xla.runtime.execute import run_module
-from ember_xla.targets import SEGMENT_REDUCE, call_attributes
 
 im = sys.modules["idiom_models"]       # loaded by conftest.py
 lm = sys.modules["library_models"]

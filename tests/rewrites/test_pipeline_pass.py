@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from ember_xla.hlo_import.text import parse_module as module_from_text
+from ember_xla.hlo.parser import parse_module as module_from_text
 from ember_xla.ir.passes import PassManager
 from ember_xla.rewrites.pipeline import rewrite_module
 
@@ -62,9 +62,9 @@ def test_rewrites_do_not_import_the_runtime():
 
 
 def test_kernel_attributes_stay_structured_until_export():
+    from ember_xla.custom_calls import ATTRS_KEY, call_attributes
+    from ember_xla.hlo.printer import print_module
     from ember_xla.hlo_import.proto import module_from_proto, module_to_proto
-    from ember_xla.ir.hlo.printer import print_module
-    from ember_xla.targets import ATTRS_KEY, call_attributes
 
     m = module_from_text(FIXTURE.read_text(), str(FIXTURE))
     r = rewrite_module(m)

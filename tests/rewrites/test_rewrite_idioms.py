@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
+from ember_xla.hlo.verifier import verify_module
 from ember_xla.hlo_import.proto import module_from_proto
-from ember_xla.ir.hlo.verifier import verify_module
 from ember_xla.rewrites.multi_output import MULTI
 from ember_xla.rewrites.pipeline import rewrite_module
 from ember_xla.runtime.execute import run_module

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from ember_xla.ir.hlo.verifier import verify_module
+from ember_xla.hlo.verifier import verify_module
 from ember_xla.rewrites.pipeline import rewrite_module
 from ember_xla.runtime.execute import run_module
 
@@ -84,8 +84,8 @@ def test_rewritten_step_equals_xla(name, excess_precision, rewritten):
     assert result.changed == bool(step.forward)
     for case in ("random", "edge", "oob"):
         args = tm.inputs(name, case)
-        want = run_module(original, args, excess_precision)
-        got = run_module(result.module, args, excess_precision)
+        want = run_module(original, args, {"xla_allow_excess_precision": excess_precision})
+        got = run_module(result.module, args, {"xla_allow_excess_precision": excess_precision})
         _equal(got, want, step.tolerance, f"{name}/{case}/excess_precision={excess_precision}")
 
 

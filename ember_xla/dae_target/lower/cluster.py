@@ -8,9 +8,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ember_xla.custom_calls import TARGETS, call_attributes, is_ember_call
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
-from ember_xla.targets import TARGETS, call_attributes, is_ember_call
 
 TABLE_DTYPES = ("f32", "bf16", "f16")
 ID_DTYPES = ("s32", "s64")
@@ -139,6 +139,9 @@ def cluster_spec(op: Operation) -> ClusterSpec:
         raise LoweringRefused(f"{op.name}: not an ember custom-call")
     target = TARGETS[op.attributes["custom_call_target"]]
     where = f"{target.name} %{op.name}"
+    if target.direction == "backward":
+        raise LoweringRefused(f"{where}: the backward of a lookup (gradient and optimizer "
+                              "update) has no DAE lowering; it runs on the native kernels")
     if "combiner" not in target.attributes:  # ember.multi_segment_reduce: several combiners
         raise LoweringRefused(f"{where}: a call with one result per combiner "
                               f"({', '.join(target.attributes)}) has no DAE lowering; rewrite "

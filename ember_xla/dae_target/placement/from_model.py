@@ -17,10 +17,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ember_xla.custom_calls import is_ember_call
 from ember_xla.dae_target.lower.cluster import ClusterSpec, LoweringRefused, cluster_spec
 from ember_xla.emulator.npu.workload import Bags, Table
 from ember_xla.ir.graph import Module
-from ember_xla.targets import is_ember_call
 
 
 class NotPlaceable(ValueError):

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,9 @@ import numpy as np
 
 from ember_xla.emulator.npu.machine import L1_STRATEGIES, STRATEGIES, Machine
 from ember_xla.emulator.npu.run import Work
+from ember_xla.util import strict_json
+from ember_xla.util.atomic import write_atomic
+from ember_xla.util.input_files import open_regular
 
 FORMAT = "ember-xla-placement-plan/1"
 
@@ -119,17 +120,8 @@ class Plan:
                 "mapper_seconds": self.mapper_seconds}
 
     def save(self, path: str | Path) -> None:
-        """Write atomically (a temporary file in the same folder, then rename)."""
-        path = Path(path)
-        fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.")
-        try:
-            with os.fdopen(fd, "w") as f:
-                json.dump(self.to_json(), f, indent=1)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-
+        """Write atomically (``util.atomic.write_atomic``), as strict JSON."""
+        write_atomic(str(path), strict_json.dumps(self.to_json(), indent=1))
 
 def _get(d: dict, key: str, kind: type | tuple, where: str) -> Any:
     v = d.get(key) if isinstance(d, dict) else None
@@ -142,10 +134,11 @@ def load_plan(path: str | Path) -> Plan:
     """Read a plan saved by ``Plan.save``; a malformed file is one line naming file and key."""
     p = str(path)
     try:
-        d = json.loads(Path(path).read_text())
+        with open_regular(p) as f:
+            d = json.loads(f.read().decode("utf-8"))
     except OSError as e:
         raise PlanError(f"{p}: cannot read: {e.strerror}") from None
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise PlanError(f"{p}: not valid JSON: {e}") from None
     if not isinstance(d, dict) or d.get("format") != FORMAT:
         raise PlanError(f"{p}: format: expected {FORMAT!r}")

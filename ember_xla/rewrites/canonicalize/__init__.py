@@ -9,6 +9,7 @@ from ember_xla.ir.graph import Module
 from ember_xla.ir.passes import PassManager
 from ember_xla.rewrites.canonicalize import (  # noqa: F401  (registers the passes)
     fold_noops,
+    fold_tuple_index,
     inline_calls,
     lookup_layout,
     mask_segments,
@@ -23,6 +24,7 @@ from ember_xla.rewrites.canonicalize.notes import CanonNote, collecting
 def default_pipeline(assume_finite_tables: bool = False) -> str:
     return ",".join([
         "inline-calls",
+        "fold-tuple-index",
         "fold-noops",
         "squeeze-gather",
         "lookup-layout",

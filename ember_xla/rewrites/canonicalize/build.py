@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ember_xla.ir.hlo.literal import literal_from_numpy, literal_to_numpy
-from ember_xla.ir.hlo.shape import Shape
+from ember_xla.hlo.literal import literal_from_numpy, literal_to_numpy
+from ember_xla.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.rewriter import PatternRewriter
 from ember_xla.ir.value import Value

@@ -6,15 +6,15 @@ other canonicalizations see ``jnp.where`` masks and ``jax.nn.one_hot``.
 
 Calls that return a tuple (the JVP/linearize wrappers of ``value_and_grad`` steps:
 ``jvp_jit__take__`` returns the looked-up rows and the indices its transpose reuses) are inlined
-too, and ``get-tuple-element(tuple(a, b, ...), index=i)`` then folds to the i-th operand, so a
-training step's forward lookup sits in the entry computation like an inference one."""
+too; ``fold-tuple-index`` then reads through the tuple, so a training step's forward lookup sits
+in the entry computation like an inference one."""
 
 from __future__ import annotations
 
 import dataclasses
 
+from ember_xla.hlo.inline import inline_call
 from ember_xla.ir.graph import Module
-from ember_xla.ir.hlo.inline import inline_call
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
 from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
@@ -31,31 +31,13 @@ class InlineCall(RewritePattern):
         inline_call(op, rw)
 
 
-class FoldTupleElement(RewritePattern):
-    """``get-tuple-element(tuple(x0, x1, ...), index=i)`` -> ``xi``."""
-
-    def match_and_rewrite(self, op: Operation, rw: PatternRewriter) -> None:
-        if op.opcode != "get-tuple-element" or len(op.operands) != 1:
-            return
-        src = op.operands[0].owner
-        if src.opcode != "tuple" or src.parent is not op.parent:
-            return
-        index = op.attributes.get("tuple_index", 0)
-        if not 0 <= index < len(src.operands):
-            return
-        picked = src.operands[index]
-        if picked.type != op.result.type:
-            return
-        rw.replace_op(op, picked)
-
-
 @register_pass
 @dataclasses.dataclass(frozen=True)
 class InlineCalls(PatternPass):
     name = "inline-calls"
 
     def patterns(self) -> list[RewritePattern]:
-        return [InlineCall(), FoldTupleElement()]
+        return [InlineCall()]
 
     def apply(self, module: Module) -> None:
         super().apply(module)

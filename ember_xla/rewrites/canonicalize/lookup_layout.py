@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ember_xla.ir.hlo.shape import Shape
+from ember_xla.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
 from ember_xla.ir.rewriter import PatternRewriter, RewritePattern

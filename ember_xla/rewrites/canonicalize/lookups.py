@@ -8,8 +8,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from ember_xla.hlo.shape import Shape
 from ember_xla.ir.graph import Graph
-from ember_xla.ir.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.value import Value
 from ember_xla.rewrites.canonicalize.build import Emit

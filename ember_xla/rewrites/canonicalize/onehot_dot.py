@@ -23,7 +23,7 @@ import dataclasses
 
 import numpy as np
 
-from ember_xla.ir.hlo.shape import Shape
+from ember_xla.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
 from ember_xla.ir.rewriter import PatternRewriter, RewritePattern

@@ -4,6 +4,7 @@ optional per-lookup weights or a 0/1 padding mask multiplied in."""
 
 from __future__ import annotations
 
+from ember_xla.custom_calls import PADDED_BAG
 from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.matcher import Pattern
@@ -15,7 +16,6 @@ from ember_xla.rewrites.patterns.common import (
 )
 from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
 from ember_xla.rewrites.walk import NoMatch, Walk
-from ember_xla.targets import PADDED_BAG
 
 
 class PaddedBag(Pattern):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from ember_xla.custom_calls import SEGMENT_REDUCE
 from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.matcher import Pattern
@@ -17,7 +18,6 @@ from ember_xla.rewrites.patterns.common import (
 )
 from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
 from ember_xla.rewrites.walk import NoMatch, Walk
-from ember_xla.targets import SEGMENT_REDUCE
 
 
 def segment_chain(walk: Walk, ref: Ref, n_lookups: int) -> Ref:

@@ -11,9 +11,9 @@ import pytest
 
 @pytest.fixture
 def canon():
+    from ember_xla.hlo.parser import parse_module
+    from ember_xla.hlo.verifier import verify_module
     from ember_xla.hlo_import.jax_source import from_jax
-    from ember_xla.hlo_import.text import parse_module
-    from ember_xla.ir.hlo.verifier import verify_module
     from ember_xla.ir.passes import PassManager
     from ember_xla.rewrites.canonicalize.notes import collecting
     from ember_xla.runtime.execute import run_module

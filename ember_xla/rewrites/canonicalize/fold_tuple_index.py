@@ -1,0 +1,37 @@
+"""``fold-tuple-index``: ``get-tuple-element(tuple(a, b, ...), index=i)`` -> the i-th operand.
+JAX's JVP-wrapped calls (``jvp_jit__take__``) return their primal output and their residuals
+(the lookup's indices) as one tuple; once ``inline-calls`` has inlined them, this pass lets
+the forward lookup and the backward scatter see the gather and the indices they read."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ember_xla.ir.operation import Operation
+from ember_xla.ir.passes import register_pass
+from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
+from ember_xla.rewrites.canonicalize.base import PatternPass
+
+
+class FoldTupleIndex(RewritePattern):
+    def match_and_rewrite(self, op: Operation, rw: PatternRewriter) -> None:
+        if op.opcode != "get-tuple-element" or len(op.operands) != 1:
+            return
+        tup = op.operands[0].owner
+        if tup.opcode != "tuple" or op is getattr(op.parent, "root", None):
+            return
+        index = op.attributes.get("tuple_index", 0)
+        if not 0 <= index < len(tup.operands) or tup.operands[index].type != op.result.type:
+            return
+        rw.replace_op(op, tup.operands[index])
+        if tup is not getattr(tup.parent, "root", None) and not any(r.uses for r in tup.results):
+            rw.erase(tup)
+
+
+@register_pass
+@dataclasses.dataclass(frozen=True)
+class FoldTupleIndexPass(PatternPass):
+    name = "fold-tuple-index"
+
+    def patterns(self) -> list[RewritePattern]:
+        return [FoldTupleIndex()]

@@ -1,0 +1,264 @@
+"""Fuse the optimizer update into a lookup's gradient: an ``ember.scatter_grad`` whose dense
+gradient only feeds an SGD or Adagrad update of a ``[V, D]`` f32 table becomes one
+``ember.sparse_sgd`` / ``ember.sparse_adagrad`` call that reads and writes only the touched
+rows of the table and of its accumulator, in place (``output_to_operand_aliasing``).
+
+Exactness: a row without gradient must come out of the dense update unchanged. For
+``t + g * s`` (optax ``sgd``: ``s = -lr``) and ``t - s * g`` (hand-written) that holds when
+the scale is finite and of the right sign, for optax's ``adagrad`` also when ``eps >= 0``; the
+kernels check both at run time and otherwise apply the update with ``g = 0`` to every row, as
+XLA does. XLA:CPU contracts ``t + g * s`` into an FMA, and so do the kernels. Adagrad also
+needs XLA's own ``rsqrt`` (an estimate refined by Newton-Raphson); it is fused only when
+``native.rsqrt_probe`` finds the kernel's reproduction bit-identical on this machine.
+
+Anything else (Adam, momentum, weight decay, clipping by global norm, a gradient also used
+elsewhere) keeps its update in XLA, and the entry says why."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+
+from ember_xla.custom_calls import ATTRS_KEY, SCATTER_GRAD, SPARSE_ADAGRAD, SPARSE_SGD, Target
+from ember_xla.hlo.literal import literal_from_numpy
+from ember_xla.hlo.shape import Shape
+from ember_xla.ir.graph import Graph, Module
+from ember_xla.ir.operation import Operation
+from ember_xla.ir.rewriter import PatternRewriter
+from ember_xla.ir.value import Value
+from ember_xla.rewrites.refs import Ref, scalar_constant
+from ember_xla.rewrites.walk import NoMatch
+
+REFUSED = ("the update of a row without gradient is not the identity (Adam, momentum, weight "
+           "decay, global-norm clipping ...) or the gradient is used elsewhere: the update "
+           "stays in XLA, the gradient kernel replaces the scatter")
+
+
+@dataclasses.dataclass
+class FusedUpdate:
+    target: Target
+    optimizer: str
+    inputs: list[Value | None]   # the fused call's operands (scalars as f32[] values; None: 0)
+    replaced: list[Value]        # the dense results the call's outputs replace, in order
+    owned: list[Operation]       # the ops the call replaces (the gradient call included)
+    negate_scale: bool = False   # the call gets -s (for ``t - s * g``)
+
+
+def _only_user(v: Value, opcode: str, where: str) -> Operation:
+    users = v.owner.users
+    if len(users) != 1 or users[0].opcode != opcode:
+        found = ", ".join(f"{u.opcode} {u.name}" for u in users) or "nothing"
+        raise NoMatch(f"{where} feeds {found}, not one {opcode}")
+    return users[0]
+
+
+def _other(op: Operation, v: Value) -> Value:
+    a, b = op.operands
+    return b if a is v else a
+
+
+def _scalar(v: Value, where: str) -> Value:
+    """The f32[] value a splat ``broadcast(s)`` spreads."""
+    op = v.owner
+    if (op.opcode == "broadcast" and op.operands and op.operands[0].type.rank == 0
+            and op.operands[0].type.element_type == "f32"):
+        return op.operands[0]
+    raise NoMatch(f"{where} is {op.opcode} {op.name}, not a broadcast f32 scalar")
+
+
+def _is_zero(v: Value) -> bool:
+    c = scalar_constant(Ref(v))
+    return c is not None and c == 0.0
+
+
+def _table(v: Value, like: Value, where: str) -> Value:
+    if v.type.dims != like.type.dims or v.type.element_type != "f32":
+        raise NoMatch(f"{where} {v.owner.name} {v.type} is not an f32 table of the gradient's "
+                      "shape")
+    return v
+
+
+def match_sgd(gcall: Operation) -> FusedUpdate:
+    g = gcall.result
+    mul = _only_user(g, "multiply", "the gradient")
+    s = _scalar(_other(mul, g), "the learning-rate factor")
+    if len(mul.users) != 1 or mul.users[0].opcode not in ("add", "subtract"):
+        raise NoMatch(f"g * lr {mul.name} does not feed one add or subtract")
+    upd = mul.users[0]
+    if upd.opcode == "add":
+        table, negate = _table(_other(upd, mul.result), g, "the updated value"), False
+    elif upd.operands[1] is mul.result and upd.operands[0] is not mul.result:
+        table, negate = _table(upd.operands[0], g, "the updated value"), True
+    else:
+        raise NoMatch(f"{upd.name} subtracts the table from the scaled gradient")
+    idx, rows = gcall.operands
+    return FusedUpdate(SPARSE_SGD, "sgd", [table, idx, rows, s], [upd.result],
+                       [upd, mul, gcall], negate)
+
+
+def match_adagrad(gcall: Operation) -> FusedUpdate:
+    """optax.adagrad: a = g*g + a0; u = where(a > 0, rsqrt(a + eps), 0) * g; t + u * (-lr)."""
+    g = gcall.result
+    users = g.owner.users
+    sq = next((u for u in users if u.opcode == "multiply"
+               and u.operands[0] is g and u.operands[1] is g), None)
+    scaled = [u for u in users if u is not sq]
+    if sq is None or len(scaled) != 1 or scaled[0].opcode != "multiply":
+        raise NoMatch("the gradient does not feed g * g and one other multiply")
+    u = scaled[0]
+    acc = _only_user(sq.result, "add", "g * g")
+    accum = _table(_other(acc, sq.result), g, "the accumulator")
+    gt = next((x for x in acc.users if x.opcode == "compare"), None)
+    if (gt is None or gt.attributes.get("comparison_direction") != "GT"
+            or gt.operands[0] is not acc.result or not _is_zero(gt.operands[1])):
+        raise NoMatch("the accumulator is not compared > 0")
+    plus = next((x for x in acc.users if x.opcode == "add"), None)
+    eps: Value | None = None  # eps = 0: JAX drops the add of a literal zero
+    if plus is not None:
+        eps = _scalar(_other(plus, acc.result), "eps")
+        rs = _only_user(plus.result, "rsqrt", "a + eps")
+    else:
+        rs = next((x for x in acc.users if x.opcode == "rsqrt"), None)
+        if rs is None:
+            raise NoMatch("the accumulator is not offset by eps under an rsqrt")
+    sel = _only_user(rs.result, "select", "rsqrt(a + eps)")
+    if (sel.operands[0] is not gt.result or sel.operands[1] is not rs.result
+            or not _is_zero(sel.operands[2])
+            or math.copysign(1.0, scalar_constant(Ref(sel.operands[2])) or 0.0) < 0):
+        raise NoMatch(f"{sel.name} is not where(a > 0, rsqrt(a + eps), 0)")
+    if _only_user(gt.result, "select", "a > 0") is not sel or _other(u, g) is not sel.result:
+        raise NoMatch("the gradient is not scaled by where(a > 0, rsqrt(a + eps), 0)")
+    v = _only_user(u.result, "multiply", "the scaled gradient")
+    s = _scalar(_other(v, u.result), "the learning-rate factor")
+    upd = _only_user(v.result, "add", "the scaled update")
+    table = _table(_other(upd, v.result), g, "the updated value")
+    idx, rows = gcall.operands
+    owned = [upd, v, u, sel, rs] + ([plus] if plus is not None else []) + [gt, acc, sq, gcall]
+    return FusedUpdate(SPARSE_ADAGRAD, "adagrad", [table, accum, idx, rows, s, eps],
+                       [upd.result, acc.result], owned)
+
+
+def _reference(module: Module, f: FusedUpdate, gcall: Operation, shapes: list[Shape],
+               index: int) -> Graph:
+    """The computation the fused call stands for (the dense ops, the gradient as a ``call``
+    of the scatter's reference computation), kept beside it as ember calls keep theirs."""
+    comp = Graph(module.unique_graph_name(f"ember.{f.target.kind}.{index}"))
+    vmap: dict[int, Value] = {}
+    for i, (v, role) in enumerate(zip(f.inputs, f.target.operand_roles, strict=True)):
+        p = comp.append(Operation("parameter", [], [v.type], {"parameter_number": i}, name=role))
+        vmap[id(v)] = p.result
+    if f.negate_scale:  # the call's scale is -s; the dense ops use s
+        s = comp.append(Operation("negate", [vmap[id(f.inputs[-1])]], [f.inputs[-1].type],
+                                  name="scale.neg"))
+        vmap[id(f.inputs[-1])] = s.result
+    owned = {id(o) for o in f.owned}
+
+    def value(v: Value) -> Value:
+        if id(v) in vmap:
+            return vmap[id(v)]
+        op = v.owner
+        if op is gcall:
+            new = Operation("call", [value(x) for x in op.operands], [v.type],
+                            callees=[gcall.callees[0]], name="gradient")
+        elif id(op) in owned or op.opcode in ("broadcast", "constant"):
+            new = op.clone([value(x) for x in op.operands])
+        else:
+            raise NoMatch(f"the update reads {op.opcode} {op.name}, not one of its inputs")
+        comp.append(new)
+        vmap[id(v)] = new.result
+        return new.result
+
+    outs = [value(v) for v in f.replaced]
+    if len(outs) == 1:
+        comp.root = outs[0].owner
+    else:
+        comp.root = comp.append(Operation("tuple", outs, [Shape.tuple_of(shapes)], name="out"))
+    module.add(comp, before=gcall.parent)
+    return comp
+
+
+def fuse(module: Module, gcall: Operation, index: int, rw: PatternRewriter,
+         adagrad_ok: bool) -> dict[str, Any]:
+    """Fuse the update consuming ``gcall``'s gradient if it is exact; returns the report's
+    ``optimizer`` fields."""
+    reasons = []
+    for matcher in (match_sgd, match_adagrad):
+        try:
+            f = matcher(gcall)
+        except NoMatch as e:
+            reasons.append(f"{matcher.__name__[6:]}: {e}")
+            continue
+        if f.optimizer == "adagrad" and not adagrad_ok:
+            return {"optimizer": None, "optimizer_reason": (
+                "adagrad: the kernel's rsqrt does not reproduce XLA:CPU's on this machine, so "
+                "the update stays in XLA")}
+        return _replace(module, gcall, f, index, rw)
+    return {"optimizer": None, "optimizer_reason": REFUSED + " (" + "; ".join(reasons) + ")"}
+
+
+def _replace(module: Module, gcall: Operation, f: FusedUpdate, index: int,
+             rw: PatternRewriter) -> dict[str, Any]:
+    g: Graph = gcall.parent
+    anchor = f.owned[0]
+    scalar = Shape.array("f32", ())
+    for i, v in enumerate(f.inputs):
+        if v is None:  # a scalar the graph does not spell (eps = 0)
+            zero = Operation("constant", [], [scalar],
+                             {"literal": literal_from_numpy(np.zeros((), np.float32), scalar)},
+                             name=g.unique_name("ember_zero"))
+            rw.insert_before(anchor, zero)
+            f.inputs[i] = zero.result
+    inputs = list(f.inputs)
+    shapes = [v.type for v in f.replaced]
+    comp = _reference(module, f, gcall, shapes, index)
+    if f.negate_scale:
+        neg = Operation("negate", [inputs[-1]], [inputs[-1].type],
+                        name=g.unique_name("ember_scale"))
+        rw.insert_before(anchor, neg)
+        inputs[-1] = neg.result
+    n = len(f.replaced)
+    result = shapes[0] if n == 1 else Shape.tuple_of(shapes)
+    alias = [{"output_shape_index": [] if n == 1 else [i], "operand_index": i,
+              "operand_shape_index": []} for i in range(n)]
+    cc = Operation("custom-call", inputs, [result], {
+        "custom_call_target": f.target.name,
+        "custom_call_api_version": "API_VERSION_TYPED_FFI",
+        ATTRS_KEY: {},
+        "output_operand_aliasing": alias,
+    }, [comp], name=g.unique_name(f"ember_{f.target.kind}"))
+    md = gcall.attributes.get("metadata")
+    if md:
+        cc.attributes["metadata"] = dict(md)
+    rw.insert_before(anchor, cc)
+    if n == 1:
+        rw.replace_all_uses(f.replaced[0], cc.result)
+    else:
+        for i, old in enumerate(f.replaced):
+            gte = Operation("get-tuple-element", [cc.result], [old.type], {"tuple_index": i},
+                            name=g.unique_name(f"ember_{f.target.kind}.{i}"))
+            rw.insert_after(cc, gte)
+            rw.replace_all_uses(old, gte.result)
+    for op in f.owned:
+        if not op.users and op is not g.root:
+            rw.erase(op)
+    rw.sort_topologically(g)
+    return {"optimizer": f.optimizer, "custom_call": cc.name,
+            "outlined_computation": comp.name}
+
+
+def fuse_optimizers(module: Module, rw: PatternRewriter,
+                    adagrad_ok: bool | None = None) -> dict[str, dict[str, Any]]:
+    """Fuse every exact update; per gradient call name, its report fields."""
+    if adagrad_ok is None:
+        from ember_xla.native.rsqrt_probe import rsqrt_matches_xla
+
+        adagrad_ok = rsqrt_matches_xla()
+    out = {}
+    calls = [op for op in module.entry.ops if op.opcode == "custom-call"
+             and op.attributes.get("custom_call_target") == SCATTER_GRAD.name]
+    for i, gcall in enumerate(calls):
+        out[gcall.name] = fuse(module, gcall, i, rw, adagrad_ok)
+    return out

@@ -1,0 +1,137 @@
+"""``ember.scatter_grad``: the transpose of a row lookup, as JAX writes it
+(``_gather_transpose_rule``): ``scatter-add(broadcast(0, [V, D]), ids, row_grads)`` where
+``ids`` is the index operand of a row gather of a ``[V, D]`` table elsewhere in the module
+(the forward lookup, reached through the JVP call's tuple once ``fold-tuple-index`` has run)
+and ``row_grads`` holds one gradient row per lookup (the pooled gradient broadcast over the
+bag axis, gathered by segment id, times weights ... computed by XLA as before).
+
+Not matched, with a reason: scatters into a non-zero operand, scatters that do not write
+whole rows of a rank-2 result (optax's integer-label cross-entropy writes single elements;
+GNN degree counting adds ones into a [N] vector) and zero-initialised scatter-adds whose ids
+no row gather of a table of the result's shape reads (not the gradient of a lookup)."""
+
+from __future__ import annotations
+
+import math
+
+from ember_xla.custom_calls import SCATTER_GRAD
+from ember_xla.hlo.shape import Shape
+from ember_xla.ir.operation import Operation
+from ember_xla.ir.value import Value
+from ember_xla.rewrites.cluster import Cluster
+from ember_xla.rewrites.matcher import Pattern, looks_like_lookup
+from ember_xla.rewrites.refs import Ref, binary_combiner, resolve, scalar_constant
+from ember_xla.rewrites.walk import NoMatch, Walk
+
+GRAD_TYPES = ("f32", "bf16", "f16")
+
+
+def _unclamped(ids: Value, rows: int) -> Value | None:
+    """x if ``ids`` is ``clamp(0, x, rows - 1)`` (``mode="clip"``: JAX clamps the scatter's
+    indices explicitly, while the forward gather reads x and XLA's gather clamps it itself)."""
+    op = ids.owner
+    if op.opcode != "clamp" or len(op.operands) != 3:
+        return None
+    lo, hi = (scalar_constant(Ref(op.operands[i])) for i in (0, 2))
+    return op.operands[1] if lo == 0 and hi == rows - 1 else None
+
+
+def forward_gather(ids: Value, table_dims: tuple[int, ...]) -> Operation | None:
+    """A row gather reading ``ids`` (or the ids a clip-mode clamp clamps) as its indices from a
+    table of shape ``table_dims``."""
+    raw = _unclamped(ids, table_dims[0])
+    if raw is not None:
+        found = forward_gather(raw, table_dims)
+        if found is not None:
+            return found
+    for u in ids.owner.users:
+        if (u.opcode == "gather" and u.operands[1] is ids
+                and tuple(u.operands[0].type.dims) == table_dims
+                and u.attributes.get("gather_dimension_numbers", {}).get(
+                    "collapsed_slice_dims", []) == [0]
+                and list(u.attributes.get("gather_slice_sizes", [])) == [1, table_dims[1]]):
+            return u
+    return None
+
+
+def depends_on(value: Value, op: Operation) -> bool:
+    """Does ``value`` depend on ``op``'s result (a complete search of its producers)?"""
+    stack, seen = [value.owner], set()
+    while stack:
+        o = stack.pop()
+        if o is op:
+            return True
+        if id(o) in seen:
+            continue
+        seen.add(id(o))
+        stack.extend(v.owner for v in o.operands)
+    return False
+
+
+def _zero_operand(op: Operation) -> None:
+    zero = resolve(Ref(op.operands[0]))
+    v = scalar_constant(zero)
+    if v is None or v != 0.0 or math.copysign(1.0, v) < 0:
+        raise NoMatch(f"scatter {op.name} adds into {zero.op.opcode} {zero.op.name}, not a "
+                      "+0 table: not a lookup's gradient")
+
+
+class ScatterGrad(Pattern):
+    name = SCATTER_GRAD.name
+    kind = "scatter_grad"
+    roots = ("scatter",)
+    quiet = True  # most scatters are forward segment reductions: their pattern reports them
+
+    def match(self, op: Operation) -> Cluster:
+        if len(op.operands) != 3:
+            raise NoMatch(f"variadic scatter with {len(op.operands)} operands")
+        out = op.result.type
+        if out.rank != 2 or out.element_type not in GRAD_TYPES:
+            raise NoMatch(f"scatter result {out} is not a float [V, D] table gradient")
+        ids, upd = op.operands[1], op.operands[2]
+        dn = op.attributes.get("scatter_dimension_numbers", {})
+        ivd = dn.get("index_vector_dim", 0)
+        lookup_dims = tuple(upd.type.dims[:-1])
+        rows_ok = (dn.get("update_window_dims", []) == [upd.type.rank - 1]
+                   and dn.get("inserted_window_dims", []) == [0]
+                   and dn.get("scatter_dims_to_operand_dims", []) == [0]
+                   and not dn.get("input_batching_dims") and upd.type.rank >= 2
+                   and upd.type.dims[-1] == out.dims[1])
+        if not rows_ok:
+            raise NoMatch(f"scatter {op.name} does not add whole rows of {out} (dimension "
+                          f"numbers {dn}, updates {upd.type})")
+        idx_ok = (tuple(ids.type.dims[:ivd]) == lookup_dims
+                  and (ivd == ids.type.rank or (ivd == ids.type.rank - 1
+                                                and ids.type.dims[-1] == 1)))
+        if not idx_ok or ids.type.element_type not in ("s32", "s64"):
+            raise NoMatch(f"scatter indices {ids.type} are not one s32/s64 row id per update")
+        if binary_combiner(op) != "add":
+            raise NoMatch(f"scatter {op.name} does not combine with add")
+        if upd.type.element_type != out.element_type:
+            raise NoMatch("the updates and the gradient have different types")
+        _zero_operand(op)
+        fwd = forward_gather(ids, tuple(out.dims))
+        if fwd is None:
+            miss = NoMatch(f"no row gather of a {out} table reads the ids {ids.owner.name}: "
+                           "the zero-initialised scatter-add is not the gradient of a lookup")
+            # reported unless the updates are looked-up rows (a forward segment reduction,
+            # which its own pattern reports)
+            miss.report = not looks_like_lookup(op)
+            raise miss
+        if depends_on(fwd.operands[0], op):
+            # the "lookup" reads a cotangent computed from this scatter: this scatter is the
+            # forward segment reduction (left to ember.segment_reduce), not a gradient
+            raise NoMatch(f"the gather {fwd.name} reading the same ids depends on scatter "
+                          f"{op.name}: a forward segment reduction, not a gradient")
+        walk = Walk(op)
+        zero = Ref(op.operands[0])
+        if zero.op.opcode == "broadcast" and walk.can_take(zero):
+            walk.take(zero)
+        n = math.prod(lookup_dims)
+        shapes = [Shape.array(ids.type.element_type, (n,)),
+                  Shape.array(upd.type.element_type, (n, out.dims[1]))]
+        c = Cluster(self.kind, self.name, op, walk.owned, [ids, upd], ["indices", "updates"],
+                    {}, direction="backward", kernel_shapes=shapes,
+                    table_value=fwd.operands[0])
+        c.notes.append(f"transpose of the lookup {fwd.name}")
+        return c

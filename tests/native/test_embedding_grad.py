@@ -1,0 +1,156 @@
+"""The gradient kernels against XLA:CPU, bit for bit (NaN positions only, not payloads).
+
+``ember.scatter_grad`` against ``jnp.zeros((V, D)).at[ids].add(rows)`` (the scatter JAX emits
+as the transpose of a lookup); ``ember.sparse_sgd`` / ``ember.sparse_adagrad`` against the dense
+update XLA computes from that gradient, including learning rates for which rows without
+gradient do change (the kernels then update every row)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+native = pytest.importorskip("ember_xla.native")
+try:
+    native.register_targets()
+except native.NativeLibraryMissing as err:  # pragma: no cover - depends on the install
+    pytest.skip(str(err), allow_module_level=True)
+
+from ember_xla.native.rsqrt_probe import native_rsqrt, probe_values, xla_rsqrt  # noqa: E402
+
+
+def assert_same(got, want) -> None:
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    nan_g, nan_w = np.isnan(got.astype(np.float32)), np.isnan(want.astype(np.float32))
+    np.testing.assert_array_equal(nan_g, nan_w, err_msg="NaN positions differ")
+    uint = {2: np.uint16, 4: np.uint32}[got.dtype.itemsize]
+    bad = np.argwhere(np.where(nan_g, 0, got.view(uint)) != np.where(nan_w, 0, want.view(uint)))
+    assert bad.size == 0, f"{len(bad)} differ, first {tuple(bad[0])}: {got[tuple(bad[0])]!r} " \
+                          f"vs {want[tuple(bad[0])]!r}"
+
+
+def scatter_grad(ids, rows, v):
+    call = jax.ffi.ffi_call("ember.scatter_grad",
+                            jax.ShapeDtypeStruct((v, rows.shape[1]), rows.dtype))
+    return call(ids, rows)
+
+
+def mixed(rng, shape, dtype):
+    x = rng.standard_normal(shape) * np.exp2(rng.integers(-10, 11, size=shape))
+    return np.asarray(x, dtype=np.float32).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16, jnp.float16])
+@pytest.mark.parametrize("v,n,d", [(7, 300, 5), (1000, 64, 16), (100_000, 50, 3), (5, 0, 4),
+                                   (3, 40, 1)])
+def test_scatter_grad_is_xla_scatter_add(dtype, v, n, d):
+    rng = np.random.default_rng(v + n + d)
+    # duplicates, too-large and (after JAX's negative-index wrap) negative ids: dropped
+    ids = rng.integers(-v - 3, v + 3, n).astype(np.int32)
+    rows = mixed(rng, (n, d), dtype)
+    if n > 4:
+        rows[0, 0], rows[1, -1], rows[2, 0] = np.nan, np.inf, -0.0
+    want = jax.jit(lambda i, u: jnp.zeros((v, d), dtype).at[i].add(u, mode="drop"))(ids, rows)
+    wrapped = np.where(ids < 0, ids + v, ids)  # what the scatter itself reads
+    assert_same(jax.jit(lambda i, u: scatter_grad(i, u, v))(wrapped, rows), want)
+
+
+def test_scatter_grad_s64_ids_and_all_out_of_range():
+    with jax.enable_x64(True):
+        ids = np.array([2**40, -1, 5, 5, 9], np.int64)
+        rows = np.arange(10, dtype=np.float32).reshape(5, 2)
+        got = np.asarray(jax.jit(lambda i, u: scatter_grad(i, u, 6))(ids, rows))
+    want = np.zeros((6, 2), np.float32)
+    want[5] = rows[2] + rows[3]
+    assert_same(got, want)
+
+
+def test_scatter_grad_rejects_bad_shapes():
+    call = jax.ffi.ffi_call("ember.scatter_grad", jax.ShapeDtypeStruct((4, 3), jnp.float32))
+    with pytest.raises(Exception, match="updates must be"):
+        jax.jit(call)(np.zeros(5, np.int32), np.zeros((5, 2), np.float32))
+
+
+def test_rsqrt_reproduces_xla_on_this_machine():
+    x = probe_values(1 << 16, seed=3)
+    assert_same(native_rsqrt(x), xla_rsqrt(x))
+
+
+def sparse_sgd(table, ids, rows, scale):
+    call = jax.ffi.ffi_call("ember.sparse_sgd", jax.ShapeDtypeStruct(table.shape, table.dtype),
+                            input_output_aliases={0: 0})
+    return call(table, ids, rows, scale)
+
+
+def sparse_adagrad(table, acc, ids, rows, scale, eps):
+    shapes = (jax.ShapeDtypeStruct(table.shape, table.dtype),) * 2
+    call = jax.ffi.ffi_call("ember.sparse_adagrad", shapes,
+                            input_output_aliases={0: 0, 1: 1})
+    return call(table, acc, ids, rows, scale, eps)
+
+
+SCALES = [-0.1, -0.0, 0.0, 0.25, -np.inf, np.nan, -3e38]
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_sparse_sgd_is_the_dense_update(scale):
+    rng = np.random.default_rng(1)
+    v, d, n = 40, 7, 90
+    table = mixed(rng, (v, d), np.float32)
+    table[3] = -0.0  # an untouched -0 row stays -0 only when t + 0*s keeps it
+    ids = rng.integers(5, v + 2, n).astype(np.int32)
+    rows = mixed(rng, (n, d), np.float32)
+    s = np.float32(scale)
+
+    def dense(t, i, u, s):
+        return t + jnp.zeros_like(t).at[i].add(u, mode="drop") * s
+
+    want = jax.jit(dense)(table, ids, rows, s)
+    assert_same(jax.jit(sparse_sgd)(table, ids, rows, s), want)
+
+
+@pytest.mark.parametrize("scale,eps", [(-0.1, 1e-7), (-0.0, 1e-7), (0.5, 1e-7), (-0.1, -1.0),
+                                       (-0.1, 0.0), (np.nan, 1e-7)])
+def test_sparse_adagrad_is_optax_adagrad(scale, eps):
+    rng = np.random.default_rng(2)
+    v, d, n = 30, 9, 70
+    table = mixed(rng, (v, d), np.float32)
+    acc = np.abs(mixed(rng, (v, d), np.float32))
+    acc[0] = 0.0
+    ids = rng.integers(0, v + 2, n).astype(np.int32)
+    rows = mixed(rng, (n, d), np.float32)
+    rows[0] = 0.0
+    s, e = np.float32(scale), np.float32(eps)
+
+    def dense(t, a, i, u, s, e):
+        g = jnp.zeros_like(t).at[i].add(u, mode="drop")
+        a = g * g + a
+        upd = jnp.where(a > 0, jax.lax.rsqrt(a + e), 0.0) * g
+        return t + upd * s, a
+
+    want = jax.jit(dense)(table, acc, ids, rows, s, e)
+    got = jax.jit(sparse_adagrad)(table, acc, ids, rows, s, e)
+    assert_same(got[0], want[0])
+    assert_same(got[1], want[1])
+
+
+def test_dense_formula_is_optax_adagrad():
+    """The formula the test above checks is optax.adagrad's own (not a transcription): both
+    compiled by XLA give the same bits."""
+    rng = np.random.default_rng(4)
+    t, g = mixed(rng, (6, 5), np.float32), mixed(rng, (6, 5), np.float32)
+    opt = optax.adagrad(0.3, initial_accumulator_value=0.2, eps=1e-6)
+    upd, st = jax.jit(opt.update)(g, opt.init(t), t)
+
+    @jax.jit
+    def mine(g, a0):
+        a = g * g + a0
+        return jnp.where(a > 0, jax.lax.rsqrt(a + np.float32(1e-6)), 0.0) * g * np.float32(-0.3), a
+
+    want_upd, want_acc = mine(g, np.full_like(t, 0.2))
+    assert_same(st[0].sum_of_squares, want_acc)
+    assert_same(upd, want_upd)
