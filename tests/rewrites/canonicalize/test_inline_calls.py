@@ -46,7 +46,7 @@ def test_jvp_wrapped_take_is_inlined_and_its_tuple_folded(canon):
         return t - 0.1 * g, loss
 
     args = [canon.table(), np.array([[0, 9, 9], [3, -1, 2]], np.int32)]
-    work, notes = canon(step, args, "inline-calls")
+    work, notes = canon(step, args, "inline-calls,fold-tuple-index")
     ops = canon.opcodes(work)
     assert "call" not in ops and "get-tuple-element" not in ops and ops.count("tuple") == 1
     assert not notes
@@ -70,5 +70,5 @@ ENTRY e {
   ROOT n = f32[3] negate(g)
 }"""
     work, _ = canon(text, [np.zeros(2, np.float32), np.arange(3, dtype=np.float32)],
-                    "inline-calls")
+                    "inline-calls,fold-tuple-index")
     assert canon.opcodes(work) == ["parameter", "parameter", "negate"]
