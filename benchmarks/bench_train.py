@@ -15,8 +15,8 @@ untimed; the block order rotates every repetition), medians of the timed runs:
   xla           jax.jit(step) on XLA:CPU: new tables written every step;
   xla_donated   jax.jit(step, donate_argnums=(tables, slots)): XLA may update in place;
   ember         the same step exported as HLO, rewritten by ember_xla.rewrites (defaults),
-                compiled on XLA:CPU; what the rewrite finds is printed (today: the forward
-                lookups; the backward and the update stay in XLA);
+                compiled on XLA:CPU; the clusters it finds are printed (forward lookups,
+                backward gradients, the optimizer fused into a gradient where it is);
   ember_donated the donated export, rewritten (input_output_alias kept);
   tbe           FBGEMM SplitTableBatchedEmbeddingBagsCodegen on the CPU (fbgemm-gpu-cpu 1.8.0)
                 with the same optimizer fused into its backward, tables updated in place; the
@@ -140,7 +140,8 @@ def jax_variant(args, data, optimizer: str, name: str):
     result = rewrite_module(module_from_proto(proto, "bench_train"))
     kinds: dict[str, int] = {}
     for c in result.clusters:
-        key = f"{c.get('pass', 'forward')} {c['kind']}"
+        fused = f" + {c['optimizer']}" if c.get("optimizer") else ""
+        key = f"{c.get('pass', 'forward')} {c['kind']}{fused}"
         kinds[key] = kinds.get(key, 0) + 1
     loaded = compile_module(result.module)._loaded
     outs = [np.asarray(o) for o in loaded.execute(

@@ -8,8 +8,8 @@ whose backward is written in JAX ops, in the order XLA's own autodiff of the equ
   index (``clip``) or dropping indices outside ``[0, N)`` (``fill``);
 - the weights' cotangent: ``sum_d(rows * per-lookup cotangent)`` with the looked-up rows.
 
-max and min bags have no VJP here: which lookup of a tied bag gets the gradient is
-XLA's choice, and refusing is clearer than guessing (a ValueError when ``jax.grad`` reaches it).
+max and min bags have no VJP here (JAX's gradient of a segment max shares it among tied
+lookups by a rule not reproduced here): ``jax.grad`` reaching one raises a ValueError.
 """
 
 from __future__ import annotations
@@ -86,11 +86,11 @@ def _bwd(spec: BagSpec, res: tuple, cot: Any):
     if spec.combiner in ("max", "min"):
         raise ValueError(f"embedding_bag(combiner={spec.combiner!r}) has no gradient: use "
                          "sum, mean or sqrt_n, or jnp.take + jax.ops.segment_max")
-    if spec.combiner == "mean":
-        cot = cot / _bag_sizes(spec, lookup_bags(spec, indices, bounds), cot.dtype)
-    elif spec.combiner == "sqrt_n":
-        cot = cot / jnp.sqrt(_bag_sizes(spec, lookup_bags(spec, indices, bounds), cot.dtype))
     bags = lookup_bags(spec, indices, bounds)
+    if spec.combiner == "mean":
+        cot = cot / _bag_sizes(spec, bags, cot.dtype)
+    elif spec.combiner == "sqrt_n":
+        cot = cot / jnp.sqrt(_bag_sizes(spec, bags, cot.dtype))
     per_lookup = jnp.take(cot, bags, axis=0, mode="fill", fill_value=0)
     idx = effective_indices(spec, table.shape[0], indices)
     d_weights = None

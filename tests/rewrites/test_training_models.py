@@ -4,7 +4,8 @@ Adam; a donated variant): every forward cluster is found through the JVP wrapper
 ``value_and_grad`` (a missed one fails the test with the matcher's reason), and the rewritten
 step equals the original on XLA:CPU -- loss, gradients' effect on the parameters and the
 optimizer state -- with ``xla_allow_excess_precision`` true and false, for random, edge and
-out-of-range inputs; bitwise unless the step states a tolerance."""
+out-of-range inputs; bitwise unless the step states a tolerance. The backward clusters are
+held to each step's record (known gaps are strict expected failures)."""
 
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ def _equal(got, want, tolerance: float, what: str) -> None:
 def test_rewritten_step_equals_xla(name, excess_precision, rewritten):
     step = tm.STEPS[name]
     original, result = tm.export(name)[0].module, rewritten(name)
-    assert result.changed == bool(step.forward)
+    assert result.changed or not step.forward
     for case in ("random", "edge", "oob"):
         args = tm.inputs(name, case)
         want = run_module(original, args, {"xla_allow_excess_precision": excess_precision})
@@ -99,3 +100,35 @@ def test_steps_really_train():
         moved = [o for o in outs if o.ndim == 2 and o.dtype.kind == "f"
                  and o.tobytes() not in params]
         assert moved, name
+
+
+# Steps whose backward the matcher does not yet find as recorded (what it finds instead); each
+# is an expected failure, strict: once the matcher gets it right the test fails until the
+# entry is removed here.
+BACKWARD_GAPS = {
+    "flax_linen_bf16_bag_sum_sgd": "the bf16 table's gradient is found, its SGD is not fused",
+    "jnp_take_two_tables_rowwise_adagrad": "both gradients are found, the hand-written "
+                                           "rowwise Adagrad is not fused",
+    "equinox_embedding_weighted_bag_adagrad": "no backward cluster: the vmapped [1, D] "
+                                              "dynamic-slice transpose is not matched",
+    "keras_embedding_average_sgd": "no backward cluster: Keras applies the IndexedSlices "
+                                   "as a scatter into the variable",
+    "keras_embedding_average_adagrad": "no backward cluster: Keras' sparse Adagrad scatters "
+                                       "into the accumulator and the variable",
+}
+
+
+def _backward_record(name: str):
+    marks = ([pytest.mark.xfail(strict=True, reason=BACKWARD_GAPS[name])]
+             if name in BACKWARD_GAPS else [])
+    return pytest.param(name, marks=marks)
+
+
+@pytest.mark.parametrize("name", [_backward_record(n) for n in sorted(tm.STEPS)])
+def test_backward_clusters_match_the_record(name, rewritten):
+    """One backward cluster per recorded table gradient, with the recorded optimizer fused
+    (None: the gradient is rewritten, the update stays in XLA)."""
+    result = rewritten(name)
+    found = sorted((c.get("optimizer") or "") for c in result.clusters
+                   if c.get("pass") == "backward")
+    assert found == sorted(o or "" for o in tm.STEPS[name].backward), result.near_misses
