@@ -143,7 +143,8 @@ def stale_staging(rng: random.Random, runner: Any, work: Path, model: Path) -> R
     return "stale staging", why, argv, o.stderr
 
 
-def _children(pid: int) -> set[int]:
+def children(pid: int) -> set[int]:
+    """The live (not zombie) child processes of ``pid`` (Linux /proc)."""
     out = set()
     for d in os.listdir("/proc"):
         if d.isdigit():
@@ -157,7 +158,8 @@ def _children(pid: int) -> set[int]:
     return out
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie does not)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
@@ -189,27 +191,27 @@ def batch_kill(rng: random.Random, work: Path, models: list[Path]) -> Result:
     seen: set[int] = set()
     t_end = time.monotonic() + 300
     while not seen and p.poll() is None and time.monotonic() < t_end:
-        seen |= _children(p.pid)
+        seen |= children(p.pid)
         time.sleep(0.01)
     t_end = time.monotonic() + rng.uniform(0, 6)
     while p.poll() is None and time.monotonic() < t_end:
-        seen |= _children(p.pid)
+        seen |= children(p.pid)
         time.sleep(0.02)
     why = None
     if victim == "parent":
         p.kill()
         p.wait()
         deadline = time.monotonic() + 5
-        while any(_alive(w) for w in seen) and time.monotonic() < deadline:
+        while any(alive(w) for w in seen) and time.monotonic() < deadline:
             time.sleep(0.05)
-        orphans = [w for w in seen if _alive(w)]
+        orphans = [w for w in seen if alive(w)]
         for w in orphans:
             os.kill(w, signal.SIGKILL)
         if orphans:
             why = f"{len(orphans)} orphan worker(s)"
     else:
         for w in list(seen):
-            if _alive(w):
+            if alive(w):
                 os.kill(w, signal.SIGKILL)
                 break
         try:
