@@ -36,7 +36,7 @@ runpy.run_module("ember_xla.batch.worker", run_name="__main__")
 
 
 class WorkerStartError(RuntimeError):
-    pass
+    by_signal = False  # the worker was killed by a signal while starting
 
 
 def rss_mb(pid: int) -> float | None:
@@ -66,11 +66,23 @@ class WorkerProcess:
         self.log_path = log_path
         self.tensorflow = tensorflow
         self.proc: subprocess.Popen[bytes] | None = None
+        self.died_by_signal = False  # how the last worker that died ended
         self._buf = b""
         self.starts = 0
 
     # -- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
+        """Start a worker; one killed by a signal while starting (from outside: the OOM
+        killer, a stray ``kill``) is started once more before the job gives up."""
+        try:
+            self._start_once()
+        except WorkerStartError as e:
+            if not e.by_signal:
+                raise
+            self._start_once()
+
+    def _start_once(self) -> None:
+        self.died_by_signal = False
         os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
         log = open(self.log_path, "ab")
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3"),
@@ -88,8 +100,10 @@ class WorkerProcess:
         got = self._receive(max(STARTUP_MIN_S, self.settings.timeout_s), 0)
         if "ready" not in got:
             self.kill()
-            raise WorkerStartError(f"the batch worker did not start: {got.get('error')} "
+            err = WorkerStartError(f"the batch worker did not start: {got.get('error')} "
                                    f"(log: {self.log_path})")
+            err.by_signal = self.died_by_signal
+            raise err
 
     def ensure_started(self) -> None:
         if not self.alive():
@@ -165,6 +179,7 @@ class WorkerProcess:
     def _death_reason(self) -> str:
         assert self.proc is not None
         rc = self.proc.wait()
+        self.died_by_signal = rc < 0
         log = os.path.relpath(self.log_path, self.settings.out)
         if rc < 0:
             why = f"the worker crashed ({_signal_name(rc)})"

@@ -198,7 +198,16 @@ def main(argv: list[str]) -> int:
         print(f"ember-xla: error: unknown command {cmd!r}; expected one of {choices} "
               "(ember-xla --help for usage)", file=sys.stderr)
         return USAGE_EXIT
-    return guarded(lambda: HANDLERS[cmd](args))
+    def checked() -> int:
+        from ember_xla.cli.flag_ranges import check_flag_ranges
+
+        check_flag_ranges(FLAGS)
+        return HANDLERS[cmd](args)
+
+    return guarded(checked)
+
+
+MAX_FLAG_NAME = 100
 
 
 def _parse_flags(argv: list[str]) -> list[str]:
@@ -207,6 +216,11 @@ def _parse_flags(argv: list[str]) -> list[str]:
     from ember_xla.cli.flagfiles import check_flagfiles
 
     try:
+        for a in argv[1:]:
+            name = a.lstrip("-").partition("=")[0]
+            if a.startswith("-") and len(name) > MAX_FLAG_NAME and name not in FLAGS:
+                # absl's "did you mean" recursed once per character (RecursionError)
+                raise UsageError(f"unknown flag --{name}")
         check_flagfiles(argv[1:])
         return FLAGS(argv)
     except (flags.Error, UsageError, UnicodeError, OSError) as e:

@@ -45,11 +45,13 @@ def load_inputs(model: Model, path: str | None, seed: int) -> list[np.ndarray]:
 
 def _match(model: Model, params: list, data: Any, path: str) -> list[np.ndarray]:
     out = []
+    used: set[str] = set()
     for i, p in enumerate(params):
         num = p.attributes.get("parameter_number", i)
         for key in (p.name, f"arr_{num}", str(num)):
             if key in data:
                 arr = data[key]
+                used.add(key)
                 break
         else:
             if num in model.bound:
@@ -62,6 +64,11 @@ def _match(model: Model, params: list, data: Any, path: str) -> list[np.ndarray]
             raise UsageError(f"{path}: array for parameter {num} ({p.name}) is "
                              f"{arr.dtype}{list(arr.shape)}, expected {want}")
         out.append(arr)
+    unknown = sorted(set(data.files) - used)
+    if unknown:
+        names = ", ".join(repr(k) for k in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+        raise UsageError(f"{path}: {len(unknown)} array(s) for no entry parameter: {names} "
+                         f"(expected parameter names or arr_0..arr_{len(params) - 1})")
     return out
 
 

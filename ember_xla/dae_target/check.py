@@ -32,6 +32,7 @@ from ember_xla.call_specs import ArraySpec, ClusterSpec, cluster_spec
 from ember_xla.dae_target.interp.run import run
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
+from ember_xla.runtime.inputs import draw_ids
 
 NP = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16, "s32": np.int32,
       "s64": np.int64}
@@ -63,15 +64,9 @@ def _values(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.
 def _ids(rng: np.random.Generator, a: ArraySpec, n: int, spec: ClusterSpec,
          case: str | None) -> np.ndarray:
     size = int(np.prod(a.shape))
-    if case == "duplicates":
-        x = np.full(size, rng.integers(0, max(n, 1)))
-    elif case == "out_of_range":
-        x = rng.choice([-n - 2, n, n + 5, -1], size=size) if n else rng.integers(-3, 3, size)
-        if not spec.wrap_negative:
-            x = np.where(x == -1, n + 1, x)
-    else:
-        x = rng.integers(-n - 3, n + 3, size=size)
-    x = x.astype(np.int64)
+    x = draw_ids(rng, size, n, case)
+    if case == "out_of_range" and not spec.wrap_negative:
+        x = np.where(x == -1, n + 1, x)
     if spec.index_bits == 32 and a.dtype == "s64" and size:
         hi = rng.random(size) < 0.3
         x = np.where(hi, x + (1 << 32), x)

@@ -5,6 +5,7 @@ expected. Every timing parameter of the emulator comes from here (docs: configs/
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -146,9 +147,21 @@ def _check_table(path: str, where: str, table: Any, keys: dict[str, tuple[type, 
         if isinstance(v, bool) and bool not in kinds or not isinstance(v, kinds):
             raise TargetError(f"{path}: {full}: expected {_KIND[kinds[0]]}, got {v!r}")
         if isinstance(v, int | float) and not isinstance(v, bool):
+            _check_number(path, full, v)
             if v < 0 or (v == 0 and full not in _MAY_BE_ZERO):
                 raise TargetError(f"{path}: {full}: expected a positive value, got {v!r}")
     return table
+
+
+MAX_INT = 2**53 - 1  # exact in a double and in an int64, the C++ emulator's types
+
+
+def _check_number(path: str, full: str, v: int | float) -> None:
+    """Integers exact in both C++ types the emulator computes in; floats finite."""
+    if isinstance(v, float) and not math.isfinite(v):
+        raise TargetError(f"{path}: {full}: expected a finite number, got {v!r}")
+    if isinstance(v, int) and not -MAX_INT <= v <= MAX_INT:
+        raise TargetError(f"{path}: {full}: {v} is out of range (at most 2^53 - 1)")
 
 
 def parse_target(data: dict[str, Any], path: str = "<target>") -> Target:
@@ -171,6 +184,7 @@ def parse_target(data: dict[str, Any], path: str = "<target>") -> Target:
         if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
             raise TargetError(f"{path}: execute_unit.op_cycles.{cls}: expected a positive "
                               f"integer, got {v!r}")
+        _check_number(path, f"execute_unit.op_cycles.{cls}", v)
     extra = sorted(set(ops) - set(OP_CLASSES))
     if extra:
         raise TargetError(f"{path}: execute_unit.op_cycles.{extra[0]}: unknown op class "

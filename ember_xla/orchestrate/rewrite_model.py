@@ -116,14 +116,17 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
     report = {"source": model.source, **result.report()}
     if verify:
         from ember_xla.runtime.compare import verify_rewrite
-        from ember_xla.runtime.inputs import random_inputs
+        from ember_xla.runtime.inputs import edge_id_inputs, random_inputs
 
-        say("[2/3] verifying: original vs rewritten on XLA:CPU, random valid inputs")
+        say("[2/3] verifying: original vs rewritten on XLA:CPU, random valid inputs"
+            " (ids in range, then negative, out-of-range and duplicate ids)")
         inputs = random_inputs(model.module, seed, model.bound)
-        report["verify"] = {"seed": seed, **verify_rewrite(model.module, result.module, inputs)}
+        cases = edge_id_inputs(model.module, inputs, seed)
+        report["verify"] = {"seed": seed, **verify_rewrite(model.module, result.module, inputs,
+                                                          cases)}
         v = report["verify"]
         say(f"  outputs bitwise equal: {v['bitwise_equal']}, max abs difference "
-            f"{v['max_abs_diff']:.3g}")
+            f"{v['max_abs_diff']:.3g}" + (f" over {len(cases) + 1} input sets" if cases else ""))
     else:
         say("[2/3] verification skipped (pass --verify)")
     try:

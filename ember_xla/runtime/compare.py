@@ -41,10 +41,22 @@ def compare_outputs(want: list[np.ndarray], got: list[np.ndarray]) -> dict[str, 
 
 
 def verify_rewrite(original: Module, rewritten: Module,
-                   inputs: list[np.ndarray]) -> dict[str, Any]:
-    want = compile_module(original).run(inputs)
-    got = compile_module(rewritten).run(inputs)
-    return compare_outputs(want, got)
+                   inputs: list[np.ndarray],
+                   id_cases: dict[str, list[np.ndarray]] | None = None) -> dict[str, Any]:
+    """Compare on ``inputs`` and on each of ``id_cases`` (the same inputs with edge-case ids,
+    ``runtime.inputs.edge_id_inputs``); the result's totals cover every case, ``cases``
+    lists each one's."""
+    a, b = compile_module(original), compile_module(rewritten)
+    result = compare_outputs(a.run(inputs), b.run(inputs))
+    if id_cases:
+        cases = {"in_range": {k: result[k] for k in ("bitwise_equal", "max_abs_diff")}}
+        for name, xs in id_cases.items():
+            r = compare_outputs(a.run(xs), b.run(xs))
+            cases[name] = {k: r[k] for k in ("bitwise_equal", "max_abs_diff")}
+        result["bitwise_equal"] = all(c["bitwise_equal"] for c in cases.values())
+        result["max_abs_diff"] = max(c["max_abs_diff"] for c in cases.values())
+        result["cases"] = cases
+    return result
 
 
 def time_modules(modules: dict[str, Module], inputs: list[np.ndarray],

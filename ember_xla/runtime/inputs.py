@@ -32,8 +32,17 @@ def _callers(module: Module) -> dict[int, list[Operation]]:
 
 def _index_bounds(module: Module) -> dict[int, int]:
     """Entry parameter number -> exclusive upper bound for its values."""
+    return _index_uses(module)[0]
+
+
+def _index_uses(module: Module) -> tuple[dict[int, int], dict[int, set[str]]]:
+    """Entry parameter number -> exclusive upper bound for its values, and -> how they are
+    used: ``gather``/``scatter`` and the promises (``indices_are_sorted``,
+    ``unique_indices``) of the ops they reach."""
     callers = _callers(module)
     bounds: dict[int, int] = {}
+    promises: dict[int, set[str]] = {}
+    current: set[str] = set()
 
     def visit(op: Operation, bound: int, seen: set[int]) -> None:
         if id(op) in seen:
@@ -44,6 +53,7 @@ def _index_bounds(module: Module) -> dict[int, int]:
             num = op.attributes.get("parameter_number", 0)
             if g is module.entry:
                 bounds[num] = min(bound, bounds.get(num, bound))
+                promises.setdefault(num, set()).update(current)
             for call in callers.get(id(g), []):
                 if num < len(call.operands):
                     visit(call.operands[num].owner, bound, seen)
@@ -54,6 +64,8 @@ def _index_bounds(module: Module) -> dict[int, int]:
                     visit(v.owner, bound, seen)
 
     for op in module.walk():
+        current = {k for k in ("indices_are_sorted", "unique_indices")
+                   if op.attributes.get(k) in (True, "true")} | {op.opcode}
         if op.opcode == "gather":
             dn = op.attributes.get("gather_dimension_numbers", {})
             dims = dn.get("start_index_map", [0])
@@ -71,7 +83,58 @@ def _index_bounds(module: Module) -> dict[int, int]:
             bound = min(operand.dims[d] for d in dims) if dims else 1
             n_ops = len(op.operands)
             visit(op.operands[n_ops // 2].owner, max(bound, 1), set())
-    return bounds
+    return bounds, promises
+
+
+ID_CASES = ("mixed", "duplicates", "out_of_range")
+
+
+def draw_ids(rng: np.random.Generator, size: int, n: int, case: str | None = None
+             ) -> np.ndarray:
+    """Ids for a table of ``n`` rows, as int64: ``None``/"mixed" in [-n-3, n+3) (negative,
+    in-range and out-of-range ones, duplicates where size > 2n+6), "duplicates" one id
+    everywhere, "out_of_range" only ids outside [0, n) (-1 among them)."""
+    if case == "duplicates":
+        return np.full(size, rng.integers(0, max(n, 1)), np.int64)
+    if case == "out_of_range":
+        x = rng.choice([-n - 2, n, n + 5, -1], size=size) if n else rng.integers(-3, 3, size)
+        return x.astype(np.int64)
+    return rng.integers(-n - 3, n + 3, size=size).astype(np.int64)
+
+
+def edge_id_inputs(module: Module, base: list[np.ndarray], seed: int = 0
+                   ) -> dict[str, list[np.ndarray]]:
+    """``base`` with the ids of every gather/scatter index parameter redrawn per ``ID_CASES``
+    (values the original module defines: XLA clamps gather starts and drops out-of-range
+    scatter updates). "out_of_range" redraws gather indices only (with every segment id out
+    of range too, every update would be dropped and nothing compared). Promises are kept: ids
+    reaching an ``indices_are_sorted`` op are sorted, ids reaching a ``unique_indices`` one
+    are not redrawn. Empty: no index parameter."""
+    bounds, promises = _index_uses(module)
+    params = sorted(module.entry.params(), key=lambda p: p.attributes.get("parameter_number", 0))
+    nums = [i for i, p in enumerate(params)
+            if p.attributes.get("parameter_number", i) in bounds and i < len(base)
+            and np.asarray(base[i]).dtype.kind in "iu" and np.asarray(base[i]).dtype.itemsize > 1
+            and "unique_indices" not in promises.get(p.attributes.get("parameter_number", i), ())]
+    if not nums:
+        return {}
+    rng = np.random.default_rng([seed, 1])
+    out = {}
+    for case in ID_CASES:
+        inputs = list(base)
+        for i in nums:
+            num = params[i].attributes.get("parameter_number", i)
+            if case == "out_of_range" and "gather" not in promises.get(num, ()):
+                continue
+            a = np.asarray(base[i])
+            x = draw_ids(rng, a.size, bounds[num], case)
+            info = np.iinfo(a.dtype)
+            x = np.clip(x, max(info.min, -(2**62)), min(info.max, 2**62))
+            if "indices_are_sorted" in promises.get(num, ()):
+                x = np.sort(x)
+            inputs[i] = x.astype(a.dtype).reshape(a.shape)
+        out[case] = inputs
+    return out
 
 
 def random_array(shape: Shape, rng: np.random.Generator, high: int = 10) -> np.ndarray:

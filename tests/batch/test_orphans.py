@@ -5,37 +5,18 @@ folder free, completes every model and leaves no staging behind."""
 import os
 import shutil
 import signal
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).parents[1] / "fuzz"))
+from env_cases import alive, children  # noqa: E402  (the tests folder is not a package)
+
 FIXTURES = Path(__file__).parents[1] / "rewrites" / "fixtures"
 MODELS = ["jax_gnn_segment_max.hlo", "jax_index_segment_min.hlo", "jax_padded_bag_sum.hlo",
           "jax_take_fill_segment_sum.hlo"]
-
-
-def _children(pid: int) -> set[int]:
-    out = set()
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                fields = f.read().rsplit(")", 1)[-1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            out.add(int(d))
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.fixture(scope="module")
@@ -54,20 +35,20 @@ def _kill_and_check(kit, models: Path, out: Path, after_s: float) -> int:
     seen: set[int] = set()
     t_end = time.monotonic() + 300
     while not seen and time.monotonic() < t_end and p.poll() is None:
-        seen |= _children(p.pid)
+        seen |= children(p.pid)
         time.sleep(0.01)
     t_end = time.monotonic() + after_s
     while time.monotonic() < t_end and p.poll() is None:
-        seen |= _children(p.pid)
+        seen |= children(p.pid)
         time.sleep(0.02)
     p.send_signal(signal.SIGKILL)
     p.wait()
     p.stdout.close()
     p.stderr.close()
     deadline = time.monotonic() + 5
-    while any(_alive(w) for w in seen) and time.monotonic() < deadline:
+    while any(alive(w) for w in seen) and time.monotonic() < deadline:
         time.sleep(0.05)
-    survivors = [w for w in seen if _alive(w)]
+    survivors = [w for w in seen if alive(w)]
     for w in survivors:  # never leave them running, even when the test fails
         os.kill(w, signal.SIGKILL)
     assert survivors == [], f"workers outlived the killed parent: {survivors}"

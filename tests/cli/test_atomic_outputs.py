@@ -46,11 +46,11 @@ def results(tmp_path_factory):
     return out
 
 
-def _kill_after(out: Path, step: int):
+def _kill_after(out: Path, step: int, pause: str = "2"):
     """Start `rewrite NEW --out out` with the pause hook; SIGKILL it after ``step`` hook lines
     (0: before the first write)."""
     p = subprocess.Popen(_cmd() + ["rewrite", str(NEW), "--out", str(out)],
-                         env=_env(EMBER_XLA_TEST_PAUSE_WRITES="2"), stderr=subprocess.PIPE,
+                         env=_env(EMBER_XLA_TEST_PAUSE_WRITES=pause), stderr=subprocess.PIPE,
                          stdout=subprocess.DEVNULL, text=True, cwd=tempfile.gettempdir())
     seen = 0
     while seen < step:
@@ -164,5 +164,29 @@ def test_immutable_old_file_refused_before_work(results, tmp_path, cli, error_li
     finally:
         subprocess.run(["chattr", "-i", str(out / "report.json")], check=True)
     assert "report.json" in line and "immutable" in line
+    assert _files(out) == results["old"]
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".")] == []
+
+
+@pytest.mark.slow
+def test_hundred_sigkills_of_rewrite(results, tmp_path, cli):
+    """100 kills at a random hook step (before the first write, between writes, after the
+    swap) alternating old and new inputs over one folder: the folder is always the complete
+    old or new result, and after a final run no staging folder is left."""
+    import random
+
+    rng = random.Random(5)
+    out = tmp_path / "out"
+    shutil.copytree(_old_dir(results, tmp_path), out)
+    kills = 0
+    for _ in range(100):
+        step = rng.randrange(0, 5)
+        assert _kill_after(out, step, pause="0.3") == step
+        kills += 1
+        got = _files(out) if out.exists() else None
+        assert got in (results["old"], results["new"]), sorted(got or {})
+    assert kills == 100
+    p = cli("rewrite", str(OLD), "--out", str(out))
+    assert p.returncode == 0, p.stderr
     assert _files(out) == results["old"]
     assert [n for n in os.listdir(tmp_path) if n.startswith(".")] == []

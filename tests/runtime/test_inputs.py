@@ -33,3 +33,82 @@ def test_bound_parameters_take_given_values():
     v = np.array([1, 2, 3], np.float32)
     _, y = random_inputs(m.module, 0, bound={1: v})
     assert y is v or np.array_equal(y, v)
+
+
+def _edge_model():
+    import jax
+    import jax.numpy as jnp
+
+    def f(t, i, s, x):
+        return jax.ops.segment_sum(jnp.take(t, i, axis=0), s, num_segments=7), x * 2
+
+    return from_jax(f, np.ones((13, 4), np.float32), np.zeros(50, np.int32),
+                    np.zeros(50, np.int32), np.ones(3, np.float32))
+
+
+def test_edge_id_inputs_draw_negative_out_of_range_and_duplicate_ids():
+    from ember_xla.runtime.inputs import ID_CASES, edge_id_inputs
+
+    m = _edge_model()
+    base = random_inputs(m.module, 0)
+    cases = edge_id_inputs(m.module, base, 0)
+    assert tuple(cases) == ID_CASES
+    for name, (t, i, s, x) in cases.items():
+        assert t is base[0] and x is base[3], name  # data unchanged, only ids redrawn
+        assert i.dtype == np.int32 and s.dtype == np.int32
+    i = cases["mixed"][1]
+    assert (i < 0).any() and (i >= 13).any() and ((i >= 0) & (i < 13)).any()
+    assert len(np.unique(i)) < len(i)
+    assert len(np.unique(cases["duplicates"][1])) == 1
+    oor = cases["out_of_range"][1]
+    assert ((oor < 0) | (oor >= 13)).all()
+    s = cases["mixed"][2]
+    assert (s < 0).any() or (s >= 7).any()  # dropped segments too
+
+
+def test_edge_ids_keep_the_sorted_promise():
+    import jax
+    import jax.numpy as jnp
+
+    from ember_xla.runtime.inputs import edge_id_inputs
+
+    def f(t, i, s):
+        rows = jnp.take(t, i, axis=0)
+        return jax.ops.segment_sum(rows, s, num_segments=7, indices_are_sorted=True)
+
+    m = from_jax(f, np.ones((13, 4), np.float32), np.zeros(50, np.int32),
+                 np.zeros(50, np.int32))
+    cases = edge_id_inputs(m.module, random_inputs(m.module, 0), 0)
+    for name in ("mixed", "duplicates"):  # "out_of_range" keeps the segment ids as drawn
+        s = cases[name][2]
+        assert (np.diff(s) >= 0).all() and (s < 0).any() == (name == "mixed"), name
+
+
+def test_verify_catches_an_index_mode_bug_only_with_edge_ids(tmp_path):
+    """A rewrite that clamps where the original gives fill values (index_mode clip instead
+    of fill) agrees on in-range ids; the edge-id cases expose it."""
+    from pathlib import Path
+
+    from ember_xla.hlo_import.load import load_model
+    from ember_xla.ir.hlo.printer import print_module
+    from ember_xla.rewrites.pipeline import rewrite_module
+    from ember_xla.runtime.compare import verify_rewrite
+    from ember_xla.runtime.inputs import edge_id_inputs
+
+    src = Path(__file__).parents[1] / "rewrites" / "fixtures" / "jax_take_fill_segment_sum.hlo"
+    orig = load_model(str(src)).module
+    text = print_module(rewrite_module(orig, cost_model=False).module)
+    assert 'index_mode = "fill"' in text
+    bad = tmp_path / "bad.hlo"
+    bad.write_text(text.replace('index_mode = "fill"', 'index_mode = "clip"'))
+    buggy = load_model(str(bad)).module
+    inputs = random_inputs(orig, 0)
+    assert verify_rewrite(orig, buggy, inputs)["bitwise_equal"]
+    v = verify_rewrite(orig, buggy, inputs, edge_id_inputs(orig, inputs, 0))
+    assert not v["bitwise_equal"] and v["cases"]["in_range"]["bitwise_equal"]
+    assert not v["cases"]["out_of_range"]["bitwise_equal"]
+    good = load_model(str(src)).module
+    ok = verify_rewrite(orig, rewrite_module(good, cost_model=False).module, inputs,
+                        edge_id_inputs(orig, inputs, 0))
+    assert ok["bitwise_equal"] and set(ok["cases"]) == {"in_range", "mixed", "duplicates",
+                                                        "out_of_range"}
