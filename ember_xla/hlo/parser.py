@@ -2,7 +2,7 @@
 
 Accepts what XLA prints and dumps: ``%``-prefixed or bare names, long-form operands with shapes,
 ``/*index=N*/`` comments, computation signatures, the stack-frame sections, and every attribute
-``ir.hlo.attr_text`` knows. Errors carry ``file:line:col`` and say what was expected.
+``hlo.attr_text`` knows. Errors carry ``file:line:col`` and say what was expected.
 """
 
 from __future__ import annotations
