@@ -83,10 +83,10 @@ def lower_cluster(spec: object, level_or_pipeline: int | str = 0, verify: bool =
     """Lower a ``ClusterSpec`` to SLC, then through the level's passes: ``[(stage, Module)]``
     starting with ``("slc", ...)``. ``LoweringRefused`` when the cluster cannot be lowered;
     ``PipelineError`` for a bad pipeline string."""
-    from ember_xla.dae_target.lower.to_slc import lower_cluster as to_slc
+    from ember_xla.dae_target.lower.to_slc import lower_to_slc
 
     passes_of(level_or_pipeline)  # a bad pipeline fails before lowering
-    slc = to_slc(spec)
+    slc = lower_to_slc(spec)
     if verify:
         verify_generic_module(slc)
     return [("slc", slc)] + [(n, m) for n, m, _ in run_stages(slc, level_or_pipeline, verify)]
