@@ -100,8 +100,8 @@ def measure_program_speed(level: int | str = 3, target: str | Target = "tmu",
                           dim: int = 64, python_batch: int | None = None, repeats: int = 3,
                           seed: int = 0) -> dict[str, Any]:
     """The whole emulate path on a DLRM-sized bag (one table, ``batch`` x ``pooling``
-    lookups): C++ (``fast.emulate_program``: execution + trace + timing, no Python in the loop)
-    vs the Python reference (``reference.emulate``) on the first ``python_batch`` bags."""
+    lookups): C++ (``executor_cc.emulate_program``: execution + trace + timing, no Python in
+    the loop) vs the Python reference (``reference.emulate``) on the first ``python_batch`` bags."""
     from ember_xla.emulator.executor_cc import emulate_program
     from ember_xla.emulator.reference import emulate
 

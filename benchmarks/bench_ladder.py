@@ -56,7 +56,7 @@ def prepare(name: str, scale: float) -> tuple[Any, Any]:
 def emulate_clusters(compiled: list, cap: Any, target: Any) -> dict[str, Any]:
     """Run each compiled cluster on the Python reference (functional run, then the timing
     model), time the same trace on the C++ timing core, and run the whole C++ emulator
-    (functional + timing: ``fast.emulate_program``); cycles must be equal and the outputs
+    (functional + timing: ``executor_cc.emulate_program``); cycles must be equal and the outputs
     the native kernel's; sum the cycles (clusters run one after the other)."""
     from ember_xla.emulator.executor_cc import emulate_program
     from ember_xla.emulator.reference import run_program

@@ -1,4 +1,4 @@
-"""Placement of the MLPerf DLRM-DCNv2 tables on the 8-core NPU target (issue 8): per index
+"""Placement of the MLPerf DLRM-DCNv2 tables on the 8-core NPU target: per index
 distribution the emulated makespan of the symmetric (vendor) mapping, TorchRec-style greedy
 and ours, with ratios; ours against the exact MILP optimum on small cases; the spread over
 distributions; predicted vs emulated time per core; mapper time for 26 tables x 8 cores and

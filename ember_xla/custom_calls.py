@@ -180,7 +180,7 @@ def _decode_value(raw: str) -> Any:
 
 
 #: The key under which an ember custom-call keeps its kernel attributes (structured, on the op);
-#: they become ``backend_config`` only on export (``ir.hlo.extensions``).
+#: they become ``backend_config`` only on export (``hlo.extensions``).
 ATTRS_KEY = "ember"
 
 

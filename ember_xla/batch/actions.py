@@ -82,6 +82,7 @@ def run_model(path: str, settings: JobSettings, out_dir: str,
     sub-folder per signature when a SavedModel has several). Returns the summary fields."""
     from ember_xla.hlo_import.load import load_models
     from ember_xla.orchestrate.rewrite_model import rewrite_one
+    from ember_xla.runtime.compare import within_tolerance
 
     acts = settings.actions
     models = load_models(path, settings.signature, settings.unknown_dim)
@@ -101,7 +102,7 @@ def run_model(path: str, settings: JobSettings, out_dir: str,
         if "verify" in acts:
             v = report["verify"]
             worst = max(worst, v["max_abs_diff"])
-            if not v["bitwise_equal"] and not v["max_abs_diff"] <= settings.verify_atol:
+            if not within_tolerance(v, settings.verify_atol):
                 raise ModelFailed(f"{m.source}: verify: the rewritten module's outputs differ "
                                   f"by {v['max_abs_diff']:.3g} (> --verify_atol="
                                   f"{settings.verify_atol:g})")

@@ -35,10 +35,12 @@ flags.DEFINE_enum("engine", "auto", ["auto", "xla", "python"], "emulate: xla (th
 def _level(flags_: Any) -> int:
     if getattr(flags_, "pipeline", None) is not None:
         raise UsageError("emulate takes an optimization level -O0..-O4, not --pipeline")
-    level = DEFAULT_LEVEL if flags_.opt_level is None else flags_.opt_level
-    if not 0 <= level <= 4:
-        raise UsageError(f"-O{level}: expected an optimization level -O0..-O4")
-    return level
+    from ember_xla.dae_target.passes.levels import UnknownLevel, parse_level
+
+    try:
+        return parse_level(DEFAULT_LEVEL if flags_.opt_level is None else flags_.opt_level)
+    except UnknownLevel as e:
+        raise UsageError(str(e)) from None
 
 
 def _say_verify(em: Any, say: Any) -> None:

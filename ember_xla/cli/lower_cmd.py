@@ -68,9 +68,9 @@ def resolve_pipeline(flags: Any) -> tuple[str, list[ModulePass]]:
 
 def lower_stages(spec: Any, passes: list[ModulePass], where: str) -> list[Stage]:
     """Lower one cluster (a ``ClusterSpec``) and run ``passes``; a snapshot after each step."""
-    from ember_xla.dae_target.lower.to_slc import lower_cluster
+    from ember_xla.dae_target.lower.to_slc import lower_to_slc
 
-    module = lower_cluster(spec)
+    module = lower_to_slc(spec)
     verify_ir(module, f"{where}after lower-to-slc")
     stages = [Stage("lower-to-slc", level_of(module), print_module(module), module.clone())]
 

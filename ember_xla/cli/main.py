@@ -169,13 +169,13 @@ HANDLERS = {"inspect": _cmd_inspect, "rewrite": _cmd_rewrite, "run": _cmd_run,
 
 def _normalize_argv(argv: list[str]) -> list[str]:
     """``-O3`` -> ``--opt_level=3``; ``--print-after-all`` -> ``--print_after_all``."""
-    import re
+    from ember_xla.dae_target.passes.levels import spelled_level
 
     out = []
     for a in argv:
-        m = re.fullmatch(r"-O(\d+)", a)
-        if m:
-            a = f"--opt_level={m.group(1)}"
+        level = spelled_level(a) if a.startswith("-O") else None
+        if level is not None:
+            a = f"--opt_level={level}"
         elif a.startswith("--") and "-" in a[2:].partition("=")[0]:
             name, eq, val = a[2:].partition("=")
             if name.replace("-", "_") in FLAGS:

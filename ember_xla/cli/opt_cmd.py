@@ -12,7 +12,7 @@ from typing import Any
 
 from ember_xla.ir.dialect import VerifyError
 from ember_xla.ir.graph import Module
-from ember_xla.ir.passes import ModulePass, parse_pipeline, pipeline_string
+from ember_xla.ir.passes import ModulePass, PassPipeline, parse_pipeline, pipeline_string
 from ember_xla.ir.printer import print_module
 from ember_xla.orchestrate.errors import UsageError
 from ember_xla.util.atomic import write_atomic
@@ -47,19 +47,20 @@ def verify_ir(module: Module, where: str) -> None:
 def run_passes(module: Module, passes: list[ModulePass],
                after: Callable[[ModulePass, Module, Any], None] | None = None,
                where: str = "") -> Module:
-    """Run ``passes`` in order on ``module`` (in place), verifying after each; ``after(pass,
-    module, what_the_pass_returned)`` sees every intermediate module."""
-    for p in passes:
-        label = pipeline_string([p])
-        try:
-            changed = p.apply(module)
-        except (VerifyError, ValueError, KeyError) as e:
-            msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
-            raise ValueError(f"{where}pass {label}: {msg}") from None
-        verify_ir(module, f"{where}after pass {label}")
-        if after is not None:
-            after(p, module, changed)
-    return module
+    """Run ``passes`` in order on ``module`` (in place) with the pass driver, verifying after
+    each; ``after(pass, module, what_the_pass_returned)`` sees every intermediate module. An
+    error names ``where`` and the pass."""
+
+    def failed(p: ModulePass, e: Exception) -> Exception | None:
+        if not isinstance(e, (VerifyError, ValueError, KeyError)):
+            return None
+        msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
+        return ValueError(f"{where}pass {pipeline_string([p])}: {msg}")
+
+    return PassPipeline.from_spec(
+        passes, callback=after, on_error=failed,
+        verify=lambda m, p: verify_ir(m, f"{where}after pass {pipeline_string([p])}"),
+    ).apply(module)
 
 
 def opt_main(args: list[str], flags: Any, out: Any = sys.stdout) -> int:
@@ -108,7 +109,7 @@ def level_pipeline(level: int) -> str:
     """The pass pipeline of ``-O<level>`` (after lowering to SLC)."""
     from ember_xla.dae_target.passes import levels
 
-    if level not in levels.LEVELS:
-        have = ", ".join(f"-O{k}" for k in sorted(levels.LEVELS))
-        raise UsageError(f"unknown optimization level -O{level} (have {have})")
-    return levels.LEVELS[level]
+    try:
+        return levels.LEVELS[levels.parse_level(level)]
+    except levels.UnknownLevel as e:
+        raise UsageError(str(e)) from None

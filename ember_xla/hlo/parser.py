@@ -2,7 +2,7 @@
 
 Accepts what XLA prints and dumps: ``%``-prefixed or bare names, long-form operands with shapes,
 ``/*index=N*/`` comments, computation signatures, the stack-frame sections, and every attribute
-``ir.hlo.attr_text`` knows. Errors carry ``file:line:col`` and say what was expected.
+``hlo.attr_parse`` knows. Errors carry ``file:line:col`` and say what was expected.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ember_xla.hlo.attr_text import parse_attr
+import ember_xla.hlo.attr_parse_meta  # noqa: F401  (registers the structured attributes)
+from ember_xla.hlo.attr_parse import parse_attr
 from ember_xla.hlo.cursor import SIMPLE_SHAPE, Cursor
 from ember_xla.hlo.errors import HloImportError
 from ember_xla.hlo.literal import literal_from_numpy

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember_xla.hlo.attr_text import _quote, print_attrs
+from ember_xla.hlo.attr_print import print_attrs
+from ember_xla.hlo.attr_text import quote
 from ember_xla.hlo.literal import literal_text, literal_to_numpy
 from ember_xla.hlo.shape import shape_from_dict
 from ember_xla.ir.graph import Graph, Module
@@ -62,7 +63,7 @@ def computation_text(g: Graph, entry: bool) -> str:
     head = ("ENTRY " if entry else "") + g.name
     thread = g.attributes.get("execution_thread")
     if thread and thread != "main":
-        head += f", execution_thread={_quote(thread)}"
+        head += f", execution_thread={quote(thread)}"
     lines = [head + " {"]
     for op in g.topological():
         lines.append("  " + instruction_text(op, op is g.root))
@@ -88,8 +89,8 @@ def _stack_sections(idx: dict[str, Any]) -> list[str]:
                 f"parent_frame_id={d.get('parent_frame_id', 0) + 1}}}")
 
     for title, key, fmt in (
-        ("FileNames", "file_names", _quote),
-        ("FunctionNames", "function_names", _quote),
+        ("FileNames", "file_names", quote),
+        ("FunctionNames", "function_names", quote),
         ("FileLocations", "file_locations", loc),
         ("StackFrames", "stack_frames", frame),
     ):
@@ -125,7 +126,7 @@ def module_header(m: Module) -> str:
     fa = a.get("frontend_attributes", {}).get("map", {})
     if fa:
         head.append("frontend_attributes={" + ",".join(
-            f"{k}={_quote(v)}" for k, v in sorted(fa.items())) + "}")
+            f"{k}={quote(v)}" for k, v in sorted(fa.items())) + "}")
     return ", ".join(head)
 
 

@@ -1,5 +1,5 @@
-"""Module passes, a registry of them by name, and a pass manager driven by pipeline strings
-such as ``"pass-a,pass-b{opt=1 other=x}"``."""
+"""Module passes, a registry of them by name, pipeline strings such as
+``"pass-a,pass-b{opt=1 other=x}"``, and the one pass driver (``PassPipeline``)."""
 
 from __future__ import annotations
 
@@ -112,20 +112,36 @@ def pipeline_string(passes: list[ModulePass]) -> str:
     return ",".join(out)
 
 
-class PassManager:
-    """Runs passes in order; ``verify`` (a callable on the module) runs after each pass."""
+@dataclasses.dataclass(frozen=True)
+class PassPipeline:
+    """The one pass driver (xDSL's ``PassPipeline`` shape): the passes in order (or parsed from
+    a spec with :meth:`from_spec`), ``verify(module, pass)`` between passes, and
+    ``callback(pass, module, what_the_pass_returned)`` after each (printing, reports,
+    snapshots). ``on_error(pass, error)`` may turn an error of a pass into another exception
+    (returning None re-raises the original)."""
 
-    def __init__(
-        self,
-        passes: list[ModulePass] | str,
-        verify: Callable[[Module], None] | None = None,
-    ) -> None:
-        self.passes = parse_pipeline(passes) if isinstance(passes, str) else list(passes)
-        self.verify = verify
+    passes: tuple[ModulePass, ...]
+    verify: Callable[[Module, ModulePass], None] | None = None
+    callback: Callable[[ModulePass, Module, Any], None] | None = None
+    on_error: Callable[[ModulePass, Exception], Exception | None] | None = None
 
-    def run(self, module: Module) -> Module:
+    @classmethod
+    def from_spec(cls, spec: str | list[ModulePass], **hooks: Any) -> PassPipeline:
+        passes = parse_pipeline(spec) if isinstance(spec, str) else list(spec)
+        return cls(tuple(passes), **hooks)
+
+    def apply(self, module: Module) -> Module:
+        """Run every pass on ``module`` in place; returns it."""
         for p in self.passes:
-            p.apply(module)
+            try:
+                report = p.apply(module)
+            except Exception as e:
+                replaced = self.on_error(p, e) if self.on_error is not None else None
+                if replaced is None:
+                    raise
+                raise replaced from None
             if self.verify is not None:
-                self.verify(module)
+                self.verify(module, p)
+            if self.callback is not None:
+                self.callback(p, module, report)
         return module

@@ -96,6 +96,6 @@ def verify_graph(g: Graph, require_terminator: bool = True) -> None:
 
 
 def verify_generic_module(m: Module) -> None:
-    """Verify every function of a module of the Ember levels (HLO: ``ir.hlo.verifier``)."""
+    """Verify every function of a module of the Ember levels (HLO: ``hlo.verifier``)."""
     for g in m.graphs:
         verify_graph(g)

@@ -6,7 +6,7 @@ registered, and caches the executable. When nothing matches (or ``f`` is called 
 JAX transformation) it is plain ``jax.jit(f)``, and the reason is logged once.
 
 ``ember_xla.jit(f, mode="emulate", target="tmu", level=3)`` instead runs every call with the
-clusters on the emulated DAE machine (``emulator/run_model.py``, as ``ember-xla emulate``:
+clusters on the emulated DAE machine (``orchestrate/emulate_model.py``, as ``ember-xla emulate``:
 every cluster rewritten, outputs verified against ``f``'s own module) and returns the outputs;
 the per-cluster timing report of the last call is ``.last_report`` (an
 ``emulator.report.EmulationReport``: ``.total_cycles``, ``.table()``, ``.as_dict()``). A

@@ -1,4 +1,4 @@
-"""Index distributions for placement benchmarks and tests (issue 8): the MLPerf DLRM-DCNv2
+"""Index distributions for placement benchmarks and tests: the MLPerf DLRM-DCNv2
 table shapes (26 tables, D = 128, rows capped) with their multi-hot pooling factors, indices
 drawn uniformly or Zipf(alpha) over a random permutation of each table's rows; an "extremely
 unbalanced" case (three tables take most of the traffic, concentrated on a few hot rows); and

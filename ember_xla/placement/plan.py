@@ -3,7 +3,7 @@ how many hot rows in that core's L1. Plans are JSON (saved atomically, reloadabl
 checked against the model and the target before use: every bag exactly once, cores and
 strategies valid, the scratchpad never over-full — a plan that cannot fit is refused with the
 reason. Each bag stays whole on one core, so its lookups are pooled in index order whatever
-the plan: the outputs do not depend on it (tests/dae_target/placement)."""
+the plan: the outputs do not depend on it (tests/placement)."""
 
 from __future__ import annotations
 

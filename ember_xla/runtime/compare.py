@@ -40,6 +40,19 @@ def compare_outputs(want: list[np.ndarray], got: list[np.ndarray]) -> dict[str, 
             "max_abs_diff": max((r["max_abs_diff"] for r in rows), default=0.0)}
 
 
+def within_tolerance(check: dict[str, Any], atol: float) -> bool:
+    """The one tolerance rule of a model's verification: bit for bit, or every output within
+    ``atol`` of the original's."""
+    return bool(check["bitwise_equal"] or check["max_abs_diff"] <= atol)
+
+
+def verify_outputs(want: list[np.ndarray], got: list[np.ndarray], atol: float
+                   ) -> dict[str, Any]:
+    """``compare_outputs`` plus the verdict: ``ok`` (``within_tolerance``) and ``atol``."""
+    check = compare_outputs(want, got)
+    return {**check, "ok": within_tolerance(check, atol), "atol": atol}
+
+
 def verify_rewrite(original: Module, rewritten: Module,
                    inputs: list[np.ndarray],
                    id_cases: dict[str, list[np.ndarray]] | None = None) -> dict[str, Any]:

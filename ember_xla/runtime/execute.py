@@ -9,7 +9,7 @@ import numpy as np
 
 from ember_xla.hlo_import.proto import module_from_dict, module_to_dict, module_to_proto
 from ember_xla.ir.graph import Module
-from ember_xla.ir.passes import PassManager
+from ember_xla.ir.passes import PassPipeline
 from ember_xla.runtime.legalize import EXECUTION_PIPELINE, needs_legalization
 from ember_xla.runtime.xla_cpu import Executable, compile_proto
 
@@ -25,7 +25,7 @@ def executable_proto(module: Module) -> bytes:
     """The HloModuleProto XLA:CPU compiles for ``module`` (legalized when needed)."""
     if needs_legalization(module):
         module = clone_module(module)
-        PassManager(EXECUTION_PIPELINE).run(module)
+        PassPipeline.from_spec(EXECUTION_PIPELINE).apply(module)
     return module_to_proto(module)
 
 

@@ -1,4 +1,4 @@
-"""Each failure of issue 10 through the real console script: one stderr line, exit code 2,
+"""Each malformed-input failure through the real console script: one stderr line, exit code 2,
 nothing written. Before the fixes these gave tracebacks (exit 1), multi-line usage, hangs or
 MemoryError, or were accepted."""
 

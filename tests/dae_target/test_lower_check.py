@@ -5,14 +5,14 @@ import pytest
 import slc_specs
 
 from ember_xla.dae_target.check import check_spec, compare, shrink
-from ember_xla.dae_target.lower.to_slc import lower_cluster
+from ember_xla.dae_target.lower.to_slc import lower_to_slc
 from ember_xla.ir.interpreter import InterpretError
 from ember_xla.ir.parser import parse_module
 from ember_xla.ir.printer import print_module
 
 
 def _mutated(spec, old, new, count=1):
-    text = print_module(lower_cluster(spec))
+    text = print_module(lower_to_slc(spec))
     assert old in text
     return parse_module(text.replace(old, new, count))
 
@@ -29,13 +29,13 @@ def test_a_missing_init_is_caught_by_the_poisoned_output():
             '          ')
     res = check_spec(spec, _mutated(spec, line, ""), rounds=1)
     assert not res.ok and "NaN" in res.failures[0]
-    good = check_spec(spec, lower_cluster(spec), rounds=1)
+    good = check_spec(spec, lower_to_slc(spec), rounds=1)
     assert good.ok and good.bitwise
 
 
 def test_a_missing_clamp_is_an_out_of_bounds_access():
     spec = slc_specs.offsets_bag(n=6, d=2, lookups=8, bags=3)
-    text = print_module(lower_cluster(spec))
+    text = print_module(lower_to_slc(spec))
     old = ('"slc.mem_stream"(%table, %14, %k) : (memref<?x?xf32>, !slc.stream<index>, '
            '!slc.stream<index>)')
     new = ('"slc.mem_stream"(%table, %13, %k) : (memref<?x?xf32>, !slc.stream<i32>, '
@@ -59,5 +59,5 @@ def test_shrunk_large_cluster_checks_quickly():
     big = slc_specs.offsets_bag(n=100_000, d=128, lookups=500_000, bags=2048)
     small = shrink(big)
     assert small.parts[0].table.shape == (16, 8) and small.outputs[0].shape == (4, 8)
-    res = check_spec(small, lower_cluster(small), rounds=1)
+    res = check_spec(small, lower_to_slc(small), rounds=1)
     assert res.ok and res.bitwise

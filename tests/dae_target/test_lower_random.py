@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ember_xla.dae_target.check import check_spec, summary
-from ember_xla.dae_target.lower.to_slc import lower_cluster
+from ember_xla.dae_target.lower.to_slc import lower_to_slc
 from ember_xla.ir.parser import parse_module
 from ember_xla.ir.printer import print_module
 from ember_xla.ir.verify import verify_generic_module
@@ -42,7 +42,7 @@ def clusters(draw):
 
 
 def _check(spec, seed):
-    low = lower_cluster(spec)
+    low = lower_to_slc(spec)
     verify_generic_module(low)
     text = print_module(low)
     assert print_module(parse_module(text)) == text

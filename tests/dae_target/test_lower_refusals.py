@@ -6,7 +6,7 @@ import pytest
 import slc_specs
 
 from ember_xla.call_specs import ArraySpec, LoweringRefused, cluster_spec
-from ember_xla.dae_target.lower.to_slc import lower_cluster
+from ember_xla.dae_target.lower.to_slc import lower_to_slc
 from ember_xla.hlo.parser import parse_module as parse_hlo_text
 
 HLO = """\
@@ -63,11 +63,11 @@ def test_bad_operand_types(changes, reason):
 
 def test_clip_on_a_table_without_rows():
     with pytest.raises(LoweringRefused, match="without rows"):
-        lower_cluster(slc_specs.offsets_bag(n=0, mode="clip"))
+        lower_to_slc(slc_specs.offsets_bag(n=0, mode="clip"))
 
 
 def test_weights_that_are_not_one_per_lookup():
     spec = slc_specs.offsets_bag(weighted=True)
     part = dataclasses.replace(spec.parts[0], weights=ArraySpec((3, 2), "f32"))
     with pytest.raises(LoweringRefused, match="cannot be read"):
-        lower_cluster(dataclasses.replace(spec, parts=(part,)))
+        lower_to_slc(dataclasses.replace(spec, parts=(part,)))

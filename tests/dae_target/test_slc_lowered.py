@@ -8,7 +8,7 @@ import pytest
 import slc_specs
 
 from ember_xla.dae_target.dialects import slc
-from ember_xla.dae_target.lower.to_slc import lower_cluster
+from ember_xla.dae_target.lower.to_slc import lower_to_slc
 from ember_xla.ir.dialect import VerifyError
 from ember_xla.ir.parser import parse_module
 from ember_xla.ir.printer import print_module
@@ -18,8 +18,8 @@ GOLDEN_O0 = (Path(__file__).parent / "golden" / "offsets_bag_sum_O0.mlir").read_
 
 
 def test_sum_offsets_bag_o0_golden():
-    """Regenerate after an intended change: print_module(lower_cluster(offsets_bag()))."""
-    m = lower_cluster(slc_specs.offsets_bag())
+    """Regenerate after an intended change: print_module(lower_to_slc(offsets_bag()))."""
+    m = lower_to_slc(slc_specs.offsets_bag())
     verify_generic_module(m)
     assert print_module(m) == GOLDEN_O0
 
@@ -27,7 +27,7 @@ def test_sum_offsets_bag_o0_golden():
 def test_o0_structure_is_embers():
     """Three nested slc.for levels; the row stream table[i, k] reads the index stream
     indices[j] (through its clamp) in the middle loop; one callback per element."""
-    g = lower_cluster(slc_specs.offsets_bag()).entry
+    g = lower_to_slc(slc_specs.offsets_bag()).entry
     bags = [op for op in g.ops if isinstance(op, slc.ForOp)]
     assert len(bags) == 1
     mids = [op for op in bags[0].body.ops if isinstance(op, slc.ForOp)]
@@ -60,7 +60,7 @@ SPECS = {
 
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_print_parse_print_fixed_point(name):
-    m = lower_cluster(SPECS[name]())
+    m = lower_to_slc(SPECS[name]())
     verify_generic_module(m)
     text = print_module(m)
     again = parse_module(text, name)
@@ -70,7 +70,7 @@ def test_print_parse_print_fixed_point(name):
 
 
 def test_from_stream_outside_a_callback_is_rejected():
-    m = lower_cluster(slc_specs.offsets_bag())
+    m = lower_to_slc(slc_specs.offsets_bag())
     g = m.entry
     loop = next(op for op in g.ops if isinstance(op, slc.ForOp))
     bad = slc.FromStreamOp.create([loop.iv], [loop.iv.type.elem])
@@ -81,7 +81,7 @@ def test_from_stream_outside_a_callback_is_rejected():
 
 def test_slc_for_bounds_must_be_index_streams():
     """An i32 offsets stream used directly as a bound (without the cast alu stream)."""
-    m = lower_cluster(slc_specs.offsets_bag())
+    m = lower_to_slc(slc_specs.offsets_bag())
     bags = next(op for op in m.entry.ops if isinstance(op, slc.ForOp))
     lookups = next(op for op in bags.body.ops if isinstance(op, slc.ForOp))
     cast = lookups.lb.owner

@@ -9,7 +9,7 @@ from ember_xla.ir.builder import Builder
 from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.passes import (
     ModulePass,
-    PassManager,
+    PassPipeline,
     PipelineError,
     parse_pipeline,
     pipeline_string,
@@ -115,7 +115,7 @@ def test_pipeline_strings():
     assert ps[1] == _Counter(step=5, loud=True, label="hi")
     assert pipeline_string(ps).startswith("test-counter{step=1 loud=False label=x},")
     m = Module("m")
-    PassManager("test-counter{step=2},test-counter").run(m)
+    PassPipeline.from_spec("test-counter{step=2},test-counter").apply(m)
     assert m.attributes["count"] == 3
 
 

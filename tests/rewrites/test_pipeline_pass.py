@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 from ember_xla.hlo.parser import parse_module as module_from_text
-from ember_xla.ir.passes import PassManager
+from ember_xla.ir.passes import PassPipeline
 from ember_xla.rewrites.pipeline import rewrite_module
 
 FIXTURE = Path(__file__).parent / "fixtures" / "jax_gnn_segment_sum.hlo"
@@ -42,7 +42,7 @@ def test_rewrite_module_leaves_the_input_untouched():
 
 def test_pass_runs_from_a_pipeline_string():
     m = module_from_text(FIXTURE.read_text(), str(FIXTURE))
-    PassManager("ember-rewrite-clusters{group=false}").run(m)
+    PassPipeline.from_spec("ember-rewrite-clusters{group=false}").apply(m)
     targets = [op.attributes.get("custom_call_target") for op in m.walk()
                if op.opcode == "custom-call"]
     assert targets == ["ember.segment_reduce"]

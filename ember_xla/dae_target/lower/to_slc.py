@@ -57,7 +57,7 @@ class _Ctx:
         self.s1 = e.stream(self.c1)
 
 
-def lower_cluster(spec: ClusterSpec) -> Module:
+def lower_to_slc(spec: ClusterSpec) -> Module:
     """The SLC module of one cluster (``LoweringRefused`` when a form is not supported)."""
     import ember_xla.dae_target.dialects  # noqa: F401  (registers the dialects)
 
@@ -96,7 +96,7 @@ def lower_cluster(spec: ClusterSpec) -> Module:
 
 def lower_call(op: Operation) -> Module:
     """Read an ember custom-call and lower it."""
-    return lower_cluster(cluster_spec(op))
+    return lower_to_slc(cluster_spec(op))
 
 
 def _size(shape: tuple[int, ...]) -> int:

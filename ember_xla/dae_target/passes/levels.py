@@ -14,8 +14,10 @@ separate copy (print-after-all prints them in order)."""
 
 from __future__ import annotations
 
+import re
+
 from ember_xla.ir.graph import Module
-from ember_xla.ir.passes import ModulePass, parse_pipeline
+from ember_xla.ir.passes import ModulePass, PassPipeline, parse_pipeline
 from ember_xla.ir.verify import verify_generic_module
 
 #: ``-O<n>`` -> its pipeline (the passes after lowering to SLC).
@@ -28,13 +30,33 @@ LEVELS: dict[int, str] = {
 }
 
 
+class UnknownLevel(ValueError):
+    """``-O<n>`` names no level."""
+
+
+def spelled_level(text: str) -> int | None:
+    """The ``n`` of ``"-O<n>"``, ``"O<n>"`` or ``"<n>"``; None for any other text (the one
+    reading of the ``-O`` spelling: the CLI's argv and ``level_pipeline`` use it)."""
+    m = re.fullmatch(r"-?O?([0-9]+)", text.strip())
+    return int(m.group(1)) if m else None
+
+
+def parse_level(level: int | str) -> int:
+    """The level ``level`` names (an int or a spelling); ``UnknownLevel`` if there is none."""
+    n = level if isinstance(level, int) else spelled_level(level)
+    if n is None or n not in LEVELS:
+        have = ", ".join(f"-O{k}" for k in sorted(LEVELS))
+        raise UnknownLevel(f"unknown optimization level -O{n if n is not None else level} "
+                           f"(have {have})")
+    return n
+
+
 def level_pipeline(level: int | str) -> str:
     """The pipeline string of ``level`` (``3``, ``"O3"``, ``"-O3"`` or ``"3"``); any other text
     is taken as a pipeline string itself."""
-    if isinstance(level, int):
-        return LEVELS[level]
-    key = level.strip().lstrip("-").removeprefix("O")
-    return LEVELS[int(key)] if key.isdigit() and int(key) in LEVELS else level
+    if isinstance(level, str) and spelled_level(level) is None:
+        return level
+    return LEVELS[parse_level(level)]
 
 
 def passes_of(level_or_pipeline: int | str) -> list[ModulePass]:
@@ -48,12 +70,11 @@ def run_stages(module: Module, level_or_pipeline: int | str, verify: bool = True
     """Run the passes of a level on a copy of ``module``; returns ``(pass name, copy after
     the pass, the pass's report)`` per pass. ``verify`` checks the IR after each pass."""
     out: list[tuple[str, Module, object]] = []
-    cur = module.clone()
-    for p in passes_of(level_or_pipeline):
-        report = p.apply(cur)
-        if verify:
-            verify_generic_module(cur)
-        out.append((p.name, cur.clone(), report))
+    PassPipeline.from_spec(
+        passes_of(level_or_pipeline),
+        verify=(lambda m, _p: verify_generic_module(m)) if verify else None,
+        callback=lambda p, m, report: out.append((p.name, m.clone(), report)),
+    ).apply(module.clone())
     return out
 
 
@@ -62,10 +83,10 @@ def lower_cluster(spec: object, level_or_pipeline: int | str = 0, verify: bool =
     """Lower a ``ClusterSpec`` to SLC, then through the level's passes: ``[(stage, Module)]``
     starting with ``("slc", ...)``. ``LoweringRefused`` when the cluster cannot be lowered;
     ``PipelineError`` for a bad pipeline string."""
-    from ember_xla.dae_target.lower.to_slc import lower_cluster as to_slc
+    from ember_xla.dae_target.lower.to_slc import lower_to_slc
 
     passes_of(level_or_pipeline)  # a bad pipeline fails before lowering
-    slc = to_slc(spec)
+    slc = lower_to_slc(spec)
     if verify:
         verify_generic_module(slc)
     return [("slc", slc)] + [(n, m) for n, m, _ in run_stages(slc, level_or_pipeline, verify)]

@@ -6,7 +6,7 @@ runs the default pipeline and returns what the passes saw but refused to rewrite
 from __future__ import annotations
 
 from ember_xla.ir.graph import Module
-from ember_xla.ir.passes import PassManager
+from ember_xla.ir.passes import PassPipeline
 from ember_xla.rewrites.canonicalize import (  # noqa: F401  (registers the passes)
     fold_noops,
     fold_tuple_index,
@@ -40,7 +40,7 @@ def canonicalize(module: Module, pipeline: str | None = None,
     """Run ``pipeline`` (default: ``default_pipeline``) on ``module`` in place; return the
     refusals the passes recorded."""
     with collecting() as notes:
-        PassManager(pipeline or default_pipeline(assume_finite_tables)).run(module)
+        PassPipeline.from_spec(pipeline or default_pipeline(assume_finite_tables)).apply(module)
     return list(notes)
 
 

@@ -1,6 +1,6 @@
 """lit configuration of the golden tests of the Ember levels (``*.mlir`` with RUN/CHECK lines,
 checked by the ``filecheck`` pip package: no LLVM needed). Run them with
-``lit tests/golden/dae`` or through pytest (tests/golden/test_lit_dae.py).
+``lit tests/golden/dae`` or through pytest (tests/golden/dae/test_lit_golden.py).
 
 Substitutions: ``ember-xla`` is the console script next to the Python running lit (else
 ``python -c 'from ember_xla.cli import run; run()'``), ``filecheck`` the one next to it;

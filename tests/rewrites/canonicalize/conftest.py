@@ -14,7 +14,7 @@ def canon():
     from ember_xla.hlo.parser import parse_module
     from ember_xla.hlo.verifier import verify_module
     from ember_xla.hlo_import.jax_source import from_jax
-    from ember_xla.ir.passes import PassManager
+    from ember_xla.ir.passes import PassPipeline
     from ember_xla.rewrites.canonicalize.notes import collecting
     from ember_xla.runtime.execute import run_module
 
@@ -22,7 +22,7 @@ def canon():
         m = parse_module(fn) if isinstance(fn, str) else from_jax(fn, *args).module
         work = m.clone()
         with collecting() as notes:
-            PassManager(pipeline).run(work)
+            PassPipeline.from_spec(pipeline).apply(work)
         verify_module(work)
         for xs in [args, *inputs]:
             for a, b in zip(run_module(work, xs), run_module(m, xs), strict=True):
