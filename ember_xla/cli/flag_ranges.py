@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ember_xla.cli.errors import UsageError
+from ember_xla.orchestrate.errors import UsageError
 
 INT64 = (-(2**63), 2**63 - 1)
 BOUNDS: dict[str, tuple[int, int]] = {  # flag -> [lo, hi]; others: their absl bound, int64
