@@ -58,6 +58,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--zipf", type=float, default=1.1, help="Zipf exponent of the ids")
     p.add_argument("--optimizers", default="sgd,rowwise_adagrad")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--variants", default=",".join(VARIANTS),
+                   help="comma-separated subset of " + ", ".join(VARIANTS))
     p.add_argument("--rss", action="store_true",
                    help="also measure each variant's peak RSS, each in a fresh process")
     p.add_argument("--rss_of", choices=VARIANTS, help=argparse.SUPPRESS)  # the child's job
@@ -67,6 +69,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     bad = set(args.optimizers.split(",")) - {"sgd", "rowwise_adagrad"}
     if bad:
         p.error(f"unknown optimizer(s) {sorted(bad)}: choose from sgd, rowwise_adagrad")
+    chosen = args.variants.split(",")
+    if set(chosen) - set(VARIANTS) or not {"xla", "tbe"} <= set(chosen):
+        p.error(f"--variants: a subset of {', '.join(VARIANTS)} holding xla and tbe (the "
+                "ratios' references)")
+    args.variants = [v for v in VARIANTS if v in chosen]
     return args
 
 
@@ -299,7 +306,7 @@ def time_variants(variants: dict, reps: int) -> tuple[dict, dict]:
 def check(outs: dict) -> list[str]:
     """The rewritten steps against XLA's, bit for bit (loss, tables, slots, read-out)."""
     lines = []
-    for name in ("ember", "ember_donated"):
+    for name in {"ember", "ember_donated"} & set(outs):
         same = len(outs[name]) == len(outs["xla"]) and all(
             a.tobytes() == b.tobytes() for a, b in zip(outs[name], outs["xla"], strict=True))
         lines.append(f"check: {name} == XLA bit for bit (loss, tables, slots, read-out): {same}")
@@ -342,25 +349,25 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     for optimizer in args.optimizers.split(","):
         runs, names, outs = {}, {}, {}
-        for name in VARIANTS:
+        for name in args.variants:
             runs[name], names[name], outs[name] = make_variant(args, data, optimizer, name)
         for line in check(outs):
             print(line)
             ok = ok and line.endswith("True")
-        for name in ("tbe", "torch"):
+        for name in {"tbe", "torch"} & set(args.variants):
             print(check_torch(name, runs[name], outs["xla"][:len(rows)],
                               name == "tbe" or optimizer == "sgd"))
         med, mins = time_variants(runs, args.reps)
         load = os.getloadavg()[0]
         del runs, outs
-        peaks = {k: peak_rss(argv, optimizer, k) for k in VARIANTS} if args.rss else {}
+        peaks = {k: peak_rss(argv, optimizer, k) for k in args.variants} if args.rss else {}
         slots = 0 if optimizer == "sgd" else sum(rows) * 4 / 2**30
         print(f"\n{optimizer}: {args.reps} repetitions of blocks of {BLOCK} (first untimed, "
               f"order rotated); load average {load:.2f}; tables {gib:.2f} GiB + optimizer "
               f"state {slots:.3f} GiB")
         print("| variant | median ms | min ms | vs XLA:CPU | vs TBE | peak RSS GiB |")
         print("|---|---:|---:|---:|---:|---:|")
-        for k in VARIANTS:
+        for k in args.variants:
             peak = peaks.get(k)
             print(f"| {names[k]} | {med[k] * 1e3:.1f} | {mins[k] * 1e3:.1f} | "
                   f"{med['xla'] / med[k]:.2f}x | {med['tbe'] / med[k]:.2f}x | "
