@@ -22,7 +22,9 @@ def good_proto(tmp_path_factory):
 def test_truncated_proto(good_proto, tmp_path, cli, error_line):
     data = (good_proto / "m.pb").read_bytes()
     bad = tmp_path / "trunc.pb"
-    bad.write_bytes(data[: len(data) // 2])
+    # one byte short: the last field is always incomplete (a cut at half the length can land on
+    # a field boundary past the computations when the stack-frame index, written last, is large)
+    bad.write_bytes(data[:-1])
     line = error_line(cli("inspect", str(bad)))
     assert str(bad) in line and "HloModuleProto" in line
 
