@@ -29,9 +29,10 @@ def cli():
     home = str(Path(ember_xla.__file__).resolve().parents[1])
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=home)
 
-    def run(*args):
-        return subprocess.run(cmd + list(args), capture_output=True, text=True, env=env,
-                              cwd=tempfile.gettempdir(), timeout=600)
+    def run(*args, extra_env: dict[str, str] | None = None):
+        return subprocess.run(cmd + list(args), capture_output=True, text=True,
+                              env={**env, **(extra_env or {})}, cwd=tempfile.gettempdir(),
+                              timeout=600)
 
     return run
 

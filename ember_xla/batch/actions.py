@@ -82,7 +82,6 @@ def run_model(path: str, settings: JobSettings, out_dir: str,
     sub-folder per signature when a SavedModel has several). Returns the summary fields."""
     from ember_xla.hlo_import.load import load_models
     from ember_xla.orchestrate.rewrite_model import rewrite_one
-    from ember_xla.runtime.compare import within_tolerance
 
     acts = settings.actions
     models = load_models(path, settings.signature, settings.unknown_dim)
@@ -95,17 +94,14 @@ def run_model(path: str, settings: JobSettings, out_dir: str,
         if len(models) > 1:
             sub = os.path.join(out_dir, m.source.rsplit("[", 1)[-1].rstrip("]"))
         report, rewritten = rewrite_one(m, sub, "verify" in acts, settings.seed, say=say,
-                                        group=settings.group_tables)
+                                        group=settings.group_tables,
+                                        verify_atol=settings.verify_atol)
         row["instructions"] += sum(len(g.ops) for g in m.module.graphs)
         row["clusters"] += len(report["clusters"])
         row["near_misses"] += len(report["near_misses"])
         if "verify" in acts:
             v = report["verify"]
-            worst = max(worst, v["max_abs_diff"])
-            if not within_tolerance(v, settings.verify_atol):
-                raise ModelFailed(f"{m.source}: verify: the rewritten module's outputs differ "
-                                  f"by {v['max_abs_diff']:.3g} (> --verify_atol="
-                                  f"{settings.verify_atol:g})")
+            worst = max(worst, v["max_abs_diff"])  # beyond --verify_atol, rewrite_one raised
             if not v["bitwise_equal"]:
                 row["verify"] = "close"
             elif row["verify"] is None:

@@ -31,8 +31,9 @@ flags.DEFINE_enum("progress", "auto", ["auto", "bar", "log", "none"], "batch: a 
                   "terminal, log otherwise.")
 flags.DEFINE_bool("retry_failed", True, "batch: rerun models that failed last time (models "
                   "finished with valid outputs are always kept).")
-flags.DEFINE_float("verify_atol", 1e-4, "batch: largest difference between original and "
-                   "rewritten outputs that still counts as verified.", lower_bound=0.0)
+flags.DEFINE_float("verify_atol", 1e-4, "rewrite --verify, batch, emulate: largest difference "
+                   "between original and rewritten outputs that still counts as verified "
+                   "(beyond it the command exits 1 and writes nothing).", lower_bound=0.0)
 
 # Settings of plugged-in actions, read when the flags exist (defined by those commands).
 PLUGIN_FLAGS = ("target", "opt_level", "O", "pipeline")

@@ -6,9 +6,10 @@ import os
 import sys
 from collections.abc import Callable
 
-from ember_xla.orchestrate.errors import expected_errors
+from ember_xla.orchestrate.errors import ModelFailed, expected_errors
 
 USAGE_EXIT = 2
+CHECK_FAILED_EXIT = 1  # the model was processed but a check failed (e.g. --verify)
 INTERNAL_EXIT = 70  # EX_SOFTWARE: a bug of ours, not bad input (the fuzzer counts these)
 
 
@@ -26,6 +27,10 @@ def shorten(text: str, limit: int = MAX_MESSAGE) -> str:
 def guarded(fn: Callable[[], int]) -> int:
     try:
         return fn()
+    except ModelFailed as e:  # the model was processed, a check failed: exit 1, like a test
+        print(f"ember-xla: error: {shorten(' '.join(str(e).split(chr(10))[0].split()))}",
+              file=sys.stderr)
+        return CHECK_FAILED_EXIT
     except expected_errors() as e:
         msg = shorten(" ".join(str(e).split("\n")[0].split()))
         print(f"ember-xla: error: {msg}", file=sys.stderr)

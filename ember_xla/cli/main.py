@@ -109,7 +109,7 @@ def _cmd_rewrite(args: list[str]) -> int:
     models = load_models(args[0], FLAGS.signature, FLAGS.unknown_dim)
     rewrite_all(models, FLAGS.out, FLAGS.verify, FLAGS.seed, group=FLAGS.group_tables,
                 cost_model=False if FLAGS.rewrite_all else None,
-                assume_finite_tables=FLAGS.assume_finite_tables)
+                assume_finite_tables=FLAGS.assume_finite_tables, verify_atol=FLAGS.verify_atol)
     return 0
 
 

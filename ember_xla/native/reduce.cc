@@ -10,6 +10,7 @@
 
 #include "common.h"
 #include "pages.h"
+#include "test_fault.h"
 #include "pool.h"
 #include "reduce_parts.h"
 #include "reduce_minmax.h"
@@ -438,6 +439,7 @@ ffi::Error RunPlan(const ffi::AnyBuffer& table, const Plan& plan, const void* we
     default:
       return ffi::Error(ffi::ErrorCode::kInvalidArgument, "ember: unsupported table type");
   }
+  InjectTestFault(out);
   return ffi::Error::Success();
 }
 

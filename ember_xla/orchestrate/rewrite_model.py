@@ -14,12 +14,16 @@ from ember_xla.hlo.printer import print_module
 from ember_xla.hlo_import.model import Model
 from ember_xla.hlo_import.proto import module_to_proto
 from ember_xla.ir.graph import Module
-from ember_xla.orchestrate.errors import UsageError
+from ember_xla.orchestrate.errors import ModelFailed, UsageError
 from ember_xla.rewrites.pipeline import RewriteResult, rewrite_module
 from ember_xla.util import strict_json
 from ember_xla.util.atomic import check_removable, resolve_output, write_folder_atomic
 
 OUTPUTS = ("rewritten.pb", "rewritten.hlo", "report.json")
+
+#: The largest difference ``--verify`` accepts between the original's and the rewritten
+#: module's outputs when they are not bit for bit equal (``--verify_atol``; README).
+VERIFY_ATOL = 1e-4
 
 #: The rewrite a DAE machine is given: every cluster (the machine is the target, not the CPU
 #: cost model) and one call per reduction (the DAE lowering has no multi-output form).
@@ -63,13 +67,14 @@ def check_out_dir(out_dir: str) -> None:
 
 def rewrite_one(model: Model, out_dir: str, verify: bool, seed: int,
                 say: Any = print, group: bool = False, cost_model: bool | None = None,
-                assume_finite_tables: bool = False) -> tuple[dict[str, Any], Module]:
+                assume_finite_tables: bool = False, verify_atol: float = VERIFY_ATOL
+                ) -> tuple[dict[str, Any], Module]:
     """Rewrite one model and write its outputs into ``out_dir``; (the report, the rewritten
     module)."""
     out_dir = resolve_output(out_dir)
     check_out_dir(out_dir)
     report, files, result = prepare(model, verify, seed, say, group, cost_model,
-                                    assume_finite_tables)
+                                    assume_finite_tables, verify_atol)
     say(f"[3/3] writing {out_dir}")
     write_folder_atomic(out_dir, files)
     return report, result.module
@@ -77,7 +82,7 @@ def rewrite_one(model: Model, out_dir: str, verify: bool, seed: int,
 
 def rewrite_all(models: list[Model], out_dir: str, verify: bool, seed: int,
                 group: bool = False, cost_model: bool | None = None,
-                assume_finite_tables: bool = False) -> None:
+                assume_finite_tables: bool = False, verify_atol: float = VERIFY_ATOL) -> None:
     """Rewrite every model, then write all outputs as one atomic folder replacement."""
     out_dir = resolve_output(out_dir)
     check_out_dir(out_dir)
@@ -86,7 +91,8 @@ def rewrite_all(models: list[Model], out_dir: str, verify: bool, seed: int,
         sub = m.source.rsplit("[", 1)[-1].rstrip("]") if len(models) > 1 else ""
         if sub and (sub in ("", ".", "..") or "/" in sub or sub in OUTPUTS):
             raise UsageError(f"{m.source}: signature name {sub!r} cannot name an output folder")
-        _, out, _ = prepare(m, verify, seed, print, group, cost_model, assume_finite_tables)
+        _, out, _ = prepare(m, verify, seed, print, group, cost_model, assume_finite_tables,
+                            verify_atol)
         files.update({os.path.join(sub, k) if sub else k: v for k, v in out.items()})
     print(f"[3/3] writing {out_dir}")
     write_folder_atomic(out_dir, files)
@@ -94,9 +100,12 @@ def rewrite_all(models: list[Model], out_dir: str, verify: bool, seed: int,
 
 def prepare(model: Model, verify: bool, seed: int, say: Any = print,
             group: bool = False, cost_model: bool | None = None,
-            assume_finite_tables: bool = False
+            assume_finite_tables: bool = False, verify_atol: float = VERIFY_ATOL
             ) -> tuple[dict[str, Any], dict[str, bytes | str], RewriteResult]:
-    """The report, the output files and the rewrite of one model, all in memory."""
+    """The report, the output files and the rewrite of one model, all in memory. With
+    ``verify``, a rewritten module whose outputs differ from the original's beyond
+    ``verify_atol`` (``runtime.compare.within_tolerance``) raises ``ModelFailed`` before
+    anything is written."""
     say(f"[1/3] finding embedding clusters in {model.source} "
         f"({sum(len(g.ops) for g in model.module.graphs)} instructions)")
     result = rewrite_for(model.module, "cpu", group=group, cost_model=cost_model,
@@ -115,7 +124,7 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
         say(f"  near-miss at {n['location']['instruction']}: {n['reason']}")
     report = {"source": model.source, **result.report()}
     if verify:
-        from ember_xla.runtime.compare import verify_rewrite
+        from ember_xla.runtime.compare import mismatch_line, verify_rewrite, within_tolerance
         from ember_xla.runtime.inputs import edge_id_inputs, random_inputs
 
         say("[2/3] verifying: original vs rewritten on XLA:CPU, random valid inputs"
@@ -127,6 +136,9 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
         v = report["verify"]
         say(f"  outputs bitwise equal: {v['bitwise_equal']}, max abs difference "
             f"{v['max_abs_diff']:.3g}" + (f" over {len(cases) + 1} input sets" if cases else ""))
+        if not within_tolerance(v, verify_atol):
+            raise ModelFailed(f"{model.source}: verify: {mismatch_line(v, verify_atol)}; "
+                              "nothing written")
     else:
         say("[2/3] verification skipped (pass --verify)")
     try:

@@ -24,6 +24,17 @@ def max_float_diff(a: np.ndarray, b: np.ndarray) -> float:
     return float(diff.max()) if diff.size else 0.0
 
 
+def _where_largest(a: np.ndarray, b: np.ndarray) -> list[int]:
+    """The index of the largest difference between ``a`` and ``b`` (as ``max_float_diff``
+    counts it: NaN against a number is the largest)."""
+    x, y = a.astype(np.float64), b.astype(np.float64)
+    same = (x == y) | (np.isnan(x) & np.isnan(y))
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.where(same, 0.0, np.abs(x - y))
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    return [int(k) for k in np.unravel_index(int(np.argmax(diff)), a.shape)]
+
+
 def compare_outputs(want: list[np.ndarray], got: list[np.ndarray]) -> dict[str, Any]:
     rows = []
     for i, (a, b) in enumerate(zip(want, got, strict=True)):
@@ -33,8 +44,11 @@ def compare_outputs(want: list[np.ndarray], got: list[np.ndarray]) -> dict[str, 
         else:
             max_diff = float(np.abs(a.astype(np.int64) - b.astype(np.int64)).max()) if a.size \
                 else 0.0
-        rows.append({"output": i, "shape": list(a.shape), "dtype": str(a.dtype),
-                     "bitwise_equal": bool(same_bits), "max_abs_diff": max_diff})
+        row = {"output": i, "shape": list(a.shape), "dtype": str(a.dtype),
+               "bitwise_equal": bool(same_bits), "max_abs_diff": max_diff}
+        if max_diff > 0 and a.shape == b.shape:
+            row["where"] = _where_largest(a, b)
+        rows.append(row)
     return {"outputs": rows,
             "bitwise_equal": all(r["bitwise_equal"] for r in rows),
             "max_abs_diff": max((r["max_abs_diff"] for r in rows), default=0.0)}
@@ -61,15 +75,40 @@ def verify_rewrite(original: Module, rewritten: Module,
     lists each one's."""
     a, b = compile_module(original), compile_module(rewritten)
     result = compare_outputs(a.run(inputs), b.run(inputs))
+    worst = _worst(result, "in_range")
     if id_cases:
         cases = {"in_range": {k: result[k] for k in ("bitwise_equal", "max_abs_diff")}}
         for name, xs in id_cases.items():
             r = compare_outputs(a.run(xs), b.run(xs))
             cases[name] = {k: r[k] for k in ("bitwise_equal", "max_abs_diff")}
+            if r["max_abs_diff"] > (worst or {}).get("max_abs_diff", 0.0):
+                worst = _worst(r, name)
         result["bitwise_equal"] = all(c["bitwise_equal"] for c in cases.values())
         result["max_abs_diff"] = max(c["max_abs_diff"] for c in cases.values())
         result["cases"] = cases
+    if worst is not None:
+        result["worst"] = worst
     return result
+
+
+def _worst(check: dict[str, Any], case: str) -> dict[str, Any] | None:
+    """Where ``check``'s largest difference is (case, output, index), or None if there is none."""
+    rows = [r for r in check["outputs"] if r["max_abs_diff"] > 0]
+    if not rows:
+        return None
+    r = max(rows, key=lambda r: r["max_abs_diff"])
+    return {"case": case, "output": r["output"], "where": r.get("where"),
+            "max_abs_diff": r["max_abs_diff"]}
+
+
+def mismatch_line(check: dict[str, Any], atol: float) -> str:
+    """One line saying how far and where a verification that failed ``within_tolerance``
+    differs."""
+    w = check.get("worst") or {}
+    at = "" if w.get("where") is None else f" at index {w['where']}"
+    case = f" ({w['case'].replace('_', ' ')} ids)" if w.get("case") else ""
+    return (f"output {w.get('output', '?')} differs from the original's by "
+            f"{check['max_abs_diff']:.3g}{at}{case} (> --verify_atol={atol:g})")
 
 
 def time_modules(modules: dict[str, Module], inputs: list[np.ndarray],

@@ -1,0 +1,80 @@
+"""``--verify`` fails loudly: a rewritten module whose outputs differ from the original's
+(here: a wrong kernel result injected through the test-only ``EMBER_XLA_TEST_WRONG_RESULT``
+switch of the native reductions) makes ``rewrite`` exit 1 with one line naming the output, the
+difference and where it is, and write nothing (a previous result in ``--out`` is kept); ``batch``
+fails the model the same way. Without the switch the same commands pass, so the failure is the
+injected fault's."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+WRONG = {"EMBER_XLA_TEST_WRONG_RESULT": "1"}
+
+
+@pytest.fixture(scope="module")
+def bag_model(tmp_path_factory):
+    import jax
+    import jax.numpy as jnp
+
+    def f(t, i, s):
+        return jax.ops.segment_sum(jnp.take(t, i, axis=0), s, num_segments=8)
+
+    d = tmp_path_factory.mktemp("bag")
+    lo = jax.jit(f).lower(np.ones((100, 16), np.float32), np.zeros(40, np.int32),
+                          np.zeros(40, np.int32))
+    (d / "m.pb").write_bytes(lo.compiler_ir("hlo").as_serialized_hlo_module_proto())
+    return d / "m.pb"
+
+
+def test_rewrite_verify_passes_without_the_fault(bag_model, tmp_path, cli):
+    out = tmp_path / "out"
+    p = cli("rewrite", str(bag_model), "--out", str(out), "--verify", "--rewrite_all")
+    assert p.returncode == 0, p.stderr
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["clusters"] and rep["verify"]["bitwise_equal"] is True
+
+
+def test_rewrite_verify_mismatch_exits_1_and_writes_nothing(bag_model, tmp_path, cli):
+    out = tmp_path / "new"
+    p = cli("rewrite", str(bag_model), "--out", str(out), "--verify", "--rewrite_all",
+            extra_env=WRONG)
+    assert p.returncode == 1, (p.stdout[-2000:], p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    line = lines[0]
+    assert line.startswith("ember-xla: error: ") and str(bag_model) in line
+    assert "output 0 differs" in line and "at index [0, 0]" in line and "nothing written" in line
+    assert "--verify_atol=0.0001" in line
+    assert not out.exists()
+    assert not [n for n in os.listdir(tmp_path) if "ember-new" in n]
+
+
+def test_rewrite_verify_mismatch_keeps_the_previous_result(bag_model, tmp_path, cli):
+    out = tmp_path / "out"
+    assert cli("rewrite", str(bag_model), "--out", str(out), "--rewrite_all").returncode == 0
+    before = {n: (out / n).read_bytes() for n in sorted(os.listdir(out))}
+    p = cli("rewrite", str(bag_model), "--out", str(out), "--verify", "--rewrite_all",
+            extra_env=WRONG)
+    assert p.returncode == 1, p.stderr
+    assert {n: (out / n).read_bytes() for n in sorted(os.listdir(out))} == before
+
+
+def test_rewrite_without_verify_does_not_check(bag_model, tmp_path, cli):
+    """The switch only corrupts results: without --verify nothing runs, so nothing fails."""
+    p = cli("rewrite", str(bag_model), "--out", str(tmp_path / "o"), "--rewrite_all",
+            extra_env=WRONG)
+    assert p.returncode == 0, p.stderr
+
+
+def test_batch_verify_mismatch_fails_the_model(bag_model, tmp_path, cli):
+    out = tmp_path / "job"
+    p = cli("batch", f"--inputs={bag_model}", f"--out={out}", "--actions=rewrite,verify",
+            "--workers=1", extra_env={**WRONG, "EMBER_XLA_COST_MODEL": "off"})
+    assert p.returncode == 1, (p.stdout[-2000:], p.stderr[-2000:])
+    summary = json.loads((out / "summary.json").read_text())
+    rows = summary["models"] if isinstance(summary, dict) and "models" in summary else summary
+    text = json.dumps(rows)
+    assert "failed" in text and "output 0 differs" in text
