@@ -17,7 +17,11 @@ ROOT = Path(__file__).resolve().parents[2]
 SUBSET = ["tests/native/test_kernels.py", "tests/native/test_grouped.py",
           "tests/native/test_multi.py", "tests/native/test_table_pages.py",
           "tests/rewrites/test_nan_inf.py", "tests/emulator/test_fast.py",
-          "tests/emulator/test_fast_program.py", "tests/emulator/test_fast_ffi.py"]
+          "tests/emulator/test_fast_program.py", "tests/emulator/test_fast_ffi.py",
+          # counts transparent huge pages of jax's buffers, which ASan's allocator maps
+          # differently (71 MB huge under it, 0 without): a property of the allocator
+          "--deselect", "tests/native/test_table_pages.py::"
+                        "test_one_call_small_tables_and_mode_off_leave_pages_alone"]
 
 
 def _runtime(name: str) -> str:
