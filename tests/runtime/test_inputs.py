@@ -89,7 +89,7 @@ def test_verify_catches_an_index_mode_bug_only_with_edge_ids(tmp_path):
     of fill) agrees on in-range ids; the edge-id cases expose it."""
     from pathlib import Path
 
-    from ember_xla.ir.hlo.printer import print_module
+    from ember_xla.hlo.printer import print_module
 
     from ember_xla.hlo_import.load import load_model
     from ember_xla.rewrites.pipeline import rewrite_module
