@@ -47,11 +47,23 @@ _BATCH = [
     (re.compile(r'("(?:run_id|id)": ")[0-9a-f]{12}"'), r'\1<ID>"'),
     (re.compile(r'("(?:seconds|elapsed_s|startup_s|[^"]+\.hlo)": )[0-9.e+-]+'), r"\1<T>"),
     (re.compile(r"\b[0-9a-f]{12}\b"), "<ID>"),
+    # the manifest's hashes of a model's outputs: report.json and emulate.json hold absolute
+    # paths (the model's, the target file's), so their bytes depend on where the tree is
+    (re.compile(r'("(?:report|emulate)\.json": ")[0-9a-f]{64}"'), r'\1<SHA>"'),
 ]
+
+
+# Where the shipped target descriptions are: the source tree's configs/ in an editable install,
+# site-packages/ember_xla/configs/ in a regular one (CI's).
+def _configs_dir() -> str:
+    from ember_xla.machines.config import builtin_configs
+
+    return str(builtin_configs())
 
 
 def mask(text: str, out_dir: str, batch: bool = False, traced: bool = False) -> str:
     text = text.replace(out_dir, "<OUT>").replace(str(MODELS), "<MODELS>")
+    text = text.replace(_configs_dir(), "<CONFIGS>")
     text = text.replace(str(HERE.parents[2]), "<REPO>")
     for pattern, repl in _TIMING + (_BATCH if batch else []) + (_STACK if traced else []):
         text = pattern.sub(repl, text)
