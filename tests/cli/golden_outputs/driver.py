@@ -54,16 +54,18 @@ _BATCH = [
 
 
 # Where the shipped target descriptions are: the source tree's configs/ in an editable install,
-# site-packages/ember_xla/configs/ in a regular one (CI's).
-def _configs_dir() -> str:
+# site-packages/ember_xla/configs/ in a regular one (CI's); a batch worker started in the source
+# tree may read the tree's own.
+def _configs_dirs() -> list[str]:
     from ember_xla.machines.config import builtin_configs
 
-    return str(builtin_configs())
+    return [str(builtin_configs()), str(HERE.parents[2] / "configs")]
 
 
 def mask(text: str, out_dir: str, batch: bool = False, traced: bool = False) -> str:
     text = text.replace(out_dir, "<OUT>").replace(str(MODELS), "<MODELS>")
-    text = text.replace(_configs_dir(), "<CONFIGS>")
+    for configs in _configs_dirs():
+        text = text.replace(configs, "<CONFIGS>")
     text = text.replace(str(HERE.parents[2]), "<REPO>")
     for pattern, repl in _TIMING + (_BATCH if batch else []) + (_STACK if traced else []):
         text = pattern.sub(repl, text)
