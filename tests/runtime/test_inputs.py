@@ -90,7 +90,6 @@ def test_verify_catches_an_index_mode_bug_only_with_edge_ids(tmp_path):
     from pathlib import Path
 
     from ember_xla.hlo.printer import print_module
-
     from ember_xla.hlo_import.load import load_model
     from ember_xla.rewrites.pipeline import rewrite_module
     from ember_xla.runtime.compare import verify_rewrite
