@@ -13,25 +13,25 @@ from ember_xla.ir.graph import Module
 from ember_xla.runtime.execute import compile_module
 
 
-def max_float_diff(a: np.ndarray, b: np.ndarray) -> float:
-    """The largest ``|a - b|``: equal values (equal infinities too) and NaN against NaN are a
+def _float_diffs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elementwise ``|a - b|``: equal values (equal infinities too) and NaN against NaN are a
     difference of 0, NaN against a number or unequal infinities are ``inf``."""
     x, y = a.astype(np.float64), b.astype(np.float64)
     same = (x == y) | (np.isnan(x) & np.isnan(y))
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.where(same, 0.0, np.abs(x - y))
-    diff = np.where(np.isnan(diff), np.inf, diff)
+    return np.where(np.isnan(diff), np.inf, diff)
+
+
+def max_float_diff(a: np.ndarray, b: np.ndarray) -> float:
+    """The largest of ``_float_diffs(a, b)`` (0 for empty arrays)."""
+    diff = _float_diffs(a, b)
     return float(diff.max()) if diff.size else 0.0
 
 
 def _where_largest(a: np.ndarray, b: np.ndarray) -> list[int]:
-    """The index of the largest difference between ``a`` and ``b`` (as ``max_float_diff``
-    counts it: NaN against a number is the largest)."""
-    x, y = a.astype(np.float64), b.astype(np.float64)
-    same = (x == y) | (np.isnan(x) & np.isnan(y))
-    with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.where(same, 0.0, np.abs(x - y))
-    diff = np.where(np.isnan(diff), np.inf, diff)
+    """The index of the largest of ``_float_diffs(a, b)``."""
+    diff = _float_diffs(a, b)
     return [int(k) for k in np.unravel_index(int(np.argmax(diff)), a.shape)]
 
 
