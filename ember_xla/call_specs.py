@@ -62,12 +62,14 @@ class ClusterSpec:
     index_bits: int
     parts: tuple[Part, ...]
     outlined: str | None = None      # name of the outlined reference computation, if any
+    sum_order: str = "sequential"    # padded_bag: the order of a bag's additions (kernel attr)
 
     @property
     def attrs(self) -> dict[str, Any]:
         return {"combiner": self.combiner, "index_mode": self.index_mode,
                 "wrap_negative": self.wrap_negative, "weighted": self.weighted,
-                "init": self.init, "index_bits": self.index_bits}
+                "init": self.init, "index_bits": self.index_bits,
+                **({"sum_order": self.sum_order} if self.kind == "padded_bag" else {})}
 
 
 def _array(shape: Any, where: str) -> ArraySpec:
@@ -193,7 +195,8 @@ def cluster_spec(op: Operation) -> ClusterSpec:
         parts.append(part)
     return ClusterSpec(target.kind, op.name, operands, tuple(roles), outs, combiner, mode,
                        bool(attrs["wrap_negative"]), weighted, float(attrs["init"]), int(bits),
-                       tuple(parts), op.callees[0].name if op.callees else None)
+                       tuple(parts), op.callees[0].name if op.callees else None,
+                       str(attrs.get("sum_order", "sequential")))
 
 
 def ember_calls(module: Module, graph: Graph | None = None) -> list[Operation]:

@@ -17,8 +17,9 @@ from ember_xla.hlo.extensions import register_attribute_encoder
 KERNEL_ATTRS = ("combiner", "index_bits", "index_mode", "init", "weighted", "wrap_negative")
 
 
-#: ember.padded_bag also takes ``sum_order``: "sequential" (row after row) or "blocked" (the
-#: blocks of 4 / 16 / 256 rows that XLA:CPU's YNNPACK reduce uses; native/blocked_sum.h).
+#: ember.padded_bag also takes ``sum_order``: "sequential" (row after row), "sequential_fma"
+#: (weighted rows with one fused multiply-add each) or "blocked" (the blocks of 4 / 16 / 256
+#: rows that XLA:CPU's YNNPACK reduce uses; native/blocked_sum.h).
 PADDED_ATTRS = (*KERNEL_ATTRS, "sum_order")
 
 #: Attributes of ember.multi_segment_reduce: one comma-separated combiner and init per result

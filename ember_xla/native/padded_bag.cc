@@ -20,10 +20,11 @@ ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::Remainin
                                    index_bits, &opt);
         e.failure())
       return e;
-    opt.fused_multiply_add = opt.weighted;
-    if (sum_order != "sequential" && sum_order != "blocked")
-      return ffi::Error::InvalidArgument("ember.padded_bag: sum_order must be sequential or "
-                                         "blocked, not " + std::string(sum_order));
+    if (sum_order != "sequential" && sum_order != "sequential_fma" && sum_order != "blocked")
+      return ffi::Error::InvalidArgument(
+          "ember.padded_bag: sum_order must be sequential, sequential_fma or blocked, not " +
+          std::string(sum_order));
+    opt.fused_multiply_add = sum_order == "sequential_fma";
     if (auto e = CheckTableAndResult(table, *out); e.failure()) return e;
     if (ids.dimensions().size() != 2)
       return ffi::Error::InvalidArgument("ember.padded_bag: ids must have rank 2 [B, P]");

@@ -86,7 +86,8 @@ def attrs(
 def ember(kind: str, rows: int, table, *operands, out_dtype=None, **attributes):
     out_dtype = table.dtype if out_dtype is None else out_dtype
     if kind == "padded_bag":
-        attributes.setdefault("sum_order", "sequential")
+        attributes.setdefault("sum_order",
+                              "sequential_fma" if attributes.get("weighted") else "sequential")
     call = jax.ffi.ffi_call(
         f"ember.{kind}", jax.ShapeDtypeStruct((rows, table.shape[1]), out_dtype)
     )

@@ -87,7 +87,9 @@ BLOCKED_MAX_WIDTH = 512
 def sum_order(b: int, p: int, d: int, reduce_type: str, combiner: str, weighted: bool,
               init: float) -> str:
     """The order in which XLA:CPU adds a padded bag's P rows, as the kernel's ``sum_order``:
-    "sequential" or "blocked" (native/blocked_sum.h); raises NoMatch where neither is XLA's."""
+    "sequential", "sequential_fma" (weighted rows each added with a fused multiply-add, as
+    XLA:CPU's fused multiply-reduce loop does) or "blocked" (native/blocked_sum.h); raises
+    NoMatch where none is XLA's."""
     shape = f"[{b},{p},{d}] {reduce_type}"
     if reduce_type == "f32" and b * p * d >= YNN_MIN_ELEMENTS:
         # YNNPACK's reduce (sum over f32, or over bf16/f16 rows converted to f32)
@@ -112,4 +114,4 @@ def sum_order(b: int, p: int, d: int, reduce_type: str, combiner: str, weighted:
         raise NoMatch(f"bag {shape}: XLA:CPU sums bags of more than {TREE_WINDOW} rows in "
                       f"windows of {TREE_WINDOW} (tree reduction), which is not reproduced, so "
                       "the cluster stays in XLA")
-    return "sequential"
+    return "sequential_fma" if weighted and reduce_type == "f32" else "sequential"
