@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <new>
 
 #include "cache.h"
@@ -89,14 +90,48 @@ struct LayerCursor {
 
 class Sim {
  public:
-  Sim(const TimingTarget& t, const TraceView& tr, std::string* err)
-      : t_(t), tr_(tr), err_(err), mem_(t), heap_(std::max<int64_t>(t.outstanding, 1)) {}
+  Sim(const TimingTarget& t, const TraceView& tr, std::string* err,
+      SharedMemory* shared = nullptr, size_t n_private = 0)
+      : t_(t), tr_(tr), err_(err), mem_(t, shared, n_private),
+        heap_(std::max<int64_t>(t.outstanding, 1)) {}
 
   bool Run(TimingResult* out) {
     if (!Index()) return false;
     if (!Replay()) return false;
     Report(out);
     return true;
+  }
+
+  // Stepping (the multi-core driver): Index once, then Next/IssueNext until Next returns 0,
+  // then Drain and Report. Next: 1 with the cycle of the load the access unit issues next,
+  // 0 when every load is issued, -1 on failure (reason in *err).
+  bool Start() { return Index(); }
+  int Next(double* t) {
+    bool any = false;
+    if (!PickNext(&any)) return -1;
+    if (!any) return 0;
+    *t = pick_t_;
+    return 1;
+  }
+  void IssueNext() { Issue(layers_[pick_], pick_t_, pick_wait_); }
+  bool Drain() { return Tail(); }
+  void Report(TimingResult* out) {
+    *out = TimingResult{};
+    out->cycles = std::max({exec_free_, max_done_, max_tok_time_, 0.0});
+    out->access_busy = access_busy_;
+    out->execute_busy = exec_busy_;
+    out->queue_full = queue_full_;
+    out->queue_empty = queue_empty_;
+    out->dram_busy = mem_.dram_busy;
+    out->dram_lines = mem_.dram_lines;
+    out->tokens = n_tok_;
+    out->entries = (int64_t)entry_bytes_.size();
+    out->bytes_loaded = bytes_loaded_;
+    const auto& st = mem_.stats();
+    for (size_t i = 0; i < st.size() && i < (size_t)kMaxLevels; ++i) {
+      out->level_hits[i] = st[i].hits;
+      out->level_misses[i] = st[i].misses;
+    }
   }
 
  private:
@@ -313,52 +348,67 @@ class Sim {
     return true;
   }
 
-  bool Replay() {
+  // The load the access unit issues next (pick_, pick_t_, pick_wait_); *any: loads are left.
+  bool PickNext(bool* any) {
     const int64_t n_layers = (int64_t)layers_.size();
-    for (;;) {
-      bool left = false;
-      for (const LayerCursor& lc : layers_) left |= lc.left > 0;
-      if (!left) break;
-      if (!ReserveLoadless()) return false;
-      bool any = false, have = false;
-      int64_t best = 0;
-      double best_t = 0.0, best_wait = 0.0;
-      for (int64_t l = 0; l < n_layers; ++l) {
-        const LayerCursor& lc = layers_[l];
-        if (!lc.left) continue;
-        any = true;
-        double t = lc.agen;
-        const int64_t dep = tr_.c[lc.pos];
-        if (dep >= 0) {
-          const double d = done_[dep];
-          if (d < 0) continue;
-          t = std::max(t, d);
-        }
-        double wait = 0.0;
-        const int64_t e = EntryOf(lc);
-        if (e >= 0 && e == reserved_) {
-          double room;
-          if (!Reserve(e, t, &room)) {
-            if (fatal_) return false;
-            continue;
-          }
-          wait = std::max(0.0, room - t);
-          t += wait;
-        } else if (e > reserved_) {
+    bool left = false;
+    for (const LayerCursor& lc : layers_) left |= lc.left > 0;
+    *any = false;
+    if (!left) return true;
+    if (!ReserveLoadless()) return false;
+    bool have = false;
+    int64_t best = 0;
+    double best_t = 0.0, best_wait = 0.0;
+    for (int64_t l = 0; l < n_layers; ++l) {
+      const LayerCursor& lc = layers_[l];
+      if (!lc.left) continue;
+      *any = true;
+      double t = lc.agen;
+      const int64_t dep = tr_.c[lc.pos];
+      if (dep >= 0) {
+        const double d = done_[dep];
+        if (d < 0) continue;
+        t = std::max(t, d);
+      }
+      double wait = 0.0;
+      const int64_t e = EntryOf(lc);
+      if (e >= 0 && e == reserved_) {
+        double room;
+        if (!Reserve(e, t, &room)) {
+          if (fatal_) return false;
           continue;
         }
-        if (!have || t < best_t) {
-          best = l, best_t = t, best_wait = wait, have = true;
-        }
+        wait = std::max(0.0, room - t);
+        t += wait;
+      } else if (e > reserved_) {
+        continue;
       }
-      if (!any) break;
-      if (!have)
-        return Fail("the access unit deadlocks: the data queue (" +
-                    std::to_string(t_.queue_bytes) +
-                    " B) cannot hold the entries one callback needs before its control token "
-                    "is pushed");
-      Issue(layers_[best], best_t, best_wait);
+      if (!have || t < best_t) {
+        best = l, best_t = t, best_wait = wait, have = true;
+      }
     }
+    if (!*any) return true;
+    if (!have)
+      return Fail("the access unit deadlocks: the data queue (" +
+                  std::to_string(t_.queue_bytes) +
+                  " B) cannot hold the entries one callback needs before its control token "
+                  "is pushed");
+    pick_ = best, pick_t_ = best_t, pick_wait_ = best_wait;
+    return true;
+  }
+
+  bool Replay() {
+    for (;;) {
+      bool any = false;
+      if (!PickNext(&any)) return false;
+      if (!any) break;
+      Issue(layers_[pick_], pick_t_, pick_wait_);
+    }
+    return Tail();
+  }
+
+  // After the last load: the remaining entries without loads, then every callback left.
+  bool Tail() {
     const int64_t n_e = (int64_t)entry_bytes_.size();
     while (reserved_ < n_e) {
       const int64_t before = reserved_;
@@ -375,25 +425,6 @@ class Sim {
     if (n_started_ != n_tok_)
       return Fail("callbacks wait for data that is never pushed");
     return true;
-  }
-
-  void Report(TimingResult* out) {
-    *out = TimingResult{};
-    out->cycles = std::max({exec_free_, max_done_, max_tok_time_, 0.0});
-    out->access_busy = access_busy_;
-    out->execute_busy = exec_busy_;
-    out->queue_full = queue_full_;
-    out->queue_empty = queue_empty_;
-    out->dram_busy = mem_.dram_busy;
-    out->dram_lines = mem_.dram_lines;
-    out->tokens = n_tok_;
-    out->entries = (int64_t)entry_bytes_.size();
-    out->bytes_loaded = bytes_loaded_;
-    const auto& lv = mem_.levels();
-    for (size_t i = 0; i < lv.size() && i < (size_t)kMaxLevels; ++i) {
-      out->level_hits[i] = lv[i].hits;
-      out->level_misses[i] = lv[i].misses;
-    }
   }
 
   const TimingTarget& t_;
@@ -416,20 +447,68 @@ class Sim {
   double room_at_ = 0.0, last_issue_ = 0.0, exec_free_ = 0.0, queue_full_ = 0.0, queue_empty_ = 0.0;
   double exec_busy_ = 0.0, access_busy_ = 0.0, max_done_ = 0.0, max_tok_time_ = 0.0;
   bool fatal_ = false;
+  int64_t pick_ = 0;
+  double pick_t_ = 0.0, pick_wait_ = 0.0;
 };
 
 }  // namespace
 
-bool Simulate(const TimingTarget& target, const TraceView& trace, TimingResult* out,
-              std::string* err) {
+bool CheckTarget(const TimingTarget& target, std::string* err) {
   if (target.levels.empty() || (int64_t)target.levels.size() > kMaxLevels)
     return (*err = "the timing core models 1 to 8 cache levels"), false;
   for (const CacheSpec& s : target.levels)
     if (s.sets <= 0 || s.ways <= 0) return (*err = "a cache level has no sets or ways"), false;
   if (target.line_bytes <= 0 || target.outstanding <= 0 || target.ctrl_cap <= 0)
     return (*err = "line size, outstanding requests and control queue must be positive"), false;
+  if (target.dram_channels <= 0 || target.dram_banks < 0 || target.dram_row_lines <= 0)
+    return (*err = "DRAM channels and row lines must be positive, banks not negative"), false;
+  return true;
+}
+
+bool Simulate(const TimingTarget& target, const TraceView& trace, TimingResult* out,
+              std::string* err) {
+  if (!CheckTarget(target, err)) return false;
   Sim sim(target, trace, err);
   return sim.Run(out);
+}
+
+bool SimulateCores(const TimingTarget& target, size_t n_private,
+                   const std::vector<TraceView>& traces, std::vector<TimingResult>* out,
+                   std::string* err) {
+  if (!CheckTarget(target, err)) return false;
+  if (n_private > target.levels.size())
+    return (*err = "more private cache levels than levels"), false;
+  const size_t n = traces.size();
+  SharedMemory shared(target, n_private);
+  std::vector<std::string> errs(n);
+  std::vector<std::unique_ptr<Sim>> sims;
+  for (size_t k = 0; k < n; ++k)
+    sims.push_back(std::make_unique<Sim>(target, traces[k], &errs[k], &shared, n_private));
+  auto fail = [&](size_t k) { return (*err = "core " + std::to_string(k) + ": " + errs[k]), false; };
+  // next[k]: the cycle of core k's next load; state 1 has one, 0 done issuing
+  std::vector<double> next(n, 0.0);
+  std::vector<int> state(n, 0);
+  for (size_t k = 0; k < n; ++k) {
+    if (!sims[k]->Start()) return fail(k);
+    state[k] = sims[k]->Next(&next[k]);
+    if (state[k] < 0) return fail(k);
+  }
+  // the shared levels and DRAM see the cores' requests in time order (ties: lower core first)
+  for (;;) {
+    size_t best = n;
+    for (size_t k = 0; k < n; ++k)
+      if (state[k] == 1 && (best == n || next[k] < next[best])) best = k;
+    if (best == n) break;
+    sims[best]->IssueNext();
+    state[best] = sims[best]->Next(&next[best]);
+    if (state[best] < 0) return fail(best);
+  }
+  out->assign(n, TimingResult{});
+  for (size_t k = 0; k < n; ++k) {
+    if (!sims[k]->Drain()) return fail(k);
+    sims[k]->Report(&(*out)[k]);
+  }
+  return true;
 }
 
 }  // namespace ember_emu
@@ -441,6 +520,8 @@ extern "C" struct EmberTimingTarget {
   const int64_t* level_sets;
   const int64_t* level_ways;
   const int64_t* level_latency;
+  int64_t dram_channels, dram_banks, dram_row_lines;
+  double dram_row_hit, dram_row_miss;
 };
 
 static ember_emu::TimingTarget ember_timing_target(const EmberTimingTarget* tg) {
@@ -448,6 +529,9 @@ static ember_emu::TimingTarget ember_timing_target(const EmberTimingTarget* tg) 
   t.agen_step = tg->agen_step, t.dram_latency = tg->dram_latency, t.transfer = tg->transfer;
   t.queue_bytes = tg->queue_bytes, t.outstanding = tg->outstanding, t.ctrl_cap = tg->ctrl_cap;
   t.line_bytes = tg->line_bytes;
+  t.dram_channels = tg->dram_channels, t.dram_banks = tg->dram_banks;
+  t.dram_row_lines = tg->dram_row_lines;
+  t.dram_row_hit = tg->dram_row_hit, t.dram_row_miss = tg->dram_row_miss;
   for (int64_t i = 0; i < tg->n_levels; ++i)
     t.levels.push_back({tg->level_sets[i], tg->level_ways[i], tg->level_latency[i]});
   return t;
