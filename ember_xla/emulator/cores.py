@@ -12,6 +12,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ember_xla.dae.errors import ProgramDoesNotFit
 from ember_xla.emulator.cc_library import CPtr, ResultStruct, load, report_of
 from ember_xla.emulator.executor_cc import _run, target_text
@@ -29,6 +31,37 @@ class KeptRun:
         self.handle: int | None = handle
         self.outputs = outputs
         self._lib = lib
+
+    def trace_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The trace's (kind, a, b, layer) columns (LOAD: a address, b bytes)."""
+        assert self.handle is not None, "closed"
+        lib, h = self._lib, CPtr(self.handle)
+        n = lib.ember_run_trace_size(h)
+        kind = np.zeros(n, np.int8)
+        cols = [np.zeros(n, np.int64) for _ in range(4)]
+        queued = np.zeros(n, np.uint8)
+        lib.ember_run_trace_copy(h, CPtr(kind.ctypes.data), *(CPtr(c.ctypes.data) for c in cols),
+                                 CPtr(queued.ctypes.data))
+        return kind, cols[0], cols[1], cols[3]
+
+    def case_firings(self, target: Target) -> list[tuple[int, float]]:
+        """Per callback case: (times fired, cycles of one firing on ``target``'s core)."""
+        from ember_xla.machines.config import OP_CLASSES
+
+        assert self.handle is not None, "closed"
+        lib, h, ex = self._lib, CPtr(self.handle), target.execute
+        out = []
+        for k in range(lib.ember_run_n_cases(h)):
+            pops, fired, n_order = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int64()
+            order = np.zeros(9, np.int64)
+            totals = np.zeros(9, np.float64)
+            lib.ember_run_case(h, ctypes.c_int64(k), ctypes.byref(pops), ctypes.byref(fired),
+                               ctypes.byref(n_order), CPtr(order.ctypes.data),
+                               CPtr(totals.ctypes.data))
+            f = fired.value
+            ops = sum(totals[c] * ex.op_cycles[OP_CLASSES[c]] for c in order[:n_order.value])
+            out.append((f, ex.callback_dispatch_cycles + (ops / f if f else 0.0)))
+        return out
 
     def close(self) -> None:
         if self.handle is not None:
@@ -53,11 +86,21 @@ class OnCore:
     region: int        # address region: runs of one cluster share one, others get their own
 
 
+@dataclasses.dataclass
+class CoresTiming:
+    cores: list[TimingReport]      # per core: its cycles from time 0, its own hits and misses
+    ends: list[float]              # per run (in the order given): the cycle its core's
+                                   # execute unit finished it
+
+    @property
+    def makespan(self) -> float:
+        return max((r.cycles for r in self.cores), default=0.0)
+
+
 def simulate_cores(target: Target, placed: Sequence[OnCore], cores: int | None = None
-                   ) -> list[TimingReport]:
+                   ) -> CoresTiming:
     """Time the runs together on ``cores`` cores (default: the target's); a core runs its runs
-    in the order given. One ``TimingReport`` per core (its cycles from time 0; its hits and
-    misses as its own requests saw every level). ``ProgramDoesNotFit`` with the reason."""
+    in the order given. ``ProgramDoesNotFit`` with the reason."""
     n = target.cores if cores is None else cores
     if n < 1:
         raise ValueError(f"{n} cores: expected at least one")
@@ -72,13 +115,15 @@ def simulate_cores(target: Target, placed: Sequence[OnCore], cores: int | None =
     offset = (ctypes.c_int64 * max(len(placed), 1))(*(p.region * ADDRESS_STRIDE
                                                        for p in placed))
     res = (ResultStruct * n)()
+    ends = (ctypes.c_double * max(len(placed), 1))()
     err = ctypes.create_string_buffer(1024)
     rc = lib.ember_cores_simulate(target_text(target).encode(),
                                   ctypes.c_int64(target.private_levels), ctypes.c_int64(n),
-                                  ctypes.c_int64(len(placed)), runs, core, offset, res, err,
-                                  ctypes.c_int64(len(err)))
+                                  ctypes.c_int64(len(placed)), runs, core, offset, res, ends,
+                                  err, ctypes.c_int64(len(err)))
     if rc == 1:
         raise ProgramDoesNotFit(f"{err.value.decode()} (target {target.name})")
     if rc:
         raise ValueError(err.value.decode())
-    return [report_of(target, res[k]) for k in range(n)]
+    return CoresTiming([report_of(target, res[k]) for k in range(n)],
+                       [float(ends[i]) for i in range(len(placed))])

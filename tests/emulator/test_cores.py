@@ -45,7 +45,7 @@ def test_one_core_is_exactly_the_single_core_timing(target):
     inputs, shape = _bag(1)
     _, alone = emulate_program(PROGRAM, inputs, target, shape)
     run = run_kept(PROGRAM, inputs, shape)
-    (on_one,) = simulate_cores(target, [OnCore(run, 0, 0)], cores=1)
+    (on_one,) = simulate_cores(target, [OnCore(run, 0, 0)], cores=1).cores
     assert on_one == alone
     assert alone.cycles > 0
 
@@ -53,10 +53,12 @@ def test_one_core_is_exactly_the_single_core_timing(target):
 def test_runs_on_one_core_run_one_after_the_other():
     a, b = _bag(2), _bag(3, bags=30)
     runs = [run_kept(PROGRAM, *a), run_kept(PROGRAM, *b)]
-    (both,) = simulate_cores(TMU, [OnCore(r, 0, k) for k, r in enumerate(runs)], cores=1)
+    timed = simulate_cores(TMU, [OnCore(r, 0, k) for k, r in enumerate(runs)], cores=1)
+    (both,) = timed.cores
     alone = [emulate_program(PROGRAM, x[0], TMU, x[1])[1] for x in (a, b)]
     assert both.tokens == sum(r.tokens for r in alone)
     assert both.cycles > max(r.cycles for r in alone)
+    assert 0 < timed.ends[0] < timed.ends[1] == both.cycles
 
 
 def test_cores_contend_for_dram_bandwidth():
@@ -66,7 +68,7 @@ def test_cores_contend_for_dram_bandwidth():
     inputs, shape = _bag(4)
     _, alone = emulate_program(PROGRAM, inputs, narrow, shape)
     runs = [run_kept(PROGRAM, inputs, shape) for _ in range(8)]
-    reps = simulate_cores(narrow, [OnCore(r, k, k) for k, r in enumerate(runs)])
+    reps = simulate_cores(narrow, [OnCore(r, k, k) for k, r in enumerate(runs)]).cores
     assert len(reps) == 8
     assert sum(r.dram_bytes for r in reps) == 8 * alone.dram_bytes
     assert min(r.cycles for r in reps) > 2 * alone.cycles
@@ -77,8 +79,8 @@ def test_one_cluster_on_two_cores_shares_the_llc():
     inputs, shape = _bag(5, rows=20_000)
     _, alone = emulate_program(PROGRAM, inputs, TMU8, shape)
     runs = [run_kept(PROGRAM, inputs, shape) for _ in range(2)]
-    same = simulate_cores(TMU8, [OnCore(r, k, 0) for k, r in enumerate(runs)], cores=2)
-    apart = simulate_cores(TMU8, [OnCore(r, k, k) for k, r in enumerate(runs)], cores=2)
+    same = simulate_cores(TMU8, [OnCore(r, k, 0) for k, r in enumerate(runs)], cores=2).cores
+    apart = simulate_cores(TMU8, [OnCore(r, k, k) for k, r in enumerate(runs)], cores=2).cores
     assert sum(r.dram_bytes for r in apart) == 2 * alone.dram_bytes
     assert sum(r.dram_bytes for r in same) < 1.2 * alone.dram_bytes
 

@@ -106,6 +106,9 @@ class Sim {
   // then Drain and Report. Next: 1 with the cycle of the load the access unit issues next,
   // 0 when every load is issued, -1 on failure (reason in *err).
   bool Start() { return Index(); }
+  // Token counts at which to note the execute unit's time (a core's piece boundaries).
+  void SetMarks(const std::vector<int64_t>* marks) { marks_ = marks; }
+  const std::vector<double>& mark_times() const { return mark_times_; }
   int Next(double* t) {
     bool any = false;
     if (!PickNext(&any)) return -1;
@@ -272,7 +275,13 @@ class Sim {
     ++n_started_;
     ++tok_pos_;
     AdvanceToken();
+    Mark();
     return true;
+  }
+  void Mark() {
+    while (marks_ && mark_times_.size() < marks_->size() &&
+           (*marks_)[mark_times_.size()] <= n_started_)
+      mark_times_.push_back(exec_free_);
   }
 
   // -- access unit -------------------------------------------------------------------------------
@@ -422,6 +431,7 @@ class Sim {
     while (ExecNext()) {
     }
     if (fatal_) return false;
+    Mark();
     if (n_started_ != n_tok_)
       return Fail("callbacks wait for data that is never pushed");
     return true;
@@ -449,6 +459,8 @@ class Sim {
   bool fatal_ = false;
   int64_t pick_ = 0;
   double pick_t_ = 0.0, pick_wait_ = 0.0;
+  const std::vector<int64_t>* marks_ = nullptr;
+  std::vector<double> mark_times_;
 };
 
 }  // namespace
@@ -474,7 +486,8 @@ bool Simulate(const TimingTarget& target, const TraceView& trace, TimingResult* 
 
 bool SimulateCores(const TimingTarget& target, size_t n_private,
                    const std::vector<TraceView>& traces, std::vector<TimingResult>* out,
-                   std::string* err) {
+                   std::string* err, const std::vector<std::vector<int64_t>>* marks,
+                   std::vector<std::vector<double>>* mark_times) {
   if (!CheckTarget(target, err)) return false;
   if (n_private > target.levels.size())
     return (*err = "more private cache levels than levels"), false;
@@ -482,8 +495,10 @@ bool SimulateCores(const TimingTarget& target, size_t n_private,
   SharedMemory shared(target, n_private);
   std::vector<std::string> errs(n);
   std::vector<std::unique_ptr<Sim>> sims;
-  for (size_t k = 0; k < n; ++k)
+  for (size_t k = 0; k < n; ++k) {
     sims.push_back(std::make_unique<Sim>(target, traces[k], &errs[k], &shared, n_private));
+    if (marks && k < marks->size()) sims[k]->SetMarks(&(*marks)[k]);
+  }
   auto fail = [&](size_t k) { return (*err = "core " + std::to_string(k) + ": " + errs[k]), false; };
   // next[k]: the cycle of core k's next load; state 1 has one, 0 done issuing
   std::vector<double> next(n, 0.0);
@@ -507,6 +522,7 @@ bool SimulateCores(const TimingTarget& target, size_t n_private,
   for (size_t k = 0; k < n; ++k) {
     if (!sims[k]->Drain()) return fail(k);
     sims[k]->Report(&(*out)[k]);
+    if (mark_times) mark_times->push_back(sims[k]->mark_times());
   }
   return true;
 }

@@ -90,10 +90,12 @@ bool Simulate(const TimingTarget& target, const TraceView& trace, TimingResult* 
 // execute unit and the first `n_private` cache levels; the other levels and DRAM are shared,
 // and the cores' requests reach them in global time order. out[k]: core k's result (its cycles
 // from time 0; hits and misses of every level as its requests saw them). One core gives
-// exactly Simulate's result.
+// exactly Simulate's result. marks[k] (optional): callback counts of core k at which to note
+// the cycle its execute unit is free (the end of a piece); mark_times[k] gets them.
 bool SimulateCores(const TimingTarget& target, size_t n_private,
                    const std::vector<TraceView>& traces, std::vector<TimingResult>* out,
-                   std::string* err);
+                   std::string* err, const std::vector<std::vector<int64_t>>* marks = nullptr,
+                   std::vector<std::vector<double>>* mark_times = nullptr);
 
 }  // namespace ember_emu
 

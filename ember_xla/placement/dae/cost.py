@@ -1,0 +1,124 @@
+"""The analytic cost model of a piece on a DAE core: a share of a cluster's batch run with one
+program variant. Numbers come from the target (``Target``: address generation, outstanding
+requests, cache sizes and latencies, DRAM latency, row and transfer times, dispatch and op
+cycles), from the program (``Profile``: per lookup and per output row, the cache lines it loads
+and the cycles of the callbacks it fires, counted on the cluster's whole run, not timed) and
+from the piece's index statistics (its lookups' row frequencies):
+
+- execute: ``exec_per_id x lookups + exec_per_row x rows``;
+- access unit: every line costs ``1 / (lanes x addresses_per_cycle)`` cycles of address
+  generation;
+- memory latency: ``outstanding_requests`` lines in flight, each taking the latency of the
+  level that holds it; a table row hits a level when it is among the most frequent rows the
+  piece's part of that level holds (a private level shared by the core's pieces, a shared
+  level by every piece, in proportion to their distinct rows), after its first touch;
+- DRAM: the piece's DRAM lines x a line's transfer over the machine's channels;
+a piece takes the largest of the four, plus one DRAM latency to fill the pipeline. A core runs
+its pieces one after the other; the plan's makespan is at least the whole machine's DRAM
+transfer time (``predict``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from ember_xla.emulator.memory import dram_timing
+from ember_xla.machines.config import Target
+
+
+@dataclasses.dataclass(frozen=True)
+class Profile:
+    """Counts of one cluster's program variant on its whole batch, per lookup / output row."""
+
+    table_lines_per_id: float
+    other_lines_per_id: float
+    exec_per_id: float
+    exec_per_row: float
+    row_lines: float               # table lines of one row
+
+
+@dataclasses.dataclass(frozen=True)
+class PieceLoad:
+    """What the cost model knows of a piece before the plan is priced."""
+
+    profile: Profile
+    n_ids: int
+    n_rows: int
+    counts: np.ndarray             # lookups per distinct row, decreasing
+
+
+def row_counts(ids: np.ndarray) -> np.ndarray:
+    _, c = np.unique(np.asarray(ids).reshape(-1), return_counts=True)
+    return np.sort(c)[::-1]
+
+
+def _hits(counts: np.ndarray, capacity_rows: float) -> int:
+    """Lookups that hit a cache holding the ``capacity_rows`` most frequent rows (each row
+    misses on its first touch)."""
+    k = int(max(0.0, min(capacity_rows, len(counts))))
+    return int(counts[:k].sum()) - k
+
+
+@dataclasses.dataclass(frozen=True)
+class PieceCost:
+    cycles: float
+    dram_lines: float
+    bound: str
+
+
+def piece_cost(t: Target, p: PieceLoad, level_share: Sequence[float]) -> PieceCost:
+    """Cycles of one piece alone on a core; ``level_share[i]``: the fraction of cache level i
+    this piece's rows may use."""
+    prof = p.profile
+    d = dram_timing(t)
+    line_bytes = t.caches[0].line_bytes
+    rl = max(prof.row_lines, 1e-9)
+    lines = prof.table_lines_per_id * p.n_ids
+    hits_above = 0
+    lat_sum = 0.0
+    for c, share in zip(t.caches, level_share, strict=True):
+        cap_rows = c.size_bytes * share / (rl * line_bytes)
+        h = max(_hits(p.counts, cap_rows), hits_above)
+        lat_sum += (h - hits_above) * prof.row_lines * c.latency_cycles
+        hits_above = h
+    miss_ids = p.n_ids - hits_above
+    dram_lines = miss_ids * prof.row_lines
+    row_time = d.row_miss if d.banks else 0.0
+    lat_sum += dram_lines * (d.latency + d.transfer + row_time)
+    other = prof.other_lines_per_id * p.n_ids
+    lat_sum += other * t.caches[0].latency_cycles
+    a = t.access
+    terms = {
+        "execute": prof.exec_per_id * p.n_ids + prof.exec_per_row * p.n_rows,
+        "access": (lines + other) / (a.lanes * a.addresses_per_cycle),
+        "memory latency": lat_sum / a.outstanding_requests,
+        "dram bandwidth": dram_lines * d.transfer / d.channels,
+    }
+    bound = max(terms, key=lambda k: terms[k])
+    fill = d.latency + d.transfer + row_time if p.n_ids else 0.0
+    return PieceCost(terms[bound] + fill, dram_lines, bound)
+
+
+def predict(t: Target, cores: int, pieces: Sequence[tuple[int, PieceLoad]]
+            ) -> tuple[list[float], float, str]:
+    """(predicted cycles per core, makespan, what bounds it) of pieces placed as
+    ``(core, load)``: cache shares by distinct rows, the machine's DRAM time as a floor."""
+    distinct = [float(len(p.counts)) for _, p in pieces]
+    per_core = [0.0] * cores
+    for (k, _), n in zip(pieces, distinct, strict=True):
+        per_core[k] += n
+    total = sum(distinct) or 1.0
+    cyc = [0.0] * cores
+    dram = 0.0
+    d = dram_timing(t)
+    for (k, p), n in zip(pieces, distinct, strict=True):
+        shares = [n / total if c.shared else n / (per_core[k] or 1.0) for c in t.caches]
+        pc = piece_cost(t, p, shares)
+        cyc[k] += pc.cycles
+        dram += pc.dram_lines * d.transfer / d.channels
+    worst = max(cyc, default=0.0)
+    if dram > worst:
+        return [max(c, dram * c / worst) if worst else dram for c in cyc], dram, "dram bandwidth"
+    return cyc, worst, "cores"
