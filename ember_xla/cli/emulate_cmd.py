@@ -70,8 +70,15 @@ def emulate_main(args: list[str], flags_: Any) -> int:
         raise UsageError("emulate takes exactly one MODEL argument")
     target_name = flags_.target or DEFAULT_TARGET
     target = load_target(target_name)  # a bad target fails before the model is loaded
+    on_cores = target.npu is None and (target.cores > 1 or flags_["placement"].present)
     placed = target.npu is not None or flags_["placement"].present
-    if placed:
+    if on_cores:
+        for name in ("opt_level", "pipeline", "engine", "preload"):
+            if flags_[name].present:
+                raise UsageError(f"--{name}: on the cores of a DAE target the program variant "
+                                 "of each piece is chosen by --placement (the C++ emulator "
+                                 "runs them)")
+    elif placed:
         from ember_xla.machines.npu import machine_of
 
         machine_of(target)  # --placement on a target without [dma]: one line, exit 2
@@ -87,6 +94,8 @@ def emulate_main(args: list[str], flags_: Any) -> int:
     def say(msg: str) -> None:
         print(msg, file=sys.stderr)
 
+    if on_cores:
+        return _emulate_on_cores(model, target, inputs, flags_, say)
     if placed:
         return _emulate_placed(model, target, inputs, flags_, say)
 
@@ -101,6 +110,58 @@ def emulate_main(args: list[str], flags_: Any) -> int:
     if not em.ok:
         say("emulate: verification FAILED")
         return 1
+    return 0
+
+
+def _emulate_on_cores(model: Any, target: Any, inputs: Any, flags_: Any, say: Any) -> int:
+    """A multi-core DAE target: the clusters placed on its cores (``--placement``), emulated
+    together, verified; per-core and per-piece report (docs/PLACEMENT.md, "DAE cores")."""
+    from ember_xla.orchestrate.emulate_cores import emulate_on_cores
+    from ember_xla.orchestrate.rewrite_model import rewrite_for
+    from ember_xla.placement.dae import report
+
+    result = rewrite_for(model.module, "dae", group=flags_.group_tables)
+    run = emulate_on_cores(model.module, result.module, inputs, target, flags_.placement,
+                           native_fallback=flags_.native_fallback, baselines=bool(flags_.plot),
+                           verify_atol=flags_.verify_atol)
+    say(f"{model.source}: {len(result.clusters)} embedding cluster(s) rewritten, "
+        f"{len(run.works)} placed on the {run.plan.cores} core(s) of {target.name} "
+        f"({target.source}) by --placement={flags_.placement}")
+    for name, why in run.fallback:
+        say(f"cluster %{name}: on the native kernel (not on the DAE cores): {why}")
+    m = run.verify["model"]
+    how = "bit for bit" if m["bitwise_equal"] else f"max |diff| {m['max_abs_diff']:.3g}"
+    say(f"verify: original vs emulated model on XLA:CPU: {how}"
+        f"{'' if m['ok'] else ' > --verify_atol: MISMATCH'}")
+    bad = [c["custom_call"] for c in run.verify["clusters_vs_native"] if not c["bitwise_equal"]]
+    say(f"verify: the pieces of {len(run.works)} cluster(s) "
+        + ("equal the native kernels bit for bit" if not bad
+           else f"differ from the native kernel: {', '.join(bad)}: MISMATCH"))
+    if not run.ok:
+        say("emulate: verification FAILED")
+        return 1
+    if flags_.save_plan:
+        from ember_xla.util.atomic import write_atomic
+
+        write_atomic(flags_.save_plan, strict_json.dumps(run.plan.as_dict(), indent=1) + "\n")
+        say(f"plan: {flags_.save_plan}")
+    if flags_.trace:
+        n = report.write_trace(flags_.trace, target, run.works, run.plan, run.timing)
+        say(f"trace: {n} events written to {flags_.trace} (one track group per core; open in "
+            "ui.perfetto.dev)")
+    if flags_.plot:
+        report.plot_cores([(run.plan, run.timing), *run.baselines], flags_.plot,
+                          f"{model.source}: {len(run.plan.pieces)} pieces on "
+                          f"{run.plan.cores} cores")
+        say(f"per-core load: {flags_.plot}")
+    d = report.as_dict(target, run.works, run.plan, run.timing)
+    d["total_cycles"] = d["makespan_cycles"]
+    d["native_fallback"] = [{"cluster": n, "reason": w} for n, w in run.fallback]
+    d["verify"] = run.verify
+    d["baselines"] = [{"policy": p.policy, "makespan_cycles": tm.makespan}
+                      for p, tm in run.baselines]
+    print(strict_json.dumps(d, indent=1) if flags_.json
+          else report.table(target, run.works, run.plan, run.timing))
     return 0
 
 
