@@ -70,8 +70,12 @@ def emulate_main(args: list[str], flags_: Any) -> int:
         raise UsageError("emulate takes exactly one MODEL argument")
     target_name = flags_.target or DEFAULT_TARGET
     target = load_target(target_name)  # a bad target fails before the model is loaded
-    on_cores = target.npu is None and (target.cores > 1 or flags_["placement"].present)
+    on_cores = target.npu is None and target.cores > 1
     placed = target.npu is not None or flags_["placement"].present
+    if placed and target.npu is None and not on_cores:
+        raise UsageError(f"--placement: {target.name} ({target.source}) has one core: "
+                         "placement needs a multi-core target (--target=tmu8 for DAE cores, "
+                         "--target=npu for the NPU)")
     if on_cores:
         for name in ("opt_level", "pipeline", "engine", "preload"):
             if flags_[name].present:
@@ -85,8 +89,8 @@ def emulate_main(args: list[str], flags_: Any) -> int:
     else:
         for name in ("plot", "save_plan", "preload"):
             if flags_[name].present:
-                raise UsageError(f"--{name}: only with a multi-core NPU target "
-                                 "(--target=npu, --placement=...)")
+                raise UsageError(f"--{name}: only with a multi-core target (--target=tmu8 "
+                                 "or --target=npu, --placement=...)")
     level = None if placed else _level(flags_)
     model = load_model(args[0], flags_.signature, flags_.unknown_dim)
     inputs = load_inputs(model, flags_.inputs, flags_.seed)
