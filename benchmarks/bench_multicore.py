@@ -10,7 +10,7 @@ scaling over 1 core and its efficiency, auto / symmetric and auto / greedy, the 
 outputs verified bit for bit.
 
     python benchmarks/bench_multicore.py [--batch 256] [--cap 20000] [--plot mc_load.png]
-        [--trace mc_trace.json]
+        [--trace mc_trace.json] [--target tmu8|FILE.toml] [--example_batch 1024]
 
 Cycles are emulated (deterministic, no wall-clock noise)."""
 
@@ -120,8 +120,10 @@ def main() -> None:
     ap.add_argument("--cap", type=int, default=20_000, help="rows per table at most")
     ap.add_argument("--plot", default=None)
     ap.add_argument("--trace", default=None)
+    ap.add_argument("--target", default="tmu8", help="a multi-core DAE target")
+    ap.add_argument("--example_batch", type=int, default=1024)
     a = ap.parse_args()
-    base = load_target("tmu8")
+    base = load_target(a.target)
     print(f"target {base.name} ({base.source}); batch {a.batch}; rows capped at {a.cap:,}")
     for alpha in (0.0, 1.05):
         dist = "uniform" if not alpha else f"zipf{alpha}"
@@ -129,7 +131,7 @@ def main() -> None:
         run_model(f"MLPerf DLRM stage, {dist} ids", m, args, base,
                   a.plot.replace(".png", f"_{dist}.png") if a.plot else None,
                   a.trace.replace(".json", f"_{dist}.json") if a.trace else None)
-    m, args = example(a.batch * 4)
+    m, args = example(a.example_batch)
     run_model("built-in DLRM-style example", m, args, base, None, None)
 
 
