@@ -63,6 +63,15 @@ def example(batch: int) -> tuple[Any, list[Any]]:
     return from_jax(dlrm.jax_entry, *args), list(args)
 
 
+def machine_bound(t: Any, timing: Any) -> str:
+    """DRAM bandwidth when the run used >= 85% of it, else what bounds the busiest core."""
+    secs = timing.makespan / (t.clock_ghz * 1e9)
+    util = sum(r.dram_bytes for r in timing.cores) / secs / (t.dram.bandwidth_gb_per_s * 1e9)
+    if util >= 0.85:
+        return f"DRAM bandwidth ({util:.0%})"
+    return f"{max(timing.cores, key=lambda r: r.cycles).bound} (DRAM {util:.0%})"
+
+
 def run_model(name: str, model: Any, args: list[Any], base: Any, plot: str | None,
               trace: str | None) -> dict[str, Any]:
     from ember_xla.emulator.capture import capture
@@ -77,7 +86,7 @@ def run_model(name: str, model: Any, args: list[Any], base: Any, plot: str | Non
     print(f"\n== {name}: {len(works)} clusters, {lookups:,} lookups "
           f"(setup {time.perf_counter() - t0:.1f} s)")
     print(f"  {'cores':>5} " + " ".join(f"{p:>14}" for p in POLICIES)
-          + "  auto scaling  efficiency  auto/sym  auto/greedy  pred err  bound")
+          + "  auto scaling  efficiency  auto/sym  auto/greedy  pred err (auto, all)  bound")
     results: dict[int, dict[str, Any]] = {}
     for n in CORES:
         target = dataclasses.replace(base, cores=n)
@@ -93,10 +102,10 @@ def run_model(name: str, model: Any, args: list[Any], base: Any, plot: str | Non
         results[n] = row
         a, s, g, _ = (row[p][1].makespan for p in POLICIES)
         one = results[1]["auto"][1].makespan
-        busiest = max(row["auto"][1].cores, key=lambda r: r.cycles)
         print(f"  {n:>5} " + " ".join(f"{row[p][1].makespan:>14,.0f}" for p in POLICIES)
               + f"  {one / a:>11.2f}x  {one / a / n:>9.0%}  {s / a:>7.2f}x  {g / a:>10.2f}x"
-              f"  {max(row[p][2] for p in POLICIES):>7.1%}  {busiest.bound}")
+              f"  {row['auto'][2]:>8.1%}, {max(row[p][2] for p in POLICIES):>6.1%}"
+              f"        {machine_bound(base, row['auto'][1])}")
     plan, timing, _ = results[8]["auto"]
     t8 = dataclasses.replace(base, cores=8)
     dram = sum(r.dram_bytes for r in timing.cores)

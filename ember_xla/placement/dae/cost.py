@@ -47,6 +47,12 @@ class PieceLoad:
     n_ids: int
     n_rows: int
     counts: np.ndarray             # lookups per distinct row, decreasing
+    cluster: int = 0               # which cluster it is a share of
+    cluster_counts: np.ndarray | None = None   # the whole cluster's (None: this piece's)
+
+    @property
+    def whole(self) -> np.ndarray:
+        return self.counts if self.cluster_counts is None else self.cluster_counts
 
 
 def row_counts(ids: np.ndarray) -> np.ndarray:
@@ -68,25 +74,31 @@ class PieceCost:
     bound: str
 
 
-def piece_cost(t: Target, p: PieceLoad, level_share: Sequence[float]) -> PieceCost:
-    """Cycles of one piece alone on a core; ``level_share[i]``: the fraction of cache level i
-    this piece's rows may use."""
+def piece_cost(t: Target, p: PieceLoad, level_share: Sequence[float],
+               dram_wait: float = 0.0) -> PieceCost:
+    """Cycles of one piece on a core; ``level_share[i]``: the fraction of cache level i this
+    piece's rows may use (a private level: of the piece's own rows; a shared level: of its
+    cluster's, whose shares on other cores fill the same lines); ``dram_wait``: the queueing
+    delay of a DRAM request under the machine's load (``predict``)."""
     prof = p.profile
     d = dram_timing(t)
     line_bytes = t.caches[0].line_bytes
     rl = max(prof.row_lines, 1e-9)
     lines = prof.table_lines_per_id * p.n_ids
-    hits_above = 0
+    whole = p.whole
+    scale = p.n_ids / max(int(whole.sum()), 1)
+    hits_above = 0.0
     lat_sum = 0.0
     for c, share in zip(t.caches, level_share, strict=True):
         cap_rows = c.size_bytes * share / (rl * line_bytes)
-        h = max(_hits(p.counts, cap_rows), hits_above)
+        h = _hits(whole, cap_rows) * scale if c.shared else float(_hits(p.counts, cap_rows))
+        h = max(h, hits_above)
         lat_sum += (h - hits_above) * prof.row_lines * c.latency_cycles
         hits_above = h
     miss_ids = p.n_ids - hits_above
     dram_lines = miss_ids * prof.row_lines
     row_time = d.row_miss if d.banks else 0.0
-    lat_sum += dram_lines * (d.latency + d.transfer + row_time)
+    lat_sum += dram_lines * (d.latency + d.transfer + row_time + dram_wait)
     other = prof.other_lines_per_id * p.n_ids
     lat_sum += other * t.caches[0].latency_cycles
     a = t.access
@@ -101,24 +113,58 @@ def piece_cost(t: Target, p: PieceLoad, level_share: Sequence[float]) -> PieceCo
     return PieceCost(terms[bound] + fill, dram_lines, bound)
 
 
+def fluid(busy: Sequence[float], dram: Sequence[float]) -> list[float]:
+    """Finish cycle of each core when the cores share the DRAM channels: core k alone takes
+    ``busy[k]`` cycles of which ``dram[k]`` keep the channels busy; while the running cores
+    together ask more than the channels give, each runs slower in proportion."""
+    n = len(busy)
+    left = [1.0 if b > 0 else 0.0 for b in busy]
+    done = [0.0] * n
+    now = 0.0
+    while True:
+        run = [k for k in range(n) if left[k] > 1e-12]
+        if not run:
+            return done
+        demand = sum(dram[k] / busy[k] for k in run)
+        speed = 1.0 / max(1.0, demand)
+        step = min(left[k] * busy[k] / speed for k in run)
+        now += step
+        for k in run:
+            left[k] -= step * speed / busy[k]
+            if left[k] <= 1e-12:
+                left[k], done[k] = 0.0, now
+
+
 def predict(t: Target, cores: int, pieces: Sequence[tuple[int, PieceLoad]]
             ) -> tuple[list[float], float, str]:
     """(predicted cycles per core, makespan, what bounds it) of pieces placed as
-    ``(core, load)``: cache shares by distinct rows, the machine's DRAM time as a floor."""
-    distinct = [float(len(p.counts)) for _, p in pieces]
-    per_core = [0.0] * cores
-    for (k, _), n in zip(pieces, distinct, strict=True):
-        per_core[k] += n
-    total = sum(distinct) or 1.0
-    cyc = [0.0] * cores
-    dram = 0.0
+    ``(core, load)``. Cache shares by distinct rows (a private level among the core's pieces,
+    a shared level among the clusters); DRAM requests wait as in an M/D/1 queue at the
+    channels' utilisation, and the cores share the channels' bandwidth (``fluid``): a fixed
+    point of the makespan and the utilisation."""
     d = dram_timing(t)
-    for (k, p), n in zip(pieces, distinct, strict=True):
-        shares = [n / total if c.shared else n / (per_core[k] or 1.0) for c in t.caches]
-        pc = piece_cost(t, p, shares)
-        cyc[k] += pc.cycles
-        dram += pc.dram_lines * d.transfer / d.channels
-    worst = max(cyc, default=0.0)
-    if dram > worst:
-        return [max(c, dram * c / worst) if worst else dram for c in cyc], dram, "dram bandwidth"
-    return cyc, worst, "cores"
+    own = [float(len(p.counts)) for _, p in pieces]
+    per_core = [0.0] * cores
+    for (k, _), n in zip(pieces, own, strict=True):
+        per_core[k] += n
+    clusters = {p.cluster: float(len(p.whole)) for _, p in pieces}
+    total = sum(clusters.values()) or 1.0
+    shares = [[clusters[p.cluster] / total if c.shared else n / (per_core[k] or 1.0)
+               for c in t.caches] for (k, p), n in zip(pieces, own, strict=True)]
+    wait = 0.0
+    done = [0.0] * cores
+    dram = [0.0] * cores
+    for _ in range(12):
+        busy = [0.0] * cores
+        dram = [0.0] * cores
+        for (k, p), sh in zip(pieces, shares, strict=True):
+            pc = piece_cost(t, p, sh, wait)
+            busy[k] += pc.cycles
+            dram[k] += pc.dram_lines * d.transfer / d.channels
+        done = fluid(busy, dram)
+        span = max(done, default=0.0)
+        rho = min(sum(dram) / span, 0.95) if span else 0.0
+        wait = rho * d.transfer / (2 * (1 - rho))
+    span = max(done, default=0.0)
+    saturated = span > 0 and sum(dram) >= 0.9 * span
+    return done, span, "dram bandwidth" if saturated else "cores"

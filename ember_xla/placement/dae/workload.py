@@ -68,8 +68,10 @@ class ClusterWork:
 
     def load(self, variant: str, start: int, stop: int) -> PieceLoad:
         sh = self.share(start, stop)
+        if "counts" not in self._dlc:
+            self._dlc["counts"] = row_counts(self.share(0, self.rows).lookups)
         return PieceLoad(self.profiles[variant], len(sh.lookups), stop - start,
-                         row_counts(sh.lookups))
+                         row_counts(sh.lookups), self.index, self._dlc["counts"])
 
 
 def _share(c: ClusterWork, start: int, stop: int) -> Share:
