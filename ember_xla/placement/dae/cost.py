@@ -9,13 +9,15 @@ from the piece's index statistics (its lookups' row frequencies):
 - access unit: every line costs ``1 / (lanes x addresses_per_cycle)`` cycles of address
   generation;
 - memory latency: ``outstanding_requests`` lines in flight, each taking the latency of the
-  level that holds it; a table row hits a level when it is among the most frequent rows the
-  piece's part of that level holds (a private level shared by the core's pieces, a shared
-  level by every piece, in proportion to their distinct rows), after its first touch;
+  level that holds it (the other streams' lines from DRAM on their first touch, else L1); a
+  table row hits a level when it is among the most frequent rows the piece's part of that
+  level holds (a private level shared by the core's pieces, a shared level by every cluster,
+  in proportion to their distinct rows), after its first touch;
 - DRAM: the piece's DRAM lines x a line's transfer over the machine's channels;
 a piece takes the largest of the four, plus one DRAM latency to fill the pipeline. A core runs
-its pieces one after the other; the plan's makespan is at least the whole machine's DRAM
-transfer time (``predict``)."""
+its pieces one after the other; in a plan the DRAM requests queue (M/D/1 at the channels'
+utilisation) and the cores share the channels' bandwidth (max-min fair, ``fluid``), so the
+makespan is at least the whole machine's DRAM transfer time (``predict``)."""
 
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ class Profile:
     exec_per_id: float
     exec_per_row: float
     row_lines: float               # table lines of one row
+    other_dram_lines_per_id: float = 0.0   # distinct lines of the other streams (first touch)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,7 +103,10 @@ def piece_cost(t: Target, p: PieceLoad, level_share: Sequence[float],
     row_time = d.row_miss if d.banks else 0.0
     lat_sum += dram_lines * (d.latency + d.transfer + row_time + dram_wait)
     other = prof.other_lines_per_id * p.n_ids
-    lat_sum += other * t.caches[0].latency_cycles
+    cold = prof.other_dram_lines_per_id * p.n_ids          # index streams: each line once
+    lat_sum += (other - cold) * t.caches[0].latency_cycles
+    lat_sum += cold * (d.latency + d.transfer + row_time + dram_wait)
+    dram_lines += cold
     a = t.access
     terms = {
         "execute": prof.exec_per_id * p.n_ids + prof.exec_per_row * p.n_rows,
@@ -115,8 +121,10 @@ def piece_cost(t: Target, p: PieceLoad, level_share: Sequence[float],
 
 def fluid(busy: Sequence[float], dram: Sequence[float]) -> list[float]:
     """Finish cycle of each core when the cores share the DRAM channels: core k alone takes
-    ``busy[k]`` cycles of which ``dram[k]`` keep the channels busy; while the running cores
-    together ask more than the channels give, each runs slower in proportion."""
+    ``busy[k]`` cycles of which ``dram[k]`` keep the channels busy, so it asks a fraction
+    ``dram[k] / busy[k]`` of their bandwidth; the running cores get max-min fair shares
+    (who asks less than an equal share gets it all) and a core given less than it asks runs
+    slower in proportion."""
     n = len(busy)
     left = [1.0 if b > 0 else 0.0 for b in busy]
     done = [0.0] * n
@@ -125,13 +133,18 @@ def fluid(busy: Sequence[float], dram: Sequence[float]) -> list[float]:
         run = [k for k in range(n) if left[k] > 1e-12]
         if not run:
             return done
-        demand = sum(dram[k] / busy[k] for k in run)
-        speed = 1.0 / max(1.0, demand)
-        step = min(left[k] * busy[k] / speed for k in run)
+        speed = {}
+        cap, m = 1.0, len(run)
+        for k in sorted(run, key=lambda j: dram[j] / busy[j]):
+            ask = dram[k] / busy[k]
+            give = min(ask, cap / m)
+            speed[k] = 1.0 if ask <= 0 else min(1.0, give / ask)
+            cap, m = cap - give, m - 1
+        step = min(left[k] * busy[k] / speed[k] for k in run)
         now += step
         for k in run:
-            left[k] -= step * speed / busy[k]
-            if left[k] <= 1e-12:
+            left[k] -= step * speed[k] / busy[k]
+            if left[k] <= 1e-9:
                 left[k], done[k] = 0.0, now
 
 
@@ -140,8 +153,9 @@ def predict(t: Target, cores: int, pieces: Sequence[tuple[int, PieceLoad]]
     """(predicted cycles per core, makespan, what bounds it) of pieces placed as
     ``(core, load)``. Cache shares by distinct rows (a private level among the core's pieces,
     a shared level among the clusters); DRAM requests wait as in an M/D/1 queue at the
-    channels' utilisation, and the cores share the channels' bandwidth (``fluid``): a fixed
-    point of the makespan and the utilisation."""
+    channels' utilisation (at most behind every request the cores can have in flight), and the
+    cores share the channels' bandwidth (``fluid``): a fixed point of the makespan and the
+    utilisation."""
     d = dram_timing(t)
     own = [float(len(p.counts)) for _, p in pieces]
     per_core = [0.0] * cores
@@ -163,8 +177,10 @@ def predict(t: Target, cores: int, pieces: Sequence[tuple[int, PieceLoad]]
             dram[k] += pc.dram_lines * d.transfer / d.channels
         done = fluid(busy, dram)
         span = max(done, default=0.0)
-        rho = min(sum(dram) / span, 0.95) if span else 0.0
-        wait = rho * d.transfer / (2 * (1 - rho))
+        rho = min(sum(dram) / span, 1.0 - 1e-9) if span else 0.0
+        # M/D/1 waiting time, at most every request the cores can have in flight ahead
+        in_flight = cores * t.access.outstanding_requests
+        wait = min(rho * d.transfer / (2 * (1 - rho)), in_flight * d.transfer / d.channels)
     span = max(done, default=0.0)
     saturated = span > 0 and sum(dram) >= 0.9 * span
     return done, span, "dram bandwidth" if saturated else "cores"

@@ -111,8 +111,11 @@ def profile_of(c: ClusterWork, run: KeptRun, target: Target) -> Profile:
     table_row_bytes = c.operands[c.spec.parts[0].first_operand].itemsize * \
         int(c.spec.parts[0].table.shape[1])
     row_lines = float(np.ceil(table_row_bytes / line))
+    first = a[~in_table] // line
+    last = (a[~in_table] + b[~in_table] - 1) // line
+    touched = np.unique(np.concatenate([first, last])) if len(first) else first
     return Profile(float(lines[in_table].sum()) / n_ids, float(lines[~in_table].sum()) / n_ids,
-                   per_id / n_ids, per_row / n_rows, row_lines)
+                   per_id / n_ids, per_row / n_rows, row_lines, float(len(touched)) / n_ids)
 
 
 def cluster_work(index: int, spec: ClusterSpec, operands: list[np.ndarray],
