@@ -26,7 +26,7 @@ import numpy as np
 from ember_xla.examples import dlrm
 from ember_xla.hlo_import.jax_source import from_jax
 from ember_xla.machines.config import load_target
-from ember_xla.orchestrate.emulate_cores import _works, plan_for, run_plan
+from ember_xla.orchestrate.emulate_cores import cluster_works, plan_for, run_plan
 from ember_xla.orchestrate.rewrite_model import rewrite_for
 from ember_xla.placement.dae import report
 from ember_xla.placement.dae.variants import DEFAULT
@@ -79,7 +79,7 @@ def run_model(name: str, model: Any, args: list[Any], base: Any, plot: str | Non
     t0 = time.perf_counter()
     rewritten = rewrite_for(model.module, "dae").module
     cap = capture(rewritten, args)
-    works, _ = _works(rewritten, cap, base, False)
+    works, _ = cluster_works(rewritten, cap, base, False)
     default_only = [dataclasses.replace(w, profiles={DEFAULT: w.profiles[DEFAULT]})
                     for w in works]
     lookups = sum(int(np.asarray(w.operands[1]).size) for w in works)

@@ -89,8 +89,10 @@ def run_plan(target: Target, works: list[ClusterWork], plan: DaePlan
     return timing, checks
 
 
-def _works(rewritten: Module, cap: Any, target: Target, native_fallback: bool
-           ) -> tuple[list[ClusterWork], list[tuple[str, str]]]:
+def cluster_works(rewritten: Module, cap: Any, target: Target, native_fallback: bool
+                  ) -> tuple[list[ClusterWork], list[tuple[str, str]]]:
+    """Every ember call of ``rewritten`` as placement sees it (``cap``: a captured run), and
+    the ones the DAE cores cannot run, with why (an error unless ``native_fallback``)."""
     from ember_xla.call_specs import LoweringRefused, cluster_spec, ember_calls
 
     works, fallback = [], []
@@ -126,7 +128,7 @@ def emulate_on_cores(original: Module, rewritten: Module, inputs: list[np.ndarra
     from ember_xla.runtime.execute import run_module
 
     cap = capture(rewritten, inputs)
-    works, fallback = _works(rewritten, cap, target, native_fallback)
+    works, fallback = cluster_works(rewritten, cap, target, native_fallback)
     plan = plan_for(target, works, placement, cores)
     timing, checks = run_plan(target, works, plan)
     model_check = verify_outputs(run_module(original, inputs), cap.outputs, verify_atol)

@@ -31,6 +31,7 @@ class ClusterWork:
     profiles: dict[str, Profile] = dataclasses.field(default_factory=dict)
     dropped: dict[str, str] = dataclasses.field(default_factory=dict)  # variant -> why
     _dlc: dict[str, Any] = dataclasses.field(default_factory=dict)
+    _counts: Any = None                # lookups per distinct row of the whole batch
 
     @property
     def name(self) -> str:
@@ -68,10 +69,10 @@ class ClusterWork:
 
     def load(self, variant: str, start: int, stop: int) -> PieceLoad:
         sh = self.share(start, stop)
-        if "counts" not in self._dlc:
-            self._dlc["counts"] = row_counts(self.share(0, self.rows).lookups)
+        if self._counts is None:
+            self._counts = row_counts(self.share(0, self.rows).lookups)
         return PieceLoad(self.profiles[variant], len(sh.lookups), stop - start,
-                         row_counts(sh.lookups), self.index, self._dlc["counts"])
+                         row_counts(sh.lookups), self.index, self._counts)
 
 
 def _share(c: ClusterWork, start: int, stop: int) -> Share:
