@@ -117,6 +117,18 @@ def emulate_main(args: list[str], flags_: Any) -> int:
     return 0
 
 
+def _say_placed_verify(say: Any, verify: dict[str, Any], label: str, what: str, key: str
+                       ) -> None:
+    """The verification lines of a placed run: the model, then the clusters' outputs."""
+    m = verify["model"]
+    how = "bit for bit" if m["bitwise_equal"] else f"max |diff| {m['max_abs_diff']:.3g}"
+    say(f"verify: original vs {label} model on XLA:CPU: {how}"
+        f"{'' if m['ok'] else ' > --verify_atol: MISMATCH'}")
+    bad = [c["custom_call"] for c in verify["clusters_vs_native"] if not c[key]]
+    say(f"verify: {what} " + ("equal the native kernels bit for bit" if not bad
+                              else f"differ from the native kernel: {', '.join(bad)}: MISMATCH"))
+
+
 def _emulate_on_cores(model: Any, target: Any, inputs: Any, flags_: Any, say: Any) -> int:
     """A multi-core DAE target: the clusters placed on its cores (``--placement``), emulated
     together, verified; per-core and per-piece report (docs/PLACEMENT.md, "DAE cores")."""
@@ -133,14 +145,8 @@ def _emulate_on_cores(model: Any, target: Any, inputs: Any, flags_: Any, say: An
         f"({target.source}) by --placement={flags_.placement}")
     for name, why in run.fallback:
         say(f"cluster %{name}: on the native kernel (not on the DAE cores): {why}")
-    m = run.verify["model"]
-    how = "bit for bit" if m["bitwise_equal"] else f"max |diff| {m['max_abs_diff']:.3g}"
-    say(f"verify: original vs emulated model on XLA:CPU: {how}"
-        f"{'' if m['ok'] else ' > --verify_atol: MISMATCH'}")
-    bad = [c["custom_call"] for c in run.verify["clusters_vs_native"] if not c["bitwise_equal"]]
-    say(f"verify: the pieces of {len(run.works)} cluster(s) "
-        + ("equal the native kernels bit for bit" if not bad
-           else f"differ from the native kernel: {', '.join(bad)}: MISMATCH"))
+    _say_placed_verify(say, run.verify, "emulated", f"the pieces of {len(run.works)} cluster(s)",
+                       "bitwise_equal")
     if not run.ok:
         say("emulate: verification FAILED")
         return 1
@@ -189,14 +195,8 @@ def _emulate_placed(model: Any, target: Any, inputs: Any, flags_: Any, say: Any)
     say(f"{model.source}: {len(result.clusters)} embedding cluster(s) rewritten, "
         f"{sum(len(c.tables) for c in run.clusters)} table(s) placed on {target.name} "
         f"({target.source}) by --placement={flags_.placement}")
-    m = run.verify["model"]
-    how = "bit for bit" if m["bitwise_equal"] else f"max |diff| {m['max_abs_diff']:.3g}"
-    say(f"verify: original vs rewritten model on XLA:CPU: {how}"
-        f"{'' if m['ok'] else ' > --verify_atol: MISMATCH'}")
-    bad = [c["custom_call"] for c in run.verify["clusters_vs_native"] if not c["equal"]]
-    say(f"verify: NPU outputs of {len(run.clusters)} cluster(s) "
-        + ("equal the native kernels bit for bit" if not bad
-           else f"differ from the native kernel: {', '.join(bad)}: MISMATCH"))
+    _say_placed_verify(say, run.verify, "rewritten", f"NPU outputs of {len(run.clusters)} "
+                       "cluster(s)", "equal")
     if flags_.save_plan:
         run.plan.save(flags_.save_plan)
         say(f"plan: {flags_.save_plan}")

@@ -5,8 +5,6 @@ Perfetto trace (one track group per core, one slice per piece)."""
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +14,7 @@ from ember_xla.machines.config import Target
 from ember_xla.placement.dae.cost import piece_cost
 from ember_xla.placement.dae.plan import DaePlan
 from ember_xla.placement.dae.workload import ClusterWork
+from ember_xla.placement.plot import save_png
 from ember_xla.util import strict_json
 
 
@@ -128,14 +127,4 @@ def plot_cores(runs: Sequence[tuple[DaePlan, CoresTiming]], path: str | Path,
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".png")
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=110)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    finally:
-        plt.close(fig)
+    save_png(fig, path)
