@@ -1,6 +1,6 @@
 """Several DAE programs on the cores of one machine: each program runs once in the C++ executor
 (``run_kept``: outputs now, its trace kept in C++), then ``simulate_cores`` replays the traces
-together (``cc/timing.cc``: SimulateCores): every core has its access unit, queues, execute unit
+together (``cc/cores.cc``: SimulateCores): every core has its access unit, queues, execute unit
 and private cache levels; the shared levels and DRAM (bandwidth, banks and rows) see all cores'
 requests in time order. A core runs the programs given to it one after the other. One core
 gives exactly the single-core timing of its programs' concatenated trace."""

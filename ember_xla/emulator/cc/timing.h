@@ -86,7 +86,7 @@ struct TimingResult {
 bool Simulate(const TimingTarget& target, const TraceView& trace, TimingResult* out,
               std::string* err);
 
-// Replays one trace per core together (multicore.cc): each core has its access unit, queues,
+// Replays one trace per core together (cores.cc): each core has its access unit, queues,
 // execute unit and the first `n_private` cache levels; the other levels and DRAM are shared,
 // and the cores' requests reach them in global time order. out[k]: core k's result (its cycles
 // from time 0; hits and misses of every level as its requests saw them). One core gives
