@@ -50,7 +50,8 @@ def _offsets_case(rng):
 
 def _padded_case(rng):
     b, p, rows, d = 33, 5, 200, 16
-    fn = _cases().ffi_fn("padded_bag", [((b, d), np.float32)], combiner="sqrt_n", index_bits=32)
+    fn = _cases().ffi_fn("padded_bag", [((b, d), np.float32)], combiner="sqrt_n", index_bits=32,
+                         sum_order="sequential")
     return fn, [rng.standard_normal((rows, d)).astype(np.float32),
                 _ids(rng, b * p, rows).reshape(b, p)]
 
