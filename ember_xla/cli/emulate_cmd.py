@@ -70,16 +70,27 @@ def emulate_main(args: list[str], flags_: Any) -> int:
         raise UsageError("emulate takes exactly one MODEL argument")
     target_name = flags_.target or DEFAULT_TARGET
     target = load_target(target_name)  # a bad target fails before the model is loaded
+    on_cores = target.npu is None and target.cores > 1
     placed = target.npu is not None or flags_["placement"].present
-    if placed:
+    if placed and target.npu is None and not on_cores:
+        raise UsageError(f"--placement: {target.name} ({target.source}) has one core: "
+                         "placement needs a multi-core target (--target=tmu8 for DAE cores, "
+                         "--target=npu for the NPU)")
+    if on_cores:
+        for name in ("opt_level", "pipeline", "engine", "preload"):
+            if flags_[name].present:
+                raise UsageError(f"--{name}: on the cores of a DAE target the program variant "
+                                 "of each piece is chosen by --placement (the C++ emulator "
+                                 "runs them)")
+    elif placed:
         from ember_xla.machines.npu import machine_of
 
         machine_of(target)  # --placement on a target without [dma]: one line, exit 2
     else:
         for name in ("plot", "save_plan", "preload"):
             if flags_[name].present:
-                raise UsageError(f"--{name}: only with a multi-core NPU target "
-                                 "(--target=npu, --placement=...)")
+                raise UsageError(f"--{name}: only with a multi-core target (--target=tmu8 "
+                                 "or --target=npu, --placement=...)")
     level = None if placed else _level(flags_)
     model = load_model(args[0], flags_.signature, flags_.unknown_dim)
     inputs = load_inputs(model, flags_.inputs, flags_.seed)
@@ -87,6 +98,8 @@ def emulate_main(args: list[str], flags_: Any) -> int:
     def say(msg: str) -> None:
         print(msg, file=sys.stderr)
 
+    if on_cores:
+        return _emulate_on_cores(model, target, inputs, flags_, say)
     if placed:
         return _emulate_placed(model, target, inputs, flags_, say)
 
@@ -101,6 +114,64 @@ def emulate_main(args: list[str], flags_: Any) -> int:
     if not em.ok:
         say("emulate: verification FAILED")
         return 1
+    return 0
+
+
+def _say_placed_verify(say: Any, verify: dict[str, Any], label: str, what: str, key: str
+                       ) -> None:
+    """The verification lines of a placed run: the model, then the clusters' outputs."""
+    m = verify["model"]
+    how = "bit for bit" if m["bitwise_equal"] else f"max |diff| {m['max_abs_diff']:.3g}"
+    say(f"verify: original vs {label} model on XLA:CPU: {how}"
+        f"{'' if m['ok'] else ' > --verify_atol: MISMATCH'}")
+    bad = [c["custom_call"] for c in verify["clusters_vs_native"] if not c[key]]
+    say(f"verify: {what} " + ("equal the native kernels bit for bit" if not bad
+                              else f"differ from the native kernel: {', '.join(bad)}: MISMATCH"))
+
+
+def _emulate_on_cores(model: Any, target: Any, inputs: Any, flags_: Any, say: Any) -> int:
+    """A multi-core DAE target: the clusters placed on its cores (``--placement``), emulated
+    together, verified; per-core and per-piece report (docs/PLACEMENT.md, "DAE cores")."""
+    from ember_xla.orchestrate.emulate_cores import emulate_on_cores
+    from ember_xla.orchestrate.rewrite_model import rewrite_for
+    from ember_xla.placement.dae import report
+
+    result = rewrite_for(model.module, "dae", group=flags_.group_tables)
+    run = emulate_on_cores(model.module, result.module, inputs, target, flags_.placement,
+                           native_fallback=flags_.native_fallback, baselines=bool(flags_.plot),
+                           verify_atol=flags_.verify_atol)
+    say(f"{model.source}: {len(result.clusters)} embedding cluster(s) rewritten, "
+        f"{len(run.works)} placed on the {run.plan.cores} core(s) of {target.name} "
+        f"({target.source}) by --placement={flags_.placement}")
+    for name, why in run.fallback:
+        say(f"cluster %{name}: on the native kernel (not on the DAE cores): {why}")
+    _say_placed_verify(say, run.verify, "emulated", f"the pieces of {len(run.works)} cluster(s)",
+                       "bitwise_equal")
+    if not run.ok:
+        say("emulate: verification FAILED")
+        return 1
+    if flags_.save_plan:
+        from ember_xla.util.atomic import write_atomic
+
+        write_atomic(flags_.save_plan, strict_json.dumps(run.plan.as_dict(), indent=1) + "\n")
+        say(f"plan: {flags_.save_plan}")
+    if flags_.trace:
+        n = report.write_trace(flags_.trace, target, run.works, run.plan, run.timing)
+        say(f"trace: {n} events written to {flags_.trace} (one track group per core; open in "
+            "ui.perfetto.dev)")
+    if flags_.plot:
+        report.plot_cores([(run.plan, run.timing), *run.baselines], flags_.plot,
+                          f"{model.source}: {len(run.plan.pieces)} pieces on "
+                          f"{run.plan.cores} cores")
+        say(f"per-core load: {flags_.plot}")
+    d = report.as_dict(target, run.works, run.plan, run.timing)
+    d["total_cycles"] = d["makespan_cycles"]
+    d["native_fallback"] = [{"cluster": n, "reason": w} for n, w in run.fallback]
+    d["verify"] = run.verify
+    d["baselines"] = [{"policy": p.policy, "makespan_cycles": tm.makespan}
+                      for p, tm in run.baselines]
+    print(strict_json.dumps(d, indent=1) if flags_.json
+          else report.table(target, run.works, run.plan, run.timing))
     return 0
 
 
@@ -124,14 +195,8 @@ def _emulate_placed(model: Any, target: Any, inputs: Any, flags_: Any, say: Any)
     say(f"{model.source}: {len(result.clusters)} embedding cluster(s) rewritten, "
         f"{sum(len(c.tables) for c in run.clusters)} table(s) placed on {target.name} "
         f"({target.source}) by --placement={flags_.placement}")
-    m = run.verify["model"]
-    how = "bit for bit" if m["bitwise_equal"] else f"max |diff| {m['max_abs_diff']:.3g}"
-    say(f"verify: original vs rewritten model on XLA:CPU: {how}"
-        f"{'' if m['ok'] else ' > --verify_atol: MISMATCH'}")
-    bad = [c["custom_call"] for c in run.verify["clusters_vs_native"] if not c["equal"]]
-    say(f"verify: NPU outputs of {len(run.clusters)} cluster(s) "
-        + ("equal the native kernels bit for bit" if not bad
-           else f"differ from the native kernel: {', '.join(bad)}: MISMATCH"))
+    _say_placed_verify(say, run.verify, "rewritten", f"NPU outputs of {len(run.clusters)} "
+                       "cluster(s)", "equal")
     if flags_.save_plan:
         run.plan.save(flags_.save_plan)
         say(f"plan: {flags_.save_plan}")

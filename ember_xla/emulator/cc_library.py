@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ember_xla import ffi
-from ember_xla.emulator.memory import LevelStats
+from ember_xla.emulator.memory import LevelStats, dram_timing
 from ember_xla.emulator.timing import TimingReport, bound_of
 from ember_xla.machines.config import Target
 
@@ -28,7 +28,10 @@ class TargetStruct(ctypes.Structure):
                 ("transfer", ctypes.c_double), ("queue_bytes", ctypes.c_int64),
                 ("outstanding", ctypes.c_int64), ("ctrl_cap", ctypes.c_int64),
                 ("line_bytes", ctypes.c_int64), ("n_levels", ctypes.c_int64),
-                ("level_sets", CPtr), ("level_ways", CPtr), ("level_latency", CPtr)]
+                ("level_sets", CPtr), ("level_ways", CPtr), ("level_latency", CPtr),
+                ("dram_channels", ctypes.c_int64), ("dram_banks", ctypes.c_int64),
+                ("dram_row_lines", ctypes.c_int64), ("dram_row_hit", ctypes.c_double),
+                ("dram_row_miss", ctypes.c_double)]
 
 
 class ResultStruct(ctypes.Structure):
@@ -87,10 +90,12 @@ def target_struct(target: Target) -> tuple[TargetStruct, list[np.ndarray]]:
     ways = np.array([c.associativity for c in target.caches], np.int64)
     lat = np.array([c.latency_cycles for c in target.caches], np.int64)
     a = target.access
-    tg = TargetStruct(1.0 / (a.addresses_per_cycle * a.lanes), target.dram_latency_cycles,
-                 line_bytes / target.dram_bytes_per_cycle, a.data_queue_bytes * a.lanes,
-                 a.outstanding_requests, a.control_queue_entries, line_bytes,
-                 len(target.caches), sets.ctypes.data, ways.ctypes.data, lat.ctypes.data)
+    d = dram_timing(target)
+    tg = TargetStruct(1.0 / (a.addresses_per_cycle * a.lanes), d.latency, d.transfer,
+                      a.data_queue_bytes * a.lanes, a.outstanding_requests,
+                      a.control_queue_entries, line_bytes, len(target.caches), sets.ctypes.data,
+                      ways.ctypes.data, lat.ctypes.data, d.channels, d.banks, d.row_lines,
+                      d.row_hit, d.row_miss)
     return tg, [sets, ways, lat]
 
 

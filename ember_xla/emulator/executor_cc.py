@@ -35,6 +35,9 @@ def target_text(target: Target) -> str:
               *(str(ex.op_cycles[c]) for c in OP_CLASSES), str(len(sets))]
     for c, s, w, la in zip(target.caches, sets, ways, lat, strict=True):
         fields += [_word(c.name), str(int(s)), str(int(w)), str(int(la))]
+    if tg.dram_banks:
+        fields += ["dram", str(tg.dram_channels), str(tg.dram_banks), str(tg.dram_row_lines),
+                   repr(tg.dram_row_hit), repr(tg.dram_row_miss)]
     return " ".join(fields)
 
 

@@ -47,9 +47,23 @@ class Cache:
 
 
 @dataclasses.dataclass(frozen=True)
+class DramBanks:
+    """The optional bank model of a DRAM (``[dram]`` keys ``channels`` .. ``row_miss_ns``):
+    lines interleave in ``row_bytes`` chunks over channels, then banks; a bank keeps one row
+    open (a request to it pays ``row_hit_ns``, else ``row_miss_ns``: precharge + activate)."""
+
+    channels: int                  # the bandwidth is split evenly over them
+    banks_per_channel: int
+    row_bytes: int
+    row_hit_ns: float
+    row_miss_ns: float
+
+
+@dataclasses.dataclass(frozen=True)
 class Dram:
     latency_ns: float
     bandwidth_gb_per_s: float      # shared by all cores
+    banks: DramBanks | None = None  # None: one channel, no bank model
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,6 +116,12 @@ class Target:
     def dram_bytes_per_cycle(self) -> float:
         return self.dram.bandwidth_gb_per_s / self.clock_ghz
 
+    @property
+    def private_levels(self) -> int:
+        """How many cache levels each core has of its own (the ones before the first shared
+        level; every level after it is shared too)."""
+        return next((i for i, c in enumerate(self.caches) if c.shared), len(self.caches))
+
 
 OP_CLASSES = ("load", "store", "add", "mul", "max", "convert", "compare", "select", "scalar")
 
@@ -124,6 +144,8 @@ _OPTIONAL = {  # sections/keys only NPU targets have; tmu.toml and tiny.toml omi
             "index_cycles": (int,), "piece_setup_cycles": (int,)},
     "unified_buffer": {"size_bytes": (int,)},
 }
+_DRAM_BANKS = {"channels": (int,), "banks_per_channel": (int,), "row_bytes": (int,),
+               "row_hit_ns": (float, int), "row_miss_ns": (float, int)}
 _SCRATCHPAD_NPU = {"latency_cycles": (int,), "bytes_per_cycle": (int,), "preload": (str,)}
 PRELOAD_MODES = ("model", "batch")
 _MAY_BE_ZERO = {"scratchpad.size_bytes", "dma.piece_setup_cycles"}
@@ -176,7 +198,16 @@ def parse_target(data: dict[str, Any], path: str = "<target>") -> Target:
     if npu is not None and isinstance(sp, dict):
         for k in _SCRATCHPAD_NPU:
             sp.pop(k, None)
-    t = {s: _check_table(path, s, sp if s == "scratchpad" else data.get(s, {}), keys)
+    dram_raw = data.get("dram", {})
+    banks = None
+    if isinstance(dram_raw, dict) and set(_DRAM_BANKS) & set(dram_raw):
+        b = _check_table(path, "dram", {k: dram_raw[k] for k in _DRAM_BANKS if k in dram_raw},
+                         _DRAM_BANKS)
+        banks = DramBanks(b["channels"], b["banks_per_channel"], b["row_bytes"],
+                          float(b["row_hit_ns"]), float(b["row_miss_ns"]))
+        dram_raw = {k: v for k, v in dram_raw.items() if k not in _DRAM_BANKS}
+    given = {"scratchpad": sp, "dram": dram_raw}
+    t = {s: _check_table(path, s, given[s] if s in given else data.get(s, {}), keys)
          for s, keys in _SCHEMA.items()}
     ops = t["execute_unit"]["op_cycles"]
     for cls in OP_CLASSES:
@@ -200,6 +231,13 @@ def parse_target(data: dict[str, Any], path: str = "<target>") -> Target:
             raise TargetError(f"{path}: cache[{i}].size_bytes: expected a multiple of "
                               "line_bytes x associativity")
         caches.append(Cache(**c))
+    if banks is not None and banks.row_bytes % caches[0].line_bytes:
+        raise TargetError(f"{path}: dram.row_bytes: expected a multiple of the line size "
+                          f"({caches[0].line_bytes})")
+    shared = [c.shared for c in caches]
+    if any(shared) and not all(shared[shared.index(True):]):
+        raise TargetError(f"{path}: [[cache]]: a private level after a shared one (the "
+                          "shared levels must be the last)")
     vb = t["execute_unit"]["vector_bits"]
     if vb % 32:
         raise TargetError(f"{path}: execute_unit.vector_bits: expected a multiple of 32, "
@@ -210,7 +248,8 @@ def parse_target(data: dict[str, Any], path: str = "<target>") -> Target:
         clock_ghz=float(tgt["clock_ghz"]), access=AccessUnit(**t["access_unit"]),
         execute=ExecuteUnit(vb, t["execute_unit"]["callback_dispatch_cycles"], dict(ops)),
         caches=tuple(caches),
-        dram=Dram(float(t["dram"]["latency_ns"]), float(t["dram"]["bandwidth_gb_per_s"])),
+        dram=Dram(float(t["dram"]["latency_ns"]), float(t["dram"]["bandwidth_gb_per_s"]),
+                  banks),
         scratchpad_bytes=t["scratchpad"]["size_bytes"], source=path, npu=npu)
 
 

@@ -183,9 +183,10 @@ def emulate_model(model: Any, target_name: str, level: int, inputs: Any, *, engi
 def batch_action(model: Any, rewritten: Any, out_dir: str, options: dict[str, Any]
                  ) -> dict[str, Any]:
     """``ember-xla batch --actions=rewrite,emulate``: emulate the model (``--target``,
-    ``-O``; defaults tmu, -O3; an NPU target places the tables with ``--placement=auto``) on
-    random valid inputs, write ``emulate.json`` into the model's folder; summary field
-    ``emulated_cycles`` (an NPU target: the makespan)."""
+    ``-O``; defaults tmu, -O3; an NPU target places the tables, a multi-core DAE target the
+    clusters, with ``--placement=auto``) on random valid inputs, write ``emulate.json`` into
+    the model's folder; summary field ``emulated_cycles`` (a multi-core target: the
+    makespan)."""
     from ember_xla.machines.config import load_target
     from ember_xla.orchestrate.errors import ModelFailed
     from ember_xla.runtime.inputs import random_inputs
@@ -205,6 +206,21 @@ def batch_action(model: Any, rewritten: Any, out_dir: str, options: dict[str, An
             raise ModelFailed(f"{model.source}: emulate: the NPU outputs differ "
                               "(see emulate.json)")
         return {"emulated_cycles": run.report.makespan_cycles}
+    if target.cores > 1:  # DAE cores: every cluster placed by the auto mapper, one run
+        from ember_xla.orchestrate.emulate_cores import emulate_on_cores
+        from ember_xla.orchestrate.rewrite_model import rewrite_for
+        from ember_xla.placement.dae import report
+
+        every = rewrite_for(model.module, "dae").module
+        cores = emulate_on_cores(model.module, every, inputs, target, "auto")
+        d = report.as_dict(target, cores.works, cores.plan, cores.timing)
+        d["verify"] = cores.verify
+        write_atomic(os.path.join(out_dir, "emulate.json"),
+                     strict_json.dumps(d, indent=1) + "\n")
+        if not cores.ok:
+            raise ModelFailed(f"{model.source}: emulate: the emulated outputs differ "
+                              "(see emulate.json)")
+        return {"emulated_cycles": cores.makespan}
     level = options.get("opt_level")
     level = DEFAULT_LEVEL if level is None else int(level)
     em = emulate_model(model, options.get("target") or DEFAULT_TARGET, level, inputs)

@@ -53,6 +53,13 @@ def plot_loads(reports: Sequence[PlacementReport], path: str | Path, title: str 
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
+    save_png(fig, path)
+
+
+def save_png(fig, path: str | Path) -> None:  # noqa: ANN001 (a matplotlib Figure)
+    """Write ``fig`` to ``path`` atomically (a temporary file renamed) and close it."""
+    import matplotlib.pyplot as plt
+
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".png")
     os.close(fd)

@@ -47,3 +47,11 @@ def test_emulate_action_on_npu(tmp_path, kit):
     assert rep["policy"] == "auto" and rep["verify"]["ok"] and len(rep["cores"]) == 8
     assert rep["makespan_cycles"] > 0  # the summary rounds to 2 decimals
     assert float(row["emulated_cycles"]) == pytest.approx(rep["makespan_cycles"], abs=0.01)
+
+
+def test_emulate_action_on_dae_cores(tmp_path, kit):
+    """A multi-core DAE target: every cluster placed (auto) on its cores, the makespan."""
+    row, rep = _emulate_job(tmp_path, kit, "--target=tmu8")
+    assert rep["policy"] == "auto" and rep["verify"]["ok"] and len(rep["per_core"]) == 8
+    assert rep["makespan_cycles"] > 0
+    assert float(row["emulated_cycles"]) == pytest.approx(rep["makespan_cycles"], abs=0.01)

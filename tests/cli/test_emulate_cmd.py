@@ -156,11 +156,11 @@ def test_example_placed_on_npu(cli, example, tmp_path):
     assert "equal the native kernels bit for bit" in again.stderr
 
 
-def test_placement_needs_an_npu_target(cli, example, tmp_path):
+def test_placement_needs_a_multi_core_target(cli, example, tmp_path):
     line = one_error_line(cli("emulate", example, "--target=tmu", "--placement=auto"))
-    assert "[dma]: missing" in line
+    assert "--placement: tmu" in line and "has one core" in line and "--target=tmu8" in line
     line = one_error_line(cli("emulate", example, "--plot", str(tmp_path / "x.png")))
-    assert "--plot: only with a multi-core NPU target" in line
+    assert "--plot: only with a multi-core target (--target=tmu8 or --target=npu" in line
     assert not (tmp_path / "x.png").exists()
     line = one_error_line(cli("emulate", example, "--target=npu", "--placement=nosuch"))
     assert "--placement=nosuch: expected auto" in line

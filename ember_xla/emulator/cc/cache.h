@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "timing.h"
@@ -76,45 +77,162 @@ class CacheLevel {
   std::vector<int64_t> tags_;
 };
 
+// The DRAM behind the caches. Without a bank model (banks == 0): one channel, a load-to-use
+// latency and a bandwidth every request shares (completions then arrive in request order).
+// With banks: lines interleave in row-sized chunks over channels then banks; a bank holds one
+// open row: a request to it waits for the bank's next command slot, its data is ready row_hit
+// (open row) or row_miss (precharge + activate + column) cycles later, then crosses its channel
+// (transfer cycles, in turn) and takes the load-to-use latency; the bank takes its next command
+// one burst (transfer) after a column command, and only once the row is open after a miss.
+class Dram {
+ public:
+  explicit Dram(const TimingTarget& t)
+      : latency_(t.dram_latency), transfer_(t.transfer), channels_(t.dram_channels),
+        banks_(t.dram_banks), row_lines_(t.dram_row_lines), row_hit_(t.dram_row_hit),
+        row_miss_(t.dram_row_miss), chan_free_((size_t)std::max<int64_t>(t.dram_channels, 1), 0.0),
+        bank_free_((size_t)std::max<int64_t>(t.dram_channels * t.dram_banks, 1), 0.0),
+        open_row_((size_t)std::max<int64_t>(t.dram_channels * t.dram_banks, 1), kNoRow) {}
+
+  // Completion cycle of a line requested at t; *ordered: completions so far are increasing
+  // in request order (the single-channel model), so the caller may keep them in a FIFO.
+  double Access(int64_t line, double t, bool* ordered) {
+    ++lines;
+    busy += transfer_;
+    if (banks_ <= 0) {
+      const double start = std::max(t, chan_free_[0]);
+      chan_free_[0] = start + transfer_;
+      *ordered = true;
+      return start + transfer_ + latency_;
+    }
+    *ordered = false;
+    int64_t rest = FloorDiv(line, row_lines_);
+    const int64_t ch = FloorMod(rest, channels_);
+    rest = FloorDiv(rest, channels_);
+    const int64_t bank = ch * banks_ + FloorMod(rest, banks_);
+    const int64_t row = FloorDiv(rest, banks_);
+    const double cmd = std::max(t, bank_free_[bank]);
+    const bool hit = open_row_[bank] == row;
+    row_hits += hit;
+    open_row_[bank] = row;
+    // the row is open (row_miss - row_hit) after a miss's command; column commands to an open
+    // row follow each other one burst (transfer) apart while their data is on its way
+    bank_free_[bank] = cmd + (hit ? 0.0 : row_miss_ - row_hit_) + transfer_;
+    const double bus = std::max(cmd + (hit ? row_hit_ : row_miss_), chan_free_[ch]);
+    chan_free_[ch] = bus + transfer_;
+    return bus + transfer_ + latency_;
+  }
+  int64_t channels() const { return std::max<int64_t>(channels_, 1); }
+  double busy_per_line() const { return transfer_; }
+
+  int64_t lines = 0, row_hits = 0;
+  double busy = 0.0;  // channel-cycles of transfer (all channels together)
+
+ private:
+  static constexpr int64_t kNoRow = std::numeric_limits<int64_t>::min();
+  double latency_, transfer_;
+  int64_t channels_, banks_, row_lines_;
+  double row_hit_, row_miss_;
+  std::vector<double> chan_free_, bank_free_;
+  std::vector<int64_t> open_row_;
+};
+
+// The levels every core shares (the last `levels.size() - n_private` of the target) and DRAM:
+// one object that the memory systems of all cores of a multi-core run point to.
+class SharedMemory {
+ public:
+  SharedMemory(const TimingTarget& t, size_t n_private) : dram(t) {
+    for (size_t i = n_private; i < t.levels.size(); ++i) levels.emplace_back(t.levels[i]);
+  }
+  // The shared level that hit (its index among the shared levels), or -1 (DRAM: *done is the
+  // completion, *ordered as Dram::Access). Levels that missed are filled.
+  int Access(int64_t line, double t, double* done, bool* ordered) {
+    for (size_t i = 0; i < levels.size(); ++i) {
+      if (levels[i].Lookup(line)) {
+        for (size_t u = 0; u < i; ++u) levels[u].Fill(line);
+        *done = t + (double)levels[i].latency();
+        *ordered = false;
+        return (int)i;
+      }
+    }
+    for (CacheLevel& lv : levels) lv.Fill(line);
+    *done = dram.Access(line, t, ordered);
+    return -1;
+  }
+  void Prefetch(int64_t line) const {
+    for (const CacheLevel& lv : levels) lv.Prefetch(line);
+  }
+  std::vector<CacheLevel> levels;
+  Dram dram;
+};
+
+// One core's view of the memory system: its private levels, then the shared levels and DRAM
+// (its own when `shared` is null, as for a single-core run; else the multi-core run's).
+// Per-core hit/miss counts of every level and DRAM lines are kept here.
 class MemorySystem {
  public:
-  explicit MemorySystem(const TimingTarget& t)
-      : dram_latency_(t.dram_latency), transfer_(t.transfer) {
-    levels_.reserve(t.levels.size());
-    for (const CacheSpec& s : t.levels) levels_.emplace_back(s);
+  explicit MemorySystem(const TimingTarget& t, SharedMemory* shared = nullptr,
+                        size_t n_private = 0)
+      : own_(shared ? nullptr : std::make_unique<SharedMemory>(t, 0)),
+        shared_(shared ? shared : own_.get()), n_private_(shared ? n_private : 0),
+        stats_(t.levels.size()) {
+    levels_.reserve(n_private_);
+    for (size_t i = 0; i < n_private_; ++i) levels_.emplace_back(t.levels[i]);
   }
 
   // Load one line at cycle t; returns the cycle its data is available.
-  // *dram: it went to DRAM (such completions are increasing: the channel serialises them).
+  // *dram: it went to DRAM and DRAM completions are increasing in request order (the
+  // single-channel model serialises them), so the caller may keep it in a FIFO.
   double Access(int64_t line, double t, bool* dram) {
     const size_t n = levels_.size();
     for (size_t i = 0; i < n; ++i) {
       if (levels_[i].Lookup(line)) {
         for (size_t u = 0; u < i; ++u) levels_[u].Fill(line);
         *dram = false;
+        ++stats_[i].hits;
         return t + (double)levels_[i].latency();
       }
+      ++stats_[i].misses;
     }
-    *dram = true;
     for (CacheLevel& lv : levels_) lv.Fill(line);
-    const double start = std::max(t, dram_free_);
-    dram_free_ = start + transfer_;
-    ++dram_lines;
-    dram_busy += transfer_;
-    return start + transfer_ + dram_latency_;
+    double done;
+    bool ordered;
+    const int hit = shared_->Access(line, t, &done, &ordered);
+    const size_t n_sh = shared_->levels.size();
+    for (size_t i = 0; i < n_sh; ++i) {
+      if ((int)i == hit) {
+        ++stats_[n + i].hits;
+        break;
+      }
+      ++stats_[n + i].misses;
+    }
+    *dram = hit < 0 && ordered;
+    if (hit < 0) {
+      ++dram_lines;
+      dram_busy += transfer_share();
+    }
+    return done;
   }
-  const std::vector<CacheLevel>& levels() const { return levels_; }
+  struct Stats {
+    int64_t hits = 0, misses = 0;
+  };
+  const std::vector<Stats>& stats() const { return stats_; }
   void Prefetch(int64_t line) const {
     for (size_t i = 1; i < levels_.size(); ++i) levels_[i].Prefetch(line);
+    shared_->Prefetch(line);
   }
 
   int64_t dram_lines = 0;
-  double dram_busy = 0.0;
+  double dram_busy = 0.0;  // this core's transfer cycles, per channel of the machine
 
  private:
+  double transfer_share() const {
+    return shared_->dram.busy_per_line() / (double)shared_->dram.channels();
+  }
+  std::unique_ptr<SharedMemory> own_;
+  SharedMemory* shared_;
+  size_t n_private_;
   std::vector<CacheLevel> levels_;
-  double dram_latency_, transfer_;
-  double dram_free_ = 0.0;
+  std::vector<Stats> stats_;
 };
 
 }  // namespace ember_emu

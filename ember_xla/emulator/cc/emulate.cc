@@ -152,6 +152,74 @@ EMBER_EMU_EXPORT int ember_run_simulate(void* h, const char* target,
   return rc ? rc : fit;
 }
 
+// -- several runs on the cores of one machine -------------------------------------------------
+// Replays runs together on n_cores cores (timing.h: SimulateCores): run p goes to core
+// piece_core[p], its load addresses shifted by piece_offset[p] (runs of different clusters get
+// disjoint address ranges; shares of one cluster the same); a core runs its runs one after the
+// other in the given order (their traces concatenated, callbacks renumbered). The target text
+// gives the timing parameters; n_private: how many of its cache levels each core has of its
+// own. out: n_cores results; piece_end[p]: the cycle core piece_core[p]'s execute unit finished
+// run p. 0, 1 with the reason (does not fit), 2.. malformed input.
+EMBER_EMU_EXPORT int ember_cores_simulate(const char* target, int64_t n_private, int64_t n_cores,
+                                          int64_t n_pieces, void* const* runs,
+                                          const int64_t* piece_core,
+                                          const int64_t* piece_offset,
+                                          ember_emu::TimingResult* out, double* piece_end,
+                                          char* err, int64_t errlen) {
+  int fit = 0;
+  const int rc = ember_emu::Guard(err, errlen, [&] {
+    const ember_emu::EmuTarget t = ember_emu::ParseTargetText(target);
+    if (n_cores < 1) throw ember_emu::RunError("no cores");
+    std::vector<ember_emu::TraceBuffer> traces((size_t)n_cores);
+    std::vector<std::vector<double>> cyc((size_t)n_cores);
+    std::vector<std::vector<int64_t>> pops((size_t)n_cores), marks((size_t)n_cores);
+    std::vector<int64_t> tokens((size_t)n_cores, 0), slot((size_t)n_pieces, 0);
+    for (int64_t p = 0; p < n_pieces; ++p) {
+      const int64_t k = piece_core[p];
+      if (k < 0 || k >= n_cores) throw ember_emu::RunError("a piece's core is out of range");
+      const Run& r = *static_cast<const Run*>(runs[p]);
+      ember_emu::TraceBuffer& tb = traces[(size_t)k];
+      const int64_t base = (int64_t)tb.kind.size(), case_base = (int64_t)cyc[(size_t)k].size();
+      const ember_emu::TraceBuffer& src = r.trace;
+      for (size_t i = 0; i < src.kind.size(); ++i) {
+        const int8_t kind = src.kind[i];
+        if (kind == ember_emu::kLoad)
+          tb.Load(src.a[i] + piece_offset[p], src.b[i], src.c[i] < 0 ? -1 : src.c[i] + base,
+                  src.queued[i] != 0, src.layer[i]);
+        else if (kind == ember_emu::kPush)
+          tb.Push(src.a[i]);
+        else
+          tb.Token(src.a[i] + case_base), ++tokens[(size_t)k];
+      }
+      slot[(size_t)p] = (int64_t)marks[(size_t)k].size();
+      marks[(size_t)k].push_back(tokens[(size_t)k]);
+      const std::vector<double> c = r.machine->CaseCycles(t.dispatch, t.op_cycles);
+      const std::vector<int64_t> q = r.machine->CasePops();
+      cyc[(size_t)k].insert(cyc[(size_t)k].end(), c.begin(), c.end());
+      pops[(size_t)k].insert(pops[(size_t)k].end(), q.begin(), q.end());
+    }
+    std::vector<ember_emu::TraceView> views;
+    for (int64_t k = 0; k < n_cores; ++k)
+      views.push_back(traces[(size_t)k].View((int64_t)cyc[(size_t)k].size(),
+                                             cyc[(size_t)k].data(), pops[(size_t)k].data()));
+    std::vector<ember_emu::TimingResult> res;
+    std::vector<std::vector<double>> ends;
+    std::string msg;
+    if (!ember_emu::SimulateCores(t.timing, (size_t)n_private, views, &res, &msg, &marks,
+                                  &ends)) {
+      ember_emu::Copy(msg, err, errlen);
+      fit = 1;
+      return;
+    }
+    std::copy(res.begin(), res.end(), out);
+    for (int64_t p = 0; p < n_pieces; ++p) {
+      const auto& e = ends[(size_t)piece_core[p]];
+      piece_end[p] = (size_t)slot[(size_t)p] < e.size() ? e[(size_t)slot[(size_t)p]] : 0.0;
+    }
+  });
+  return rc ? rc : fit;
+}
+
 // -- the report log ------------------------------------------------------------------------------
 EMBER_EMU_EXPORT int64_t ember_emulate_report_count() {
   std::lock_guard<std::mutex> lock(ember_emu::g_log_mu);

@@ -2,6 +2,7 @@
 // target_text), one line of whitespace-separated fields (floats as Python repr):
 //   ember-target 1 NAME CLOCK_GHZ agen_step dram_latency transfer queue_bytes outstanding
 //     ctrl_cap line_bytes dispatch OP_CYCLES*9 N_LEVELS (LEVEL_NAME sets ways latency)*N_LEVELS
+//     [dram CHANNELS BANKS ROW_LINES ROW_HIT ROW_MISS]   (only for a DRAM with a bank model)
 // op cycles in target.OP_CLASSES order. The derived values are computed in Python exactly as
 // timing.py computes them, so both cores see the same doubles.
 #ifndef EMBER_XLA_EMULATOR_NATIVE_TARGET_TEXT_H_
@@ -50,7 +51,15 @@ inline EmuTarget ParseTargetText(std::string_view text) {
     g.levels.push_back(s);
   }
   std::string rest;
-  if (in >> rest) fail("trailing fields");
+  if (in >> rest) {
+    if (rest != "dram") fail("trailing fields");
+    in >> g.dram_channels >> g.dram_banks >> g.dram_row_lines >> g.dram_row_hit >>
+        g.dram_row_miss;
+    if (!in || g.dram_channels < 1 || g.dram_banks < 0 || g.dram_row_lines < 1 ||
+        g.dram_row_hit < 0 || g.dram_row_miss < 0)
+      fail("bad dram fields");
+    if (in >> rest) fail("trailing fields");
+  }
   if (g.agen_step <= 0 || g.transfer <= 0 || g.queue_bytes <= 0 || g.outstanding <= 0 ||
       g.ctrl_cap <= 0 || g.line_bytes <= 0)
     fail("non-positive parameter");

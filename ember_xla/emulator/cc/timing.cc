@@ -7,428 +7,29 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <new>
 
-#include "cache.h"
+#include "timing_sim.h"
 
 namespace ember_emu {
-namespace {
 
-// Completion times of the requests in flight, as one multiset (the reference's heapq) split in
-// two: DRAM completions arrive in increasing order (the channel serialises them), so they wait
-// in a FIFO ring; cache hits go into a binary min-heap whose unused slots hold +inf (no bounds
-// checks, branch-free choice of the smaller child). The minimum is the smaller of both fronts.
-class InFlight {
- public:
-  explicit InFlight(int64_t cap)
-      : ring_((size_t)cap + 1), heap_((size_t)(2 * cap + 4), kInf), cap_(cap + 1) {}
-  int64_t size() const { return n_ring_ + n_heap_; }
-  double top() const {
-    const double r = n_ring_ ? ring_[head_] : kInf;
-    return std::min(r, heap_[0]);
-  }
-  double pop() {
-    const double r = n_ring_ ? ring_[head_] : kInf;
-    if (r <= heap_[0] && n_ring_) {
-      head_ = head_ + 1 == cap_ ? 0 : head_ + 1;
-      --n_ring_;
-      return r;
-    }
-    const double top = heap_[0];
-    const double x = heap_[--n_heap_];
-    heap_[n_heap_] = kInf;
-    if (n_heap_) SiftDown(x);
-    return top;
-  }
-  // A completion no earlier than every DRAM completion pushed before (monotone).
-  void push_ordered(double x) {
-    int64_t tail = head_ + n_ring_;
-    if (tail >= cap_) tail -= cap_;
-    ring_[tail] = x;
-    ++n_ring_;
-  }
-  void push(double x) {
-    int64_t i = n_heap_++;
-    double* h = heap_.data();
-    while (i > 0) {
-      const int64_t p = (i - 1) >> 1;
-      if (h[p] <= x) break;
-      h[i] = h[p];
-      i = p;
-    }
-    h[i] = x;
-  }
-
- private:
-  static constexpr double kInf = __builtin_inf();
-  void SiftDown(double x) {
-    double* h = heap_.data();
-    int64_t i = 0;
-    for (;;) {
-      const int64_t l = 2 * i + 1;
-      const int64_t m = l + (h[l + 1] < h[l]);
-      if (!(h[m] < x)) break;  // +inf past the end stops the walk
-      h[i] = h[m];
-      i = m;
-    }
-    h[i] = x;
-  }
-  std::vector<double> ring_, heap_;
-  int64_t cap_, head_ = 0, n_ring_ = 0, n_heap_ = 0;
-};
-
-// The next load of one traversal layer: a cursor over the trace (no per-load copy). It counts
-// the pushes it passes, so a queued load's data-queue entry is known without an index.
-struct LayerCursor {
-  int64_t value;          // the trace's layer number
-  double agen = 0.0;      // address generation: cycle of the layer's next address
-  int64_t pos = 0;        // event index of the layer's next load (n: none left)
-  int64_t pushes = 0;     // PUSH events before pos
-  int64_t left = 0;       // loads left
-};
-
-class Sim {
- public:
-  Sim(const TimingTarget& t, const TraceView& tr, std::string* err)
-      : t_(t), tr_(tr), err_(err), mem_(t), heap_(std::max<int64_t>(t.outstanding, 1)) {}
-
-  bool Run(TimingResult* out) {
-    if (!Index()) return false;
-    if (!Replay()) return false;
-    Report(out);
-    return true;
-  }
-
- private:
-  bool Fail(const std::string& msg) {
-    *err_ = msg;
-    return false;
-  }
-
-  // -- structure of the trace (timing.py: _Sim._index), one pass ---------------------------------
-  bool Index() {
-    const int64_t n = tr_.n;
-    int64_t n_entries = 0, n_tok = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      n_entries += tr_.kind[i] == kPush;
-      n_tok += tr_.kind[i] == kToken;
-    }
-    entry_bytes_.resize((size_t)n_entries);
-    remaining_.assign((size_t)n_entries, 0);
-    loadless_.assign((size_t)n_entries, 0);
-    push_time_.assign((size_t)n_entries, 0.0);
-    pop_time_.assign((size_t)n_entries, 0.0);
-    n_tok_ = n_tok;
-    ring_.assign((size_t)std::min<int64_t>(t_.ctrl_cap, n_tok + 1), 0.0);
-    done_.assign((size_t)n, -1.0);
-    int64_t e = 0, pending = 0;
-    int64_t last_value = 0;
-    LayerCursor* last = nullptr;
-    for (int64_t i = 0; i < n; ++i) {
-      const int8_t k = tr_.kind[i];
-      if (k == kLoad) {
-        const int64_t dep = tr_.c[i];
-        if (dep >= i || dep < -1 || (dep >= 0 && tr_.kind[dep] != kLoad))
-          return Fail("malformed trace: load " + std::to_string(i) + " depends on event " +
-                      std::to_string(dep) + ", not an earlier load");
-        const int64_t v = tr_.layer[i];
-        if (!last || v != last_value) {
-          last = nullptr;
-          for (LayerCursor& lc : layers_)
-            if (lc.value == v) last = &lc;
-          if (!last) {
-            layers_.push_back(LayerCursor{v, 0.0, i, e, 0});
-            last = &layers_.back();
-          }
-          last_value = v;
-        }
-        ++last->left;
-        bytes_loaded_ += tr_.b[i];
-        pending += tr_.queued[i] != 0;
-      } else if (k == kPush) {
-        // an entry without loads counts as one pending "load": its reservation pushes it
-        remaining_[e] = pending ? pending : 1;
-        loadless_[e] = pending == 0;
-        entry_bytes_[e] = tr_.a[i];
-        if (tr_.a[i] > t_.queue_bytes)
-          return Fail("a data-queue entry of " + std::to_string(tr_.a[i]) +
-                      " bytes does not fit the " + std::to_string(t_.queue_bytes) +
-                      "-byte data queue");
-        pending = 0;
-        ++e;
-      } else if (k == kToken) {
-        const int64_t cs = tr_.a[i];
-        if (cs < 0 || cs >= tr_.n_cases || tr_.case_pops[cs] < 0)
-          return Fail("control token " + std::to_string(cs) + " has no case cost");
-      } else {
-        return Fail("malformed trace: event " + std::to_string(i) + " has kind " +
-                    std::to_string((int)k));
-      }
-    }
-    tok_pos_ = 0;
-    AdvanceToken();
-    return true;
-  }
-
-  // Moves the token cursor to the next TOKEN event at or after tok_pos_.
-  void AdvanceToken() {
-    while (tok_pos_ < tr_.n && tr_.kind[tok_pos_] != kToken) {
-      tok_pushes_ += tr_.kind[tok_pos_] == kPush;
-      ++tok_pos_;
-    }
-  }
-  // Moves a layer cursor past its issued load to the layer's next load.
-  void AdvanceLayer(LayerCursor& lc) {
-    if (--lc.left == 0) return;
-    int64_t pos = lc.pos + 1;
-    int64_t pushes = lc.pushes;
-    while (!(tr_.kind[pos] == kLoad && tr_.layer[pos] == lc.value)) {
-      pushes += tr_.kind[pos] == kPush;
-      ++pos;
-    }
-    lc.pos = pos;
-    lc.pushes = pushes;
-    // the emulated caches' sets this load will look up: fetch them into the host's cache now
-    const int64_t lb = t_.line_bytes, addr = tr_.a[pos];
-    const int64_t first = FloorDiv(addr, lb), last = FloorDiv(addr + std::max<int64_t>(tr_.b[pos], 1) - 1, lb);
-    for (int64_t line = first; line <= last && line < first + 8; ++line) mem_.Prefetch(line);
-  }
-  // The entry of the load under a cursor, or -1 (address-only, or never pushed).
-  int64_t EntryOf(const LayerCursor& lc) const {
-    return (tr_.queued[lc.pos] && lc.pushes < (int64_t)entry_bytes_.size()) ? lc.pushes : -1;
-  }
-
-  // -- execute unit ------------------------------------------------------------------------------
-  // Runs the next callback if its inputs are known; false when blocked, done or failed (fatal_).
-  bool ExecNext() {
-    const int64_t k = n_started_;
-    if (k >= n_tok_) return false;
-    const int64_t before = tok_pushes_;
-    double t_tok = last_tok_time_;
-    if (before) {
-      if (remaining_[before - 1] > 0) return false;
-      t_tok = std::max(t_tok, push_time_[before - 1]);
-    }
-    double& ring = ring_[(size_t)(k % (int64_t)ring_.size())];  // tok_start[k - ctrl_cap]
-    if (k >= t_.ctrl_cap) t_tok = std::max(t_tok, ring);
-    const int64_t cs = tr_.a[tok_pos_];
-    const int64_t pops = tr_.case_pops[cs];
-    const int64_t n_e = (int64_t)entry_bytes_.size();
-    double ready = t_tok;
-    for (int64_t e = data_ptr_; e < data_ptr_ + pops; ++e) {
-      if (e >= n_e) {
-        fatal_ = true;
-        *err_ = "callback " + std::to_string(cs) + " pops more data than was pushed";
-        return false;
-      }
-      if (remaining_[e] > 0) return false;
-      ready = std::max(ready, push_time_[e]);
-    }
-    const double start = std::max(exec_free_, ready);
-    if (ready > exec_free_) queue_empty_ += ready - exec_free_;
-    const double cost = tr_.case_cycles[cs];
-    exec_free_ = start + cost;
-    exec_busy_ += cost;
-    for (int64_t e = data_ptr_; e < data_ptr_ + pops; ++e) pop_time_[e] = exec_free_;
-    data_ptr_ += pops;
-    last_tok_time_ = t_tok;
-    ring = start;
-    max_tok_time_ = std::max(max_tok_time_, t_tok);
-    ++n_started_;
-    ++tok_pos_;
-    AdvanceToken();
-    return true;
-  }
-
-  // -- access unit -------------------------------------------------------------------------------
-  // Earliest cycle >= t with room for the next entry to reserve; false when blocked.
-  bool Reserve(int64_t e, double t, double* room) {
-    const int64_t need = entry_bytes_[e];
-    while (used_ + need > t_.queue_bytes) {
-      const int64_t front = queue_front_;
-      while (front >= data_ptr_) {  // not popped yet: run callbacks until it is
-        if (!ExecNext()) return false;
-      }
-      room_at_ = std::max(room_at_, pop_time_[front]);
-      used_ -= entry_bytes_[front];
-      ++queue_front_;
-    }
-    *room = std::max(t, room_at_);
-    return true;
-  }
-
-  void Issue(LayerCursor& lc, double t, double waited) {
-    const int64_t i = lc.pos;
-    last_issue_ = std::max(last_issue_, t);
-    const int64_t e = EntryOf(lc);
-    if (e >= 0 && e == reserved_) {
-      queue_full_ += waited;
-      used_ += entry_bytes_[e];
-      ++reserved_;
-    }
-    const int64_t lb = t_.line_bytes;
-    const int64_t addr = tr_.a[i], nb = std::max<int64_t>(tr_.b[i], 1);
-    const int64_t first = FloorDiv(addr, lb), last = FloorDiv(addr + nb - 1, lb);
-    const double step = t_.agen_step;
-    const int64_t cap = t_.outstanding;
-    double done = t;
-    for (int64_t line = first; line <= last; ++line) {
-      while (heap_.size() && heap_.top() <= t) heap_.pop();
-      if (heap_.size() >= cap) t = std::max(t, heap_.pop());
-      bool dram;
-      const double c = mem_.Access(line, t, &dram);
-      if (dram)
-        heap_.push_ordered(c);
-      else
-        heap_.push(c);
-      done = std::max(done, c);
-      t += step;
-      access_busy_ += step;
-    }
-    done_[i] = done;
-    max_done_ = std::max(max_done_, done);
-    if (e >= 0) {
-      push_time_[e] = std::max(push_time_[e], done);
-      --remaining_[e];
-    }
-    lc.agen = t;
-    AdvanceLayer(lc);
-  }
-
-  // Entries without loads that are next in order are reserved (and pushed) at the latest issue
-  // cycle, if there is room; else they wait for pops or the final drain
-  // (timing.py: _reserve_loadless).
-  bool ReserveLoadless() {
-    const int64_t n_e = (int64_t)entry_bytes_.size();
-    while (reserved_ < n_e && loadless_[reserved_]) {
-      const int64_t e = reserved_;
-      double room;
-      if (!Reserve(e, last_issue_, &room)) return !fatal_;
-      queue_full_ += room - last_issue_;
-      used_ += entry_bytes_[e];
-      ++reserved_;
-      push_time_[e] = room;
-      remaining_[e] = 0;
-    }
-    return true;
-  }
-
-  bool Replay() {
-    const int64_t n_layers = (int64_t)layers_.size();
-    for (;;) {
-      bool left = false;
-      for (const LayerCursor& lc : layers_) left |= lc.left > 0;
-      if (!left) break;
-      if (!ReserveLoadless()) return false;
-      bool any = false, have = false;
-      int64_t best = 0;
-      double best_t = 0.0, best_wait = 0.0;
-      for (int64_t l = 0; l < n_layers; ++l) {
-        const LayerCursor& lc = layers_[l];
-        if (!lc.left) continue;
-        any = true;
-        double t = lc.agen;
-        const int64_t dep = tr_.c[lc.pos];
-        if (dep >= 0) {
-          const double d = done_[dep];
-          if (d < 0) continue;
-          t = std::max(t, d);
-        }
-        double wait = 0.0;
-        const int64_t e = EntryOf(lc);
-        if (e >= 0 && e == reserved_) {
-          double room;
-          if (!Reserve(e, t, &room)) {
-            if (fatal_) return false;
-            continue;
-          }
-          wait = std::max(0.0, room - t);
-          t += wait;
-        } else if (e > reserved_) {
-          continue;
-        }
-        if (!have || t < best_t) {
-          best = l, best_t = t, best_wait = wait, have = true;
-        }
-      }
-      if (!any) break;
-      if (!have)
-        return Fail("the access unit deadlocks: the data queue (" +
-                    std::to_string(t_.queue_bytes) +
-                    " B) cannot hold the entries one callback needs before its control token "
-                    "is pushed");
-      Issue(layers_[best], best_t, best_wait);
-    }
-    const int64_t n_e = (int64_t)entry_bytes_.size();
-    while (reserved_ < n_e) {
-      const int64_t before = reserved_;
-      if (!ReserveLoadless()) return false;
-      if (reserved_ == before)
-        return Fail("the access unit deadlocks: the data queue (" +
-                    std::to_string(t_.queue_bytes) +
-                    " B) cannot hold the entries one callback needs before its control token "
-                    "is pushed");
-    }
-    while (ExecNext()) {
-    }
-    if (fatal_) return false;
-    if (n_started_ != n_tok_)
-      return Fail("callbacks wait for data that is never pushed");
-    return true;
-  }
-
-  void Report(TimingResult* out) {
-    *out = TimingResult{};
-    out->cycles = std::max({exec_free_, max_done_, max_tok_time_, 0.0});
-    out->access_busy = access_busy_;
-    out->execute_busy = exec_busy_;
-    out->queue_full = queue_full_;
-    out->queue_empty = queue_empty_;
-    out->dram_busy = mem_.dram_busy;
-    out->dram_lines = mem_.dram_lines;
-    out->tokens = n_tok_;
-    out->entries = (int64_t)entry_bytes_.size();
-    out->bytes_loaded = bytes_loaded_;
-    const auto& lv = mem_.levels();
-    for (size_t i = 0; i < lv.size() && i < (size_t)kMaxLevels; ++i) {
-      out->level_hits[i] = lv[i].hits;
-      out->level_misses[i] = lv[i].misses;
-    }
-  }
-
-  const TimingTarget& t_;
-  const TraceView& tr_;
-  std::string* err_;
-  MemorySystem mem_;
-  InFlight heap_;
-
-  std::vector<LayerCursor> layers_;  // in first-appearance order (the reference's dict order)
-  std::vector<double> done_;         // per event: completion of a load, -1 before it issues
-  std::vector<int64_t> entry_bytes_, remaining_;  // per entry: size, loads not yet done
-  std::vector<uint8_t> loadless_;                 // per entry: made of no load
-  std::vector<double> push_time_, pop_time_;
-  std::vector<double> ring_;         // start cycles of the last ctrl_cap callbacks
-  int64_t n_tok_ = 0, tok_pos_ = 0, tok_pushes_ = 0;  // token cursor: next token, pushes before
-  double last_tok_time_ = 0.0;
-
-  int64_t n_started_ = 0, data_ptr_ = 0, reserved_ = 0, queue_front_ = 0, used_ = 0;
-  int64_t bytes_loaded_ = 0;
-  double room_at_ = 0.0, last_issue_ = 0.0, exec_free_ = 0.0, queue_full_ = 0.0, queue_empty_ = 0.0;
-  double exec_busy_ = 0.0, access_busy_ = 0.0, max_done_ = 0.0, max_tok_time_ = 0.0;
-  bool fatal_ = false;
-};
-
-}  // namespace
-
-bool Simulate(const TimingTarget& target, const TraceView& trace, TimingResult* out,
-              std::string* err) {
+bool CheckTarget(const TimingTarget& target, std::string* err) {
   if (target.levels.empty() || (int64_t)target.levels.size() > kMaxLevels)
     return (*err = "the timing core models 1 to 8 cache levels"), false;
   for (const CacheSpec& s : target.levels)
     if (s.sets <= 0 || s.ways <= 0) return (*err = "a cache level has no sets or ways"), false;
   if (target.line_bytes <= 0 || target.outstanding <= 0 || target.ctrl_cap <= 0)
     return (*err = "line size, outstanding requests and control queue must be positive"), false;
-  Sim sim(target, trace, err);
+  if (target.dram_channels <= 0 || target.dram_banks < 0 || target.dram_row_lines <= 0)
+    return (*err = "DRAM channels and row lines must be positive, banks not negative"), false;
+  return true;
+}
+
+bool Simulate(const TimingTarget& target, const TraceView& trace, TimingResult* out,
+              std::string* err) {
+  if (!CheckTarget(target, err)) return false;
+  detail::Sim sim(target, trace, err);
   return sim.Run(out);
 }
 
@@ -441,6 +42,8 @@ extern "C" struct EmberTimingTarget {
   const int64_t* level_sets;
   const int64_t* level_ways;
   const int64_t* level_latency;
+  int64_t dram_channels, dram_banks, dram_row_lines;
+  double dram_row_hit, dram_row_miss;
 };
 
 static ember_emu::TimingTarget ember_timing_target(const EmberTimingTarget* tg) {
@@ -448,6 +51,9 @@ static ember_emu::TimingTarget ember_timing_target(const EmberTimingTarget* tg) 
   t.agen_step = tg->agen_step, t.dram_latency = tg->dram_latency, t.transfer = tg->transfer;
   t.queue_bytes = tg->queue_bytes, t.outstanding = tg->outstanding, t.ctrl_cap = tg->ctrl_cap;
   t.line_bytes = tg->line_bytes;
+  t.dram_channels = tg->dram_channels, t.dram_banks = tg->dram_banks;
+  t.dram_row_lines = tg->dram_row_lines;
+  t.dram_row_hit = tg->dram_row_hit, t.dram_row_miss = tg->dram_row_miss;
   for (int64_t i = 0; i < tg->n_levels; ++i)
     t.levels.push_back({tg->level_sets[i], tg->level_ways[i], tg->level_latency[i]});
   return t;

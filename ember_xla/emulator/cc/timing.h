@@ -27,6 +27,9 @@ struct TimingTarget {
   int64_t ctrl_cap = 1;        // control-queue entries
   int64_t line_bytes = 64;
   std::vector<CacheSpec> levels;
+  // DRAM banks (cache.h: Dram); dram_banks == 0: one channel, no bank model.
+  int64_t dram_channels = 1, dram_banks = 0, dram_row_lines = 1;
+  double dram_row_hit = 0.0, dram_row_miss = 0.0;  // cycles
 };
 
 // A trace in flat arrays (the layout of trace.Trace), with the per-case cost.
@@ -82,6 +85,17 @@ struct TimingResult {
 // is never pushed) or the trace is malformed.
 bool Simulate(const TimingTarget& target, const TraceView& trace, TimingResult* out,
               std::string* err);
+
+// Replays one trace per core together (cores.cc): each core has its access unit, queues,
+// execute unit and the first `n_private` cache levels; the other levels and DRAM are shared,
+// and the cores' requests reach them in global time order. out[k]: core k's result (its cycles
+// from time 0; hits and misses of every level as its requests saw them). One core gives
+// exactly Simulate's result. marks[k] (optional): callback counts of core k at which to note
+// the cycle its execute unit is free (the end of a piece); mark_times[k] gets them.
+bool SimulateCores(const TimingTarget& target, size_t n_private,
+                   const std::vector<TraceView>& traces, std::vector<TimingResult>* out,
+                   std::string* err, const std::vector<std::vector<int64_t>>* marks = nullptr,
+                   std::vector<std::vector<double>>* mark_times = nullptr);
 
 }  // namespace ember_emu
 

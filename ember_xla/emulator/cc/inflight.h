@@ -1,0 +1,88 @@
+// The in-flight request set and the per-layer trace cursor of the timing core (timing_sim.h).
+#ifndef EMBER_XLA_EMULATOR_NATIVE_INFLIGHT_H_
+#define EMBER_XLA_EMULATOR_NATIVE_INFLIGHT_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace ember_emu {
+namespace detail {
+
+// Completion times of the requests in flight, as one multiset (the reference's heapq) split in
+// two: DRAM completions arrive in increasing order (the channel serialises them), so they wait
+// in a FIFO ring; cache hits go into a binary min-heap whose unused slots hold +inf (no bounds
+// checks, branch-free choice of the smaller child). The minimum is the smaller of both fronts.
+class InFlight {
+ public:
+  explicit InFlight(int64_t cap)
+      : ring_((size_t)cap + 1), heap_((size_t)(2 * cap + 4), kInf), cap_(cap + 1) {}
+  int64_t size() const { return n_ring_ + n_heap_; }
+  double top() const {
+    const double r = n_ring_ ? ring_[head_] : kInf;
+    return std::min(r, heap_[0]);
+  }
+  double pop() {
+    const double r = n_ring_ ? ring_[head_] : kInf;
+    if (r <= heap_[0] && n_ring_) {
+      head_ = head_ + 1 == cap_ ? 0 : head_ + 1;
+      --n_ring_;
+      return r;
+    }
+    const double top = heap_[0];
+    const double x = heap_[--n_heap_];
+    heap_[n_heap_] = kInf;
+    if (n_heap_) SiftDown(x);
+    return top;
+  }
+  // A completion no earlier than every DRAM completion pushed before (monotone).
+  void push_ordered(double x) {
+    int64_t tail = head_ + n_ring_;
+    if (tail >= cap_) tail -= cap_;
+    ring_[tail] = x;
+    ++n_ring_;
+  }
+  void push(double x) {
+    int64_t i = n_heap_++;
+    double* h = heap_.data();
+    while (i > 0) {
+      const int64_t p = (i - 1) >> 1;
+      if (h[p] <= x) break;
+      h[i] = h[p];
+      i = p;
+    }
+    h[i] = x;
+  }
+
+ private:
+  static constexpr double kInf = __builtin_inf();
+  void SiftDown(double x) {
+    double* h = heap_.data();
+    int64_t i = 0;
+    for (;;) {
+      const int64_t l = 2 * i + 1;
+      const int64_t m = l + (h[l + 1] < h[l]);
+      if (!(h[m] < x)) break;  // +inf past the end stops the walk
+      h[i] = h[m];
+      i = m;
+    }
+    h[i] = x;
+  }
+  std::vector<double> ring_, heap_;
+  int64_t cap_, head_ = 0, n_ring_ = 0, n_heap_ = 0;
+};
+
+// The next load of one traversal layer: a cursor over the trace (no per-load copy). It counts
+// the pushes it passes, so a queued load's data-queue entry is known without an index.
+struct LayerCursor {
+  int64_t value;          // the trace's layer number
+  double agen = 0.0;      // address generation: cycle of the layer's next address
+  int64_t pos = 0;        // event index of the layer's next load (n: none left)
+  int64_t pushes = 0;     // PUSH events before pos
+  int64_t left = 0;       // loads left
+};
+
+}  // namespace detail
+}  // namespace ember_emu
+
+#endif  // EMBER_XLA_EMULATOR_NATIVE_INFLIGHT_H_

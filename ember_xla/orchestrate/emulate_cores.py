@@ -1,0 +1,143 @@
+"""``ember-xla emulate MODEL --target=<multi-core DAE target> --placement=...``: every
+embedding cluster of a model placed on the cores of a DAE machine (``configs/tmu8.toml``) and
+emulated in one run, contention for the shared LLC and DRAM included.
+
+One XLA:CPU run of the rewritten module (native kernels) captures each cluster's operands and
+results (``emulator/capture.py``); each cluster's program variants run on its whole batch
+(``placement/dae/workload.py``: checked bit for bit against the native kernel, profiled for
+the cost model); the plan (auto, symmetric, greedy or a file) cuts the clusters into pieces;
+each piece's program runs on its share of the batch in the C++ executor, the shares' outputs
+stacked must equal the native kernel's bit for bit, and all pieces are timed together on the
+cores (``emulator/cores.py``). The model's outputs (the native kernels', equal to the pieces')
+are compared with the original module's on XLA:CPU by the one rule (``verify_outputs``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from ember_xla.emulator.cores import CoresTiming, OnCore, simulate_cores
+from ember_xla.ir.graph import Module
+from ember_xla.machines.config import Target
+from ember_xla.placement.dae.mapper import make_plan, price
+from ember_xla.placement.dae.plan import DaePlan, check_plan, read_plan
+from ember_xla.placement.dae.workload import ClusterWork, cluster_work
+
+
+class NotPlaceable(ValueError):
+    """A cluster the DAE cores cannot run (and no --native_fallback), or nothing to place."""
+
+
+@dataclasses.dataclass
+class CoresRun:
+    target: Target
+    plan: DaePlan
+    works: list[ClusterWork]
+    timing: CoresTiming
+    fallback: list[tuple[str, str]]           # (cluster, why) run on the native kernel
+    outputs: list[np.ndarray]
+    verify: dict[str, Any]
+    baselines: list[tuple[DaePlan, CoresTiming]] = dataclasses.field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.verify["ok"])
+
+    @property
+    def makespan(self) -> float:
+        return self.timing.makespan
+
+
+def plan_for(target: Target, works: list[ClusterWork], placement: str,
+             cores: int | None = None) -> DaePlan:
+    """The plan a ``--placement`` value names: a policy, or a JSON file checked and priced."""
+    n = target.cores if cores is None else cores
+    if placement.endswith(".json"):
+        plan = read_plan(placement)
+        check_plan(plan, [c.rows for c in works], [c.variants for c in works], n, placement)
+        return price(target, works, plan)
+    return make_plan(placement, target, works, n)
+
+
+def run_plan(target: Target, works: list[ClusterWork], plan: DaePlan
+             ) -> tuple[CoresTiming, list[dict[str, Any]]]:
+    """Run every piece, check the stacked shares against the native results, time the plan."""
+    from ember_xla.runtime.compare import compare_outputs
+
+    placed, got = [], {c.index: [] for c in works}
+    for p in plan.pieces:
+        c = works[p.cluster]
+        run = c.run(p.variant, p.start, p.stop, target)
+        got[p.cluster].append((p.start, run.outputs))
+        placed.append(OnCore(run, p.core, p.cluster))
+    checks = []
+    for c in works:
+        parts = [outs for _, outs in sorted(got[c.index], key=lambda x: x[0])]
+        if not parts:
+            stacked = [np.zeros(o.shape, o.dtype) for o in c.results]
+        else:
+            stacked = [np.concatenate([q[i] for q in parts]) for i in range(len(c.results))]
+        v = compare_outputs(c.results, stacked)
+        checks.append({"index": c.index, "custom_call": c.name,
+                       "bitwise_equal": v["bitwise_equal"], "max_abs_diff": v["max_abs_diff"],
+                       "pieces": len(parts)})
+    timing = simulate_cores(target, placed, plan.cores)
+    for p in placed:
+        p.run.close()
+    return timing, checks
+
+
+def cluster_works(rewritten: Module, cap: Any, target: Target, native_fallback: bool
+                  ) -> tuple[list[ClusterWork], list[tuple[str, str]]]:
+    """Every ember call of ``rewritten`` as placement sees it (``cap``: a captured run), and
+    the ones the DAE cores cannot run, with why (an error unless ``native_fallback``)."""
+    from ember_xla.call_specs import LoweringRefused, cluster_spec, ember_calls
+
+    works, fallback = [], []
+    for call in ember_calls(rewritten):
+        try:
+            spec = cluster_spec(call)
+            w = cluster_work(len(works), spec, cap.operands[call.name], cap.results[call.name],
+                             target)
+        except (LoweringRefused, ValueError) as e:
+            why = " ".join(str(e).split())
+            if not native_fallback:
+                raise NotPlaceable(f"cluster %{call.name}: the DAE cores cannot run it: {why} "
+                                   "(--native_fallback runs it on the native kernel and "
+                                   "reports it)") from None
+            fallback.append((call.name, why))
+            continue
+        works.append(w)
+    if not works:
+        raise NotPlaceable("no cluster of the model can run on the DAE cores" + (
+            ": " + "; ".join(f"%{n}: {w}" for n, w in fallback) if fallback else
+            " (it has no embedding cluster)"))
+    return works, fallback
+
+
+def emulate_on_cores(original: Module, rewritten: Module, inputs: list[np.ndarray],
+                     target: Target, placement: str, *, native_fallback: bool = False,
+                     baselines: bool = False, verify_atol: float = 1e-4,
+                     cores: int | None = None) -> CoresRun:
+    """Place and emulate ``rewritten``'s clusters on ``target``'s cores (or ``cores``);
+    ``baselines``: also run the symmetric and greedy plans (for the per-core load plot)."""
+    from ember_xla.emulator.capture import capture
+    from ember_xla.runtime.compare import verify_outputs
+    from ember_xla.runtime.execute import run_module
+
+    cap = capture(rewritten, inputs)
+    works, fallback = cluster_works(rewritten, cap, target, native_fallback)
+    plan = plan_for(target, works, placement, cores)
+    timing, checks = run_plan(target, works, plan)
+    model_check = verify_outputs(run_module(original, inputs), cap.outputs, verify_atol)
+    verify = {"model": model_check, "clusters_vs_native": checks,
+              "ok": model_check["ok"] and all(c["bitwise_equal"] for c in checks)}
+    base = []
+    if baselines:
+        for policy in ("symmetric", "greedy", "auto"):
+            if policy != plan.policy:
+                p = make_plan(policy, target, works, plan.cores)
+                base.append((p, run_plan(target, works, p)[0]))
+    return CoresRun(target, plan, works, timing, fallback, cap.outputs, verify, base)

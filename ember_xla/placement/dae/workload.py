@@ -1,0 +1,145 @@
+"""A model's clusters as placement sees them on a DAE target: per cluster its spec, the
+operands and native results of one captured run, which program variants it has, and for each
+variant the program of any share of its batch and the ``Profile`` of its whole run (the
+counts the cost model scales). The whole run of each variant is also checked against the
+native kernel bit for bit; a variant that differs or does not fit the target is dropped with
+its reason."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from ember_xla.call_specs import ClusterSpec
+from ember_xla.emulator.cores import KeptRun, run_kept
+from ember_xla.machines.config import Target
+from ember_xla.placement.dae.cost import PieceLoad, Profile, row_counts
+from ember_xla.placement.dae.shares import Share, rows, share, whole_only
+from ember_xla.placement.dae.variants import DEFAULT, VARIANTS, pipeline
+from ember_xla.runtime.compare import compare_outputs
+
+
+@dataclasses.dataclass
+class ClusterWork:
+    index: int
+    spec: ClusterSpec
+    operands: list[np.ndarray]
+    results: list[np.ndarray]          # the native kernel's
+    whole_reason: str | None           # why it cannot be split by batch (None: it can)
+    profiles: dict[str, Profile] = dataclasses.field(default_factory=dict)
+    dropped: dict[str, str] = dataclasses.field(default_factory=dict)  # variant -> why
+    _dlc: dict[str, Any] = dataclasses.field(default_factory=dict)
+    _counts: Any = None                # lookups per distinct row of the whole batch
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def rows(self) -> int:
+        return rows(self.spec)
+
+    @property
+    def variants(self) -> list[str]:
+        return list(self.profiles)
+
+    def share(self, start: int, stop: int) -> Share:
+        return _share(self, start, stop)
+
+    def dlc(self, variant: str) -> Any:
+        if variant not in self._dlc:
+            from ember_xla.dae_target.passes.levels import lower_cluster
+
+            self._dlc[variant] = lower_cluster(self.spec, pipeline(variant))[-1][1]
+        return self._dlc[variant]
+
+    def program(self, variant: str, sh: Share, target: Target) -> Any:
+        from ember_xla.dae import bind_program
+        from ember_xla.dae_target.program import emit_program
+
+        p = emit_program(self.dlc(variant), [x.shape for x in sh.operands], sh.output_shapes)
+        bind_program(p, target)
+        return p
+
+    def run(self, variant: str, start: int, stop: int, target: Target) -> KeptRun:
+        sh = self.share(start, stop)
+        return run_kept(self.program(variant, sh, target), sh.operands, sh.output_shapes)
+
+    def load(self, variant: str, start: int, stop: int) -> PieceLoad:
+        sh = self.share(start, stop)
+        if self._counts is None:
+            self._counts = row_counts(self.share(0, self.rows).lookups)
+        return PieceLoad(self.profiles[variant], len(sh.lookups), stop - start,
+                         row_counts(sh.lookups), self.index, self._counts)
+
+
+def _share(c: ClusterWork, start: int, stop: int) -> Share:
+    return share(c.spec, c.operands, start, stop)
+
+
+def _bases(arrays: list[np.ndarray]) -> list[int]:
+    """Each argument's address in a run (cc/machine.cc: 4 KiB-aligned, in argument order)."""
+    out, nxt = [], 0
+    for a in arrays:
+        out.append(nxt)
+        nxt = (nxt + max(a.nbytes, 1) + 4095) // 4096 * 4096
+    return out
+
+
+def profile_of(c: ClusterWork, run: KeptRun, target: Target) -> Profile:
+    kind, a, b, _ = run.trace_arrays()
+    line = target.caches[0].line_bytes
+    loads = kind == 0
+    a, b = a[loads], np.maximum(b[loads], 1)
+    lines = (a + b - 1) // line - a // line + 1
+    args = [*c.operands, *run.outputs]
+    bases = _bases(args)
+    in_table = np.zeros(len(a), bool)
+    for p in c.spec.parts:
+        k = p.first_operand
+        in_table |= (a >= bases[k]) & (a < bases[k] + args[k].nbytes)
+    n_ids = max(sum(int(np.asarray(c.operands[p.first_operand + 1]).size)
+                    for p in c.spec.parts), 1)
+    n_rows = max(c.rows, 1)
+    per_id = per_row = 0.0
+    for fired, cyc in run.case_firings(target):
+        if fired and fired % n_rows == 0 and fired // n_rows <= 2 and fired != n_ids:
+            per_row += fired * cyc
+        else:
+            per_id += fired * cyc
+    table_row_bytes = c.operands[c.spec.parts[0].first_operand].itemsize * \
+        int(c.spec.parts[0].table.shape[1])
+    row_lines = float(np.ceil(table_row_bytes / line))
+    first = a[~in_table] // line
+    last = (a[~in_table] + b[~in_table] - 1) // line
+    touched = np.unique(np.concatenate([first, last])) if len(first) else first
+    return Profile(float(lines[in_table].sum()) / n_ids, float(lines[~in_table].sum()) / n_ids,
+                   per_id / n_ids, per_row / n_rows, row_lines, float(len(touched)) / n_ids)
+
+
+def cluster_work(index: int, spec: ClusterSpec, operands: list[np.ndarray],
+                 results: list[np.ndarray], target: Target,
+                 variants: tuple[str, ...] = tuple(VARIANTS)) -> ClusterWork:
+    """Compile and run each variant on the whole batch: its profile, or why it was dropped.
+    The default variant must be there (else ``ValueError`` with the reason)."""
+    from ember_xla.dae.errors import ProgramDoesNotFit
+
+    c = ClusterWork(index, spec, [np.asarray(x) for x in operands],
+                    [np.asarray(x) for x in results], whole_only(spec, operands))
+    for v in variants:
+        try:
+            run = c.run(v, 0, c.rows, target)
+        except (ProgramDoesNotFit, ValueError, LookupError) as e:
+            c.dropped[v] = " ".join(str(e).split())
+            continue
+        if not compare_outputs(c.results, run.outputs)["bitwise_equal"]:
+            c.dropped[v] = "its outputs differ from the native kernel's"
+            continue
+        c.profiles[v] = profile_of(c, run, target)
+        run.close()
+    if DEFAULT not in c.profiles:
+        raise ValueError(f"cluster %{spec.name}: the {DEFAULT} program "
+                         f"{c.dropped.get(DEFAULT, 'is missing')}")
+    return c

@@ -1,0 +1,97 @@
+"""Placement on the cores of a DAE target (``placement/dae``, ``orchestrate/emulate_cores``):
+the DLRM-style example (sorted segment ids: shareable by batch) placed by every policy and by a
+plan file, emulated on tmu8, verified; the cost model against the emulator per core; bad plans
+and inputs are one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from ember_xla.examples import dlrm
+from ember_xla.hlo_import.jax_source import from_jax
+from ember_xla.machines.config import load_target
+from ember_xla.orchestrate.emulate_cores import emulate_on_cores, plan_for
+from ember_xla.orchestrate.rewrite_model import rewrite_for
+from ember_xla.placement.dae.plan import BadPlan
+from ember_xla.placement.dae.shares import ids_prefix, share, whole_only
+
+TMU8 = load_target("tmu8")
+
+
+@pytest.fixture(scope="module")
+def model():
+    params, batch = dlrm.make_params(), dlrm.make_batch(batch=256)
+    args = dlrm.flat_args(params, batch)
+    m = from_jax(dlrm.jax_entry, *args)
+    return m.module, rewrite_for(m.module, "dae").module, list(args)
+
+
+@pytest.fixture(scope="module")
+def auto_run(model):
+    return emulate_on_cores(*model, TMU8, "auto")
+
+
+def test_auto_places_every_cluster_and_verifies(auto_run):
+    run = auto_run
+    assert run.ok and run.verify["model"]["bitwise_equal"]
+    assert len(run.works) == len(dlrm.ROWS)
+    assert all(c["bitwise_equal"] for c in run.verify["clusters_vs_native"])
+    assert any(c["pieces"] > 1 for c in run.verify["clusters_vs_native"])  # some were split
+    assert all(w.whole_reason is None for w in run.works)
+
+
+def test_predicted_per_core_within_15_percent_of_the_emulator(auto_run):
+    for k, r in enumerate(auto_run.timing.cores):
+        if r.cycles:
+            assert abs(auto_run.plan.predicted[k] - r.cycles) <= 0.15 * r.cycles, k
+
+
+@pytest.mark.parametrize("policy", ["symmetric", "greedy"])
+def test_baselines_verify_and_auto_is_not_slower(model, auto_run, policy):
+    run = emulate_on_cores(*model, TMU8, policy)
+    assert run.ok and run.plan.policy == policy
+    if policy == "greedy":
+        assert all(p.start == 0 and p.stop == run.works[p.cluster].rows
+                   for p in run.plan.pieces)
+    assert auto_run.makespan <= run.makespan
+
+
+def test_a_saved_plan_runs_the_same(model, auto_run, tmp_path):
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(auto_run.plan.as_dict()))
+    run = emulate_on_cores(*model, TMU8, str(path))
+    assert run.ok and run.makespan == auto_run.makespan
+
+
+@pytest.mark.parametrize("edit,match", [
+    (lambda d: d["pieces"].pop(), r"rows from \d+ are not covered"),
+    (lambda d: d["pieces"][0].update(core=9), r"core 9 is not one of the 8 cores"),
+    (lambda d: d["pieces"][0].update(variant="O9"), r"has no variant 'O9'"),
+    (lambda d: d.update(cores=4), r"made for 4 cores, the target has 8"),
+    (lambda d: d.update(format="x"), r"not a DAE placement plan"),
+])
+def test_bad_plans_are_one_line_errors(auto_run, tmp_path, edit, match):
+    d = auto_run.plan.as_dict()
+    edit(d)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(d))
+    with pytest.raises(BadPlan, match=match) as e:
+        plan_for(TMU8, auto_run.works, str(path))
+    assert "\n" not in str(e.value)
+
+
+def test_segment_shares_need_sorted_ids(auto_run):
+    w = auto_run.works[0]
+    seg = np.asarray(w.operands[2]).copy()
+    assert whole_only(w.spec, w.operands) is None
+    pre = ids_prefix(w.spec, w.operands)
+    assert pre[0] == 0 and pre[-1] == len(seg) and np.all(np.diff(pre) >= 0)
+    sh = share(w.spec, w.operands, 10, 20)
+    assert len(sh.lookups) == pre[20] - pre[10] and sh.output_shapes[0][0] == 10
+    shuffled = [w.operands[0], w.operands[1], seg[::-1].copy()]
+    assert whole_only(w.spec, shuffled) == "its segment ids are not sorted"
+    with pytest.raises(ValueError, match="cannot be split by batch: its segment ids"):
+        share(w.spec, shuffled, 0, 5)
