@@ -166,10 +166,10 @@ def train(model, params, b: int, args) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 64, 1024])
-    ap.add_argument("--rounds", type=int, default=21)
-    ap.add_argument("--calls", type=int, default=50)
+    ap.add_argument("--rounds", type=int, default=101)
+    ap.add_argument("--calls", type=int, default=10)
     ap.add_argument("--train-batch", type=int, default=1024, help="0: no training row")
-    ap.add_argument("--train-rounds", type=int, default=15)
+    ap.add_argument("--train-rounds", type=int, default=21)
     args = ap.parse_args()
     import jax
 
