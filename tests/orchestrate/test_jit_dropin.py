@@ -216,3 +216,17 @@ def test_grad_through_embedding_bag_inside_jit():
     want = jax.jit(reference)(t, ids)  # jnp.take: the same math, its own order of additions
     np.testing.assert_allclose(np.asarray(got[0]), np.asarray(want[0]), rtol=1e-5)
     np.testing.assert_allclose(np.asarray(got[1]), np.asarray(want[1]), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("excess", [True, False])
+def test_compiler_options_reach_the_rewritten_module(excess):
+    def scaled(t, ids, seg):
+        return bags(t, ids, seg, 16) * 3.0 + 1.0
+
+    t, ids, seg = data(10)
+    opts = {"xla_allow_excess_precision": excess}
+    f = ember_xla.jit(scaled, compiler_options=opts)
+    g = jax.jit(scaled, compiler_options=opts)
+    for table in (t, t.astype(jnp.bfloat16)):
+        same(f(table, ids, seg), g(table, ids, seg))
+    assert "segment_reduce" in rewritten(f)
