@@ -111,6 +111,10 @@ class EmberJit:
                               + " ".join(str(e).split())) from None
             raise
 
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        """A method when set on a class, as a jax.jit function is."""
+        return self if obj is None else functools.partial(self, obj)
+
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """The rewritten module for these arguments, as ``jax.jit(f).lower`` gives jax's."""
         lowered, report = rewritten_lowering(self.plain, args, kwargs, rewrite_hlo)

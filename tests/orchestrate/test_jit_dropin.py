@@ -93,6 +93,26 @@ def test_python_scalars_follow_jax_weak_types(x64):
     assert f.reports
 
 
+def test_as_a_method_decorator():
+    class Model:
+        def __init__(self, t):
+            self.t = t
+
+        @ember_xla.jit
+        def __call__(self, ids, seg):
+            return bags(self.t, ids, seg, 16)
+
+    t, ids, seg = data(11)
+    with pytest.raises(TypeError):  # self is an argument like any other: not an array
+        Model(t)(ids, seg)
+    static = ember_xla.jit(lambda self, ids, seg: bags(self.t, ids, seg, 16), static_argnums=0)
+
+    class Hashable(Model):
+        __call__ = static
+
+    same(Hashable(t)(ids, seg), jax.jit(bags, static_argnums=3)(t, ids, seg, 16))
+
+
 def test_donation_by_number_and_name():
     def update(t, ids, seg):
         return t.at[ids].add(1.0, mode="drop"), bags(t, ids, seg, 16)
