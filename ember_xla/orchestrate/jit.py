@@ -83,6 +83,19 @@ class Lowered:
         return getattr(self._lowered, name)
 
 
+class Traced:
+    """``jax.stages.Traced`` (every attribute is its) whose ``lower()`` rewrites."""
+
+    def __init__(self, traced: Any, name: str) -> None:
+        self._traced, self._name = traced, name
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._traced, name)
+
+    def lower(self) -> Lowered:
+        return Lowered(*rewritten_lowering(self._traced, self._name, rewrite_hlo))
+
+
 class EmberJit:
     """The callable ``ember_xla.jit`` returns (see the module docstring)."""
 
@@ -117,11 +130,11 @@ class EmberJit:
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """The rewritten module for these arguments, as ``jax.jit(f).lower`` gives jax's."""
-        lowered, report = rewritten_lowering(self.plain, args, kwargs, rewrite_hlo)
-        return Lowered(lowered, report)
+        return self.trace(*args, **kwargs).lower()
 
-    def trace(self, *args: Any, **kwargs: Any) -> Any:
-        return self.plain.trace(*args, **kwargs)
+    def trace(self, *args: Any, **kwargs: Any) -> Traced:
+        """jax's ``Traced`` (``.jaxpr``, ``.out_info``) whose ``.lower()`` is rewritten."""
+        return Traced(self.plain.trace(*args, **kwargs), self.__name__)
 
     def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
         return self.plain.eval_shape(*args, **kwargs)

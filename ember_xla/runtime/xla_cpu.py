@@ -185,14 +185,14 @@ def _signature_text(in_avals: Any, info: Any, args: tuple, kwargs: dict) -> str:
     return text + (f"; static: {', '.join(static)}" if static else "")
 
 
-def rewritten_lowering(plain: Any, args: tuple, kwargs: dict, hook: RewriteHook
-                       ) -> tuple[Any, Any]:
-    """``(jax.stages.Lowered of the module hook returns, report)`` for ``plain.lower(...)``:
-    ``.as_text()`` shows the rewritten module, ``.compile()`` compiles it."""
-    from jax._src import pjit, stages
+def rewritten_lowering(traced: Any, name: str, hook: RewriteHook) -> tuple[Any, Any]:
+    """``(jax.stages.Lowered of the module hook returns, report)`` for a ``jax.stages.Traced``
+    (``jax.jit(f).trace(...)``): ``.as_text()`` shows the rewritten module, ``.compile()``
+    compiles it."""
+    from jax._src import stages
 
-    lowered = plain.trace(*args, **kwargs).lower()
-    computation, report = _rewrite_lowering(lowered._lowering, hook, pjit.fun_name(plain))
+    lowered = traced.lower()
+    computation, report = _rewrite_lowering(lowered._lowering, hook, name)
     return stages.Lowered(computation, lowered.args_info, lowered.out_tree, lowered._no_kwargs,
                           lowered._in_types, lowered._out_types), report
 

@@ -150,6 +150,9 @@ def test_lower_gives_the_rewritten_module_and_compiles_it():
         t, ids, seg, 16).as_text()
     assert [c["kind"] for c in lowered.report["clusters"]] == ["segment_reduce"]
     assert "ember" in lowered.as_text("hlo")
+    traced = f.trace(t, ids, seg, 16)
+    assert "gather" in str(traced.jaxpr)  # jax's jaxpr; its lowering is the rewritten one
+    assert "ember.segment_reduce" in traced.lower().as_text()
     compiled = lowered.compile()
     same(compiled(t, ids, seg), jax.jit(bags, static_argnums=3)(t, ids, seg, 16))
     assert "custom-call" in compiled.as_text()
