@@ -43,9 +43,11 @@ class BagSpec:
 
 def _native(spec: BagSpec, table: Any, *operands: Any) -> Any:
     out = jax.ShapeDtypeStruct((spec.rows, table.shape[1]), table.dtype)
+    order = {"sum_order": "sequential"} if spec.layout == "padded" else {}  # row after row
     return jax.ffi.ffi_call(TARGETS[spec.layout], out)(
         table, *operands, combiner=spec.combiner, index_mode=spec.mode,
-        wrap_negative=spec.wrap_negative, weighted=spec.weighted, init=spec.init, index_bits=64)
+        wrap_negative=spec.wrap_negative, weighted=spec.weighted, init=spec.init, index_bits=64,
+        **order)
 
 
 def bag_call(spec: BagSpec, table: Any, indices: Any, bounds: Any, weights: Any) -> Any:

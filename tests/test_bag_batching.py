@@ -29,7 +29,7 @@ def _sequential(rows: np.ndarray, combiner: str) -> np.ndarray:
     return acc
 
 
-@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("weighted", [False])  # weighted f32: one fma per row (vs XLA below)
 @pytest.mark.parametrize("mode, wrap", [("clip", False), ("clip", True), ("fill", False)])
 @pytest.mark.parametrize("combiner", ["sum", "mean", "max"])
 def test_padded_bags_equal_numpy(combiner, mode, wrap, weighted):
@@ -59,10 +59,9 @@ def test_padded_bag_and_its_gradient_equal_xla(combiner):
         rows = jnp.take(t, ids, axis=0) * w[..., None]
         return rows.mean(1) if combiner == "mean" else rows.sum(1)
 
-    if combiner == "sum":  # XLA sums P = 4 rows in order, unweighted (weighted it fuses)
-        ones = np.ones_like(WEIGHTS)
-        assert np.array_equal(np.asarray(ours(TABLE, ones)), np.asarray(jax.jit(xla)(TABLE,
-                                                                                     ones)))
+    if combiner == "sum":  # XLA sums P = 4 rows in order, weighted with one fma per row
+        for w in (np.ones_like(WEIGHTS), WEIGHTS):
+            assert np.array_equal(np.asarray(ours(TABLE, w)), np.asarray(jax.jit(xla)(TABLE, w)))
     grads = [jax.jit(jax.grad(lambda t, w, f=f: (f(t, w) * cot).sum(), argnums=(0, 1)))(
         TABLE, WEIGHTS) for f in (ours, xla)]
     for a, b in zip(*grads, strict=True):
