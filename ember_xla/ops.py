@@ -1,14 +1,12 @@
-"""``ember_xla.embedding_bag``: call the native embedding-bag kernels directly from JAX
-(differentiable: its VJP is in bag_vjp.py)."""
+"""``ember_xla.embedding_bag``: call the native embedding-bag kernels directly from JAX: the
+arguments checked here (one-line errors), the call and its batching rule in bag_call.py, its
+VJP in bag_vjp.py."""
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import numpy as np
-
-from ember_xla.custom_calls import OFFSETS_BAG, SEGMENT_REDUCE
 
 _COMBINERS = ("sum", "mean", "max", "min", "sqrt_n")
 TABLE_DTYPES = ("float32", "bfloat16", "float16")  # what the native kernels read
@@ -20,17 +18,20 @@ class ArgumentDtypeError(TypeError, ValueError):
     other refused argument is)."""
 
 
-def _array(name: str, x: Any, rank: int, kinds: str,
+def _array(name: str, x: Any, rank: int | tuple[int, ...], kinds: str,
            dtypes: tuple[str, ...] | None = None) -> Any:
-    """``x`` as an array (numpy, or the jax array/tracer as given) of ``rank`` and a dtype kind
-    in ``kinds`` (and, if given, one of ``dtypes``); else an error naming the argument."""
+    """``x`` as an array (numpy, or the jax array/tracer as given) of ``rank`` (or one of them)
+    and a dtype kind in ``kinds`` (and, if given, one of ``dtypes``); else an error naming the
+    argument."""
     if not hasattr(x, "shape") or not hasattr(x, "dtype"):
         try:
             x = np.asarray(x)
         except (ValueError, TypeError, OverflowError) as e:
             raise ValueError(f"{name} must be an array: {e}") from None
-    if len(x.shape) != rank:
-        raise ValueError(f"{name} must be {rank}-D, got shape {list(x.shape)}")
+    ranks = (rank,) if isinstance(rank, int) else rank
+    if len(x.shape) not in ranks:
+        want = " or ".join(f"{r}-D" for r in ranks)
+        raise ValueError(f"{name} must be {want}, got shape {list(x.shape)}")
     kind = np.dtype(x.dtype).kind if str(x.dtype) != "bfloat16" else "f"
     if kind not in kinds or (kind == "f" and "f" not in kinds):
         want = "floating point" if kinds == "f" else "integer"
@@ -45,9 +46,9 @@ def _check_values(name: str, x: Any, lo: int, hi: int, monotone: bool = False) -
     """Range (and order) of concrete values; traced values are checked by nothing here."""
     import jax
 
-    if isinstance(x, jax.core.Tracer) or x.shape[0] == 0:
+    if isinstance(x, jax.core.Tracer) or x.size == 0:
         return
-    v = np.asarray(x)
+    v = np.asarray(x).reshape(-1)
     if v.min() < lo or v.max() > hi:
         raise ValueError(f"{name} values must lie in [{lo}, {hi}], got [{v.min()}, {v.max()}]"
                          " (the kernels index with 32-bit bag boundaries)")
@@ -55,62 +56,75 @@ def _check_values(name: str, x: Any, lo: int, hi: int, monotone: bool = False) -
         raise ValueError(f"{name} must never decrease (bag b is indices[offsets[b]:offsets[b+1]])")
 
 
+def _layout(indices: Any, offsets: Any, segment_ids: Any, num_segments: Any
+            ) -> tuple[str, int, Any]:
+    """(layout, bags or segments, the bounds array or None) of a call's arguments."""
+    n_lookups = indices.shape[0]
+    if indices.ndim == 2:
+        if offsets is not None or segment_ids is not None:
+            raise ValueError("indices [B, P] are padded bags (bag b is indices[b]): give no "
+                             "offsets= or segment_ids=")
+        return "padded", n_lookups, None
+    if (offsets is None) == (segment_ids is None):
+        raise ValueError("give exactly one of offsets= or segment_ids= (or indices [B, P] for "
+                         "padded bags)")
+    if offsets is not None:
+        offsets = _array("offsets", offsets, 1, kinds="iu", dtypes=INDEX_DTYPES)
+        if offsets.shape[0] < 1:
+            raise ValueError("offsets must have at least one entry (B+1 entries for B bags)")
+        _check_values("offsets", offsets, 0, n_lookups, monotone=True)
+        return "offsets", offsets.shape[0] - 1, offsets
+    if num_segments is None:
+        raise ValueError("segment_ids= needs num_segments=")
+    if isinstance(num_segments, bool) or not isinstance(num_segments, (int, np.integer)) \
+            or not 0 <= int(num_segments) < 2**31:
+        raise ValueError(f"num_segments must be an integer in [0, 2^31), got {num_segments!r}")
+    segment_ids = _array("segment_ids", segment_ids, 1, kinds="iu", dtypes=INDEX_DTYPES)
+    if segment_ids.shape[0] != n_lookups:
+        raise ValueError(f"segment_ids must have one entry per index ({n_lookups}), has "
+                         f"{segment_ids.shape[0]}")
+    _check_values("segment_ids", segment_ids, -2**31, 2**31 - 1)
+    return "segments", int(num_segments), segment_ids
+
+
 def embedding_bag(table: Any, indices: Any, offsets: Any = None, *, segment_ids: Any = None,
                   num_segments: int | None = None, weights: Any = None, combiner: str = "sum",
                   mode: str = "clip", wrap_negative: bool = False,
                   init: float | None = None) -> Any:
-    """Pool rows of ``table`` [N, D] looked up by ``indices`` [L] into bags.
+    """Pool rows of ``table`` [N, D] looked up by ``indices`` into bags.
 
-    Give either ``offsets`` [B+1] (bag b is ``indices[offsets[b]:offsets[b+1]]``) or
-    ``segment_ids`` [L] with ``num_segments``; ``weights`` [L] multiply the rows first.
-    ``mode``: "clip" clamps out-of-range indices (XLA gather), "fill" gives NaN rows (jnp.take).
-    ``wrap_negative`` maps i < 0 to i + N first. Empty bags give ``init`` (0 for sum/mean,
-    -inf for max, +inf for min). Runs on the CPU through the registered FFI targets.
-    Differentiable (``jax.grad``, also under ``jax.jit``) in ``table`` and ``weights`` for
-    sum, mean and sqrt_n (ember_xla/bag_vjp.py).
+    ``indices`` [L] with either ``offsets`` [B+1] (bag b is ``indices[offsets[b]:offsets[b+1]]``)
+    or ``segment_ids`` [L] with ``num_segments``; or ``indices`` [B, P], padded bags (bag b is
+    ``indices[b]``, P lookups; mask padding with zero ``weights``). ``weights`` (the shape of
+    ``indices``) multiply the rows first. ``mode``: "clip" clamps out-of-range indices (XLA
+    gather), "fill" gives NaN rows (jnp.take). ``wrap_negative`` maps i < 0 to i + N first.
+    Empty bags give ``init`` (0 for sum/mean, -inf for max, +inf for min); mean and sqrt_n of a
+    padded bag divide by P. Runs on the CPU through the registered FFI targets; ``jax.vmap``
+    over any argument makes one call (bag_call.py). Differentiable (``jax.grad``, also under
+    ``jax.jit``) in ``table`` and ``weights`` for sum, mean and sqrt_n (bag_vjp.py).
     """
-    import jax
     import jax.numpy as jnp
 
-    from ember_xla.bag_vjp import BagSpec, differentiable_bag
+    from ember_xla.bag_call import BagSpec
+    from ember_xla.bag_vjp import differentiable_bag
     from ember_xla.native import register_targets
 
     if combiner not in _COMBINERS:
         raise ValueError(f"combiner must be one of {_COMBINERS}, got {combiner!r}")
     if mode not in ("clip", "fill"):
         raise ValueError(f"mode must be 'clip' or 'fill', got {mode!r}")
-    if (offsets is None) == (segment_ids is None):
-        raise ValueError("give exactly one of offsets= or segment_ids=")
     table = _array("table", table, 2, kinds="f", dtypes=TABLE_DTYPES)
-    indices = _array("indices", indices, 1, kinds="iu", dtypes=INDEX_DTYPES)
-    n_lookups = indices.shape[0]
-    if offsets is not None:
-        offsets = _array("offsets", offsets, 1, kinds="iu", dtypes=INDEX_DTYPES)
-        if offsets.shape[0] < 1:
-            raise ValueError("offsets must have at least one entry (B+1 entries for B bags)")
-        _check_values("offsets", offsets, 0, n_lookups, monotone=True)
-        rows, target = offsets.shape[0] - 1, OFFSETS_BAG.name
-    else:
-        if num_segments is None:
-            raise ValueError("segment_ids= needs num_segments=")
-        if isinstance(num_segments, bool) or not isinstance(num_segments, (int, np.integer)) \
-                or not 0 <= int(num_segments) < 2**31:
-            raise ValueError(f"num_segments must be an integer in [0, 2^31), got {num_segments!r}")
-        segment_ids = _array("segment_ids", segment_ids, 1, kinds="iu", dtypes=INDEX_DTYPES)
-        if segment_ids.shape[0] != n_lookups:
-            raise ValueError(f"segment_ids must have one entry per index ({n_lookups}), has "
-                             f"{segment_ids.shape[0]}")
-        _check_values("segment_ids", segment_ids, -2**31, 2**31 - 1)
-        rows, target = int(num_segments), SEGMENT_REDUCE.name
+    indices = _array("indices", indices, (1, 2), kinds="iu", dtypes=INDEX_DTYPES)
+    layout, rows, bounds = _layout(indices, offsets, segment_ids, num_segments)
     _check_values("indices", indices, -2**31, 2**31 - 1)
-    if mode == "clip" and table.shape[0] == 0 and n_lookups > 0:
+    if mode == "clip" and table.shape[0] == 0 and indices.size > 0:
         raise ValueError("table has no rows: mode='clip' needs at least one row to clamp to "
                          "(mode='fill' gives NaN rows)")
     if weights is not None:
-        weights = _array("weights", weights, 1, kinds="fiu")
-        if weights.shape[0] != n_lookups:
-            raise ValueError(f"weights must have one entry per index ({n_lookups}), has "
-                             f"{weights.shape[0]}")
+        weights = _array("weights", weights, indices.ndim, kinds="fiu")
+        if weights.shape != indices.shape:
+            raise ValueError(f"weights must have one entry per index (shape "
+                             f"{list(indices.shape)}), has shape {list(weights.shape)}")
     if init is None:
         init = {"max": float("-inf"), "min": float("inf")}.get(combiner, 0.0)
     if isinstance(init, bool) or not isinstance(init, (int, float, np.integer, np.floating)):
@@ -122,11 +136,7 @@ def embedding_bag(table: Any, indices: Any, offsets: Any = None, *, segment_ids:
                          " bits") from None
     register_targets()
     table = jnp.asarray(table)
-    out = jax.ShapeDtypeStruct((rows, table.shape[1]), table.dtype)
-    call = functools.partial(jax.ffi.ffi_call(target, out), combiner=combiner,
-                             index_mode=mode, wrap_negative=bool(wrap_negative),
-                             weighted=weights is not None, init=init, index_bits=64)
-    spec = BagSpec(call, offsets is not None, rows, combiner, mode, bool(wrap_negative))
+    spec = BagSpec(layout, rows, combiner, mode, bool(wrap_negative), weights is not None, init)
     return differentiable_bag(spec, table, jnp.asarray(indices),
-                              jnp.asarray(offsets if offsets is not None else segment_ids),
+                              None if bounds is None else jnp.asarray(bounds),
                               None if weights is None else jnp.asarray(weights, table.dtype))

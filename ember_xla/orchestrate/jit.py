@@ -1,9 +1,26 @@
-"""``ember_xla.jit(f)``: a drop-in for ``jax.jit`` for inference functions.
+"""``ember_xla.jit(f)``: ``jax.jit`` whose compiled module runs ``f``'s embedding operations as
+ember custom-calls.
 
-Per input signature it lowers ``f`` with ``jax.jit``, rewrites the embedding clusters of the HLO
-into ember custom-calls, compiles the rewritten module on XLA:CPU with the native targets
-registered, and caches the executable. When nothing matches (or ``f`` is called under another
-JAX transformation) it is plain ``jax.jit(f)``, and the reason is logged once.
+Calls go through jax.jit's own C++ dispatch (``runtime/xla_cpu.rewriting_jit``): the same
+signature handling (``static_argnums``/``static_argnames``, ``donate_argnums``/
+``donate_argnames``, pytrees, weak-typed Python scalars, x64 off and on), the same cache key
+and the same per-call cost; arrays already on the device are passed through. On a cache miss
+``f`` is lowered exactly as ``jax.jit`` lowers it, the HLO is rewritten
+(``rewrite_for(module, "cpu")``: forward clusters, and in a training step the backward clusters
+and fused sparse optimizer updates) and the rewritten module is compiled with jax's own compile
+arguments, donation (``input_output_alias``) included. When nothing is rewritten jax's own
+module is compiled. The object returned:
+
+- ``.reports``: signature text (``"f32[200,8], s32[50]; static: 3"``) -> the rewrite report
+  of that compile (clusters, groups, near-misses with reasons; empty ``clusters`` when jax's
+  module was kept);
+- ``.lower(*args)``: a ``jax.stages.Lowered`` of the rewritten module (``.as_text()``,
+  ``.compile()``, ``.compiler_ir()``) with its ``.report``; ``.trace``, ``.eval_shape`` as
+  jax's; ``.clear_cache()``.
+
+Called under another transformation (with tracers: inside ``jax.grad``, ``jax.vmap`` or another
+``jax.jit``) it is ``jax.jit(f)``, whose module the outer transformation owns: put
+``ember_xla.jit`` outermost (``ember_xla.jit(train_step)`` with the ``jax.grad`` inside).
 
 ``ember_xla.jit(f, mode="emulate", target="tmu", level=3)`` instead runs every call with the
 clusters on the emulated DAE machine (``orchestrate/emulate_model.py``, as ``ember-xla emulate``:
@@ -15,18 +32,14 @@ mismatch raises ``EmulationMismatch``.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any
 
+from ember_xla.runtime.xla_cpu import module_inputs, rewriting_jit, rewritten_lowering
+
 log = logging.getLogger("ember_xla.jit")
-
-
-class _Compiled:
-    def __init__(self, executable: Any, out_tree: Any, report: dict[str, Any]) -> None:
-        self.executable = executable
-        self.out_tree = out_tree
-        self.report = report
 
 
 class EmulationMismatch(AssertionError):
@@ -35,51 +48,107 @@ class EmulationMismatch(AssertionError):
 
 MODES = ("native", "emulate")
 
+#: How jax's errors about the arguments themselves begin (before ``f`` runs).
+_ARGUMENT_ERRORS = ("Non-hashable static arguments", "Error interpreting argument to")
+
+
+def rewrite_hlo(proto: bytes, name: str) -> tuple[bytes | None, dict[str, Any]]:
+    """The rewrite of one lowered function: (the module to compile, or None when no cluster is
+    rewritten; the rewrite report)."""
+    from ember_xla.hlo_import.proto import module_from_proto
+    from ember_xla.orchestrate.rewrite_model import rewrite_for
+    from ember_xla.runtime.execute import executable_proto, register_called_targets
+
+    result = rewrite_for(module_from_proto(proto, f"jit:{name}"), "cpu")
+    report = result.report()
+    if not result.clusters:
+        log.info("ember_xla.jit(%s): nothing rewritten (%s)", name,
+                 "; ".join(n["reason"] for n in result.near_misses[:3]) or "no gather found")
+        return None, report
+    log.info("ember_xla.jit(%s): %d embedding clusters rewritten", name, len(result.clusters))
+    rewritten = executable_proto(result.module)
+    register_called_targets(rewritten)
+    return rewritten, report
+
+
+class Lowered:
+    """``jax.stages.Lowered`` of the rewritten module (every attribute is its), plus the
+    rewrite ``report``."""
+
+    def __init__(self, lowered: Any, report: dict[str, Any]) -> None:
+        self._lowered = lowered
+        self.report = report
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._lowered, name)
+
+
+class Traced:
+    """``jax.stages.Traced`` (every attribute is its) whose ``lower()`` rewrites."""
+
+    def __init__(self, traced: Any, name: str) -> None:
+        self._traced, self._name = traced, name
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._traced, name)
+
+    def lower(self) -> Lowered:
+        return Lowered(*rewritten_lowering(self._traced, self._name, rewrite_hlo))
+
 
 class EmberJit:
-    """The callable ``ember_xla.jit`` returns; ``reports`` maps signatures to rewrite reports;
-    in emulate mode ``last_report`` is the timing report of the last call."""
+    """The callable ``ember_xla.jit`` returns (see the module docstring)."""
 
     def __init__(self, fn: Callable, mode: str = "native", target: Any = "tmu",
                  level: int = 3, **jit_kwargs: Any) -> None:
-        import jax
-
         if mode not in MODES:
             raise ValueError(f"ember_xla.jit: mode={mode!r}; expected one of {MODES}")
+        if not callable(fn):
+            raise TypeError(f"ember_xla.jit: expected a function, got {type(fn).__name__}")
         self.mode, self.target, self.level = mode, target, level
         self.last_report: Any = None
-        self.fn = fn
-        self.plain = jax.jit(fn, **jit_kwargs)
-        self._cache: dict[Any, _Compiled | None] = {}
-        self.reports: dict[Any, dict[str, Any]] = {}
+        self.reports: dict[str, dict[str, Any]] = {}
+        self._dispatch, self.plain = rewriting_jit(fn, jit_kwargs, rewrite_hlo,
+                                                   self.reports.__setitem__)
         self.__name__ = getattr(fn, "__name__", "fn")
-        self.__doc__ = getattr(fn, "__doc__", None)
+        functools.update_wrapper(self, fn, updated=())
 
-    def _signature(self, args: tuple, kwargs: dict) -> Any:
-        import jax
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.mode == "emulate":
+            return self._emulate(args, kwargs)
+        try:
+            return self._dispatch(*args, **kwargs)
+        except (TypeError, ValueError) as e:
+            if str(e).startswith(_ARGUMENT_ERRORS):  # jax's words, on one line
+                raise type(e)(f"ember_xla.jit({self.__name__}): "
+                              + " ".join(str(e).split())) from None
+            raise
 
-        leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
-        return tree, tuple((getattr(x, "shape", ()), str(getattr(x, "dtype", type(x))))
-                           for x in leaves)
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        """A method when set on a class, as a jax.jit function is."""
+        return self if obj is None else functools.partial(self, obj)
 
-    def _compile(self, args: tuple, kwargs: dict) -> _Compiled | None:
-        from ember_xla.hlo_import.proto import module_from_proto
-        from ember_xla.orchestrate.rewrite_model import rewrite_for
-        from ember_xla.runtime.execute import compile_module
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        """The rewritten module for these arguments, as ``jax.jit(f).lower`` gives jax's."""
+        return self.trace(*args, **kwargs).lower()
 
-        lowered = self.plain.lower(*args, **kwargs)
-        proto = lowered.compiler_ir("hlo").as_serialized_hlo_module_proto()
-        result = rewrite_for(module_from_proto(proto, f"jit:{self.__name__}"), "cpu")
-        if not result.clusters:
-            reasons = "; ".join(n["reason"] for n in result.near_misses[:3]) or "no gather found"
-            log.info("ember_xla.jit(%s): nothing to rewrite (%s); using jax.jit", self.__name__,
-                     reasons)
-            return None
-        log.info("ember_xla.jit(%s): %d embedding clusters rewritten", self.__name__,
-                 len(result.clusters))
-        return _Compiled(compile_module(result.module), lowered.out_tree, result.report())
+    def trace(self, *args: Any, **kwargs: Any) -> Traced:
+        """jax's ``Traced`` (``.jaxpr``, ``.out_info``) whose ``.lower()`` is rewritten."""
+        return Traced(self.plain.trace(*args, **kwargs), self.__name__)
 
-    def _emulate(self, args: tuple, kwargs: dict, leaves: list) -> Any:
+    def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
+        return self.plain.eval_shape(*args, **kwargs)
+
+    def clear_cache(self) -> None:
+        """Forget every compiled signature (and its report)."""
+        self._dispatch._clear_cache()
+        self.plain.clear_cache()
+        self.reports.clear()
+
+    def _cache_size(self) -> int:
+        return self._dispatch._cache_size()
+
+    def _emulate(self, args: tuple, kwargs: dict) -> Any:
         import jax
         import numpy as np
 
@@ -88,41 +157,22 @@ class EmberJit:
         from ember_xla.orchestrate.emulate_model import EmulateOptions, emulate_module
         from ember_xla.orchestrate.rewrite_model import rewrite_for
 
-        lowered = self.plain.lower(*args, **kwargs)
-        proto = lowered.compiler_ir("hlo").as_serialized_hlo_module_proto()
+        proto, inputs, out_tree = module_inputs(self.plain, args, kwargs)
         original = module_from_proto(proto, f"jit:{self.__name__}")
         rewritten = rewrite_for(original, "dae").module
         target = self.target if isinstance(self.target, Target) else load_target(self.target)
-        em = emulate_module(original, rewritten, [np.asarray(x) for x in leaves],
+        em = emulate_module(original, rewritten, [np.asarray(x) for x in inputs],
                             EmulateOptions(target, self.level), source=f"jit:{self.__name__}")
         self.last_report = em.report
         if not em.ok:
             raise EmulationMismatch(f"ember_xla.jit({self.__name__}, mode='emulate'): the "
                                     f"emulated outputs differ: {em.report.verify}")
-        return jax.tree_util.tree_unflatten(lowered.out_tree, em.outputs)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        import jax
-
-        leaves = jax.tree_util.tree_leaves((args, kwargs))
-        if any(isinstance(x, jax.core.Tracer) for x in leaves):
-            return self.plain(*args, **kwargs)  # inside another transformation: plain jit
-        if self.mode == "emulate":
-            return self._emulate(args, kwargs, leaves)
-        key = self._signature(args, kwargs)
-        if key not in self._cache:
-            self._cache[key] = self._compile(args, kwargs)
-            if self._cache[key] is not None:
-                self.reports[key] = self._cache[key].report
-        compiled = self._cache[key]
-        if compiled is None:
-            return self.plain(*args, **kwargs)
-        outs = compiled.executable.run_device(leaves)
-        return jax.tree_util.tree_unflatten(compiled.out_tree, outs)
+        return jax.tree_util.tree_unflatten(out_tree, em.outputs)
 
 
 def jit(fn: Callable | None = None, **jit_kwargs: Any) -> Any:
-    """Like ``jax.jit``; usable as ``@ember_xla.jit`` or ``ember_xla.jit(f)``. Also takes
+    """Like ``jax.jit`` (every ``jax.jit`` keyword); usable as ``@ember_xla.jit``,
+    ``@ember_xla.jit(static_argnums=...)`` or ``ember_xla.jit(f)``. Also takes
     ``mode="native"|"emulate"``, ``target`` (a shipped name, a .toml path or a ``Target``) and
     ``level`` (0..4) for emulate mode (see the module docstring)."""
     if fn is None:

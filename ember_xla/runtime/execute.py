@@ -39,14 +39,19 @@ def compile_proto_cached(proto: bytes, options: dict[str, bool | int | str] | No
                          ) -> Executable:
     key = hashlib.sha256(proto + repr(sorted((options or {}).items())).encode()).hexdigest()
     if key not in _CACHE:
-        if b"ember." in proto:  # the module calls our custom-call targets
-            from ember_xla import ffi
-            from ember_xla.native import register_targets
-
-            register_targets()
-            ffi.register_provided()  # and the emulator's ember.emulate, once it is imported
+        register_called_targets(proto)
         _CACHE[key] = compile_proto(proto, options)
     return _CACHE[key]
+
+
+def register_called_targets(proto: bytes) -> None:
+    """Register the ember targets with XLA before compiling a module that calls them."""
+    if b"ember." in proto:
+        from ember_xla import ffi
+        from ember_xla.native import register_targets
+
+        register_targets()
+        ffi.register_provided()  # and the emulator's ember.emulate, once it is imported
 
 
 def run_module(module: Module, inputs: list[np.ndarray],

@@ -1,11 +1,14 @@
-"""The one place that touches private jaxlib APIs (pinned jax/jaxlib 0.10.x).
+"""The one place that touches private jax/jaxlib APIs (pinned jax/jaxlib 0.10.x).
 
-HloModuleProto bytes -> StableHLO (``hlo_to_stablehlo``) -> PjRt CPU executable -> execute.
+HloModuleProto bytes -> StableHLO (``hlo_to_stablehlo``) -> PjRt CPU executable -> execute;
+and ``rewriting_jit``: jax.jit's own C++ dispatch (signature, cache, transfers, donation)
+around a module a hook rewrote, with ``rewritten_lowering`` its ``.lower()``.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -83,3 +86,126 @@ def xla_proto_to_text(proto: bytes) -> str:
     from jaxlib import _hlo
 
     return _hlo.HloModule.from_serialized_hlo_module_proto(proto).to_string()
+
+
+# --- jax.jit's own dispatch running a rewritten module (jax._src: pjit, pxla, stages) ---
+
+#: ``(HloModuleProto bytes of the lowered function, its name) -> (the proto to compile instead,
+#: or None to compile jax's own module; a report)``.
+RewriteHook = Callable[[bytes, str], tuple[bytes | None, Any]]
+
+
+def _with_module(computation: Any, proto: bytes) -> Any:
+    """A copy of jax's lowering (a ``MeshComputation``: module + compile arguments) whose module
+    is ``proto``: the same parameters, outputs, donation and compile options."""
+    import copy
+
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+    from jaxlib import _jax
+
+    try:
+        bytecode = _jax.mlir.hlo_to_stablehlo(proto)
+        with mlir.make_ir_context():
+            module = ir.Module.parse(bytecode)
+    except Exception as e:
+        raise XlaError(f"the rewritten module does not convert to StableHLO: {e}") from None
+    new = copy.copy(computation)
+    new._hlo, new._executable = module, None
+    return new
+
+
+def _rewrite_lowering(computation: Any, hook: RewriteHook, name: str) -> tuple[Any, Any]:
+    proto = computation.hlo().as_serialized_hlo_module_proto()
+    new_proto, report = hook(proto, name)
+    return (computation if new_proto is None else _with_module(computation, new_proto)), report
+
+
+def rewriting_jit(fn: Callable, jit_kwargs: dict[str, Any], hook: RewriteHook,
+                  record: Callable[[str, Any], None]) -> tuple[Any, Any]:
+    """``(dispatcher, jax.jit(fn, **jit_kwargs))``: the dispatcher is jax's own C++ jit
+    function (signature handling, cache, argument transfer and donation exactly as
+    ``jax.jit``'s) whose cache miss compiles the module ``hook`` returns and ``record``s its
+    report under a signature text. Under another transformation it is ``jax.jit`` itself."""
+    import jax
+    from jax._src import config, core, dispatch, pjit, tree_util
+    from jax._src.interpreters import mlir, pxla
+    from jaxlib import _jax
+
+    plain = jax.jit(fn, **jit_kwargs)
+    info, name = plain._jit_info, pjit.fun_name(fn)
+
+    def cache_miss(*args: Any, **kwargs: Any) -> tuple[Any, Any, bool]:
+        if not core.trace_state_clean() or config.debug_key_reuse.value:
+            return plain(*args, **kwargs), None, False
+        p, args_flat = pjit._infer_params(fn, info, args, kwargs)
+        jaxpr = p.params["jaxpr"]
+        if jaxpr.jaxpr.is_high:
+            return plain(*args, **kwargs), None, False
+        for a in args_flat:
+            dispatch.check_arg(a)
+        args_flat = [core.full_lower(a) for a in args_flat]
+        params = {k: v for k, v in p.params.items() if k != "jaxpr"}
+        computation = pjit._resolve_and_lower(
+            [pjit.convert_to_metaty(a) for a in args_flat], jaxpr=jaxpr,
+            lowering_platforms=None, lowering_parameters=mlir.LoweringParameters(),
+            pgle_profiler=None, **params)
+        computation, report = _rewrite_lowering(computation, hook, name)
+        record(_signature_text(p.in_avals, info, args, kwargs), report)
+        compiled = computation.compile()
+        const_args = compiled.shard_const_args(computation.const_args)
+        out_flat = compiled.unsafe_call(*const_args, *args_flat)
+        fast = pjit._get_fastpath_data(compiled, p.out_tree, args_flat, out_flat, jaxpr.effects,
+                                       jaxpr.consts, None, const_args)
+        return tree_util.tree_unflatten(p.out_tree, out_flat), fast, False
+
+    key = pxla.JitGlobalCppCacheKeys(
+        donate_argnums=info.donate_argnums, donate_argnames=info.donate_argnames,
+        device=info.device, backend=info.backend,
+        in_shardings_treedef=info.in_shardings_treedef,
+        in_shardings_leaves=info.in_shardings_leaves,
+        out_shardings_treedef=info.out_shardings_treedef,
+        out_shardings_leaves=info.out_shardings_leaves,
+        in_layouts_treedef=info.in_layouts_treedef, in_layouts_leaves=info.in_layouts_leaves,
+        out_layouts_treedef=info.out_layouts_treedef,
+        out_layouts_leaves=info.out_layouts_leaves,
+        compiler_options_kvs=info.compiler_options_kvs)
+    # a cache of its own: jax's global one is keyed by the function, which jax.jit(fn) shares
+    cache = _jax.PjitFunctionCache(capacity=4096)
+    dispatcher = _jax.pjit(name, fn, cache_miss, info.static_argnums, info.static_argnames,
+                           key, tree_util.dispatch_registry, pxla.cc_shard_arg, cache)
+    return dispatcher, plain
+
+
+def _signature_text(in_avals: Any, info: Any, args: tuple, kwargs: dict) -> str:
+    """``f32[200,8], s32[50]`` (+ ``static: ...``): a readable name of one cache entry."""
+    text = ", ".join(a.str_short() for a in in_avals)
+    static = [repr(args[i]) for i in info.static_argnums if i < len(args)]
+    static += [f"{k}={kwargs[k]!r}" for k in info.static_argnames if k in kwargs]
+    return text + (f"; static: {', '.join(static)}" if static else "")
+
+
+def rewritten_lowering(traced: Any, name: str, hook: RewriteHook) -> tuple[Any, Any]:
+    """``(jax.stages.Lowered of the module hook returns, report)`` for a ``jax.stages.Traced``
+    (``jax.jit(f).trace(...)``): ``.as_text()`` shows the rewritten module, ``.compile()``
+    compiles it."""
+    from jax._src import stages
+
+    lowered = traced.lower()
+    computation, report = _rewrite_lowering(lowered._lowering, hook, name)
+    return stages.Lowered(computation, lowered.args_info, lowered.out_tree, lowered._no_kwargs,
+                          lowered._in_types, lowered._out_types), report
+
+
+def module_inputs(plain: Any, args: tuple, kwargs: dict) -> tuple[bytes, list, Any]:
+    """``(HloModuleProto, its parameters' values in order, output tree)`` of
+    ``plain(*args, **kwargs)`` (``plain`` a ``jax.jit`` function): static arguments removed,
+    hoisted constants first, unused arguments pruned as jax prunes them."""
+    from jax._src import pjit
+
+    lowered = plain.trace(*args, **kwargs).lower()
+    comp = lowered._lowering
+    _, args_flat = pjit._infer_params(plain._fun, plain._jit_info, args, kwargs)
+    kept = comp.compile_args["kept_var_idx"]
+    values = [x for i, x in enumerate([*comp.const_args, *args_flat]) if i in kept]
+    return comp.hlo().as_serialized_hlo_module_proto(), values, lowered.out_tree

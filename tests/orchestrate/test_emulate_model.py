@@ -116,3 +116,14 @@ def test_jit_emulate_mode():
     assert f.last_report.total_cycles > 0 and len(f.last_report.clusters) == 2
     with pytest.raises(ValueError, match="mode="):
         ember_xla.jit(two_bags, mode="fast")
+
+
+def test_jit_emulate_mode_with_static_and_unused_arguments():
+    def bag(t, i, s, n, unused):
+        return jax.ops.segment_sum(jnp.take(t, i, axis=0), s, num_segments=n)
+
+    t, i, s = inputs(4)[:3]
+    extra = np.ones(3, np.float32)  # pruned by jax: not a parameter of the module
+    got = ember_xla.jit(bag, mode="emulate", static_argnums=3)(t, i, s, 6, extra)
+    want = jax.jit(bag, static_argnums=3)(t, i, s, 6, extra)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))

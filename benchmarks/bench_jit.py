@@ -1,0 +1,192 @@
+"""``ember_xla.jit`` against ``jax.jit`` on a flax DLRM-like model served in a loop, and on its
+training step (tables donated).
+
+A benchmark, not a test. The model (flax.linen): 4 ``nn.Embed`` tables (rows 100000, 20000,
+5000, 1000; D=32, f32), multi-hot bags as padded ids ``[B, P]`` (P = 8, 4, 12, 2) summed over
+the bag, 13 dense features through a bottom MLP, everything concatenated into a top MLP: 14
+parameter arrays + 5 inputs = 19 arguments per call. Served at B = 1, 64 and 1024: the
+parameters live on the device (as a server keeps them), each call gets the batch as numpy
+arrays (as a request brings it).
+
+For every batch size, in one process, ``jax.jit(model)`` and ``ember_xla.jit(model)``
+alternate (``--rounds`` rounds of ``--calls`` calls each, one untimed warm-up); medians of the
+per-round mean call times. The per-call overhead is timed the same way on a function that
+takes the same 19 arguments (``keep_unused=True``, so every one is transferred or passed
+through) and returns one of them: what the dispatch costs beyond the program. One call of each
+is compared bit for bit before timing (the largest difference printed if any). The training
+row: ``value_and_grad`` of an MSE loss and an SGD update of every parameter,
+``donate_argnums=0``; each variant consumes its own previous
+output (a training loop), the two compared bit for bit on the first step.
+
+    python benchmarks/bench_jit.py                  # B = 1, 64, 1024 and the training row
+    python benchmarks/bench_jit.py --batches 64 --rounds 31 --train-batch 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+ROWS, POOL, DIM, DENSE = (100_000, 20_000, 5_000, 1_000), (8, 4, 12, 2), 32, 13
+
+
+def build_model():
+    import flax.linen as nn
+    import jax.numpy as jnp
+
+    class DLRM(nn.Module):
+        @nn.compact
+        def __call__(self, dense, *bags):
+            x = nn.relu(nn.Dense(64)(dense))
+            x = nn.relu(nn.Dense(DIM)(x))
+            pooled = [nn.Embed(n, DIM, name=f"emb{i}")(ids).sum(1)
+                      for i, (n, ids) in enumerate(zip(ROWS, bags, strict=True))]
+            z = jnp.concatenate([x, *pooled], axis=1)
+            z = nn.relu(nn.Dense(64)(z))
+            return nn.Dense(1)(z)[:, 0]
+
+    return DLRM()
+
+
+def batch(rng: np.random.Generator, b: int) -> tuple[np.ndarray, ...]:
+    dense = rng.standard_normal((b, DENSE)).astype(np.float32)
+    bags = [((rng.zipf(1.05, (b, p)) - 1) % n).astype(np.int32) for n, p in zip(ROWS, POOL,
+                                                                                  strict=True)]
+    return (dense, *bags)
+
+
+def equality(a, b) -> str:
+    """``yes`` when every output has the same bits, else the largest difference."""
+    import jax
+
+    pairs = [(np.asarray(x), np.asarray(y))
+             for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)]
+    if all(np.array_equal(x, y, equal_nan=True) for x, y in pairs):
+        return "yes"
+    return f"NO, max abs difference {max(float(np.nanmax(np.abs(x - y))) for x, y in pairs):.3g}"
+
+
+def timed(fn, args, calls: int) -> float:
+    import jax
+
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        out = fn(*args)
+    jax.block_until_ready(out)
+    return (time.perf_counter() - t0) / calls
+
+
+def alternate(fns: dict, args, rounds: int, calls: int) -> dict[str, float]:
+    for fn in fns.values():
+        timed(fn, args, 1)
+    runs: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            runs[k].append(timed(fn, args, calls))
+    return {k: statistics.median(v) for k, v in runs.items()}
+
+
+def clusters(f) -> str:
+    cs = [c for r in f.reports.values() for c in r["clusters"]]
+    fwd = sum(c["pass"] == "forward" for c in cs)
+    back = [c.get("optimizer") or "kept" for c in cs if c["pass"] == "backward"]
+    return f"{fwd} forward" + (f", {len(back)} backward ({', '.join(back)})" if back else "")
+
+
+def serve(model, params, b: int, args) -> None:
+    import jax
+
+    import ember_xla
+
+    inputs = batch(np.random.default_rng(b), b)
+    call = (params, *inputs)
+    apply = model.apply
+    fns = {"jax.jit": jax.jit(apply), "ember_xla.jit": ember_xla.jit(apply)}
+    ok = equality(fns["jax.jit"](*call), fns["ember_xla.jit"](*call))
+
+    def echo(params, dense, *bags):
+        return dense
+
+    noops = {"jax.jit": jax.jit(echo, keep_unused=True),
+             "ember_xla.jit": ember_xla.jit(echo, keep_unused=True)}
+    ef = fns["ember_xla.jit"]
+    if not any(r["clusters"] for r in ef.reports.values()):  # then it must be jax's program
+        ours = ef.lower(*call).compile().as_text()
+        assert ours == fns["jax.jit"].lower(*call).compile().as_text(), "not jax's program"
+        ok += " (nothing rewritten: the same optimized module as jax.jit's)"
+    over = alternate(noops, call, args.rounds, args.calls)
+    med = alternate(fns, call, args.rounds, args.calls)
+    print(f"B={b:5d}  {clusters(fns['ember_xla.jit'])} clusters rewritten, bit-identical: {ok}")
+    for k in fns:
+        print(f"  {k:14s} {med[k] * 1e6:10.1f} us/call   overhead {over[k] * 1e6:6.1f} us/call")
+    print(f"  speedup ember_xla.jit vs jax.jit: {med['jax.jit'] / med['ember_xla.jit']:.2f}x"
+          f"   overhead difference {(over['ember_xla.jit'] - over['jax.jit']) * 1e6:+.1f} us")
+
+
+def train(model, params, b: int, args) -> None:
+    import jax
+    import jax.numpy as jnp
+
+    import ember_xla
+
+    dense, *bags = batch(np.random.default_rng(7), b)
+    y = np.random.default_rng(8).standard_normal(b).astype(np.float32)
+
+    def step(params, dense, y, *bags):
+        def loss(p):
+            return jnp.mean((model.apply(p, dense, *bags) - y) ** 2)
+
+        value, g = jax.value_and_grad(loss)(params)
+        return value, jax.tree.map(lambda p, g: p - 0.01 * g, params, g)
+
+    fns = {"jax.jit": jax.jit(step, donate_argnums=0),
+           "ember_xla.jit": ember_xla.jit(step, donate_argnums=0)}
+    state = {k: jax.tree.map(jnp.array, params) for k in fns}  # a copy each: both donate
+    first = {}
+    for k, fn in fns.items():
+        first[k] = fn(state[k], dense, y, *bags)
+        state[k] = first[k][1]
+    ok = equality(first["jax.jit"], first["ember_xla.jit"])
+    runs: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(args.train_rounds):
+        for k, fn in fns.items():
+            t0 = time.perf_counter()
+            out = fn(state[k], dense, y, *bags)
+            jax.block_until_ready(out)
+            runs[k].append(time.perf_counter() - t0)
+            state[k] = out[1]
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    print(f"train B={b}  SGD, params donated: {clusters(fns['ember_xla.jit'])} clusters "
+          f"rewritten, first step bit-identical: {ok}")
+    for k in fns:
+        print(f"  {k:14s} {med[k] * 1e3:10.2f} ms/step")
+    print(f"  speedup ember_xla.jit vs jax.jit: {med['jax.jit'] / med['ember_xla.jit']:.2f}x")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--batches", type=int, nargs="+", default=[1, 64, 1024])
+    ap.add_argument("--rounds", type=int, default=101)
+    ap.add_argument("--calls", type=int, default=10)
+    ap.add_argument("--train-batch", type=int, default=1024, help="0: no training row")
+    ap.add_argument("--train-rounds", type=int, default=21)
+    args = ap.parse_args()
+    import jax
+
+    model = build_model()
+    params = jax.device_put(model.init(jax.random.key(0), *batch(np.random.default_rng(0), 2)))
+    print(f"flax DLRM-like: tables {ROWS} x D={DIM}, pooling {POOL}; {args.rounds} rounds x "
+          f"{args.calls} calls, medians; load {os.getloadavg()[0]:.1f}")
+    for b in args.batches:
+        serve(model, params, b, args)
+    if args.train_batch:
+        train(model, params, args.train_batch, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
