@@ -99,18 +99,3 @@ def split(clusters: list[Cluster]) -> tuple[list[Cluster],
             predictions[id(c)] = p
         keep.append(c)
     return keep, kept, predictions
-
-
-def group_prediction(members: list[dict[str, Any]]) -> dict[str, float] | None:
-    """Predicted microseconds of k rewritten clusters (their report entries, with
-    ``predicted_us``) as k separate calls and as one grouped call: the grouped call pays the
-    per-call overhead c0 once instead of k times (and the concatenate, not modelled). None when
-    a member has no prediction (cost model off)."""
-    preds = [m.get("predicted_us") for m in members]
-    if not preds or any(p is None for p in preds):
-        return None
-    c0 = load_model()["families"]["segment_reduce/sum"]["ember"]["c0_s"] * 1e6
-    separate = sum(p["ember"] for p in preds)
-    return {"separate_calls": round(separate, 1),
-            "grouped": round(separate - (len(preds) - 1) * c0, 1),
-            "xla": round(sum(p["xla"] for p in preds), 1)}
