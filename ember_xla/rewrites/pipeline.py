@@ -53,12 +53,12 @@ def grouping_available() -> bool:
 @dataclasses.dataclass(frozen=True)
 class RewriteClusters(ModulePass):
     """Rewrite every cluster in place. With ``group`` (the default), independent same-attribute
-    segment reductions of one computation that the cost model rewrites share one table-batched
-    call (see group_tables.py): it pays one call's overhead instead of k and writes a
-    concatenated result in place; on the 26-table stage it measured 1.2-1.6x faster than the
-    same clusters as separate calls at B=1 and 16, 1.4-1.9x at B=2048 in three runs and within
-    noise (0.9-1.1x) in six others (docs/BENCHMARKS.md), never clearly slower. The report gives
-    each group's predicted times. ``canonical``: first run the canonicalization
+    segment reductions of one computation share one table-batched call (see group_tables.py):
+    it pays one call's fixed cost instead of k and writes a concatenated result in place
+    (``group_concat``; off: the call returns the tables' tuple, the DAE machines' form). With
+    the cost model on, call_plan.py decides per call whether such clusters become one grouped
+    call, separate calls or stay in XLA, by predicted time; the report gives each cluster's
+    ``decision`` and each group's predicted times. ``canonical``: first run the canonicalization
     pipeline (rewrites/canonicalize); ``assume_finite_tables`` lets it turn one-hot lookups
     into gathers (exact only for tables without Inf/NaN). ``cost_model``: on | off | env
     (EMBER_XLA_COST_MODEL, default on): clusters the measured cost model predicts faster in XLA
@@ -128,6 +128,10 @@ class RewriteClusters(ModulePass):
         groups = (group_tables(module, rw, self.group_concat, allowed)
                   if self.group and len(entries) > 1 and grouping_available() else [])
         by_comp = {e["outlined_computation"]: e for e in entries}
+        in_groups = {n for grp in groups for n in grp["members"]}
+        for e in entries:  # planned into a group that another merge left without partners
+            if e.get("decision") == "grouped" and e["outlined_computation"] not in in_groups:
+                e["decision"] = "separate"
         for grp in groups:
             times = (call_plan.group_times([by_name[n] for n in grp["members"]])
                      if plan is not None else None)
