@@ -1,6 +1,7 @@
 """Never slower: per cluster, predict the time of the ember kernel and of XLA:CPU's own code for
 the same cluster from a measured cost model, and keep the cluster in XLA when XLA is predicted
-faster (the report lists it as a near-miss with both predicted times).
+faster (the report lists it as a near-miss with both predicted times). Clusters that can
+share a grouped call are first planned together by call_plan.py; this judges the others alone.
 
 The model (``cost_model.json`` next to this file, written by
 ``benchmarks/calibrate_cost_model.py``, which records its command, date and raw measurements)
@@ -9,7 +10,7 @@ is per family (kind x combiner class) and per backend:
 per-call overhead, gather-and-reduce work, output work, per-index work. A cluster is rewritten
 only when the kernel is predicted faster by more than ``MARGIN`` (predicted ember time
 <= 0.75 x XLA's, i.e. >= 1.33x faster): the
-XLA fits' median relative residual is 0.34-0.37, and clusters predicted 1.06-1.3x faster
+XLA fits' median relative residual is 0.32-0.37, and clusters predicted 1.06-1.3x faster
 measured 0.77-1.0x (the B=1 26-table stage, segment_max D=256: docs/BENCHMARKS.md); ties and
 near-ties stay in XLA. The environment variable ``EMBER_XLA_COST_MODEL=off``
 (or ``rewrite_module(..., cost_model=False)``, ``ember-xla rewrite --rewrite_all``) rewrites
