@@ -11,13 +11,14 @@ Variants, run side by side in one process, interleaved in blocks (3 runs of a va
 row, the first untimed; the block order rotates every repetition), medians over the timed runs:
   xla      the JAX function (jnp.take + jax.ops.segment_sum per table, concatenated) under
            jax.jit on XLA:CPU;
-  ember    the same function imported as HLO, rewritten by ``ember_xla.rewrites`` with its
-           defaults (cost model on, table batching on: one ``ember.grouped_segment_reduce_concat``
-           call for all 26 tables that writes the concatenated [B, 26 * D] result in place) and
-           run on XLA:CPU (falls back to calling the ember targets directly through
-           jax.ffi.ffi_call, labelled so, when the rewrite pipeline is missing);
-  separate the rewrite with table batching off (``group=False``): 26 ``ember.segment_reduce``
-           calls and XLA's concatenate;
+  ember    what a user gets: the same function exported as an HloModuleProto, rewritten by
+           ``ember-xla rewrite model.pb --out D`` with no flags (a separate process; cost
+           model on, table batching on: one ``ember.grouped_segment_reduce_concat`` call for
+           all 26 tables that writes the concatenated [B, 26 * D] result in place), and
+           ``D/rewritten.pb`` run on XLA:CPU (falls back to calling the ember targets directly
+           through jax.ffi.ffi_call, labelled so, when ember_xla is missing);
+  separate the same with ``--nogroup_tables``: 26 ``ember.segment_reduce`` calls and XLA's
+           concatenate;
   torch    torch.nn.functional.embedding_bag(mode='sum') per table (FBGEMM CPU kernels; what
            nn.EmbeddingBag runs), on the very same table memory, 2 threads;
   gather   the machine's random-row-gather bandwidth: a C++ loop summing random rows of a
@@ -147,20 +148,21 @@ def xla_variant(stage, inputs):
 
 
 def ember_variant(stage, inputs, group=True):
-    """The rewrite pipeline's module; or direct FFI calls when the pipeline is unavailable."""
+    """The module ``ember-xla rewrite`` writes (``cli_rewrite``); or direct FFI calls when
+    the package is unavailable."""
     try:
-        from ember_xla.hlo_import.jax_source import from_jax
-        from ember_xla.rewrites.pipeline import rewrite_module
         from ember_xla.runtime.execute import compile_module
     except ImportError as e:
-        print(f"note: rewrite pipeline unavailable ({e}); calling the ember targets directly")
-        return direct_ffi_variant(inputs), "ember (direct FFI; rewrite pipeline unavailable)", ""
-    module = from_jax(stage, *inputs).module
-    result = rewrite_module(module, group=group)
+        print(f"note: ember_xla unavailable ({e}); calling the ember targets directly")
+        return direct_ffi_variant(inputs), "ember (direct FFI; ember_xla unavailable)", ""
+    from cli_rewrite import cli_rewrite
+
+    module, report, command = cli_rewrite(stage, inputs, group)
     kinds: dict[str, int] = {}
-    for c in result.clusters:
+    for c in report["clusters"]:
         kinds[c["kind"]] = kinds.get(c["kind"], 0) + 1
-    exe = compile_module(result.module)
+    kept = sum(1 for n in report["near_misses"] if n.get("kept_in_xla"))
+    exe = compile_module(module)
     # The inputs already live on the device: Executable.run() would copy GiBs of tables per call
     # and run_device() re-puts every input from Python (~50 us each); time the loaded
     # executable's own execute (what jax.jit's dispatch also boils down to) when we can reach it.
@@ -173,10 +175,9 @@ def ember_variant(stage, inputs, group=True):
         return outs[0]
 
     summary = ", ".join(f"{n} x {k}" for k, n in sorted(kinds.items())) or "no clusters"
-    calls = sum(1 for op in result.module.walk() if op.opcode == "custom-call")
-    summary += f" in {calls} custom-call{'s' if calls != 1 else ''}"
-    label = ("ember (rewritten module, default: tables batched + concat in place)" if group
-             else "ember (rewritten module, group=False: 26 separate calls)")
+    calls = sum(1 for op in module.walk() if op.opcode == "custom-call")
+    summary += f" in {calls} custom-call{'s' if calls != 1 else ''}, {kept} kept in XLA"
+    label = f"ember (the module `{command}` writes)"
     label += "" if loaded is not None else " via run_device"
     return run, label, summary
 

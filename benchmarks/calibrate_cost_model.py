@@ -12,6 +12,17 @@ disturbed by other jobs) and this command into the JSON file.
     python benchmarks/calibrate_cost_model.py                 # writes the package's JSON file
     python benchmarks/calibrate_cost_model.py --out /tmp/c.json --reps 31
     python benchmarks/calibrate_cost_model.py --show          # measure and print, write nothing
+    python benchmarks/calibrate_cost_model.py --grouped-only  # floor + grouped calls only
+
+Beside the single clusters it measures what the per-call decision (rewrites/call_plan.py)
+needs: the module floor (a module that adds 1 to one integer: what every execution costs
+whatever it holds) and grouped calls (k = 2..26 segment-sum tables of one shape, concatenated
+as in DLRM, in one ``ember.grouped_segment_reduce_concat``; XLA's k-table module beside it),
+fitting
+``t = c0_s + per_table_s * k + sum of the tables' single-cluster work`` (the single fit's
+terms without its c0) the same way for the grouped call and for k separate calls; XLA's
+k-table modules get work coefficients of their own (they are not the sum of single-cluster
+modules).
 
 The machine is shared: run it when it is quiet, and compare the fit's residuals printed at
 the end (the JSON keeps them) before trusting a new file.
@@ -101,18 +112,7 @@ def measure(op: str, batch: int, pooling: int, dim: int, reps: int, rng) -> dict
               f"(max |diff| {diff:.3g})", flush=True)
         if not np.allclose(want, got, rtol=1e-4, atol=1e-4):
             raise SystemExit(f"{op} B={batch} P={pooling} D={dim}: ember != XLA")
-    # Enough inner calls per timing sample that a sample lasts >= ~2 ms.
-    t0 = time.perf_counter()
-    jax.block_until_ready(loaded["xla"].execute(on_device))
-    inner = max(1, min(200, int(2e-3 / max(time.perf_counter() - t0, 1e-6))))
-    times: dict[str, list[float]] = {"xla": [], "ember": []}
-    for _ in range(reps):
-        for k, ex in loaded.items():
-            t = time.perf_counter()
-            for _ in range(inner):
-                outs = ex.execute(on_device)
-            jax.block_until_ready(outs)
-            times[k].append((time.perf_counter() - t) / inner)
+    times = _alternate(loaded, on_device, reps)
     lookups = batch * pooling
     return {"B": batch, "P": pooling, "D": dim, "L": lookups, "S": batch,
             "xla_s": statistics.median(times["xla"]), "ember_s": statistics.median(times["ember"]),
@@ -171,14 +171,170 @@ def refit(source: Path, out: Path, argv: list[str] | None) -> int:
     for fam, entry in doc["families"].items():
         print(fam)
         doc["families"][fam] = fitted(entry["points"])
+    if "grouped" in doc:
+        print("grouped")
+        doc["grouped"] = grouped_entry(doc["grouped"]["points"], doc["families"],
+                                       doc["module_floor_s"]["value_s"])
     doc["model"] = MODEL
     doc["fitted_by"] = "python benchmarks/calibrate_cost_model.py " + " ".join(
         argv if argv is not None else sys.argv[1:])
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(doc, indent=1) + "\n")
-    tmp.replace(out)
-    print(f"wrote {out}")
-    return 0
+    return _write(doc, out)
+
+
+GROUPED_K = (2, 8, 26)
+GROUPED_BATCHES = (1, 16, 256, 2048)
+GROUPED_POOLINGS = (1, 10)
+GROUPED_DIMS = (16, 64)
+
+
+def _alternate(exes: dict, on_device: list, reps: int) -> dict[str, list[float]]:
+    """Seconds per run of each executable, alternating, ``reps`` samples each; enough inner
+    runs per sample that the first executable's sample lasts >= ~2 ms."""
+    import jax
+
+    first = next(iter(exes.values()))
+    t0 = time.perf_counter()
+    jax.block_until_ready(first.execute(on_device))
+    inner = max(1, min(200, int(2e-3 / max(time.perf_counter() - t0, 1e-6))))
+    times: dict[str, list[float]] = {k: [] for k in exes}
+    for _ in range(reps):
+        for k, ex in exes.items():
+            t = time.perf_counter()
+            for _ in range(inner):
+                outs = ex.execute(on_device)
+            jax.block_until_ready(outs)
+            times[k].append((time.perf_counter() - t) / inner)
+    return times
+
+
+def measure_floor(reps: int) -> dict:
+    """The module floor: a module adding 1 to one s32, its fastest and median run."""
+    import jax
+
+    from ember_xla.hlo_import.jax_source import from_jax
+    from ember_xla.runtime.execute import compile_module
+
+    x = np.zeros((1,), np.int32)
+    module = from_jax(lambda v: v + 1, x).module
+    times = _alternate({"floor": compile_module(module)._loaded}, [jax.device_put(x)], reps)
+    return {"value_s": min(times["floor"]), "median_s": statistics.median(times["floor"])}
+
+
+def measure_grouped(k: int, batch: int, pooling: int, dim: int, reps: int, rng) -> dict:
+    """XLA's k-table module (one result: the concatenated tables, so no per-output cost of
+    the runtime is counted), its rewrite into one grouped call and into k separate calls,
+    alternating."""
+    import jax
+    import jax.numpy as jnp
+
+    from ember_xla.hlo_import.jax_source import from_jax
+    from ember_xla.rewrites.pipeline import rewrite_module
+    from ember_xla.runtime.execute import compile_module
+
+    def f(*a):  # the DLRM layout: the pooled tables concatenated (one result)
+        return jnp.concatenate([jax.ops.segment_sum(jnp.take(a[j], a[k + j], axis=0),
+                                                    a[2 * k + j], num_segments=batch)
+                                for j in range(k)], axis=1)
+
+    per = [inputs_for("segment_sum", batch, pooling, dim, rng) for _ in range(k)]
+    args = [p[0] for p in per] + [p[1] for p in per] + [p[2] for p in per]
+    module = from_jax(f, *args).module
+    result = rewrite_module(module, cost_model=False, group=True)
+    if len(result.groups) != 1 or len(result.groups[0]["members"]) != k:
+        raise SystemExit(f"grouped k={k} B={batch} P={pooling} D={dim}: expected one grouped "
+                         f"call of {k} tables, got {result.groups}")
+    separate = rewrite_module(module, cost_model=False, group=False).module
+    exes = {"xla": compile_module(module)._loaded, "ember": compile_module(result.module)._loaded,
+            "separate": compile_module(separate)._loaded}
+    on_device = [jax.device_put(a) for a in args]
+    want = np.asarray(exes["xla"].execute(on_device)[0])
+    for name in ("ember", "separate"):
+        if not np.array_equal(want, np.asarray(exes[name].execute(on_device)[0])):
+            raise SystemExit(f"grouped k={k} B={batch} P={pooling} D={dim}: {name} != XLA")
+    times = _alternate(exes, on_device, reps)
+    return {"k": k, "B": batch, "P": pooling, "D": dim, "L": batch * pooling, "S": batch,
+            **{f"{n}_s": statistics.median(v) for n, v in times.items()},
+            **{f"{n}_min_s": min(v) for n, v in times.items()}}
+
+
+def _single_work(coef: dict, p: dict) -> float:
+    """One table's single-kernel time without its c0 (the model's work terms)."""
+    return (coef["per_lookup_elem_s"] * p["L"] * p["D"] + coef["per_output_elem_s"] * p["S"]
+            * p["D"] + coef.get("per_lookup_s", 0.0) * p["L"])
+
+
+def fit_grouped(points: list[dict], single: dict, key: str) -> tuple[list[float], float]:
+    """``t - k * work = c0 + per_table * k`` by non-negative least squares on relative error
+    (as ``fit``); the coefficients and the median relative residual of ``t``."""
+    y = np.array([p[key] for p in points])
+    work = np.array([p["k"] * _single_work(single, p) for p in points])
+    x = np.array([[1.0, p["k"]] for p in points])
+    w = 1.0 / y
+    coef = _nnls(x * w[:, None], (y - work) * w)
+    rel = np.abs(x @ coef + work - y) / y
+    return [float(c) for c in coef], float(np.median(rel))
+
+
+def fit_k_tables(points: list[dict], key: str) -> tuple[list[float], float]:
+    """XLA's k-table modules with coefficients of their own: ``t = c0 + per_table * k +
+    k * (per_lookup_elem * L*D + per_output_elem * S*D + per_lookup * L)`` (as ``fit``)."""
+    x = np.array([[1.0, p["k"], p["k"] * p["L"] * p["D"], p["k"] * p["S"] * p["D"],
+                   p["k"] * p["L"]] for p in points])
+    y = np.array([p[key] for p in points])
+    w = 1.0 / y
+    coef = _nnls(x * w[:, None], y * w)
+    rel = np.abs(x @ coef - y) / y
+    keep = rel <= 3 * max(float(np.median(rel)), 0.05)
+    if keep.sum() >= 6 and not keep.all():
+        coef = _nnls(x[keep] * w[keep, None], y[keep] * w[keep])
+    rel = np.abs(x @ coef - y) / y
+    return [float(c) for c in coef], float(np.median(rel))
+
+
+K_TABLE_COEFFICIENTS = ("c0_s", "per_table_s", "per_lookup_elem_s", "per_output_elem_s",
+                        "per_lookup_s")
+
+
+def grouped_entry(points: list[dict], families: dict, floor_s: float) -> dict:
+    """The fitted grouped-call entry, per backend (ember: the grouped call; xla: XLA's own
+    k-table module); prints how far XLA's k-table time is from the floor plus the k single
+    XLA predictions less their floors (why XLA's side is fitted on k-table modules too)."""
+    single = families["segment_reduce/sum"]
+    entry: dict = {"points": points}
+    for backend in ("ember", "separate"):
+        coef, resid = fit_grouped(points, single["ember"], f"{backend}{FIT_ON}")
+        entry[backend] = {"c0_s": coef[0], "per_table_s": coef[1],
+                          "median_rel_residual": resid}
+    coef, resid = fit_k_tables(points, f"xla{FIT_ON}")
+    entry["xla"] = {**dict(zip(K_TABLE_COEFFICIENTS, coef, strict=True)),
+                    "median_rel_residual": resid}
+    for backend in ("ember", "separate", "xla"):
+        print(f"  fit k tables, {backend}: {entry[backend]}")
+    xc = single["xla"]
+    rel = [abs(floor_s + p["k"] * (xc["c0_s"] + _single_work(xc, p) - floor_s)
+               - p[f"xla{FIT_ON}"]) / p[f"xla{FIT_ON}"] for p in points]
+    entry["xla_additive_median_rel_residual"] = float(np.median(rel))
+    print(f"  XLA k-table modules as the sum of single ones: median relative residual "
+          f"{entry['xla_additive_median_rel_residual']:.3f}")
+    return entry
+
+
+def calibrate_grouped(doc: dict, reps: int, rng) -> None:
+    floor = measure_floor(reps * 10)
+    print(f"module floor {floor['value_s'] * 1e6:.2f} us (median {floor['median_s'] * 1e6:.2f})")
+    points = []
+    for k in GROUPED_K:
+        for b in GROUPED_BATCHES:
+            for pool in GROUPED_POOLINGS:
+                for d in GROUPED_DIMS:
+                    m = measure_grouped(k, b, pool, d, reps, rng)
+                    points.append(m)
+                    print(f"grouped k={k:2d} B={b:5d} P={pool:3d} D={d:3d}  XLA "
+                          f"{m['xla_s'] * 1e6:9.1f} us  grouped {m['ember_s'] * 1e6:9.1f} us  "
+                          f"separate {m['separate_s'] * 1e6:9.1f} us  ratio "
+                          f"{m['xla_s'] / m['ember_s']:.2f}x", flush=True)
+    doc["module_floor_s"] = floor
+    doc["grouped"] = grouped_entry(points, doc["families"], floor["value_s"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -187,6 +343,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--show", action="store_true", help="print only; write no file")
     p.add_argument("--families", default=",".join(FAMILIES))
+    p.add_argument("--grouped-only", action="store_true",
+                   help="measure only the module floor and the grouped calls; keep the single "
+                        "families of --out (or the package's file)")
     p.add_argument("--refit", type=Path, default=None,
                    help="measure nothing: refit the points stored in this JSON file (written "
                         "by an earlier run) and write the result to --out")
@@ -196,6 +355,14 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     rng = np.random.default_rng(0)
     load0 = os.getloadavg()[0]
+    if args.grouped_only:
+        doc = json.loads((args.out if args.out.exists() else OUT).read_text())
+        calibrate_grouped(doc, args.reps, rng)
+        doc["grouped_command"] = ("python benchmarks/calibrate_cost_model.py "
+                                  + " ".join(argv if argv is not None else sys.argv[1:]))
+        doc["grouped_date"] = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        doc["grouped_load_average"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
+        return 0 if args.show else _write(doc, args.out)
     families = {}
     for fam in args.families.split(","):
         op = FAMILIES[fam]
@@ -220,12 +387,16 @@ def main(argv: list[str] | None = None) -> int:
         "fit_on": FIT_ON,
         "families": families,
     }
-    if args.show:
-        return 0
-    tmp = args.out.with_suffix(".tmp")
+    if "segment_reduce/sum" in families:
+        calibrate_grouped(doc, args.reps, rng)
+    return 0 if args.show else _write(doc, args.out)
+
+
+def _write(doc: dict, out: Path) -> int:
+    tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, indent=1) + "\n")
-    tmp.replace(args.out)
-    print(f"wrote {args.out}")
+    tmp.replace(out)
+    print(f"wrote {out}")
     return 0
 
 

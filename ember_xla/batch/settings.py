@@ -20,7 +20,7 @@ class JobSettings:
     memory_mb: int = 0                      # 0: no limit of our own
     runner: str = "local"
     seed: int = 0
-    group_tables: bool = False
+    group_tables: bool = True
     signature: str | None = None
     unknown_dim: int = 8
     timing_repeats: int = 10

@@ -109,8 +109,8 @@ def lower_model(model: Any, flags: Any, say: Any, out: Any) -> tuple[dict[str, A
     from ember_xla.orchestrate.rewrite_model import rewrite_for
 
     text, passes = resolve_pipeline(flags)
-    # lower keeps the CPU's cost model (EMBER_XLA_COST_MODEL), unlike emulate
-    result = rewrite_for(model.module, "dae", group=flags.group_tables, cost_model=None)
+    # the DAE machine is the target: never the CPU's cost model (as emulate and place)
+    result = rewrite_for(model.module, "dae", group=flags.group_tables)
     calls = ember_calls(result.module)
     say(f"{model.source}: {len(calls)} ember cluster(s); pipeline: {text or '(none)'}")
     chosen = list(enumerate(calls))

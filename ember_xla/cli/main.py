@@ -25,9 +25,10 @@ flags.DEFINE_string("out", None, "rewrite/batch: output folder for rewritten.pb,
 flags.DEFINE_bool("verify", False, "rewrite: run original and rewritten module on XLA:CPU on "
                   "random valid inputs and report the largest difference; lower: run each "
                   "level's interpreter against the cluster's outlined computation on XLA:CPU.")
-flags.DEFINE_bool("group_tables", False, "rewrite: batch independent segment reductions that "
-                  "share attributes into one table-batched call (FBGEMM TBE-style); off by "
-                  "default: separate calls measured faster on XLA:CPU (docs/BENCHMARKS.md).")
+flags.DEFINE_bool("group_tables", True, "rewrite/batch/lower/emulate: batch independent "
+                  "segment reductions that share attributes into one table-batched call "
+                  "(FBGEMM TBE-style; on by default, the cost model chooses grouped, separate "
+                  "or XLA per call by predicted time); --nogroup_tables: one call per cluster.")
 flags.DEFINE_bool("rewrite_all", False, "rewrite: also rewrite clusters the measured cost model "
                   "predicts faster in XLA (default: they stay in XLA and the report says so); "
                   "the same as EMBER_XLA_COST_MODEL=off.")

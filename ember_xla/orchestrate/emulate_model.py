@@ -164,7 +164,7 @@ DEFAULT_LEVEL = 3
 
 def emulate_model(model: Any, target_name: str, level: int, inputs: Any, *, engine: str = "auto",
                   native_fallback: bool = False, trace: str | None = None,
-                  group: bool = False, verify_atol: float = 1e-4, say: Any = None) -> Any:
+                  group: bool = True, verify_atol: float = 1e-4, say: Any = None) -> Any:
     """Rewrite (every cluster: the DAE machine is the target, not the CPU cost model),
     compile, emulate and verify one imported model; returns ``Emulated``."""
     from ember_xla.machines.config import load_target

@@ -25,25 +25,29 @@ OUTPUTS = ("rewritten.pb", "rewritten.hlo", "report.json")
 #: module's outputs when they are not bit for bit equal (``--verify_atol``; README).
 VERIFY_ATOL = 1e-4
 
-#: The rewrite a DAE machine is given: every cluster (the machine is the target, not the CPU
-#: cost model) and one call per reduction (the DAE lowering has no multi-output form).
-DAE_OPTIONS = {"cost_model": False, "multi_output": False}
+#: The rewrite a DAE machine is given: every cluster (the machine is the target, never the
+#: CPU's cost model), one call per reduction (the DAE lowering has no multi-output form) and
+#: grouped calls that return their tables' tuple (the lowering has no concatenating form).
+DAE_OPTIONS = {"cost_model": False, "multi_output": False, "group_concat": False}
 
 
 _MACHINE_DEFAULT: Any = object()
 
 
-def rewrite_for(module: Module, machine: str, *, group: bool = False,
+def rewrite_for(module: Module, machine: str, *, group: bool = True,
                 cost_model: bool | None = _MACHINE_DEFAULT, assume_finite_tables: bool = False
                 ) -> RewriteResult:
     """The one place the rewrite options are chosen per machine: ``"cpu"`` (the native
-    kernels: multi-output calls, the measured cost model unless ``cost_model`` says otherwise;
-    ``None``: ``EMBER_XLA_COST_MODEL`` decides) or ``"dae"`` (``DAE_OPTIONS``; a
-    ``cost_model`` given explicitly replaces its ``cost_model``)."""
+    kernels: multi-output calls, table-batched calls unless ``group`` is False, the measured
+    cost model deciding per call unless ``cost_model`` says otherwise; ``None``:
+    ``EMBER_XLA_COST_MODEL`` decides) or ``"dae"`` (``DAE_OPTIONS``: every cluster, whatever
+    the CPU's cost model would say; ``cost_model`` may only be False there)."""
     if machine not in ("cpu", "dae"):
         raise ValueError(f"rewrite_for: unknown machine {machine!r} (cpu or dae)")
     options: dict[str, Any] = dict(DAE_OPTIONS) if machine == "dae" else {"cost_model": None}
     if cost_model is not _MACHINE_DEFAULT:
+        if machine == "dae" and cost_model is not False:
+            raise ValueError("rewrite_for: a DAE machine never uses the CPU's cost model")
         options["cost_model"] = cost_model
     return rewrite_module(module, group=group, assume_finite_tables=assume_finite_tables,
                           **options)
@@ -66,7 +70,7 @@ def check_out_dir(out_dir: str) -> None:
 
 
 def rewrite_one(model: Model, out_dir: str, verify: bool, seed: int,
-                say: Any = print, group: bool = False, cost_model: bool | None = None,
+                say: Any = print, group: bool = True, cost_model: bool | None = None,
                 assume_finite_tables: bool = False, verify_atol: float = VERIFY_ATOL
                 ) -> tuple[dict[str, Any], Module]:
     """Rewrite one model and write its outputs into ``out_dir``; (the report, the rewritten
@@ -81,7 +85,7 @@ def rewrite_one(model: Model, out_dir: str, verify: bool, seed: int,
 
 
 def rewrite_all(models: list[Model], out_dir: str, verify: bool, seed: int,
-                group: bool = False, cost_model: bool | None = None,
+                group: bool = True, cost_model: bool | None = None,
                 assume_finite_tables: bool = False, verify_atol: float = VERIFY_ATOL) -> None:
     """Rewrite every model, then write all outputs as one atomic folder replacement."""
     out_dir = resolve_output(out_dir)
@@ -99,7 +103,7 @@ def rewrite_all(models: list[Model], out_dir: str, verify: bool, seed: int,
 
 
 def prepare(model: Model, verify: bool, seed: int, say: Any = print,
-            group: bool = False, cost_model: bool | None = None,
+            group: bool = True, cost_model: bool | None = None,
             assume_finite_tables: bool = False, verify_atol: float = VERIFY_ATOL
             ) -> tuple[dict[str, Any], dict[str, bytes | str], RewriteResult]:
     """The report, the output files and the rewrite of one model, all in memory. With
@@ -119,7 +123,10 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
     for grp in result.groups:
         what = ("reductions of one lookup" if grp.get("multi_output")
                 else "tables batched")
-        say(f"  {grp['custom_call']}: {len(grp['members'])} {what} into one call")
+        p = grp.get("predicted_us")
+        why = (f" (predicted {p['grouped']} us vs {p['separate_calls']} us as separate calls, "
+               f"{p['xla']} us in XLA)" if p else "")
+        say(f"  {grp['custom_call']}: {len(grp['members'])} {what} into one call{why}")
     for n in result.near_misses:
         say(f"  near-miss at {n['location']['instruction']}: {n['reason']}")
     report = {"source": model.source, **result.report()}

@@ -15,6 +15,8 @@ concatenates the members' calls.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ember_xla.custom_calls import (
     GROUPED_SEGMENT_REDUCE,
     GROUPED_SEGMENT_REDUCE_CONCAT,
@@ -44,22 +46,41 @@ def _ancestors(op: Operation) -> set[int]:
     return seen
 
 
-def _groups(g: Graph) -> list[list[Operation]]:
-    calls = [op for op in g.topological() if op.opcode == "custom-call"
-             and op.attributes.get("custom_call_target") == SINGLE
-             and not call_attributes(op)["weighted"]]
+def group_key(kind: str, attrs: dict[str, Any]) -> tuple | None:
+    """What calls must share to be batched into one call (their kernel attributes), or None
+    for a call that is never batched (not a segment reduction, or weighted). One definition
+    for the calls grouped here and the clusters the cost model plans as grouped calls."""
+    if kind != SEGMENT_REDUCE.kind or attrs.get("weighted"):
+        return None
+    return tuple(sorted((k, attrs[k]) for k in SEGMENT_REDUCE.attributes))
+
+
+def independent_groups(items: list[tuple[tuple, Operation]]) -> list[list[Operation]]:
+    """``(key, op)`` pairs in dependency order -> groups (of two or more) of ops with one key
+    none of which depends on another (first fit, in order)."""
     by_config: dict[tuple, list[list[Operation]]] = {}
-    for c in calls:
-        key = tuple(sorted(call_attributes(c).items()))
+    for key, op in items:
         groups = by_config.setdefault(key, [])
-        anc = _ancestors(c)
+        anc = _ancestors(op)
         for grp in groups:
             if not any(id(m) in anc for m in grp):
-                grp.append(c)
+                grp.append(op)
                 break
         else:
-            groups.append([c])
+            groups.append([op])
     return [grp for gs in by_config.values() for grp in gs if len(grp) > 1]
+
+
+def _groups(g: Graph, allowed: set[int] | None) -> list[list[Operation]]:
+    items = []
+    for op in g.topological():
+        if (op.opcode != "custom-call" or op.attributes.get("custom_call_target") != SINGLE
+                or (allowed is not None and id(op) not in allowed)):
+            continue
+        key = group_key(SEGMENT_REDUCE.kind, call_attributes(op))
+        if key is not None:
+            items.append((key, op))
+    return independent_groups(items)
 
 
 def _concat_user(g: Graph, members: list[Operation]) -> Operation | None:
@@ -100,14 +121,17 @@ def _reference(module: Module, members: list[Operation], name: str,
     return comp
 
 
-def group_tables(module: Module, rewriter: PatternRewriter | None = None) -> list[dict]:
+def group_tables(module: Module, rewriter: PatternRewriter | None = None,
+                 concat: bool = True, allowed: set[int] | None = None) -> list[dict]:
     """Group in place (every edit through ``rewriter``); returns one entry per grouped call
-    (its name and member calls)."""
+    (its name and member calls). ``concat``: a concatenate of the members' results joins the
+    call (``grouped_segment_reduce_concat``); without it the call returns their tuple.
+    ``allowed``: ids of the only calls that may join a group (None: every call)."""
     rw = rewriter or PatternRewriter()
     made = []
     for g in list(module.graphs):
-        for members in _groups(g):
-            cat = _concat_user(g, members)
+        for members in _groups(g, allowed):
+            cat = _concat_user(g, members) if concat else None
             if cat is not None:
                 made.append(_fuse_concat(module, g, members, cat, len(made), rw))
                 continue

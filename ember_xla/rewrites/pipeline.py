@@ -13,7 +13,7 @@ from ember_xla.hlo.verifier import verify_module
 from ember_xla.ir.graph import Module
 from ember_xla.ir.passes import ModulePass, register_pass
 from ember_xla.ir.rewriter import PatternRewriter
-from ember_xla.rewrites import profitability
+from ember_xla.rewrites import call_plan, profitability
 from ember_xla.rewrites.canonicalize import canonicalize
 from ember_xla.rewrites.cluster import NearMiss
 from ember_xla.rewrites.coverage import uncovered
@@ -53,12 +53,12 @@ def grouping_available() -> bool:
 @dataclasses.dataclass(frozen=True)
 class RewriteClusters(ModulePass):
     """Rewrite every cluster in place. With ``group`` (the default), independent same-attribute
-    segment reductions of one computation that the cost model rewrites share one table-batched
-    call (see group_tables.py): it pays one call's overhead instead of k and writes a
-    concatenated result in place; on the 26-table stage it measured 1.2-1.6x faster than the
-    same clusters as separate calls at B=1 and 16, 1.4-1.9x at B=2048 in three runs and within
-    noise (0.9-1.1x) in six others (docs/BENCHMARKS.md), never clearly slower. The report gives
-    each group's predicted times. ``canonical``: first run the canonicalization
+    segment reductions of one computation share one table-batched call (see group_tables.py):
+    it pays one call's fixed cost instead of k and writes a concatenated result in place
+    (``group_concat``; off: the call returns the tables' tuple, the DAE machines' form). With
+    the cost model on, call_plan.py decides per call whether such clusters become one grouped
+    call, separate calls or stay in XLA, by predicted time; the report gives each cluster's
+    ``decision`` and each group's predicted times. ``canonical``: first run the canonicalization
     pipeline (rewrites/canonicalize); ``assume_finite_tables`` lets it turn one-hot lookups
     into gathers (exact only for tables without Inf/NaN). ``cost_model``: on | off | env
     (EMBER_XLA_COST_MODEL, default on): clusters the measured cost model predicts faster in XLA
@@ -71,6 +71,7 @@ class RewriteClusters(ModulePass):
 
     name = "ember-rewrite-clusters"
     group: bool = True
+    group_concat: bool = True
     canonical: bool = True
     assume_finite_tables: bool = False
     cost_model: str = "env"
@@ -90,26 +91,32 @@ class RewriteClusters(ModulePass):
         misses += [near_miss_entry(n) for n in canon]
         misses += [near_miss_entry(n)
                    for n in uncovered(module, found.clusters, found.near_misses + canon)]
-        predicted: dict[int, dict[str, float]] = {}
+        plan = None
         if (profitability.enabled() if self.cost_model == "env" else self.cost_model == "on"):
-            found.clusters, kept, predicted = profitability.split(found.clusters)
-            for n, p in kept:
-                misses.append({**near_miss_entry(n), "kept_in_xla": True,
-                               "predicted_us": {k: round(v * 1e6, 1) for k, v in p.items()}})
+            plan = call_plan.plan_calls(found.clusters, self.group and grouping_available())
+            found.clusters = plan.rewrite
+            for n, p in plan.kept:
+                misses.append({**near_miss_entry(n), "kept_in_xla": True, "decision": "xla",
+                               "predicted_us": _us(p)})
                 found.counters[n.pattern]["kept_in_xla"] += 1
+        allowed: set[int] | None = None if plan is None else set()
+        by_name: dict[str, Any] = {}
         for i, c in enumerate(found.clusters):
             entry = cluster_entry(c, None)  # describe before the cluster's ops are erased
-            if id(c) in predicted:
-                entry["predicted_us"] = {k: round(v * 1e6, 1)
-                                         for k, v in predicted[id(c)].items()}
+            if plan is not None and id(c) in plan.predictions:
+                entry["predicted_us"] = _us(plan.predictions[id(c)])
+                entry["decision"] = plan.decisions[id(c)]
             try:
                 cc = outline(module, c, i, rw)
             except NoMatch as e:
                 misses.append(near_miss_entry(NearMiss(c.pattern, c.root, str(e))))
                 found.counters[c.pattern]["refused"] += 1
                 continue
+            if allowed is not None and id(c) in plan.grouped:
+                allowed.add(id(cc))
             entry["custom_call"] = cc.name
             entry["outlined_computation"] = cc.callees[0].name
+            by_name[cc.callees[0].name] = c
             entries.append(entry)
         grads = [e for e in entries if e["pass"] == "backward"]
         fused = fuse_optimizers(module, rw) if self.fuse_optimizer and grads else {}
@@ -118,14 +125,19 @@ class RewriteClusters(ModulePass):
                 "optimizer": None, "optimizer_reason": "optimizer fusion is off"}))
         multi = (merge_multi_output(module, rw)
                  if self.multi_output and len(entries) > 1 else [])
-        groups = (group_tables(module, rw)
+        groups = (group_tables(module, rw, self.group_concat, allowed)
                   if self.group and len(entries) > 1 and grouping_available() else [])
         by_comp = {e["outlined_computation"]: e for e in entries}
+        in_groups = {n for grp in groups for n in grp["members"]}
+        for e in entries:  # planned into a group that another merge left without partners
+            if e.get("decision") == "grouped" and e["outlined_computation"] not in in_groups:
+                e["decision"] = "separate"
         for grp in groups:
-            members = [by_comp[n] for n in grp["members"] if n in by_comp]
-            pred = profitability.group_prediction(members) if members else None
-            if pred is not None:
-                grp["predicted_us"] = pred
+            times = (call_plan.group_times([by_name[n] for n in grp["members"]])
+                     if plan is not None else None)
+            if times is not None:
+                grp["decision"] = "grouped"
+                grp["predicted_us"] = _us(times)
         for grp in multi:
             for n in grp["members"]:
                 if n in by_comp:
@@ -136,17 +148,23 @@ class RewriteClusters(ModulePass):
         return RewriteResult(module, entries, misses, counters, groups)
 
 
+def _us(seconds: dict[str, float]) -> dict[str, float]:
+    return {k: round(v * 1e6, 1) for k, v in seconds.items()}
+
+
 def rewrite_module(module: Module, patterns: list[Pattern] | None = None,
                    group: bool = True, cost_model: bool | None = None,
                    canonical: bool = True, assume_finite_tables: bool = False,
-                   multi_output: bool = True, fuse_optimizer: bool = True) -> RewriteResult:
+                   multi_output: bool = True, fuse_optimizer: bool = True,
+                   group_concat: bool = True) -> RewriteResult:
     """Rewrite every cluster of a copy of ``module`` (the input is left untouched); the
     result's module is the copy, or ``module`` itself when nothing was rewritten. With
     ``cost_model`` (default: on unless EMBER_XLA_COST_MODEL=off) clusters predicted faster
     in XLA stay there."""
     work = module.clone()
     cost = "env" if cost_model is None else ("on" if cost_model else "off")
-    result = RewriteClusters(group=group, canonical=canonical, cost_model=cost,
+    result = RewriteClusters(group=group, group_concat=group_concat, canonical=canonical,
+                             cost_model=cost,
                              assume_finite_tables=assume_finite_tables,
                              multi_output=multi_output,
                              fuse_optimizer=fuse_optimizer).run(work, patterns)

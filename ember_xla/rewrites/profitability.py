@@ -1,6 +1,7 @@
 """Never slower: per cluster, predict the time of the ember kernel and of XLA:CPU's own code for
 the same cluster from a measured cost model, and keep the cluster in XLA when XLA is predicted
-faster (the report lists it as a near-miss with both predicted times).
+faster (the report lists it as a near-miss with both predicted times). Clusters that can
+share a grouped call are first planned together by call_plan.py; this judges the others alone.
 
 The model (``cost_model.json`` next to this file, written by
 ``benchmarks/calibrate_cost_model.py``, which records its command, date and raw measurements)
@@ -9,7 +10,7 @@ is per family (kind x combiner class) and per backend:
 per-call overhead, gather-and-reduce work, output work, per-index work. A cluster is rewritten
 only when the kernel is predicted faster by more than ``MARGIN`` (predicted ember time
 <= 0.75 x XLA's, i.e. >= 1.33x faster): the
-XLA fits' median relative residual is 0.34-0.37, and clusters predicted 1.06-1.3x faster
+XLA fits' median relative residual is 0.32-0.37, and clusters predicted 1.06-1.3x faster
 measured 0.77-1.0x (the B=1 26-table stage, segment_max D=256: docs/BENCHMARKS.md); ties and
 near-ties stay in XLA. The environment variable ``EMBER_XLA_COST_MODEL=off``
 (or ``rewrite_module(..., cost_model=False)``, ``ember-xla rewrite --rewrite_all``) rewrites
@@ -99,18 +100,3 @@ def split(clusters: list[Cluster]) -> tuple[list[Cluster],
             predictions[id(c)] = p
         keep.append(c)
     return keep, kept, predictions
-
-
-def group_prediction(members: list[dict[str, Any]]) -> dict[str, float] | None:
-    """Predicted microseconds of k rewritten clusters (their report entries, with
-    ``predicted_us``) as k separate calls and as one grouped call: the grouped call pays the
-    per-call overhead c0 once instead of k times (and the concatenate, not modelled). None when
-    a member has no prediction (cost model off)."""
-    preds = [m.get("predicted_us") for m in members]
-    if not preds or any(p is None for p in preds):
-        return None
-    c0 = load_model()["families"]["segment_reduce/sum"]["ember"]["c0_s"] * 1e6
-    separate = sum(p["ember"] for p in preds)
-    return {"separate_calls": round(separate, 1),
-            "grouped": round(separate - (len(preds) - 1) * c0, 1),
-            "xla": round(sum(p["xla"] for p in preds), 1)}

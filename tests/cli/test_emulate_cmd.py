@@ -57,13 +57,26 @@ def test_example_emulated_and_verified(cli, example, level, tmp_path):
     p = cli("emulate", example, level, "--json", "--trace", str(trace))
     assert p.returncode == 0, p.stderr[-3000:]
     rep = json.loads(p.stdout)
-    assert rep["total_cycles"] > 0 and len(rep["clusters"]) == len(dlrm.ROWS)
+    # the example's independent tables are one grouped call by default (--nogroup_tables: one
+    # call per table, as test_nogroup_gives_one_cluster_per_table checks)
+    (call,) = rep["clusters"]
+    assert rep["total_cycles"] > 0 and call["kind"] == "ember.grouped_segment_reduce"
+    assert len(dlrm.ROWS) > 1
     assert rep["total_cycles"] == pytest.approx(sum(c["cycles"] for c in rep["clusters"]))
     assert rep["verify"]["ok"] and rep["level"] == level[1:]
     assert "bit for bit" in p.stderr
     data = json.loads(trace.read_text())
     assert data["traceEvents"] and data["otherData"]["total_cycles"] == pytest.approx(
         rep["total_cycles"])
+
+
+def test_nogroup_gives_one_cluster_per_table(cli, example):
+    from ember_xla.examples import dlrm
+
+    p = cli("emulate", example, "--json", "--nogroup_tables")
+    assert p.returncode == 0, p.stderr[-3000:]
+    rep = json.loads(p.stdout)
+    assert len(rep["clusters"]) == len(dlrm.ROWS) and rep["verify"]["ok"]
 
 
 def test_table_output_and_corpus_model(cli, corpus_case):

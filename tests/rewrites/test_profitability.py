@@ -66,7 +66,7 @@ def test_tiny_cluster_stays_in_xla_with_predicted_times():
     assert not result.changed and result.module is module
     (miss,) = [n for n in result.near_misses if n.get("kept_in_xla")]
     p = miss["predicted_us"]
-    assert p["ember"] > p["xla"] > 0
+    assert p["ember"] > (1 - profitability.MARGIN) * p["xla"] > 0
     assert miss["reason"].startswith(f"kept in XLA: predicted native {p['ember']:.1f} us vs XLA ")
     assert result.counters["ember.segment_reduce"]["kept_in_xla"] == 1
     # Without the cost model the same cluster is rewritten.
