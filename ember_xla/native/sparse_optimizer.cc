@@ -51,6 +51,11 @@ __attribute__((target("avx2,fma"))) void AdagradRow(float* t, float* a, const fl
   }
 }
 
+// Asks for the cache lines of row [p, p + d) to be written soon.
+void PrefetchRow(const float* p, int64_t d) {
+  for (int64_t j = 0; j < d; j += 16) __builtin_prefetch(p + j, 1);
+}
+
 bool Fma() {
   static const bool ok = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
   return ok;
@@ -87,16 +92,16 @@ void CopyIfDistinct(const ffi::AnyBuffer& in, ffi::AnyBuffer& out) {
   });
 }
 
-// Runs row_fn(row, grad) for the touched rows, grad the row's summed gradient (a part's sums
-// live in a scratch block of its rows: O(batch) memory); then, when `dense`, row_fn(row, 0)
-// for every untouched row.
-template <typename RowFn>
+// Runs row_fn(row, grad) for the touched rows, grad the row's summed gradient (summed in
+// registers per part: O(D) scratch); ahead(row) first for a row two groups later (prefetch);
+// then, when `dense`, row_fn(row, 0) for every untouched row.
+template <typename AheadFn, typename RowFn>
 void ForRows(const RowGroups& g, const UpdateRows& upd, int64_t v, int64_t d, bool dense,
-             const RowFn& row_fn) {
+             const AheadFn& ahead, const RowFn& row_fn) {
   ParallelGroups(g, [&](int64_t k0, int64_t k1) {
-    std::vector<float> acc(static_cast<size_t>((k1 - k0) * d), 0.0f);
-    AddGroupRange<float, float>(g, upd, d, k0, k1, acc.data(), nullptr);
-    for (int64_t k = k0; k < k1; ++k) row_fn(g.rows[k], acc.data() + (k - k0) * d);
+    ForGroupRange<float>(
+        g, upd, d, k0, k1, [&](int64_t k) { ahead(g.rows[k]); },
+        [&](int64_t k, const float* acc) { row_fn(g.rows[k], acc); });
   });
   if (!dense) return;
   const int64_t n = static_cast<int64_t>(g.rows.size());
@@ -137,6 +142,7 @@ ffi::Error SparseSgdImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices, ffi::AnyB
     CopyIfDistinct(table, *out);
     float* t = static_cast<float*>(out->untyped_data());
     ForRows(g, rows, v, d, !UntouchedUnchanged(scale),
+            [&](int64_t r) { PrefetchRow(t + r * d, d); },
             [&](int64_t r, const float* grad) { SgdRow(t + r * d, grad, scale, d); });
     return ffi::Error::Success();
   });
@@ -172,6 +178,10 @@ ffi::Error SparseAdagradImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum, ffi::An
     float* a = static_cast<float*>(out_accum->untyped_data());
     const bool dense = !(UntouchedUnchanged(scale) && eps >= 0.0f);
     ForRows(g, rows, v, d, dense,
+            [&](int64_t r) {
+              PrefetchRow(t + r * d, d);
+              PrefetchRow(a + r * d, d);
+            },
             [&](int64_t r, const float* grad) {
               AdagradRow(t + r * d, a + r * d, grad, scale, eps, d);
             });

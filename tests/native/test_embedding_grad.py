@@ -59,6 +59,27 @@ def test_scatter_grad_is_xla_scatter_add(dtype, v, n, d):
     assert_same(jax.jit(lambda i, u: scatter_grad(i, u, v))(wrapped, rows), want)
 
 
+@pytest.mark.parametrize("d", [128, 72, 133])
+@pytest.mark.parametrize("v", [300, 200_000])
+def test_wide_rows_with_hot_duplicates(v, d):
+    """Rows wide enough for the register-blocked sums (64 + 8-float chunks and a scalar tail),
+    Zipf ids (one row takes a large share of the updates), the counting (small table) and the
+    radix-sort (table much larger than the batch) grouping: XLA's bits, for the gradient and
+    for the fused SGD update."""
+    rng = np.random.default_rng(v + d)
+    n = 2000
+    ids = ((rng.zipf(1.1, n) - 1) % v).astype(np.int32)
+    ids[::97] = v + 5  # dropped
+    rows = mixed(rng, (n, d), np.float32)
+    want = jax.jit(lambda i, u: jnp.zeros((v, d), jnp.float32).at[i].add(u, mode="drop"))(
+        ids, rows)
+    assert_same(jax.jit(lambda i, u: scatter_grad(i, u, v))(ids, rows), want)
+    t = mixed(rng, (v, d), np.float32)
+    s = np.float32(-0.03)
+    got = jax.jit(sparse_sgd)(t, ids, rows, s)
+    assert_same(got, jax.jit(lambda t, g: t + g * s)(t, want))
+
+
 def test_scatter_grad_s64_ids_and_all_out_of_range():
     with jax.enable_x64(True):
         ids = np.array([2**40, -1, 5, 5, 9], np.int64)
