@@ -30,10 +30,10 @@ variants) gives the machine's memory bandwidth under the same load and the floor
 that is not donated; each variant's ratio to it is printed, and to ``xla_copy``: XLA:CPU
 writing ``-t`` of every table into its fresh output buffers (what any non-donated XLA step
 pays for its new tables, allocation and first touch of the pages included).
-Peak RSS per variant (``--rss``): each variant alone in a fresh process, built and run 3
-times; its peak resident set (sampled every ms) minus the resident set once the shared numpy
-data exist and the frameworks are imported: the variant's own copy of the tables and state,
-its compiled code and every step's buffers count.
+Peak RSS per variant (``--rss``): each variant alone in a fresh process, built (its check
+outputs dropped) and then run 3 times; its peak resident set while running (sampled every ms)
+minus the resident set once the shared numpy data exist and the frameworks are imported: the
+variant's own copy of the tables and state, its compiled code and every step's buffers count.
 
     python benchmarks/bench_train.py --rows_cap 100000 --reps 5 --rss  # what fits a shared box
     python benchmarks/bench_train.py                               # full size: 1M rows cap
@@ -257,10 +257,12 @@ def rss() -> int:
 
 
 def peak_rss_child(args, data, optimizer: str, name: str) -> None:
-    """In a fresh process: build one variant and run it BLOCK times while a thread samples the
-    resident set every millisecond; print the peak over the resident set once the shared numpy
-    data exist and the frameworks are imported (the variant's own copy of the tables and
-    state, its compiled code and every step's buffers count)."""
+    """In a fresh process: build one variant (its one-step check outputs dropped), then run it
+    BLOCK times while a thread samples the resident set every millisecond; print the peak
+    over the resident set once the shared numpy data exist and the frameworks are imported
+    (the variant's own copy of the tables and state, its compiled code and every step's
+    buffers count; what building it needed transiently does not)."""
+    import gc
     import threading
 
     import fbgemm_gpu  # noqa: F401  (imported before the base, like jax and torch)
@@ -269,13 +271,15 @@ def peak_rss_child(args, data, optimizer: str, name: str) -> None:
     import ember_xla.runtime.execute  # noqa: F401
 
     base, peak, stop = rss(), [0], threading.Event()
+    run, _, outs = make_variant(args, data, optimizer, name)
+    del outs
+    gc.collect()
 
     def sample() -> None:
         while not stop.wait(0.001):
             peak[0] = max(peak[0], rss())
     thread = threading.Thread(target=sample, daemon=True)
     thread.start()
-    run, _, _ = make_variant(args, data, optimizer, name)
     for _ in range(BLOCK):
         run()
     stop.set()
