@@ -24,10 +24,16 @@ untimed; the block order rotates every repetition), medians of the timed runs:
   torch         torch.nn.EmbeddingBag(mode='sum', sparse=True) per table + torch.optim.SGD
                 (sgd) or torch.optim.Adagrad with sparse gradients (element-wise Adagrad: not
                 the same algorithm as rowwise; labelled so).
-Peak RSS per variant (``--rss``): each variant alone in a fresh process, built and run 3
-times; its peak resident set (sampled every ms) minus the resident set once the shared numpy
-data exist and the frameworks are imported: the variant's own copy of the tables and state,
-its compiled code and every step's buffers count.
+The copy floor: without donation every variant must write whole new tables (and slots), so
+a numpy copy of the same bytes into preallocated arrays (``copy``, timed interleaved with the
+variants) gives the machine's memory bandwidth under the same load and the floor of a step
+that is not donated; each variant's ratio to it is printed, and to ``xla_copy``: XLA:CPU
+writing ``-t`` of every table into its fresh output buffers (what any non-donated XLA step
+pays for its new tables, allocation and first touch of the pages included).
+Peak RSS per variant (``--rss``): each variant alone in a fresh process, built (its check
+outputs dropped) and then run 3 times; its peak resident set while running (sampled every ms)
+minus the resident set once the shared numpy data exist and the frameworks are imported: the
+variant's own copy of the tables and state, its compiled code and every step's buffers count.
 
     python benchmarks/bench_train.py --rows_cap 100000 --reps 5 --rss  # what fits a shared box
     python benchmarks/bench_train.py                               # full size: 1M rows cap
@@ -251,10 +257,12 @@ def rss() -> int:
 
 
 def peak_rss_child(args, data, optimizer: str, name: str) -> None:
-    """In a fresh process: build one variant and run it BLOCK times while a thread samples the
-    resident set every millisecond; print the peak over the resident set once the shared numpy
-    data exist and the frameworks are imported (the variant's own copy of the tables and
-    state, its compiled code and every step's buffers count)."""
+    """In a fresh process: build one variant (its one-step check outputs dropped), then run it
+    BLOCK times while a thread samples the resident set every millisecond; print the peak
+    over the resident set once the shared numpy data exist and the frameworks are imported
+    (the variant's own copy of the tables and state, its compiled code and every step's
+    buffers count; what building it needed transiently does not)."""
+    import gc
     import threading
 
     import fbgemm_gpu  # noqa: F401  (imported before the base, like jax and torch)
@@ -263,13 +271,15 @@ def peak_rss_child(args, data, optimizer: str, name: str) -> None:
     import ember_xla.runtime.execute  # noqa: F401
 
     base, peak, stop = rss(), [0], threading.Event()
+    run, _, outs = make_variant(args, data, optimizer, name)
+    del outs
+    gc.collect()
 
     def sample() -> None:
         while not stop.wait(0.001):
             peak[0] = max(peak[0], rss())
     thread = threading.Thread(target=sample, daemon=True)
     thread.start()
-    run, _, _ = make_variant(args, data, optimizer, name)
     for _ in range(BLOCK):
         run()
     stop.set()
@@ -287,6 +297,36 @@ def peak_rss(argv: list[str], optimizer: str, name: str) -> float | None:
         if line.startswith("PEAK "):
             return int(line.split()[1]) / 2**30
     return None
+
+
+def copy_floor(data, optimizer: str):
+    """A numpy copy of every table (and rowwise slot) into preallocated arrays: the bytes a
+    step without donation must write (and read) at least; returns (run, bytes copied)."""
+    rows, tables = data[0], data[1]
+    src = list(tables) + ([] if optimizer == "sgd" else [np.zeros(n, np.float32) for n in rows])
+    dst = [np.empty_like(a) for a in src]
+    for d, a in zip(dst, src, strict=True):
+        np.copyto(d, a)  # touch the destination pages once
+
+    def run():
+        for d, a in zip(dst, src, strict=True):
+            np.copyto(d, a)
+    return run, sum(a.nbytes for a in src)
+
+
+def xla_new_tables(data, optimizer: str):
+    """XLA:CPU writing new tables (and slots) of the same shapes, ``-t`` each (an op it cannot
+    elide): the floor of any XLA step that is not donated, its output allocation included."""
+    import jax
+
+    rows, tables = data[0], data[1]
+    src = list(tables) + ([] if optimizer == "sgd" else [np.zeros(n, np.float32) for n in rows])
+    src = [jax.device_put(a) for a in src]
+    neg = jax.jit(lambda xs: [-x for x in xs])
+
+    def run():
+        return jax.block_until_ready(neg(src))
+    return run
 
 
 def time_variants(variants: dict, reps: int) -> tuple[dict, dict]:
@@ -357,6 +397,8 @@ def main(argv: list[str] | None = None) -> int:
         for name in {"tbe", "torch"} & set(args.variants):
             print(check_torch(name, runs[name], outs["xla"][:len(rows)],
                               name == "tbe" or optimizer == "sgd"))
+        runs["copy"], copied = copy_floor(data, optimizer)
+        runs["xla_copy"] = xla_new_tables(data, optimizer)
         med, mins = time_variants(runs, args.reps)
         load = os.getloadavg()[0]
         del runs, outs
@@ -372,6 +414,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {names[k]} | {med[k] * 1e3:.1f} | {mins[k] * 1e3:.1f} | "
                   f"{med['xla'] / med[k]:.2f}x | {med['tbe'] / med[k]:.2f}x | "
                   f"{'-' if peak is None else f'{peak:.2f}'} |")
+        floor = med["copy"]
+        print(f"\ncopy floor (numpy copy of the {copied / 2**30:.2f} GiB of tables and slots, "
+              f"interleaved): median {floor * 1e3:.1f} ms, min {mins['copy'] * 1e3:.1f} ms; "
+              f"bandwidth {2 * copied / floor / 1e9:.1f} GB/s (read + write, median)")
+        print(f"XLA:CPU writing new tables of the same shapes (-t, fresh output buffers, "
+              f"interleaved): median {med['xla_copy'] * 1e3:.1f} ms, min "
+              f"{mins['xla_copy'] * 1e3:.1f} ms")
+        for k in args.variants:
+            if k in ("xla", "ember"):
+                print(f"  {names[k]}: {med[k] / floor:.2f}x the copy floor (acceptance: <= "
+                      f"1.25x), {med[k] / med['xla_copy']:.2f}x XLA's new-table floor")
     return 0 if ok else 1
 
 

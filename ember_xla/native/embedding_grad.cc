@@ -2,7 +2,7 @@
 // (gathered form: indices[L], source[S,D], source_rows[L] [, mask[L]], see grad_common.h)
 // zeros(V, D) with each update added to row indices[i], exactly XLA's scatter-add (updates in
 // index order per row; indices outside [0, V) dropped). The zeros are written by row ranges
-// across the pool, then each part adds the updates of its touched rows (row_groups.h).
+// across the pool, then each part sums its touched rows' updates and writes them (row_groups.h).
 #include <cstring>
 
 #include "grad_common.h"
@@ -17,7 +17,12 @@ void Run(const RowGroups& g, const UpdateRows& upd, int64_t v, int64_t d, T* out
     std::memset(out + r0 * d, 0, static_cast<size_t>((r1 - r0) * d) * sizeof(T));
   });
   ParallelGroups(g, [&](int64_t k0, int64_t k1) {
-    AddGroupRange<T, T>(g, upd, d, k0, k1, out, g.rows.data());  // +0: T's all-zero bits
+    ForGroupRange<T>(
+        g, upd, d, k0, k1, [&](int64_t k) { __builtin_prefetch(out + g.rows[k] * d, 1); },
+        [&](int64_t k, const float* acc) {
+          T* o = out + g.rows[k] * d;
+          for (int64_t j = 0; j < d; ++j) o[j] = Elem<T>::Store(acc[j]);
+        });
   });
 }
 

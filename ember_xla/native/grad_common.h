@@ -31,14 +31,19 @@ struct UpdateRows {
   bool rows32 = true;
   int64_t source_count = 0;
   const uint8_t* mask = nullptr;      // nullptr: every update counts
+  // Where update i's row is, mask ignored (for prefetching).
   template <typename T>
-  const T* Row(int64_t i, int64_t d) const {
-    if (mask && !mask[i]) return nullptr;
+  const T* Address(int64_t i, int64_t d) const {
     if (!source_rows) return static_cast<const T*>(base) + i * d;
     int64_t r = rows32 ? static_cast<const int32_t*>(source_rows)[i]
                        : static_cast<const int64_t*>(source_rows)[i];
     r = std::min<int64_t>(std::max<int64_t>(r, 0), source_count - 1);
     return static_cast<const T*>(base) + r * d;
+  }
+  template <typename T>
+  const T* Row(int64_t i, int64_t d) const {
+    if (mask && !mask[i]) return nullptr;
+    return Address<T>(i, d);
   }
 };
 
@@ -100,54 +105,65 @@ inline RowGroups& ScratchGroups() {
   return groups;
 }
 
-// Adds, for the groups [k0, k1), each update to its row of `acc` (row k - k0), in the updates'
-// original order: one front-to-back scan of the updates, so every row's sum is XLA's
-// ((0 + u_i1) + u_i2) + ..., each add rounded to T. `acc` must hold zeros (or the row's
-// running sums, for T = the accumulator's storage type).
-// The f32 form, compiled for AVX2 (8 floats per add; the same IEEE adds, no FMA), with the
-// next updates' rows prefetched (they are read-modify-written in random order).
-__attribute__((target("avx2"))) inline void AddGroupRangeF32Avx2(
-    const RowGroups& g, const UpdateRows& upd, int64_t d, int64_t k0, int64_t k1,
-    float* __restrict acc, const int64_t* row_of_group) {
-  const int64_t n = static_cast<int64_t>(g.group.size());
-  const int32_t* grp = g.group.data();
-  constexpr int64_t kAhead = 8;
-  for (int64_t i = 0; i < n; ++i) {
-    if (i + kAhead < n) {
-      const int64_t kp = grp[i + kAhead];
-      if (kp >= k0 && kp < k1)
-        __builtin_prefetch(acc + (row_of_group ? row_of_group[kp] : kp - k0) * d, 1);
-    }
-    const int64_t k = grp[i];
-    if (k < k0 || k >= k1) continue;
-    const float* __restrict u = upd.Row<float>(i, d);
-    if (!u) continue;
-    float* __restrict a = acc + (row_of_group ? row_of_group[k] : k - k0) * d;
-    for (int64_t j = 0; j < d; ++j) a[j] = a[j] + u[j];
-  }
-}
-
 inline bool HaveAvx2() {
   static const bool ok = __builtin_cpu_supports("avx2");
   return ok;
 }
 
-template <typename T, typename A>
-inline void AddGroupRange(const RowGroups& g, const UpdateRows& upd, int64_t d, int64_t k0,
-                          int64_t k1, A* acc, const int64_t* row_of_group) {
-  if constexpr (std::is_same_v<T, float> && std::is_same_v<A, float>) {
-    if (HaveAvx2()) return AddGroupRangeF32Avx2(g, upd, d, k0, k1, acc, row_of_group);
-  }
-  const int64_t n = static_cast<int64_t>(g.group.size());
-  const int32_t* grp = g.group.data();
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t k = grp[i];
-    if (k < k0 || k >= k1) continue;
-    const T* u = upd.Row<T>(i, d);
+// Sums the f32 updates at positions pos[0..cnt) into out[off, off + 8R) in their order
+// (((0 + u_1) + u_2) + ..., plain IEEE adds, 8 floats per add), the R accumulators in
+// registers, the update rows a few positions ahead prefetched.
+template <int R>
+__attribute__((target("avx2"))) inline void SumChunkAvx2(const int32_t* pos, int64_t cnt,
+                                                         const UpdateRows& upd, int64_t d,
+                                                         int64_t off, float* out) {
+  __m256 a[R];
+  for (int r = 0; r < R; ++r) a[r] = _mm256_setzero_ps();
+  constexpr int64_t kAhead = 8;
+  for (int64_t j = 0; j < cnt; ++j) {
+    if (j + kAhead < cnt) __builtin_prefetch(upd.Address<float>(pos[j + kAhead], d) + off);
+    const float* u = upd.Row<float>(pos[j], d);
     if (!u) continue;
-    A* a = acc + (row_of_group ? row_of_group[k] : k - k0) * d;
-    for (int64_t j = 0; j < d; ++j)
-      a[j] = Elem<A>::Store(Elem<T>::Round(Elem<A>::Load(a[j]) + Elem<T>::Load(u[j])));
+    u += off;
+    for (int r = 0; r < R; ++r) a[r] = _mm256_add_ps(a[r], _mm256_loadu_ps(u + 8 * r));
+  }
+  for (int r = 0; r < R; ++r) _mm256_storeu_ps(out + off + 8 * r, a[r]);
+}
+
+// Row k's updates summed in XLA's order into acc[0, d) (float; for bf16/f16 updates each add
+// rounded to T, as XLA's scatter does).
+template <typename T>
+inline void SumGroup(const RowGroups& g, const UpdateRows& upd, int64_t d, int64_t k,
+                     float* acc) {
+  const int32_t* pos = g.order.data() + g.start[k];
+  const int64_t cnt = g.count(k);
+  int64_t off = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    if (HaveAvx2()) {
+      for (; off + 64 <= d; off += 64) SumChunkAvx2<8>(pos, cnt, upd, d, off, acc);
+      for (; off + 8 <= d; off += 8) SumChunkAvx2<1>(pos, cnt, upd, d, off, acc);
+    }
+  }
+  if (off == d) return;
+  for (int64_t j = off; j < d; ++j) acc[j] = 0.0f;
+  for (int64_t i = 0; i < cnt; ++i) {
+    const T* u = upd.Row<T>(pos[i], d);
+    if (!u) continue;
+    for (int64_t j = off; j < d; ++j)
+      acc[j] = Elem<T>::Round(acc[j] + Elem<T>::Load(u[j]));
+  }
+}
+
+// For the groups [k0, k1): fn(k, acc) with acc row k's summed updates (SumGroup); before
+// that, ahead(k + 2) so the caller can prefetch what fn(k + 2, ...) will touch.
+template <typename T, typename Ahead, typename Fn>
+inline void ForGroupRange(const RowGroups& g, const UpdateRows& upd, int64_t d, int64_t k0,
+                          int64_t k1, const Ahead& ahead, const Fn& fn) {
+  std::vector<float> acc(static_cast<size_t>(d));
+  for (int64_t k = k0; k < k1; ++k) {
+    if (k + 2 < k1) ahead(k + 2);
+    SumGroup<T>(g, upd, d, k, acc.data());
+    fn(k, acc.data());
   }
 }
 

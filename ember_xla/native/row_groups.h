@@ -2,12 +2,11 @@
 //
 // XLA's scatter-add applies its updates one after another in index order, so a row's value is
 // ((0 + u_i1) + u_i2) + ... over the updates i1 < i2 < ... that hit it. The touched rows are
-// numbered in ascending order (a counting pass when the table is not much larger than the
-// batch, else a sort of (row, position) keys) and every update gets its row's group number;
-// a part of the pool that owns a range of groups then scans the updates in their original
-// order and adds those of its groups, which reads the updates front to back (as XLA does)
-// and still gives XLA's bits. Updates whose index is outside [0, rows) are dropped, as XLA's
-// scatter drops them.
+// listed in ascending order and, per row, the positions of its updates in ascending order (a
+// stable counting sort when the table is not much larger than the batch, else a stable radix
+// sort of the row ids): a part of the pool that owns a range of rows then sums each row's
+// updates in XLA's order in registers and writes the row once. Updates whose index is outside
+// [0, rows) are dropped, as XLA's scatter drops them.
 #ifndef EMBER_XLA_NATIVE_ROW_GROUPS_H_
 #define EMBER_XLA_NATIVE_ROW_GROUPS_H_
 
@@ -18,9 +17,12 @@ namespace ember {
 
 struct RowGroups {
   std::vector<int64_t> rows;    // touched rows, ascending
-  std::vector<int64_t> start;   // rows.size() + 1: updates before each group (cumulative)
-  std::vector<int32_t> group;   // per update: the index of its row in rows, or -1 (dropped)
+  std::vector<int64_t> start;   // rows.size() + 1: where each row's positions begin in order
+  std::vector<int32_t> order;   // the kept updates' positions, by row, ascending within a row
   int64_t first_at_or_after(int64_t row) const;  // index into rows of the first row >= row
+  int64_t count(int64_t k) const { return start[k + 1] - start[k]; }
+  std::vector<uint32_t> scratch;  // the sort's buffers, kept between calls
+  std::vector<uint64_t> keys, keys2;
 };
 
 // Groups the n indices (int32 when index32, else int64) by row for a table of `table_rows`.

@@ -14,107 +14,53 @@
 // Rows without gradient are left alone only when the dense update provably leaves them
 // unchanged (scale finite with its sign bit set, eps >= 0); otherwise the kernel applies the
 // update with g = 0 to every untouched row as well, which is what XLA computes. f32 only.
-#include <cmath>
-#include <cstring>
+// Results alias the operands or not (sparse_update.h: then written once, untouched rows copied).
 #include <vector>
 
-#include "grad_common.h"
 #include "handler.h"
+#include "sparse_update.h"
 #include "xla_rsqrt.h"
 
 namespace ember {
 namespace {
 
-__attribute__((target("fma"))) void SgdRow(float* t, const float* g, float s, int64_t d) {
-  for (int64_t j = 0; j < d; ++j) t[j] = __builtin_fmaf(g[j], s, t[j]);
+// dst = fma(g, s, src), 8 floats at a time (the same single rounding per element).
+__attribute__((target("avx2,fma"))) void SgdRow(float* dst, const float* src, const float* g,
+                                                float s, int64_t d) {
+  int64_t j = 0;
+  const __m256 vs = _mm256_set1_ps(s);
+  for (; j + 8 <= d; j += 8)
+    _mm256_storeu_ps(dst + j,
+                     _mm256_fmadd_ps(_mm256_loadu_ps(g + j), vs, _mm256_loadu_ps(src + j)));
+  for (; j < d; ++j) dst[j] = __builtin_fmaf(g[j], s, src[j]);
 }
 
-__attribute__((target("avx2,fma"))) void AdagradRow(float* t, float* a, const float* g, float s,
+__attribute__((target("avx2,fma"))) void AdagradRow(const RowArray& t, const RowArray& a,
+                                                    int64_t r, const float* g, float s,
                                                     float eps, int64_t d) {
+  const float* ts = t.src + r * d;
+  const float* as = a.src + r * d;
+  float* td = t.dst + r * d;
+  float* ad = a.dst + r * d;
   int64_t j = 0;
   const __m256 vs = _mm256_set1_ps(s), ve = _mm256_set1_ps(eps), zero = _mm256_setzero_ps();
   for (; j + 8 <= d; j += 8) {
     const __m256 gj = _mm256_loadu_ps(g + j);
-    const __m256 acc = _mm256_fmadd_ps(gj, gj, _mm256_loadu_ps(a + j));
-    const __m256 r = XlaRsqrt8(_mm256_add_ps(acc, ve));
-    const __m256 scale = _mm256_blendv_ps(zero, r, _mm256_cmp_ps(acc, zero, _CMP_GT_OQ));
+    const __m256 acc = _mm256_fmadd_ps(gj, gj, _mm256_loadu_ps(as + j));
+    const __m256 rs = XlaRsqrt8(_mm256_add_ps(acc, ve));
+    const __m256 scale = _mm256_blendv_ps(zero, rs, _mm256_cmp_ps(acc, zero, _CMP_GT_OQ));
     const __m256 u = _mm256_mul_ps(scale, gj);
-    _mm256_storeu_ps(t + j, _mm256_fmadd_ps(u, vs, _mm256_loadu_ps(t + j)));
-    _mm256_storeu_ps(a + j, acc);
+    _mm256_storeu_ps(td + j, _mm256_fmadd_ps(u, vs, _mm256_loadu_ps(ts + j)));
+    _mm256_storeu_ps(ad + j, acc);
   }
   for (; j < d; ++j) {
-    const float acc = __builtin_fmaf(g[j], g[j], a[j]);
+    const float acc = __builtin_fmaf(g[j], g[j], as[j]);
     const float scale = acc > 0.0f ? XlaRsqrt(acc + eps) : 0.0f;
     const float u = scale * g[j];
-    t[j] = __builtin_fmaf(u, s, t[j]);
-    a[j] = acc;
+    td[j] = __builtin_fmaf(u, s, ts[j]);
+    ad[j] = acc;
   }
 }
-
-bool Fma() {
-  static const bool ok = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
-  return ok;
-}
-
-ffi::Error CheckTableLike(const char* kind, const ffi::AnyBuffer& in, const ffi::AnyBuffer& out,
-                          const ffi::AnyBuffer& table) {
-  if (in.element_type() != ffi::DataType::F32 || out.element_type() != ffi::DataType::F32)
-    return ffi::Error::InvalidArgument(std::string("ember.") + kind + ": tables must be f32");
-  if (in.dimensions().size() != 2 || out.dimensions().size() != 2 ||
-      in.dimensions()[0] != table.dimensions()[0] || in.dimensions()[1] != table.dimensions()[1] ||
-      out.dimensions()[0] != in.dimensions()[0] || out.dimensions()[1] != in.dimensions()[1])
-    return ffi::Error::InvalidArgument(std::string("ember.") + kind +
-                                       ": table, slots and results must all be [V, D]");
-  return ffi::Error::Success();
-}
-
-ffi::Error ScalarF32(const char* kind, const ffi::AnyBuffer& b, float* out) {
-  if (b.element_type() != ffi::DataType::F32 || b.element_count() != 1)
-    return ffi::Error::InvalidArgument(std::string("ember.") + kind +
-                                       ": scalars must be f32[]");
-  *out = *static_cast<const float*>(b.untyped_data());
-  return ffi::Error::Success();
-}
-
-// The in-place start: results alias the operands; a copy only if XLA gave separate buffers.
-void CopyIfDistinct(const ffi::AnyBuffer& in, ffi::AnyBuffer& out) {
-  if (in.untyped_data() == out.untyped_data()) return;
-  const int64_t v = in.dimensions()[0], d = in.dimensions()[1];
-  const float* src = static_cast<const float*>(in.untyped_data());
-  float* dst = static_cast<float*>(out.untyped_data());
-  ParallelRows(v, 4096, [&](int64_t r0, int64_t r1) {
-    std::memcpy(dst + r0 * d, src + r0 * d, static_cast<size_t>((r1 - r0) * d) * sizeof(float));
-  });
-}
-
-// Runs row_fn(row, grad) for the touched rows, grad the row's summed gradient (a part's sums
-// live in a scratch block of its rows: O(batch) memory); then, when `dense`, row_fn(row, 0)
-// for every untouched row.
-template <typename RowFn>
-void ForRows(const RowGroups& g, const UpdateRows& upd, int64_t v, int64_t d, bool dense,
-             const RowFn& row_fn) {
-  ParallelGroups(g, [&](int64_t k0, int64_t k1) {
-    std::vector<float> acc(static_cast<size_t>((k1 - k0) * d), 0.0f);
-    AddGroupRange<float, float>(g, upd, d, k0, k1, acc.data(), nullptr);
-    for (int64_t k = k0; k < k1; ++k) row_fn(g.rows[k], acc.data() + (k - k0) * d);
-  });
-  if (!dense) return;
-  const int64_t n = static_cast<int64_t>(g.rows.size());
-  const std::vector<float> zero(static_cast<size_t>(d), 0.0f);
-  ParallelRows(v, 4096, [&](int64_t r0, int64_t r1) {
-    int64_t k = g.first_at_or_after(r0);
-    for (int64_t r = r0; r < r1; ++r) {
-      if (k < n && g.rows[k] == r) {
-        ++k;
-        continue;
-      }
-      row_fn(r, zero.data());
-    }
-  });
-}
-
-// Does t + 0 * scale leave every t (including -0) unchanged? Only for a finite negative scale.
-bool UntouchedUnchanged(float scale) { return std::isfinite(scale) && std::signbit(scale); }
 
 ffi::Error SparseSgdImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices, ffi::AnyBuffer updates,
                          ffi::AnyBuffer scale_buf, ffi::RemainingArgs rest,
@@ -134,10 +80,12 @@ ffi::Error SparseSgdImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices, ffi::AnyB
     RowGroups& g = ScratchGroups();
     BuildRowGroups(indices.untyped_data(), indices.element_type() == ffi::DataType::S32,
                    indices.dimensions()[0], v, &g);
-    CopyIfDistinct(table, *out);
-    float* t = static_cast<float*>(out->untyped_data());
-    ForRows(g, rows, v, d, !UntouchedUnchanged(scale),
-            [&](int64_t r, const float* grad) { SgdRow(t + r * d, grad, scale, d); });
+    const RowArray t = Pair(table, *out, d);
+    ForRows(g, rows, v, d, !UntouchedUnchanged(scale), {t},
+            [&](int64_t r) { PrefetchRow(t.dst + r * d, d); },
+            [&](int64_t r, const float* grad) {
+              SgdRow(t.dst + r * d, t.src + r * d, grad, scale, d);
+            });
     return ffi::Error::Success();
   });
 }
@@ -166,15 +114,14 @@ ffi::Error SparseAdagradImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum, ffi::An
     RowGroups& g = ScratchGroups();
     BuildRowGroups(indices.untyped_data(), indices.element_type() == ffi::DataType::S32,
                    indices.dimensions()[0], v, &g);
-    CopyIfDistinct(table, *out_table);
-    CopyIfDistinct(accum, *out_accum);
-    float* t = static_cast<float*>(out_table->untyped_data());
-    float* a = static_cast<float*>(out_accum->untyped_data());
+    const RowArray t = Pair(table, *out_table, d), a = Pair(accum, *out_accum, d);
     const bool dense = !(UntouchedUnchanged(scale) && eps >= 0.0f);
-    ForRows(g, rows, v, d, dense,
-            [&](int64_t r, const float* grad) {
-              AdagradRow(t + r * d, a + r * d, grad, scale, eps, d);
-            });
+    ForRows(g, rows, v, d, dense, {t, a},
+            [&](int64_t r) {
+              PrefetchRow(t.dst + r * d, d);
+              PrefetchRow(a.dst + r * d, d);
+            },
+            [&](int64_t r, const float* grad) { AdagradRow(t, a, r, grad, scale, eps, d); });
     return ffi::Error::Success();
   });
 }

@@ -1,7 +1,10 @@
 """Fuse the optimizer update into a lookup's gradient: an ``ember.scatter_grad`` whose dense
 gradient only feeds an SGD or Adagrad update of a ``[V, D]`` f32 table becomes one
 ``ember.sparse_sgd`` / ``ember.sparse_adagrad`` call that reads and writes only the touched
-rows of the table and of its accumulator, in place (``output_to_operand_aliasing``).
+rows of the table and of its accumulator, in place (``output_to_operand_aliasing``). A table
+(or accumulator) that is an entry parameter the caller does not donate is not aliased: XLA
+would first copy it into the result buffer, and the kernel writes the new table in one pass
+instead (the touched rows updated, the others copied).
 
 Exactness: a row without gradient must come out of the dense update unchanged. For
 ``t + g * s`` (optax ``sgd``: ``s = -lr``) and ``t - s * g`` (hand-written) that holds when
@@ -200,6 +203,25 @@ def fuse(module: Module, gcall: Operation, index: int, rw: PatternRewriter,
     return {"optimizer": None, "optimizer_reason": REFUSED + " (" + "; ".join(reasons) + ")"}
 
 
+def donated_parameters(module: Module) -> set[int]:
+    """The entry parameters the caller lets XLA overwrite (``input_output_alias`` and
+    ``buffer_donor`` entries)."""
+    a = module.attributes
+    return {int(e.get("parameter_number", 0))
+            for key in ("input_output_alias", "buffer_donor")
+            for e in a.get(key, {}).get("entries", [])}
+
+
+def in_place(module: Module, v: Value) -> bool:
+    """Should the fused call's result alias operand ``v``? Not when ``v`` is an entry parameter
+    the caller keeps: XLA would copy it into a new buffer first (one pass over the table),
+    while an unaliased result lets the kernel write the new table in one pass itself."""
+    op = v.owner
+    if op.opcode != "parameter" or op.parent is not module.entry:
+        return True
+    return int(op.attributes.get("parameter_number", 0)) in donated_parameters(module)
+
+
 def _replace(module: Module, gcall: Operation, f: FusedUpdate, index: int,
              rw: PatternRewriter) -> dict[str, Any]:
     g: Graph = gcall.parent
@@ -224,13 +246,14 @@ def _replace(module: Module, gcall: Operation, f: FusedUpdate, index: int,
     n = len(f.replaced)
     result = shapes[0] if n == 1 else Shape.tuple_of(shapes)
     alias = [{"output_shape_index": [] if n == 1 else [i], "operand_index": i,
-              "operand_shape_index": []} for i in range(n)]
+              "operand_shape_index": []} for i in range(n) if in_place(module, inputs[i])]
     cc = Operation("custom-call", inputs, [result], {
         "custom_call_target": f.target.name,
         "custom_call_api_version": "API_VERSION_TYPED_FFI",
         ATTRS_KEY: {},
-        "output_operand_aliasing": alias,
     }, [comp], name=g.unique_name(f"ember_{f.target.kind}"))
+    if alias:
+        cc.attributes["output_operand_aliasing"] = alias
     md = gcall.attributes.get("metadata")
     if md:
         cc.attributes["metadata"] = dict(md)

@@ -59,6 +59,27 @@ def test_scatter_grad_is_xla_scatter_add(dtype, v, n, d):
     assert_same(jax.jit(lambda i, u: scatter_grad(i, u, v))(wrapped, rows), want)
 
 
+@pytest.mark.parametrize("d", [128, 72, 133])
+@pytest.mark.parametrize("v", [300, 200_000])
+def test_wide_rows_with_hot_duplicates(v, d):
+    """Rows wide enough for the register-blocked sums (64 + 8-float chunks and a scalar tail),
+    Zipf ids (one row takes a large share of the updates), the counting (small table) and the
+    radix-sort (table much larger than the batch) grouping: XLA's bits, for the gradient and
+    for the fused SGD update."""
+    rng = np.random.default_rng(v + d)
+    n = 2000
+    ids = ((rng.zipf(1.1, n) - 1) % v).astype(np.int32)
+    ids[::97] = v + 5  # dropped
+    rows = mixed(rng, (n, d), np.float32)
+    want = jax.jit(lambda i, u: jnp.zeros((v, d), jnp.float32).at[i].add(u, mode="drop"))(
+        ids, rows)
+    assert_same(jax.jit(lambda i, u: scatter_grad(i, u, v))(ids, rows), want)
+    t = mixed(rng, (v, d), np.float32)
+    s = np.float32(-0.03)
+    got = jax.jit(sparse_sgd)(t, ids, rows, s)
+    assert_same(got, jax.jit(lambda t, g: t + g * s)(t, want))
+
+
 def test_scatter_grad_s64_ids_and_all_out_of_range():
     with jax.enable_x64(True):
         ids = np.array([2**40, -1, 5, 5, 9], np.int64)
@@ -80,24 +101,26 @@ def test_rsqrt_reproduces_xla_on_this_machine():
     assert_same(native_rsqrt(x), xla_rsqrt(x))
 
 
-def sparse_sgd(table, ids, rows, scale):
+def sparse_sgd(table, ids, rows, scale, alias=True):
+    """alias=False: the result is a separate buffer (the kernel copies the untouched rows)."""
     call = jax.ffi.ffi_call("ember.sparse_sgd", jax.ShapeDtypeStruct(table.shape, table.dtype),
-                            input_output_aliases={0: 0})
+                            input_output_aliases={0: 0} if alias else None)
     return call(table, ids, rows, scale)
 
 
-def sparse_adagrad(table, acc, ids, rows, scale, eps):
+def sparse_adagrad(table, acc, ids, rows, scale, eps, alias=True):
     shapes = (jax.ShapeDtypeStruct(table.shape, table.dtype),) * 2
     call = jax.ffi.ffi_call("ember.sparse_adagrad", shapes,
-                            input_output_aliases={0: 0, 1: 1})
+                            input_output_aliases={0: 0, 1: 1} if alias else None)
     return call(table, acc, ids, rows, scale, eps)
 
 
 SCALES = [-0.1, -0.0, 0.0, 0.25, -np.inf, np.nan, -3e38]
 
 
+@pytest.mark.parametrize("alias", [True, False])
 @pytest.mark.parametrize("scale", SCALES)
-def test_sparse_sgd_is_the_dense_update(scale):
+def test_sparse_sgd_is_the_dense_update(scale, alias):
     rng = np.random.default_rng(1)
     v, d, n = 40, 7, 90
     table = mixed(rng, (v, d), np.float32)
@@ -110,12 +133,13 @@ def test_sparse_sgd_is_the_dense_update(scale):
         return t + jnp.zeros_like(t).at[i].add(u, mode="drop") * s
 
     want = jax.jit(dense)(table, ids, rows, s)
-    assert_same(jax.jit(sparse_sgd)(table, ids, rows, s), want)
+    assert_same(jax.jit(lambda *a: sparse_sgd(*a, alias=alias))(table, ids, rows, s), want)
 
 
 @pytest.mark.parametrize("scale,eps", [(-0.1, 1e-7), (-0.0, 1e-7), (0.5, 1e-7), (-0.1, -1.0),
                                        (-0.1, 0.0), (np.nan, 1e-7)])
-def test_sparse_adagrad_is_optax_adagrad(scale, eps):
+@pytest.mark.parametrize("alias", [True, False])
+def test_sparse_adagrad_is_optax_adagrad(scale, eps, alias):
     rng = np.random.default_rng(2)
     v, d, n = 30, 9, 70
     table = mixed(rng, (v, d), np.float32)
@@ -133,7 +157,7 @@ def test_sparse_adagrad_is_optax_adagrad(scale, eps):
         return t + upd * s, a
 
     want = jax.jit(dense)(table, acc, ids, rows, s, e)
-    got = jax.jit(sparse_adagrad)(table, acc, ids, rows, s, e)
+    got = jax.jit(lambda *x: sparse_adagrad(*x, alias=alias))(table, acc, ids, rows, s, e)
     assert_same(got[0], want[0])
     assert_same(got[1], want[1])
 

@@ -1,0 +1,111 @@
+// What the fused sparse optimizers share: operand checks, and the driver that applies a
+// per-row update to the touched rows of a table and its slot variables.
+//
+// The results may alias the operands (output_to_operand_aliasing: a donated table is updated
+// in place) or be separate buffers (the rewrite does not alias a table parameter the caller
+// keeps, so XLA does not copy it first): then every byte of the results is written once, the
+// touched rows by the update (reading the operand rows), the untouched ones copied in runs.
+#ifndef EMBER_XLA_NATIVE_SPARSE_UPDATE_H_
+#define EMBER_XLA_NATIVE_SPARSE_UPDATE_H_
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "grad_common.h"
+
+namespace ember {
+
+// An operand/result pair of a table-shaped array with `width` floats per row.
+struct RowArray {
+  const float* src;
+  float* dst;
+  int64_t width;
+  bool distinct() const { return src != dst; }
+};
+
+inline RowArray Pair(const ffi::AnyBuffer& in, ffi::AnyBuffer& out, int64_t width) {
+  return {static_cast<const float*>(in.untyped_data()), static_cast<float*>(out.untyped_data()),
+          width};
+}
+
+inline bool Fma() {
+  static const bool ok = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
+  return ok;
+}
+
+// Asks for the cache lines of row [p, p + d) to be written soon.
+inline void PrefetchRow(const float* p, int64_t d) {
+  for (int64_t j = 0; j < d; j += 16) __builtin_prefetch(p + j, 1);
+}
+
+// `in` and `out` are f32 with `table`'s dimensions (rank 2), or f32[V] when `vector_slot`.
+inline ffi::Error CheckTableLike(const char* kind, const ffi::AnyBuffer& in,
+                                 const ffi::AnyBuffer& out, const ffi::AnyBuffer& table,
+                                 bool vector_slot = false) {
+  const std::string k = std::string("ember.") + kind + ": ";
+  if (in.element_type() != ffi::DataType::F32 || out.element_type() != ffi::DataType::F32)
+    return ffi::Error::InvalidArgument(k + "tables must be f32");
+  const auto want = table.dimensions();
+  const size_t rank = vector_slot ? 1 : 2;
+  bool ok = in.dimensions().size() == rank && out.dimensions().size() == rank && want.size() == 2;
+  for (size_t i = 0; ok && i < rank; ++i)
+    ok = in.dimensions()[i] == want[i] && out.dimensions()[i] == want[i];
+  if (!ok)
+    return ffi::Error::InvalidArgument(
+        k + (vector_slot ? "the table must be [V, D], its slot and results [V]"
+                         : "table, slots and results must all be [V, D]"));
+  return ffi::Error::Success();
+}
+
+inline ffi::Error ScalarF32(const char* kind, const ffi::AnyBuffer& b, float* out) {
+  if (b.element_type() != ffi::DataType::F32 || b.element_count() != 1)
+    return ffi::Error::InvalidArgument(std::string("ember.") + kind + ": scalars must be f32[]");
+  *out = *static_cast<const float*>(b.untyped_data());
+  return ffi::Error::Success();
+}
+
+// Does t + 0 * scale leave every t (including -0) unchanged? Only for a finite negative scale.
+inline bool UntouchedUnchanged(float scale) {
+  return std::isfinite(scale) && std::signbit(scale);
+}
+
+// Runs row_fn(row, grad) for the touched rows, grad the row's summed gradient (SumGroup, XLA's
+// order), with ahead(row) first for a row two groups later (prefetch). Then the untouched rows:
+// when `dense`, row_fn(row, 0) for each (the update changes them: XLA's result); otherwise
+// each distinct pair of `arrays` has its untouched rows copied.
+template <typename AheadFn, typename RowFn>
+void ForRows(const RowGroups& g, const UpdateRows& upd, int64_t v, int64_t d, bool dense,
+             const std::vector<RowArray>& arrays, const AheadFn& ahead, const RowFn& row_fn) {
+  ParallelGroups(g, [&](int64_t k0, int64_t k1) {
+    ForGroupRange<float>(
+        g, upd, d, k0, k1, [&](int64_t k) { ahead(g.rows[k]); },
+        [&](int64_t k, const float* acc) { row_fn(g.rows[k], acc); });
+  });
+  bool copy = false;
+  for (const RowArray& a : arrays) copy = copy || a.distinct();
+  if (!dense && !copy) return;
+  const int64_t n = static_cast<int64_t>(g.rows.size());
+  const std::vector<float> zero(static_cast<size_t>(d), 0.0f);
+  ParallelRows(v, 4096, [&](int64_t r0, int64_t r1) {
+    int64_t k = g.first_at_or_after(r0);
+    for (int64_t r = r0; r < r1;) {
+      const int64_t next = k < n ? std::min(g.rows[k], r1) : r1;  // untouched: [r, next)
+      if (dense) {
+        for (int64_t q = r; q < next; ++q) row_fn(q, zero.data());
+      } else if (next > r) {
+        for (const RowArray& a : arrays)
+          if (a.distinct())
+            std::memcpy(a.dst + r * a.width, a.src + r * a.width,
+                        static_cast<size_t>((next - r) * a.width) * sizeof(float));
+      }
+      r = next + 1;  // skip the touched row (or step past r1)
+      ++k;
+    }
+  });
+}
+
+}  // namespace ember
+
+#endif  // EMBER_XLA_NATIVE_SPARSE_UPDATE_H_
