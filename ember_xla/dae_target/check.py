@@ -28,7 +28,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from ember_xla.call_specs import ArraySpec, ClusterSpec, cluster_spec
+from ember_xla.call_specs import BACKWARD_ROLES, ArraySpec, ClusterSpec, cluster_spec
 from ember_xla.dae_target.interp.run import run
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
@@ -76,6 +76,8 @@ def _ids(rng: np.random.Generator, a: ArraySpec, n: int, spec: ClusterSpec,
 def random_inputs(spec: ClusterSpec, rng: np.random.Generator,
                   case: str | None = None) -> list[np.ndarray]:
     """One set of valid inputs for the call (``case``: None or one of ``EDGE_CASES``)."""
+    if spec.kind in BACKWARD_ROLES:
+        return _backward_inputs(spec, rng, case)
     out: list[np.ndarray] = [None] * len(spec.operands)  # type: ignore[list-item]
     for part in spec.parts:
         i0 = part.first_operand
@@ -107,6 +109,30 @@ def random_inputs(spec: ClusterSpec, rng: np.random.Generator,
     return out
 
 
+def _backward_inputs(spec: ClusterSpec, rng: np.random.Generator, case: str | None
+                     ) -> list[np.ndarray]:
+    """A lookup gradient's operands: row ids in [-V-3, V+3) (dropped outside [0, V)), all one
+    id ("duplicates"), all out of range, or, for "empty", every mask false (gathered form) or
+    no in-range id; gradient rows, source rows (clamped by the gather, out of range too), a
+    mask, the table and a negative, zero (-0.0) or positive scale."""
+    v = spec.outputs[0].shape[0]
+    out = []
+    for role, a in zip(spec.roles, spec.operands, strict=True):
+        if role == "indices":
+            ids = draw_ids(rng, a.shape[0], v, "out_of_range" if case == "empty" else case)
+            out.append(ids.astype(NP[a.dtype]))
+        elif role == "source_rows":
+            out.append(draw_ids(rng, a.shape[0], spec.operands[1].shape[0]).astype(NP[a.dtype]))
+        elif role == "mask":
+            keep = rng.random(a.shape) < (0.0 if case == "empty" else 0.7)
+            out.append(keep)
+        elif role == "scale":
+            out.append(np.asarray(rng.choice([-0.1, -0.0, 0.25]), np.float32))
+        else:  # table, updates, source
+            out.append(_values(rng, a.shape, a.dtype))
+    return out
+
+
 def outlined_module(module: Module, call: Operation) -> Module:
     """The call's outlined computation as a module of its own (runs on XLA:CPU)."""
     m = module.clone()
@@ -127,7 +153,7 @@ def kernel_reference(spec: ClusterSpec) -> Callable[[list[np.ndarray]], list[np.
     outs = [jax.ShapeDtypeStruct(o.shape, NP[o.dtype]) for o in spec.outputs]
     call = jax.ffi.ffi_call(target_of_kind(spec.kind).name,
                             outs if len(outs) > 1 else outs[0])
-    attrs = dict(spec.attrs)
+    attrs = {} if spec.kind in BACKWARD_ROLES else dict(spec.attrs)
 
     def run_kernel(inputs: list[np.ndarray]) -> list[np.ndarray]:
         with jax.enable_x64(True):

@@ -67,7 +67,7 @@ class Machine:
                         d >= 0 and d != s for d, s in zip(a.shape, x.shape, strict=True)):
                     raise InterpretError(f"input {k} ({a.name}): got {x.dtype}{list(x.shape)},"
                                          f" the program wants {a.dtype}{list(a.shape)}")
-                arr = np.ascontiguousarray(x).copy()
+                arr = np.array(x, order="C", copy=True)  # (keeps a 0-d array 0-d)
             else:
                 shape = tuple(output_shapes[k - p.num_inputs]) if output_shapes is not None \
                     else a.shape

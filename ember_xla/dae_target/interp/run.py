@@ -63,7 +63,7 @@ def _bind_input(x: Any, t: Any, i: int) -> np.ndarray:
     want = numpy_dtype(t.elem)
     if arr.dtype != want or arr.ndim != t.rank:
         raise InterpretError(f"input {i}: got {arr.dtype}{list(arr.shape)}, function wants {t}")
-    return np.ascontiguousarray(arr).copy()
+    return np.array(arr, order="C", copy=True)  # (ascontiguousarray makes 0-d arrays 1-d)
 
 
 def outputs_of(graph: Graph) -> list[tuple[tuple[int, ...], np.dtype]]:

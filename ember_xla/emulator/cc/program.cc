@@ -25,7 +25,7 @@ const std::unordered_map<std::string_view, Op>& OpTable() {
       {"broadcast", Op::Broadcast}, {"reduce", Op::Reduce}, {"alloc", Op::Alloc},
       {"for", Op::For}, {"if", Op::If}, {"mov", Op::Mov}, {"inc", Op::Inc}, {"pop", Op::Pop},
       {"from_buffer", Op::FromBuffer}, {"vmask", Op::VMask}, {"first_lane", Op::FirstLane},
-      {"unique", Op::Unique}, {"run", Op::Run}};
+      {"unique", Op::Unique}, {"run", Op::Run}, {"fma", Op::Fma}};
   return t;
 }
 
@@ -39,7 +39,7 @@ void Shape(Op op, int* d, int* s, int* m) {
     case Op::Const: *s = 0, *m = 1; return;
     case Op::Dim: *s = 1, *m = 1; return;
     case Op::CmpI: case Op::CmpF: *m = 1; return;
-    case Op::Select: *s = 3; return;
+    case Op::Select: case Op::Fma: *s = 3; return;
     case Op::Load: case Op::MaskedLoad: *s = -1; return;
     case Op::Store: case Op::MaskedStore: *d = 0, *s = -1; return;
     case Op::Reduce: *s = 1, *m = 1; return;
@@ -61,7 +61,7 @@ int BaseClass(const Instr& in) {
     case Op::Store: case Op::MaskedStore: return 1;
     case Op::AddF: case Op::SubF: case Op::NegF: case Op::AddI: case Op::SubI: case Op::AndI:
     case Op::OrI: case Op::XorI: return 2;
-    case Op::MulF: case Op::DivF: case Op::Sqrt: case Op::MulI: return 3;
+    case Op::MulF: case Op::DivF: case Op::Sqrt: case Op::MulI: case Op::Fma: return 3;
     case Op::MaxF: case Op::MinF: case Op::MaxSI: case Op::MinSI: return 4;
     case Op::ExtF: case Op::TruncF: case Op::SIToFP: case Op::FPToSI: case Op::IndexCast:
     case Op::Broadcast: case Op::FirstLane: return 5;
