@@ -1,7 +1,7 @@
 """The backward of a lookup lowered to the Ember levels: ``ember.scatter_grad`` (plain and
 gathered updates, with the bounds mask of a segment sum; f32, bf16 and f16 gradients; s32
 and s64 ids) and ``ember.sparse_sgd`` (optax, hand-written, learning rate as an argument)
-from real JAX training steps, lowered at -O0..-O3 and every stage's interpreter (SLC, SLCV,
+from real JAX training steps, lowered at -O0..-O4 and every stage's interpreter (SLC, SLCV,
 DLC) compared bit for bit with the call's outlined computation on XLA:CPU on random ids and
 the edge cases of ``check`` (all-duplicate ids, all ids out of range, no update kept); the
 scale is drawn negative, -0.0 (zero learning rate) and positive. ``sparse_adagrad`` is refused
@@ -40,7 +40,7 @@ def _calls(fn, args, kinds):
     return r, calls
 
 
-def _check_levels(fn, args, kinds=("scatter_grad", "sparse_sgd"), levels=(0, 1, 2, 3)):
+def _check_levels(fn, args, kinds=("scatter_grad", "sparse_sgd"), levels=(0, 1, 2, 3, 4)):
     module, calls = _calls(fn, args, kinds)
     specs = []
     for call in calls:
