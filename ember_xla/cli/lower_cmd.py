@@ -97,6 +97,13 @@ def shown_stages(stages: list[Stage], every_pass: bool) -> list[Stage]:
 
 
 def describe(call: Operation, spec: Any) -> str:
+    from ember_xla.call_specs import BACKWARD_ROLES
+
+    if spec.kind in BACKWARD_ROLES:
+        p = spec.parts[0]
+        return (f"{call.attributes['custom_call_target']} %{call.name} (gradient: rows of "
+                f"{p.table}{' gathered by source_rows' if p.layout else ''} added into "
+                f"{p.out} at {p.lookups} ids)")
     tables = ", ".join(str(p.table) for p in spec.parts)
     return (f"{call.attributes['custom_call_target']} %{call.name} ({spec.combiner}, "
             f"{spec.index_mode}{', weighted' if spec.weighted else ''}; table {tables})")

@@ -83,7 +83,8 @@ def lower_to_slc(spec: ClusterSpec) -> Module:
     e = Emitter(g)
     ctx = _Ctx(e)
     if spec.kind in BACKWARD_LOWERED:
-        lower_backward(e, spec, list(g.args[:len(ins)]), g.args[len(ins)], ctx.c0, ctx.c1)
+        lower_backward(e, spec, list(g.args[:len(ins)]), g.args[len(ins)],
+                       (ctx.c0, ctx.c1, ctx.s0, ctx.s1))
         g.append(func.ReturnOp.create([]))
         return m
     for k, part in enumerate(spec.parts):

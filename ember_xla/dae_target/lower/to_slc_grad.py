@@ -34,11 +34,11 @@ from ember_xla.ir.value import Value
 
 
 def lower_backward(e: Emitter, spec: ClusterSpec, args: list[Value], out: Value,
-                   c0: Value, c1: Value) -> None:
+                   consts: tuple[Value, Value, Value, Value]) -> None:
     """Append the lowering of one backward cluster; ``args`` are the operand memrefs in
-    ``spec.roles`` order."""
+    ``spec.roles`` order, ``consts`` the index constants 0 and 1 and their streams."""
     role = dict(zip(spec.roles, args, strict=True))
-    s0, s1 = e.stream(c0), e.stream(c1)
+    c0, c1, s0, s1 = consts
     v = e.dim(out, 0, "V")
     d = e.dim(out, 1, "D")
     s_v = e.stream(v)
@@ -74,6 +74,7 @@ def _scatter(e: Emitter, role: dict[str, Value], out: Value, s_v: Value, d: Valu
     indices = role["indices"]
     rows = role.get("source", role.get("updates"))
     s_s = e.stream(e.dim(rows, 0, "S")) if "source_rows" in role else None
+    s_d = e.stream(d)
     lookups = e.slc_for(s0, e.stream(e.dim(indices, 0, "L")), s1, "j")
     with e.into(lookups.body):
         j = lookups.iv
@@ -83,7 +84,7 @@ def _scatter(e: Emitter, role: dict[str, Value], out: Value, s_v: Value, d: Valu
         if s_s is not None:  # XLA's row gather clamps its start index
             src = e.alu("clamp", [e.mem(role["source_rows"], [j]), s_s])
         mask = e.mem(role["mask"], [j]) if "mask" in role else None
-        inner = e.slc_for(s0, e.stream(d), s1, "k")
+        inner = e.slc_for(s0, s_d, s1, "k")
         with e.into(inner.body):
             val = e.mem(rows, [src, inner.iv])
             cb = e.callback()
