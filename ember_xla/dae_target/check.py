@@ -253,6 +253,8 @@ def shrink(spec: ClusterSpec, rows: int = 4, lookups: int = 12, width: int = 8,
     in well under a second: at most ``rows`` output rows, ``lookups`` lookups, ``width``
     columns and ``table_rows`` table rows per table (zero sizes stay zero). For a ``--verify``
     of clusters too large to interpret: lower the shrunk spec the same way, ``check_spec`` it."""
+    if spec.kind in BACKWARD_ROLES:
+        return _shrink_backward(spec, rows, lookups, width, table_rows)
     ops = list(spec.operands)
     parts = []
     w_new = None
@@ -286,6 +288,28 @@ def shrink(spec: ClusterSpec, rows: int = 4, lookups: int = 12, width: int = 8,
         ops[-1] = w_new
     return dataclasses.replace(spec, operands=tuple(ops), outputs=tuple(p.out for p in parts),
                                parts=tuple(parts))
+
+
+def _shrink_backward(spec: ClusterSpec, rows: int, lookups: int, width: int,
+                     table_rows: int) -> ClusterSpec:
+    """``shrink`` of a gradient / fused update: at most ``table_rows`` rows written,
+    ``lookups`` updates, ``width`` columns and ``rows`` source rows (gathered form)."""
+    out = spec.outputs[0]
+    v, d = min(out.shape[0], table_rows), min(out.shape[1], width)
+    n = min(spec.operands[spec.roles.index("indices")].shape[0], lookups)
+    shapes = {"table": (v, d), "indices": (n,), "updates": (n, d), "source_rows": (n,),
+              "mask": (n,), "scale": ()}
+    if "source" in spec.roles:
+        shapes["source"] = (min(spec.operands[spec.roles.index("source")].shape[0], rows), d)
+    ops = tuple(ArraySpec(shapes[r], a.dtype) for r, a in zip(spec.roles, spec.operands,
+                                                                 strict=True))
+    new_out = ArraySpec((v, d), out.dtype)
+    p = spec.parts[0]
+    part = dataclasses.replace(p, table=ops[p.first_operand], out=new_out,
+                               lookups=ops[spec.roles.index("indices")],
+                               layout=ops[spec.roles.index("source_rows")]
+                               if p.layout is not None else None)
+    return dataclasses.replace(spec, operands=ops, outputs=(new_out,), parts=(part,))
 
 
 def summary(r: CheckResult) -> dict[str, Any]:

@@ -165,3 +165,25 @@ def test_fma_rounds_once():
     assert not np.array_equal(naive[-2:].view(np.uint32), want[-2:].view(np.uint32))
     zero = fma(f(0.0), f(-0.1), f(-0.0), f)  # the untouched row of a zero gradient keeps -0
     assert zero == 0.0 and np.signbit(zero)
+
+
+@pytest.mark.parametrize("which", ["gathered", "sgd"])
+def test_shrunk_form_checked_against_the_kernel(which):
+    """``lower --verify`` of a backward cluster too big to interpret checks the same form at a
+    small size against the native kernel (``check.shrink``)."""
+    from ember_xla.dae_target.check import check_spec, shrink
+
+    ids, y = _ids()
+    if which == "gathered":
+        seg = np.repeat(np.arange(8), 16).astype(np.int32)
+        fn, args = ts.grad_fn(ts.bag_segments(W, 8)), (ts.table(RNG), ids.ravel(), seg, y[:8])
+    else:
+        fn, args = ts.sgd_step(ts.bag_index(W), 0.1), (ts.table(RNG), ids, y)
+    _, calls = _calls(fn, args, ("scatter_grad", "sparse_sgd"))
+    spec = cluster_spec(calls[0])
+    small = shrink(spec, rows=3, lookups=10, width=4, table_rows=7)
+    assert small.outputs[0].shape == (7, 4) and small.roles == spec.roles
+    assert all(len(a.shape) == len(b.shape) for a, b in zip(small.operands, spec.operands,
+                                                             strict=True))
+    res = check_spec(small, lower_cluster(small, 3)[-1][1])
+    assert res.ok and res.bitwise and res.reference == "kernel", summary(res)
