@@ -74,7 +74,14 @@ class Machine:
                 if len(shape) != len(a.shape) or any(d < 0 for d in shape):
                     raise InterpretError(f"output {a.name}: shape {list(shape)} unknown or of "
                                          "the wrong rank (pass output_shapes)")
-                arr = np.full(shape, np.nan, dtype=dt)
+                if a.init >= 0:  # updated in place: starts as its input
+                    src = self.val[p.args[a.init].reg]
+                    if src.shape != shape:
+                        raise InterpretError(f"output {a.name}: shape {list(shape)} differs "
+                                             f"from its input's {list(src.shape)}")
+                    arr = src.copy()
+                else:
+                    arr = np.full(shape, np.nan, dtype=dt)
             self.val[a.reg] = arr
             self._place(arr)
 

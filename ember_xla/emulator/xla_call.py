@@ -32,9 +32,6 @@ def emulated_module(rewritten: Module, clusters: list[Any], target: Target) -> M
         if c is None:
             continue
         op.attributes["custom_call_target"] = EMULATE.name
-        # a DAE program's results are buffers of their own (the executor fills them before
-        # it runs): a fused update's in-place aliasing of its table is dropped
-        op.attributes.pop("output_operand_aliasing", None)
         op.attributes[ATTRS_KEY] = executor_cc.emulate_attributes(c.program, target, c.name)
     return m
 

@@ -82,6 +82,8 @@ def lower_to_slc(spec: ClusterSpec) -> Module:
     m.add(g, entry=True)
     e = Emitter(g)
     ctx = _Ctx(e)
+    if spec.kind == "sparse_sgd":  # the table is updated in place: its result starts as it
+        g.attributes["output_init"] = [spec.roles.index("table")]
     if spec.kind in BACKWARD_LOWERED:
         lower_backward(e, spec, list(g.args[:len(ins)]), g.args[len(ins)],
                        (ctx.c0, ctx.c1, ctx.s0, ctx.s1))

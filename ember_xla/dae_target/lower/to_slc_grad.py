@@ -16,13 +16,22 @@ update row ``updates[j]`` (or, gathered form, ``source[clamp(source_rows[j])]``,
 Before the updates an init loop zeroes the ``V`` rows (the gradient is a dense ``[V, D]``
 result, as XLA's).
 
-``sparse_sgd`` (``t + g * s``, contracted by XLA to ``fma(g, s, t)``) must sum a row's
-duplicate updates before applying them: the gradient is accumulated as above into a core
-scratch ``[V, D]`` (``memref.alloc``, zeroed first), then one pass over the rows writes
-``out[r] = fma(grad[r], s, table[r])``. A DAE program's results are buffers of their own (the
-format has no operand aliasing), so every row of the result is written anyway; for a row
-without gradient that is ``fma(0, s, t)``, which is ``t`` when ``s`` is finite and negative
-and XLA's dense value otherwise, so no run-time test is needed."""
+``sparse_sgd`` (``t + g * s``, contracted by XLA to ``fma(g, s, t)``) updates the table in
+place: its result starts as the table (the function's ``output_init``, the DAE program's
+``init`` record), and only touched rows are read and written, in four passes over the ids
+(all on the access unit's index stream; the core keeps a scratch gradient row and a
+``done[V]`` flag per row, both ``memref.alloc``, touched only at touched rows):
+
+1. per in-range id: zero its scratch gradient row, clear its flag;
+2. the scatter-add above into the scratch rows (a row's duplicates in index order);
+3. per in-range id: the first time a row comes up (flag clear) set the flag and write
+   ``out[r] = fma(grad[r], s, table[r])``: the read-modify-write hazard of duplicate ids on
+   a table updated in place is the flag test, so each touched row is updated exactly once;
+4. rows without gradient are left as they are when ``t + 0 * s == t`` for every ``t`` (``s``
+   finite with its sign bit set, tested once on the core before the engines); otherwise
+   (lr <= 0, Inf, NaN: XLA's dense update changes them) a pass over all ``V`` rows, before 1
+   clearing every flag and after 3 writing ``fma(0, s, t)`` where the flag is clear. Its
+   loops' bound is that test's result (0 or V), so the sparse case runs no row pass."""
 
 from __future__ import annotations
 
@@ -46,10 +55,7 @@ def lower_backward(e: Emitter, spec: ClusterSpec, args: list[Value], out: Value,
         _zero_rows(e, out, s_v, d, s0, s1, c0, c1)
         _scatter(e, role, out, s_v, d, s0, s1)
     elif spec.kind == "sparse_sgd":
-        grad = e.v(memref.AllocOp, [v, d], MemRefType((None, None), F32), "grad")
-        _zero_rows(e, grad, s_v, d, s0, s1, c0, c1)
-        _scatter(e, role, grad, s_v, d, s0, s1)
-        _sgd_rows(e, role, grad, out, s_v, d, s0, s1, c0, c1)
+        _sparse_sgd(e, role, out, v, d, s_v, consts)
     else:
         raise LoweringRefused(f"{spec.name}: {spec.kind} has no DAE lowering")
 
@@ -105,29 +111,103 @@ def _scatter(e: Emitter, role: dict[str, Value], out: Value, s_v: Value, d: Valu
         e.end(slc.YieldOp, lookups.body)
 
 
-def _sgd_row(e: Emitter, grad: Value, out: Value, table: Value, scale: Value, r: Value,
+def _sgd_row(e: Emitter, grad: Value | None, out: Value, table: Value, scale: Value, r: Value,
              d: Value, c0: Value, c1: Value) -> None:
-    """``out[r, :] = fma(grad[r, :], scale, table[r, :])`` (core loop over the row)."""
+    """``out[r, :] = fma(g, scale, table[r, :])``, g = ``grad[r, :]`` or +0 (``grad`` None)
+    (core loop over the row)."""
     loop = e.scf_for(c0, d, c1)
     with e.into(loop.body):
-        g = e.v(memref.LoadOp, [grad, r, loop.iv], F32)
+        g = (e.v(memref.LoadOp, [grad, r, loop.iv], F32) if grad is not None
+             else e.const(0.0, F32))
         t = e.v(memref.LoadOp, [table, r, loop.iv], F32)
         e.op(memref.StoreOp, [e.v(arith.FmaOp, [g, scale, t], F32), out, r, loop.iv])
         e.end(scf.YieldOp, loop.body)
 
 
-def _sgd_rows(e: Emitter, role: dict[str, Value], grad: Value, out: Value, s_v: Value,
-              d: Value, s0: Value, s1: Value, c0: Value, c1: Value) -> None:
-    """``for r in [0, V)``: one callback per row writing ``out[r, :] = fma(grad[r, :], s,
-    table[r, :])``, ``s`` loaded once per row."""
-    rows = e.slc_for(s0, s_v, s1, "r")
+def _rows_written_by_dense_update(e: Emitter, role: dict[str, Value], v: Value,
+                                  c0: Value) -> Value:
+    """Core, before the engines: 0 when ``t + 0 * s == t`` for every t (``s`` finite with its
+    sign bit set: ``s - s == 0`` and ``1 / s < 0``), else V (every untouched row is updated
+    with a zero gradient, as XLA's dense update does)."""
+    s = e.v(memref.LoadOp, [role["scale"]], F32, "s")
+    zero, one = e.const(0.0, F32), e.const(1.0, F32)
+    finite = e.v(arith.CmpFOp, [e.v(arith.SubFOp, [s, s], F32), zero], I1, pred="oeq")
+    negative = e.v(arith.CmpFOp, [e.v(arith.DivFOp, [one, s], F32), zero], I1, pred="olt")
+    exact = e.v(arith.AndIOp, [finite, negative], I1)
+    return e.v(arith.SelectOp, [exact, c0, v], v.type, "n_dense")
+
+
+def _per_id(e: Emitter, role: dict[str, Value], s_v: Value, s0: Value, s1: Value,
+            body: object) -> None:
+    """``for j``: the id ``indices[j]`` and its in-range flag; one callback per id running
+    ``body(row)`` when the id is in range."""
+    indices = role["indices"]
+    lookups = e.slc_for(s0, e.stream(e.dim(indices, 0, "L")), s1, "j")
+    with e.into(lookups.body):
+        sid = e.mem(indices, [lookups.iv])
+        keep = e.alu("inrange", [sid, s_v], I1)
+        cb = e.callback()
+        with e.into(cb.body):
+            guard = e.scf_if(e.read(keep))
+            with e.into(guard.then_block):
+                body(e.read(sid))  # type: ignore[operator]
+                e.end(scf.YieldOp, guard.then_block)
+            e.end(slc.YieldOp, cb.body)
+        e.end(slc.YieldOp, lookups.body)
+
+
+def _per_row(e: Emitter, s_n: Value, s0: Value, s1: Value, body: object) -> None:
+    """``for r in [0, n)``: one callback per row running ``body(r)``."""
+    rows = e.slc_for(s0, s_n, s1, "r")
     with e.into(rows.body):
         cb = e.callback()
         with e.into(cb.body):
-            scale = e.v(memref.LoadOp, [role["scale"]], F32)
-            _sgd_row(e, grad, out, role["table"], scale, e.read(rows.iv), d, c0, c1)
+            body(e.read(rows.iv))  # type: ignore[operator]
             e.end(slc.YieldOp, cb.body)
         e.end(slc.YieldOp, rows.body)
+
+
+def _not(e: Emitter, x: Value) -> Value:
+    return e.v(arith.XOrIOp, [x, e.const(True, I1)], I1)
+
+
+def _sparse_sgd(e: Emitter, role: dict[str, Value], out: Value, v: Value, d: Value,
+                s_v: Value, consts: tuple[Value, Value, Value, Value]) -> None:
+    """The fused SGD update in place (``out`` starts as the table: ``output_init``)."""
+    c0, c1, s0, s1 = consts
+    table = role["table"]
+    grad = e.v(memref.AllocOp, [v, d], MemRefType((None, None), F32), "grad")
+    done = e.v(memref.AllocOp, [v], MemRefType((None,), I1), "done")
+    s_dense = e.stream(_rows_written_by_dense_update(e, role, v, c0))
+    no, yes = e.const(False, I1), e.const(True, I1)
+
+    def clear(r: Value) -> None:
+        e.op(memref.StoreOp, [no, done, r])
+
+    def start(r: Value) -> None:
+        fill_row(e, grad, r, d, e.const(0.0, F32), c0, c1)
+        e.op(memref.StoreOp, [no, done, r])
+
+    def update_once(r: Value) -> None:
+        first = e.scf_if(_not(e, e.v(memref.LoadOp, [done, r], I1)))
+        with e.into(first.then_block):
+            e.op(memref.StoreOp, [yes, done, r])
+            _sgd_row(e, grad, out, table, e.v(memref.LoadOp, [role["scale"]], F32), r, d,
+                     c0, c1)
+            e.end(scf.YieldOp, first.then_block)
+
+    def untouched(r: Value) -> None:
+        cond = e.scf_if(_not(e, e.v(memref.LoadOp, [done, r], I1)))
+        with e.into(cond.then_block):
+            _sgd_row(e, None, out, table, e.v(memref.LoadOp, [role["scale"]], F32), r, d,
+                     c0, c1)
+            e.end(scf.YieldOp, cond.then_block)
+
+    _per_row(e, s_dense, s0, s1, clear)           # dense rule only: every row's flag
+    _per_id(e, role, s_v, s0, s1, start)          # the touched rows' gradient and flag
+    _scatter(e, role, grad, s_v, d, s0, s1)       # the gradient, in XLA's order
+    _per_id(e, role, s_v, s0, s1, update_once)    # each touched row updated once
+    _per_row(e, s_dense, s0, s1, untouched)       # dense rule only: the other rows
 
 
 __all__ = ["lower_backward"]

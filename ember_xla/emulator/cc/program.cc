@@ -99,6 +99,9 @@ class Reader {
     }
   }
   bool done() const { return pos_ == recs_.size(); }
+  bool Peek(const char* keyword) const {
+    return pos_ < recs_.size() && recs_[pos_][0] == keyword;
+  }
   const std::vector<std::string_view>& Next(const char* keyword) {
     if (pos_ >= recs_.size())
       throw ProgramError(std::string("DAE program text ends early (expected ") + keyword + ")");
@@ -361,6 +364,15 @@ Program ParseProgram(std::string_view text) {
     a.reg = (int32_t)r.Index(rec[4], 0, n_regs, "register");
     a.dtype = r.DT(rec[5]);
     for (size_t j = 7; j < rec.size(); ++j) a.shape.push_back(r.Int(rec[j]));
+    if (r.Peek("init")) {
+      const auto& ini = r.Next("init");
+      r.Fields(ini, 3);
+      if (r.Int(ini[1]) != k) r.Fail("'init' record for another arg");
+      a.init = r.Index(ini[2], 0, p.num_inputs, "init input");
+      const Arg& src = p.args[a.init];
+      if (!a.out || src.dtype != a.dtype || src.shape.size() != a.shape.size())
+        r.Fail("an 'init' output must start as an input of its type and rank");
+    }
     p.args.push_back(std::move(a));
   }
   for (int64_t k = 0; k < n_regs; ++k) {

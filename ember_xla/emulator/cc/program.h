@@ -68,6 +68,7 @@ struct Arg {
   int32_t reg;
   DType dtype;
   std::vector<int64_t> shape;  // -1 unknown
+  int64_t init = -1;           // an output starting as a copy of input arg `init`; -1 poisoned
 };
 struct TU {
   int32_t parent, lb, ub, step;
