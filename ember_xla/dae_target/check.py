@@ -114,7 +114,10 @@ def _backward_inputs(spec: ClusterSpec, rng: np.random.Generator, case: str | No
     """A lookup gradient's operands: row ids in [-V-3, V+3) (dropped outside [0, V)), all one
     id ("duplicates"), all out of range, or, for "empty", every mask false (gathered form) or
     no in-range id; gradient rows, source rows (clamped by the gather, out of range too), a
-    mask, the table and a negative, zero (-0.0) or positive scale."""
+    mask, the table (with -0.0 entries, which XLA's dense update turns into +0.0) and a
+    negative, zero (-0.0: zero learning rate, with all-duplicate ids), infinite (all ids out
+    of range) or positive ("empty") scale: the last two take XLA's dense update of every
+    untouched row."""
     v = spec.outputs[0].shape[0]
     out = []
     for role, a in zip(spec.roles, spec.operands, strict=True):
@@ -126,9 +129,14 @@ def _backward_inputs(spec: ClusterSpec, rng: np.random.Generator, case: str | No
         elif role == "mask":
             keep = rng.random(a.shape) < (0.0 if case == "empty" else 0.7)
             out.append(keep)
-        elif role == "scale":
-            out.append(np.asarray(rng.choice([-0.1, -0.0, 0.25]), np.float32))
-        else:  # table, updates, source
+        elif role == "scale":  # -lr: zero lr (-0.0) and a positive scale (XLA's dense rule)
+            fixed = {"duplicates": -0.0, "out_of_range": np.inf, "empty": 0.25}
+            x = fixed[case] if case in fixed else rng.choice([-0.1, -0.0, 0.25])
+            out.append(np.asarray(x, np.float32))
+        elif role == "table":  # -0.0 entries: XLA's dense update makes them +0.0
+            t = _values(rng, a.shape, a.dtype)
+            out.append(np.where(rng.random(a.shape) < 0.1, -0.0, t).astype(t.dtype))
+        else:  # updates, source
             out.append(_values(rng, a.shape, a.dtype))
     return out
 
