@@ -17,6 +17,10 @@ from ember_xla.hlo.extensions import register_attribute_encoder
 KERNEL_ATTRS = ("combiner", "index_bits", "index_mode", "init", "weighted", "wrap_negative")
 
 
+#: ember.padded_bag also takes ``sum_order``: "sequential" (row after row) or "blocked" (the
+#: blocks of 4 / 16 / 256 rows that XLA:CPU's YNNPACK reduce uses; native/blocked_sum.h).
+PADDED_ATTRS = (*KERNEL_ATTRS, "sum_order")
+
 #: Attributes of ember.multi_segment_reduce: one comma-separated combiner and init per result
 #: (``combiners="sum,max"``, ``inits="0.0,-inf"``; inits as ``repr(float)`` prints them).
 MULTI_ATTRS = ("combiners", "index_bits", "index_mode", "inits", "weighted", "wrap_negative")
@@ -41,7 +45,8 @@ class Target:
 TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("ember.segment_reduce", "segment_reduce", ("table", "indices", "segment_ids"),
            "EmberSegmentReduce"),
-    Target("ember.padded_bag", "padded_bag", ("table", "ids"), "EmberPaddedBag"),
+    Target("ember.padded_bag", "padded_bag", ("table", "ids"), "EmberPaddedBag",
+           attributes=PADDED_ATTRS),
     Target("ember.offsets_bag", "offsets_bag", ("table", "indices", "offsets"),
            "EmberOffsetsBag"),
     Target("ember.grouped_segment_reduce", "grouped_segment_reduce",

@@ -1,7 +1,9 @@
 // ember.padded_bag: T[N,D], ids[B,P] (+ weights[B,P]) -> [B,D]; bag b is ids[b, 0..P) in order.
+#include "blocked_sum.h"
 #include "handler.h"
 #include "pool.h"
 #include "reduce.h"
+#include "test_fault.h"
 
 namespace ember {
 namespace {
@@ -10,7 +12,7 @@ ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::Remainin
                          ffi::Result<ffi::AnyBuffer> out, ffi::ThreadPool xla_pool,
                          std::string_view combiner,
                          std::string_view index_mode, bool wrap_negative, bool weighted,
-                         double init, int64_t index_bits) {
+                         double init, int64_t index_bits, std::string_view sum_order) {
   XlaPoolScope pool_scope(&xla_pool);
   return Guarded("padded_bag", [&]() -> ffi::Error {
     Options opt;
@@ -18,6 +20,10 @@ ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::Remainin
                                    index_bits, &opt);
         e.failure())
       return e;
+    opt.fused_multiply_add = opt.weighted;
+    if (sum_order != "sequential" && sum_order != "blocked")
+      return ffi::Error::InvalidArgument("ember.padded_bag: sum_order must be sequential or "
+                                         "blocked, not " + std::string(sum_order));
     if (auto e = CheckTableAndResult(table, *out); e.failure()) return e;
     if (ids.dimensions().size() != 2)
       return ffi::Error::InvalidArgument("ember.padded_bag: ids must have rank 2 [B, P]");
@@ -36,6 +42,12 @@ ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::Remainin
       return e;
     plan.row_ptr.resize(bags + 1);
     for (int64_t b = 0; b <= bags; ++b) plan.row_ptr[b] = b * width;
+    if (sum_order == "blocked") {
+      if (auto e = RunBlockedPaddedSum(table, plan, bags, width, opt, *out); e.failure())
+        return e;
+      InjectTestFault(*out);
+      return ffi::Error::Success();
+    }
     return RunPlan(table, plan, weights, wtype, opt, *out);
   });
 }
@@ -51,4 +63,5 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(EmberPaddedBag, ember::PaddedBagImpl,
                                                    .Arg<xla::ffi::AnyBuffer>()
                                                    .RemainingArgs()
                                                    .Ret<xla::ffi::AnyBuffer>()
-                                                   .Ctx<xla::ffi::ThreadPool>()));
+                                                   .Ctx<xla::ffi::ThreadPool>())
+                                  .Attr<std::string_view>("sum_order"));

@@ -23,6 +23,10 @@ struct Options {
   bool weighted = false;
   bool index32 = false;  // index_bits == 32: truncate to int32 (two's complement) after wrapping
   double init = 0.0;
+  // f32 weighted padded bags: each weighted row is added with one fused multiply-add, as
+  // XLA:CPU's reduce emitter does when the multiply is fused into the reduce (LLVM contracts
+  // the multiply and the add); segment sums multiply in a separate loop and round the product.
+  bool fused_multiply_add = false;
 };
 
 ffi::Error ParseOptions(std::string_view combiner, std::string_view index_mode,

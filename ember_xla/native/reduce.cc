@@ -44,6 +44,7 @@ struct Job {
   O* out;
   int64_t out_stride;  // elements from one output row to the next (d, or sum D when the
                        // result is the tables' concatenated [rows, sum D] layout)
+  bool fma = false;    // f32 weighted: acc = fma(row, weight, acc) (Options::fused_multiply_add)
 };
 
 template <typename T, typename O>
@@ -208,6 +209,13 @@ __attribute__((always_inline)) inline void RowsBody(const Job<T, O>& job, int64_
       float w = 1.0f;
       if (W == 1) w = ET::Load(static_cast<const T*>(job.weights)[j]);
       if (W == 2) w = EO::Load(static_cast<const O*>(job.weights)[j]);
+      if constexpr (W != 0 && Kind == 0 && std::is_same<T, float>::value &&
+                    std::is_same<O, float>::value) {
+        if (job.fma) {  // XLA:CPU's emitter contracts the multiply into the reduce's add
+          for (int64_t c = 0; c < d; ++c) acc[c] = std::fma(row[c], w, acc[c]);
+          continue;
+        }
+      }
       for (int64_t c = 0; c < d; ++c) {
         float v = ET::Load(row[c]);
         // With an f32 result, XLA:CPU keeps a bf16 product in f32 (bf16 arithmetic is
@@ -347,6 +355,7 @@ void RunTyped(const ffi::AnyBuffer& table, const Plan& plan, const void* weights
                 Elem<O>::Round(static_cast<float>(opt.init)),
                 static_cast<O*>(out.untyped_data()),
                 d};
+  job.fma = opt.fused_multiply_add;
   if (weights == nullptr) RunKind<T, O, 0>(job);
   else if (wtype == table.element_type()) RunKind<T, O, 1>(job);
   else RunKind<T, O, 2>(job);
@@ -393,6 +402,7 @@ void MakeRunner(const GroupItem& item, const Options& opt, ItemRunner* runner,
                 Elem<O>::Round(static_cast<float>(opt.init)),
                 static_cast<O*>(item.out_base ? item.out_base : item.out->untyped_data()),
                 item.out_stride ? item.out_stride : d};
+  job.fma = opt.fused_multiply_add;
   if (weights == nullptr) SetRun<T, O, 0>(job, runner);
   else if (wtype == item.table->element_type()) SetRun<T, O, 1>(job, runner);
   else SetRun<T, O, 2>(job, runner);
