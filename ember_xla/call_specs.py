@@ -155,6 +155,10 @@ def cluster_spec(op: Operation) -> ClusterSpec:
     if missing:
         raise LoweringRefused(f"{where}: attributes missing: {', '.join(missing)}")
     combiner, mode, bits = attrs["combiner"], attrs["index_mode"], attrs["index_bits"]
+    if attrs.get("sum_order", "sequential") != "sequential":
+        raise LoweringRefused(f"{where}: sum_order={attrs['sum_order']!r} (XLA:CPU's blocked "
+                              "reduce order) has no DAE lowering; the lowering adds a bag's "
+                              "rows one after the other")
     if combiner not in COMBINERS:
         raise LoweringRefused(f"{where}: combiner {combiner!r} not in {COMBINERS}")
     if mode not in INDEX_MODES:
