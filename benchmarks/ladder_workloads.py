@@ -8,9 +8,9 @@ ember clusters, with seeded inputs:
   synthetic power-law graph (in-degrees ~ Zipf), edges sorted by destination;
 - ``attention``: a sparse-attention-like gather: each block pools 1-8 rows (uniform);
 - ``dlrm_train``: an SGD training step of the ``dlrm`` bags (``jax.value_and_grad`` of a
-  squared read-out, ``table - lr * grad``): forward bags and, per table, the backward fused
-  into ``ember.sparse_sgd``; rows capped at ``TRAIN_ROW_CAP`` (the DAE program writes the
-  whole [V, D] result: the Python reference emulator runs every row);
+  squared read-out of segment-sum bags, ``table - lr * grad``): forward segment reductions
+  and, per table, the backward fused into ``ember.sparse_sgd`` (updated in place); rows
+  capped at ``TRAIN_ROW_CAP`` (the Python reference emulator holds whole tables);
 - ``gnn_train``: the gradient of the ``gnn`` aggregation with respect to the node features
   (``ember.scatter_grad`` of the pooled gradient gathered by destination node)."""
 
@@ -90,8 +90,13 @@ def dlrm_train(batch: int, dim: int = 128, seed: int = 0, lr: float = 0.01):
         ids.append(rng.integers(0, n, (batch, pooling)).astype(np.int32))
     head = rng.standard_normal((dim, 1)).astype(np.float32)
 
+    def bag(t, i):  # a segment sum: XLA adds each bag's rows in order (no blocked reduce)
+        seg = jnp.repeat(jnp.arange(batch), i.shape[1])
+        return jax.ops.segment_sum(jnp.take(t, i.ravel(), axis=0), seg, num_segments=batch,
+                                   indices_are_sorted=True)
+
     def loss(ts, ids):
-        pooled = sum(jnp.take(t, i, axis=0).sum(1) for t, i in zip(ts, ids, strict=True))
+        pooled = sum(bag(t, i) for t, i in zip(ts, ids, strict=True))
         return jnp.mean((pooled @ head) ** 2)
 
     def fn(ts, ids):
