@@ -1,9 +1,13 @@
 """Ember's optimization ladder on the emulated DAE target: per workload (``ladder_workloads``:
 DLRM bags with MLPerf pooling factors, GNN aggregation on a power-law graph, a sparse-attention
 gather of 1-8 rows per block) the emulated cycles at -O0..-O4 and the speedup of each step next
-to Ember's published ladder, the compiled / hand-written ratio (the DLRM bags at -O3 vs
-``dae_target/handwritten.py``) next to Ember's 95-100%, and the emulator's speed in queue
-tokens per second (control tokens + data-queue entries; Python reference and C++).
+to Ember's published ladder; the same for the backward of two training steps
+(``dlrm_train``: the DLRM bags' SGD step, the gradient fused into ``ember.sparse_sgd``;
+``gnn_train``: the gradient of the GNN aggregation, ``ember.scatter_grad``), the backward
+clusters' cycles beside the forward ones of the same step; the compiled / hand-written ratio
+(the DLRM bags at -O3 vs ``dae_target/handwritten.py``) next to Ember's 95-100%, and the
+emulator's speed in queue tokens per second (control tokens + data-queue entries; Python
+reference and C++).
 
 Every cluster's emulated outputs must equal its native kernel's bit for bit on the same
 values (else the run stops). Cycles are exact model outputs (deterministic, seeded inputs);
@@ -13,6 +17,7 @@ Perfetto trace: the first DLRM cluster at -O3).
 
     python benchmarks/bench_ladder.py                       # tmu.toml, default sizes
     python benchmarks/bench_ladder.py --scale 0.25 --out /tmp/ladder
+    python benchmarks/bench_ladder.py --workloads dlrm_train,gnn_train   # the backward only
     python benchmarks/bench_ladder.py --out /tmp/ladder --replot   # redraw the chart only
 """
 
@@ -42,15 +47,18 @@ HANDWRITTEN_EMBER = "95.2-100% (mean ~98%)"
 
 def prepare(name: str, scale: float) -> tuple[Any, Any]:
     """(rewritten module, captured cluster values) of one workload."""
+    import jax
+
     from ember_xla.emulator.capture import capture
     from ember_xla.hlo_import.jax_source import from_jax
     from ember_xla.rewrites.pipeline import rewrite_module
 
-    size = {"dlrm": ("batch", 32), "gnn": ("nodes", 2000), "attention": ("blocks", 1024)}[name]
+    size = {"dlrm": ("batch", 32), "gnn": ("nodes", 2000), "attention": ("blocks", 1024),
+            "dlrm_train": ("batch", 32), "gnn_train": ("nodes", 2000)}[name]
     fn, args = W.WORKLOADS[name](max(1, int(size[1] * scale)))
     model = from_jax(fn, *args)
     rewritten = rewrite_module(model.module, cost_model=False).module
-    return rewritten, capture(rewritten, args)
+    return rewritten, capture(rewritten, jax.tree.leaves(args))
 
 
 def emulate_clusters(compiled: list, cap: Any, target: Any) -> dict[str, Any]:
@@ -58,6 +66,7 @@ def emulate_clusters(compiled: list, cap: Any, target: Any) -> dict[str, Any]:
     model), time the same trace on the C++ timing core, and run the whole C++ emulator
     (functional + timing: ``executor_cc.emulate_program``); cycles must be equal and the outputs
     the native kernel's; sum the cycles (clusters run one after the other)."""
+    from ember_xla.custom_calls import TARGETS
     from ember_xla.emulator.executor_cc import emulate_program
     from ember_xla.emulator.reference import run_program
     from ember_xla.emulator.timing import simulate
@@ -65,7 +74,7 @@ def emulate_clusters(compiled: list, cap: Any, target: Any) -> dict[str, Any]:
     from ember_xla.runtime.compare import compare_outputs
 
     total = {"cycles": 0.0, "tokens": 0, "run_s": 0.0, "timing_py_s": 0.0, "timing_cpp_s": 0.0,
-             "cpp_full_s": 0.0, "clusters": []}
+             "cpp_full_s": 0.0, "clusters": [], "by_pass": {"forward": 0.0, "backward": 0.0}}
     for c in compiled:
         if c.refused:
             raise SystemExit(f"cluster {c.name}: refused by the lowering: {c.refused}")
@@ -92,8 +101,10 @@ def emulate_clusters(compiled: list, cap: Any, target: Any) -> dict[str, Any]:
             raise SystemExit(f"cluster {c.name}: emulated outputs differ from the native "
                              f"kernel (max |diff| {v['max_abs_diff']:.3g})")
         total["cycles"] += rep.cycles
+        total["by_pass"][TARGETS[c.kind].direction] += rep.cycles
         total["tokens"] += rep.tokens + rep.entries
-        total["clusters"].append({"name": c.name, **rep.as_dict()})
+        total["clusters"].append({"name": c.name, "pass": TARGETS[c.kind].direction,
+                                  **rep.as_dict()})
     return total
 
 
@@ -162,52 +173,8 @@ def chart(results: dict[str, dict[int, float]], path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
-def geomean(xs: list[float]) -> float:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs))
-
-
-def main() -> None:
-    from ember_xla.machines.config import load_target
-    from ember_xla.orchestrate.compile_clusters import compile_clusters
-
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--target", default="tmu")
-    ap.add_argument("--scale", type=float, default=1.0, help="workload size factor")
-    ap.add_argument("--workloads", default="dlrm,gnn,attention")
-    ap.add_argument("--out", default="bench_ladder_out")
-    ap.add_argument("--replot", action="store_true", help="only redraw OUT/ladder.png from "
-                    "OUT/ladder.json")
-    a = ap.parse_args()
-    if a.replot:
-        data = json.loads((Path(a.out) / "ladder.json").read_text())
-        chart({n: {int(k): v for k, v in c.items()} for n, c in data["cycles"].items()},
-              Path(a.out) / "ladder.png")
-        return
-    target = load_target(a.target)
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    cycles: dict[str, dict[int, float]] = {}
-    detail: dict[str, Any] = {}
-    speeds: dict[str, list[float]] = {"functional": [], "timing_py": [], "timing_cpp": [],
-                                      "cpp_full": []}
-    for name in a.workloads.split(","):
-        rewritten, cap = prepare(name, a.scale)
-        cycles[name], detail[name] = {}, {}
-        for lv in LEVELS:
-            compiled = compile_clusters(rewritten, target, lv)
-            res = emulate_clusters(compiled, cap, target)
-            cycles[name][lv] = res["cycles"]
-            detail[name][f"O{lv}"] = res
-            for k, key in (("functional", "run_s"), ("timing_py", "timing_py_s"),
-                           ("timing_cpp", "timing_cpp_s"), ("cpp_full", "cpp_full_s")):
-                speeds[k].append(res["tokens"] / max(res[key], 1e-9))
-            print(f"{name} -O{lv}: {res['cycles']:,.0f} cycles, {res['tokens']:,} queue tokens, "
-                  f"bound: {sorted({c['bound'] for c in res['clusters']})}", file=sys.stderr)
-            if name == "dlrm" and lv == 3:
-                detail[name]["handwritten"] = handwritten_ratio(compiled, cap, target,
-                                                                res["cycles"])
-                n = sample_trace(compiled[0], cap, target, out / "trace_o3.json")
-                print(f"sample trace: {n} events -> {out / 'trace_o3.json'}", file=sys.stderr)
+def forward_ladder(cycles: dict[str, dict[int, float]], target: Any) -> None:
+    """The forward workloads' cycles per level, each step's speedup and Ember's ladder."""
     print(f"\nemulated cycles on {target.name} ({target.source}), speedup of each step "
           "(Ember's published range, geomean)")
     print(f"| workload | {' | '.join(f'-O{lv} cycles' for lv in LEVELS)} | O0->O1 | O1->O2 "
@@ -225,6 +192,84 @@ def main() -> None:
           + " | ".join(f"{EMBER[k][0]}-{EMBER[k][1]}x; {EMBER[k][2]}x" if k in EMBER else "-"
                        for k in ("O0->O1", "O1->O2", "O2->O3", "O3->O4", "O0->O3")) + " |")
     print("geomean here: " + ", ".join(f"{k} {geomean(v):.2f}x" for k, v in steps.items()))
+
+
+def backward_ladder(backward: dict[str, dict[int, float]],
+                    forward: dict[str, dict[int, float]]) -> None:
+    """The backward clusters' cycles per level and the speedup of each step, beside the
+    forward clusters' cycles of the same training step."""
+    print("\nthe backward (gradient and fused update) of training steps: emulated cycles of "
+          "the backward clusters (the step's forward clusters beside them)")
+    print(f"| step | pass | {' | '.join(f'-O{lv} cycles' for lv in LEVELS)} | O0->O1 | "
+          "O1->O2 | O2->O3 | O3->O4 | O0->O3 |")
+    print("|---" * (len(LEVELS) + 7) + "|")
+    for name in backward:
+        for what, c in (("backward", backward[name]), ("forward", forward[name])):
+            if not c[0]:
+                continue
+            s = [c[0] / c[1], c[1] / c[2], c[2] / c[3], c[3] / c[4], c[0] / c[3]]
+            print(f"| {name} | {what} | {' | '.join(f'{c[lv]:,.0f}' for lv in LEVELS)} | "
+                  + " | ".join(f"{x:.2f}x" for x in s) + " |")
+
+
+def geomean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def main() -> None:
+    from ember_xla.machines.config import load_target
+    from ember_xla.orchestrate.compile_clusters import compile_clusters
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--target", default="tmu")
+    ap.add_argument("--scale", type=float, default=1.0, help="workload size factor")
+    ap.add_argument("--workloads", default="dlrm,gnn,attention,dlrm_train,gnn_train")
+    ap.add_argument("--out", default="bench_ladder_out")
+    ap.add_argument("--replot", action="store_true", help="only redraw OUT/ladder.png from "
+                    "OUT/ladder.json")
+    a = ap.parse_args()
+    if a.replot:
+        data = json.loads((Path(a.out) / "ladder.json").read_text())
+        chart({n: {int(k): v for k, v in c.items()} for n, c in data["cycles"].items()},
+              Path(a.out) / "ladder.png")
+        return
+    target = load_target(a.target)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cycles: dict[str, dict[int, float]] = {}
+    detail: dict[str, Any] = {}
+    speeds: dict[str, list[float]] = {"functional": [], "timing_py": [], "timing_cpp": [],
+                                      "cpp_full": []}
+    backward: dict[str, dict[int, float]] = {}
+    forward_of_train: dict[str, dict[int, float]] = {}
+    for name in a.workloads.split(","):
+        rewritten, cap = prepare(name, a.scale)
+        train = name.endswith("_train")
+        cycles_of = forward_of_train if train else cycles
+        cycles_of[name], detail[name] = {}, {}
+        if train:
+            backward[name] = {}
+        for lv in LEVELS:
+            compiled = compile_clusters(rewritten, target, lv)
+            res = emulate_clusters(compiled, cap, target)
+            cycles_of[name][lv] = res["by_pass"]["forward"]
+            if train:
+                backward[name][lv] = res["by_pass"]["backward"]
+            detail[name][f"O{lv}"] = res
+            for k, key in (("functional", "run_s"), ("timing_py", "timing_py_s"),
+                           ("timing_cpp", "timing_cpp_s"), ("cpp_full", "cpp_full_s")):
+                speeds[k].append(res["tokens"] / max(res[key], 1e-9))
+            print(f"{name} -O{lv}: {res['cycles']:,.0f} cycles, {res['tokens']:,} queue tokens, "
+                  f"bound: {sorted({c['bound'] for c in res['clusters']})}", file=sys.stderr)
+            if name == "dlrm" and lv == 3:
+                detail[name]["handwritten"] = handwritten_ratio(compiled, cap, target,
+                                                                res["cycles"])
+                n = sample_trace(compiled[0], cap, target, out / "trace_o3.json")
+                print(f"sample trace: {n} events -> {out / 'trace_o3.json'}", file=sys.stderr)
+    if cycles:
+        forward_ladder(cycles, target)
+    if backward:
+        backward_ladder(backward, forward_of_train)
     if "dlrm" in detail:
         h = detail["dlrm"]["handwritten"]
         print(f"compiled -O3 / hand-written (DLRM bags): {h['compiled_o3_cycles']:,.0f} vs "
@@ -243,9 +288,11 @@ def main() -> None:
               f"{cpp['lookups']:,} lookups, {cpp['granularity']} entries): C++ "
               f"{cpp['cpp_tokens_per_s']:,.0f} tokens/s, Python timing model "
               f"{cpp['python_tokens_per_s']:,.0f} tokens/s")
-    chart(cycles, out / "ladder.png")
+    if cycles:
+        chart(cycles, out / "ladder.png")
     (out / "ladder.json").write_text(json.dumps(
-        {"target": target.name, "cycles": cycles, "detail": detail, "tokens_per_s": py,
+        {"target": target.name, "cycles": cycles, "backward_cycles": backward,
+         "train_forward_cycles": forward_of_train, "detail": detail, "tokens_per_s": py,
          "cpp": cpp}, indent=1, default=float))
     print(f"chart: {out / 'ladder.png'}; data: {out / 'ladder.json'}")
 

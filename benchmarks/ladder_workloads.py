@@ -6,7 +6,13 @@ ember clusters, with seeded inputs:
   exactly the table's pooling factor (as in the MLPerf multi-hot data);
 - ``gnn``: GNN aggregation (segment sum of source-node features by destination node) on a
   synthetic power-law graph (in-degrees ~ Zipf), edges sorted by destination;
-- ``attention``: a sparse-attention-like gather: each block pools 1-8 rows (uniform)."""
+- ``attention``: a sparse-attention-like gather: each block pools 1-8 rows (uniform);
+- ``dlrm_train``: an SGD training step of the ``dlrm`` bags (``jax.value_and_grad`` of a
+  squared read-out of segment-sum bags, ``table - lr * grad``): forward segment reductions
+  and, per table, the backward fused into ``ember.sparse_sgd`` (updated in place); rows
+  capped at ``TRAIN_ROW_CAP`` (the Python reference emulator holds whole tables);
+- ``gnn_train``: the gradient of the ``gnn`` aggregation with respect to the node features
+  (``ember.scatter_grad`` of the pooled gradient gathered by destination node)."""
 
 from __future__ import annotations
 
@@ -69,4 +75,44 @@ def attention(blocks: int, rows: int = 4096, dim: int = 64, seed: int = 2):
     return fn, [keys, ids, seg]
 
 
-WORKLOADS = {"dlrm": dlrm, "gnn": gnn, "attention": attention}
+TRAIN_ROW_CAP = 2_000
+
+
+def dlrm_train(batch: int, dim: int = 128, seed: int = 0, lr: float = 0.01):
+    import jax
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(seed)
+    tables, ids = [], []
+    for rows, pooling in DLRM_TABLES:
+        n = min(rows, TRAIN_ROW_CAP)
+        tables.append(rng.standard_normal((n, dim)).astype(np.float32))
+        ids.append(rng.integers(0, n, (batch, pooling)).astype(np.int32))
+    head = rng.standard_normal((dim, 1)).astype(np.float32)
+
+    def bag(t, i):  # a segment sum: XLA adds each bag's rows in order (no blocked reduce)
+        seg = jnp.repeat(jnp.arange(batch), i.shape[1])
+        return jax.ops.segment_sum(jnp.take(t, i.ravel(), axis=0), seg, num_segments=batch,
+                                   indices_are_sorted=True)
+
+    def loss(ts, ids):
+        pooled = sum(bag(t, i) for t, i in zip(ts, ids, strict=True))
+        return jnp.mean((pooled @ head) ** 2)
+
+    def fn(ts, ids):
+        value, grads = jax.value_and_grad(loss)(ts, ids)
+        return value, [t - lr * g for t, g in zip(ts, grads, strict=True)]
+
+    return fn, [tables, ids]
+
+
+def gnn_train(nodes: int, avg_degree: int = 8, dim: int = 64, seed: int = 1):
+    import jax
+    import jax.numpy as jnp
+
+    agg, (feat, src, dst) = gnn(nodes, avg_degree, dim, seed)
+    return jax.grad(lambda x, s, d: jnp.sum(jnp.tanh(agg(x, s, d)))), [feat, src, dst]
+
+
+WORKLOADS = {"dlrm": dlrm, "gnn": gnn, "attention": attention, "dlrm_train": dlrm_train,
+             "gnn_train": gnn_train}

@@ -144,8 +144,7 @@ def cluster_spec(op: Operation) -> ClusterSpec:
     target = TARGETS[op.attributes["custom_call_target"]]
     where = f"{target.name} %{op.name}"
     if target.direction == "backward":
-        raise LoweringRefused(f"{where}: the backward of a lookup (gradient and optimizer "
-                              "update) has no DAE lowering; it runs on the native kernels")
+        return _backward_spec(op, target.kind, where)
     if "combiner" not in target.attributes:  # ember.multi_segment_reduce: several combiners
         raise LoweringRefused(f"{where}: a call with one result per combiner "
                               f"({', '.join(target.attributes)}) has no DAE lowering; rewrite "
@@ -158,6 +157,10 @@ def cluster_spec(op: Operation) -> ClusterSpec:
     if missing:
         raise LoweringRefused(f"{where}: attributes missing: {', '.join(missing)}")
     combiner, mode, bits = attrs["combiner"], attrs["index_mode"], attrs["index_bits"]
+    if attrs.get("sum_order", "sequential") != "sequential":
+        raise LoweringRefused(f"{where}: sum_order={attrs['sum_order']!r} (XLA:CPU's blocked "
+                              "reduce order) has no DAE lowering; the lowering adds a bag's "
+                              "rows one after the other")
     if combiner not in COMBINERS:
         raise LoweringRefused(f"{where}: combiner {combiner!r} not in {COMBINERS}")
     if mode not in INDEX_MODES:
@@ -197,6 +200,67 @@ def cluster_spec(op: Operation) -> ClusterSpec:
                        bool(attrs["wrap_negative"]), weighted, float(attrs["init"]), int(bits),
                        tuple(parts), op.callees[0].name if op.callees else None,
                        str(attrs.get("sum_order", "sequential")))
+
+
+#: Operand roles of the backward targets: the plain form, then the gathered form's extra
+#: trailing operands (the updates operand is then ``source``: one gradient row per segment).
+BACKWARD_ROLES = {"scatter_grad": ("indices", "updates"),
+                  "sparse_sgd": ("table", "indices", "updates", "scale"),
+                  "sparse_adagrad": ("table", "accumulator", "indices", "updates", "scale",
+                                     "eps")}
+BACKWARD_LOWERED = ("scatter_grad", "sparse_sgd")
+
+
+def _backward_spec(op: Operation, kind: str, where: str) -> ClusterSpec:
+    """The spec of a lookup's gradient (``scatter_grad``) or fused update: ``out[indices[i]]
+    += updates[i]`` (gathered form: ``source[clamp(source_rows[i])]``, skipped where
+    ``mask[i]`` is false), indices outside ``[0, V)`` dropped. Its one part reads the gradient
+    rows as its "table" (``lookups`` = the rows written, ``layout`` = ``source_rows``)."""
+    if kind not in BACKWARD_LOWERED:
+        raise LoweringRefused(f"{where}: the fused {kind} update has no DAE lowering (XLA's "
+                              "rsqrt is the CPU's rsqrtss estimate refined by Newton-Raphson, "
+                              "which the DAE program format cannot state); it runs natively")
+    base = BACKWARD_ROLES[kind]
+    operands = tuple(_array(v.type, f"{where} operand {i}") for i, v in enumerate(op.operands))
+    extra = len(operands) - len(base)
+    if extra not in (0, 1, 2):
+        raise LoweringRefused(f"{where}: {len(operands)} operands; expected {len(base)} "
+                              f"({', '.join(base)}) plus source_rows [and mask]")
+    roles = base if not extra else tuple("source" if r == "updates" else r for r in base) + (
+        ("source_rows", "mask")[:extra])
+    rt = op.results[0].type
+    outs = (tuple(_array(s, f"{where} result") for s in rt.tuple_shapes)
+            if getattr(rt, "tuple_shapes", ()) else (_array(rt, f"{where} result"),))
+    role = dict(zip(roles, operands, strict=True))
+    out = outs[0]
+    rows = role.get("source", role.get("updates"))
+    ids, src_rows, mask = role["indices"], role.get("source_rows"), role.get("mask")
+    if len(out.shape) != 2 or out.dtype not in TABLE_DTYPES:
+        raise LoweringRefused(f"{where}: result {out} is not [V,D] of {'/'.join(TABLE_DTYPES)}")
+    if rows.dtype != out.dtype or len(rows.shape) != 2 or rows.shape[1] != out.shape[1]:
+        raise LoweringRefused(f"{where}: gradient rows {rows} are not [*, D] of the result's "
+                              f"type {out}")
+    n = ids.shape[0] if len(ids.shape) == 1 else -1
+    if ids.dtype not in ID_DTYPES or n < 0:
+        raise LoweringRefused(f"{where}: indices {ids} are not one s32/s64 id per update")
+    if src_rows is None and rows.shape[0] != n:
+        raise LoweringRefused(f"{where}: updates {rows} are not one row per index of {ids}")
+    if src_rows is not None and (src_rows.dtype not in ID_DTYPES or src_rows.shape != (n,)
+                                 or rows.shape[0] < 1):
+        raise LoweringRefused(f"{where}: source rows {src_rows} are not one s32/s64 row per "
+                              f"index of {ids} into a non-empty {rows}")
+    if mask is not None and (mask.dtype != "pred" or mask.shape != (n,)):
+        raise LoweringRefused(f"{where}: mask {mask} is not pred[{n}]")
+    if kind != "scatter_grad":
+        table, scale = role["table"], role["scale"]
+        if table.dtype != "f32" or table != out or scale != ArraySpec((), "f32"):
+            raise LoweringRefused(f"{where}: table {table}, scale {scale} and result {out} "
+                                  "are not f32[V,D], f32[] and the table's shape")
+    bits = 32 if (src_rows or ids).dtype == "s32" else 64
+    first = roles.index("source" if src_rows is not None else "updates")
+    part = Part(rows, ids, src_rows, None, out, first)
+    return ClusterSpec(kind, op.name, operands, roles, outs, "sum", "clip", False, False, 0.0,
+                       bits, (part,), op.callees[0].name if op.callees else None)
 
 
 def ember_calls(module: Module, graph: Graph | None = None) -> list[Operation]:

@@ -97,6 +97,13 @@ def shown_stages(stages: list[Stage], every_pass: bool) -> list[Stage]:
 
 
 def describe(call: Operation, spec: Any) -> str:
+    from ember_xla.call_specs import BACKWARD_ROLES
+
+    if spec.kind in BACKWARD_ROLES:
+        p = spec.parts[0]
+        return (f"{call.attributes['custom_call_target']} %{call.name} (gradient: rows of "
+                f"{p.table}{' gathered by source_rows' if p.layout else ''} added into "
+                f"{p.out} at {p.lookups} ids)")
     tables = ", ".join(str(p.table) for p in spec.parts)
     return (f"{call.attributes['custom_call_target']} %{call.name} ({spec.combiner}, "
             f"{spec.index_mode}{', weighted' if spec.weighted else ''}; table {tables})")
@@ -181,8 +188,12 @@ def _emit_program(k: int, call: Operation, spec: Any, last: Stage, entry: dict[s
 
 
 def elements(spec: Any) -> int:
-    """Table elements one run of the cluster reads (lookups x D, summed over its tables)."""
-    return sum(math.prod(p.lookups.shape) * p.table.shape[1] for p in spec.parts)
+    """Table elements one run of the cluster reads (lookups x D, summed over its tables; for
+    a backward cluster also the [V, D] rows it writes)."""
+    from ember_xla.call_specs import BACKWARD_ROLES
+
+    written = math.prod(spec.outputs[0].shape) if spec.kind in BACKWARD_ROLES else 0
+    return written + sum(math.prod(p.lookups.shape) * p.table.shape[1] for p in spec.parts)
 
 
 def _verify(hlo: Module, call: Operation, spec: Any, shown: list[Stage],

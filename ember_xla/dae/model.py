@@ -71,6 +71,8 @@ class Arg:
     reg: int
     dtype: str
     shape: tuple[int, ...]     # -1 = unknown
+    init: int = -1             # an output that starts as a copy of input arg ``init`` (its
+    #                            update in place: a fused optimizer's table); -1: poisoned
 
 
 @dataclasses.dataclass(frozen=True)

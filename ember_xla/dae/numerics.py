@@ -31,6 +31,28 @@ def xla_min(a: Any, b: Any) -> Any:
     return np.where(np.isnan(a), a, np.where(np.isnan(b), b, out))
 
 
+def fma(a: Any, b: Any, c: Any, dtype: Any) -> Any:
+    """``a * b + c`` rounded once to ``dtype`` (f32, f16, bf16 operands; C's ``fmaf``): the
+    product is exact in f64, the f64 sum's rounding error comes from TwoSum, and where the f64
+    sum sits exactly halfway between two ``dtype`` values the error's sign picks the side the
+    exact sum rounds to (round-to-nearest-even of the f64 sum would pick the even one)."""
+    with np.errstate(all="ignore"):
+        a, b, c = (np.asarray(x).astype(np.float64) for x in (a, b, c))
+        p = a * b
+        s = p + c
+        bb = s - p
+        err = (p - (s - bb)) + (c - bb)
+        r = s.astype(dtype)
+        back = r.astype(np.float64)
+        up = np.nextafter(r, np.asarray(np.inf, dtype=r.dtype)).astype(np.float64)
+        down = np.nextafter(r, np.asarray(-np.inf, dtype=r.dtype)).astype(np.float64)
+        ok = np.isfinite(s) & np.isfinite(err) & (err != 0)
+        tie_up = ok & (s > back) & (s - back == up - s) & (err > 0)
+        tie_down = ok & (s < back) & (back - s == s - down) & (err < 0)
+        out = np.where(tie_up, up, np.where(tie_down, down, back)).astype(dtype)
+    return out if out.shape else out[()]
+
+
 FLOAT_BINARY = {
     "arith.addf": np.add, "arith.subf": np.subtract, "arith.mulf": np.multiply,
     "arith.divf": np.divide, "arith.maxf": xla_max, "arith.minf": xla_min,

@@ -24,8 +24,8 @@ STREAM_KINDS = ("reg", "ind", "mask", "mem", "vmem", "alu", "valu")
 #: IR opcode -> instruction op, for the ops that map one to one
 FROM_IR = {f"arith.{o}": o for o in FLOAT_BINARY + INT_BINARY + UNARY + (
     "cmpi", "cmpf", "select")}
-FROM_IR.update({"arith.constant": "const", "memref.dim": "dim", "memref.load": "load",
-                "memref.store": "store", "memref.alloc": "alloc",
+FROM_IR.update({"arith.fma": "fma", "arith.constant": "const", "memref.dim": "dim",
+                "memref.load": "load", "memref.store": "store", "memref.alloc": "alloc",
                 "vector.maskedload": "maskedload", "vector.maskedstore": "maskedstore",
                 "vector.broadcast": "broadcast", "vector.reduce": "reduce",
                 "dlc.pop_operand": "pop", "slcv.from_buffer": "from_buffer",
@@ -36,7 +36,7 @@ FROM_IR.update({"arith.constant": "const", "memref.dim": "dim", "memref.load": "
 SHAPE: dict[str, tuple[int | None, int | None, int | None]] = {
     **{o: (1, 2, 0) for o in FLOAT_BINARY + INT_BINARY},
     **{o: (1, 1, 0) for o in UNARY},
-    "const": (1, 0, 1), "dim": (1, 1, 1), "cmpi": (1, 2, 1), "cmpf": (1, 2, 1),
+    "fma": (1, 3, 0), "const": (1, 0, 1), "dim": (1, 1, 1), "cmpi": (1, 2, 1), "cmpf": (1, 2, 1),
     "select": (1, 3, 0), "load": (1, None, 0), "store": (0, None, 0),
     "maskedload": (1, None, 0), "maskedstore": (0, None, 0), "broadcast": (1, 1, 0),
     "reduce": (1, 1, 1), "alloc": (1, None, None), "for": (1, 3, 1), "if": (0, 1, 2),
@@ -48,7 +48,7 @@ _CLASS = {
     **{o: "load" for o in ("load", "maskedload", "from_buffer", "pop")},
     "store": "store", "maskedstore": "store",
     **{o: "add" for o in ("addf", "subf", "negf", "addi", "subi", "andi", "ori", "xori")},
-    **{o: "mul" for o in ("mulf", "divf", "sqrt", "muli")},
+    **{o: "mul" for o in ("mulf", "divf", "sqrt", "muli", "fma")},
     **{o: "max" for o in ("maxf", "minf", "maxsi", "minsi")},
     **{o: "convert" for o in ("extf", "truncf", "sitofp", "fptosi", "index_cast",
                               "broadcast", "first_lane")},

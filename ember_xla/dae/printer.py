@@ -86,7 +86,8 @@ def print_program(p: DaeProgram) -> str:
     out = [f"dae program {p.name} (kind {p.kind}, format version {p.version})"]
     for a in p.args:
         shape = "x".join("?" if d < 0 else str(d) for d in a.shape) or "scalar"
-        out.append(f"  {a.role:3} r{a.reg} {a.name}: {a.dtype}[{shape}]")
+        init = f" (starts as {p.args[a.init].name}: updated in place)" if a.init >= 0 else ""
+        out.append(f"  {a.role:3} r{a.reg} {a.name}: {a.dtype}[{shape}]{init}")
     for k, e in enumerate(p.engines):
         out += _engine(k, e, p.regs)
     out.append("code:")

@@ -13,9 +13,16 @@ import numpy as np
 
 from ember_xla.dae.errors import ProgramError
 from ember_xla.dae.model import Instr
-from ember_xla.dae.numerics import CMP, FLOAT_BINARY, INT_BINARY, xla_max, xla_min
+from ember_xla.dae.numerics import CMP, FLOAT_BINARY, INT_BINARY, fma, xla_max, xla_min
 from ember_xla.dae.values import convert, element_index, of_type, scalar
-from ember_xla.ir.types import IntegerType, MemRefType, Type, VectorType, numpy_dtype
+from ember_xla.ir.types import (
+    IntegerType,
+    MemRefType,
+    Type,
+    VectorType,
+    element_type,
+    numpy_dtype,
+)
 
 _FLOAT = {k.removeprefix("arith."): v for k, v in FLOAT_BINARY.items()}
 _INT = {k.removeprefix("arith."): v for k, v in INT_BINARY.items()}
@@ -77,6 +84,8 @@ def step(ins: Instr, v: list[Any], dst_types: list[Type]) -> tuple[Any, ...]:
             return (of_type(_FLOAT[op](*v), t),)
     if op in _INT:
         return (_int_op(_INT[op], t, v),)
+    if op == "fma":
+        return (of_type(fma(*v, numpy_dtype(element_type(t))), t),)
     if op in ("sqrt", "negf"):
         with np.errstate(all="ignore"):
             return (of_type((np.sqrt if op == "sqrt" else np.negative)(v[0]), t),)

@@ -57,6 +57,8 @@ def to_text(p: DaeProgram, one_line: bool = False) -> str:
     for k, a in enumerate(p.args):
         out.append(" ".join(["arg", str(k), a.name, a.role, str(a.reg), a.dtype,
                              str(len(a.shape)), *map(str, a.shape)]))
+        if a.init >= 0:
+            out.append(f"init {k} {a.init}")
     out += [f"reg {k} {r.cls} {r.dtype} {r.n}" for k, r in enumerate(p.regs)]
     for k, e in enumerate(p.engines):
         out.append(f"engine {k} {len(e.tus)} {len(e.streams)} {len(e.registrations)} "
@@ -158,8 +160,14 @@ def from_text(text: str) -> DaeProgram:
         rec = r.next("arg")
         if len(rec) < 7 or r.int(rec[1]) != k or len(rec) != 7 + r.int(rec[6]):
             raise r.fail("bad 'arg' record")
+        init = -1
+        if r.pos < len(r.recs) and r.recs[r.pos][0] == "init":
+            _, at, init_s = r.fields(r.next("init"), 3)
+            if r.int(at) != k:
+                raise r.fail(f"'init' record for arg {at} after arg {k}")
+            init = r.int(init_s)
         args.append(Arg(r.word(rec[2]), r.word(rec[3], ROLES), r.int(rec[4]),
-                        r.word(rec[5], DTYPES), tuple(map(r.int, rec[7:]))))
+                        r.word(rec[5], DTYPES), tuple(map(r.int, rec[7:])), init))
     regs = []
     for k in range(r.int(n_regs)):
         _, idx, cls, dt, n = r.fields(r.next("reg"), 5)

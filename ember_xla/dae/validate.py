@@ -71,6 +71,14 @@ def validate(p: DaeProgram) -> DaeProgram:
         if not 0 <= a.reg < len(p.regs) or p.regs[a.reg].cls != "m" or \
                 p.regs[a.reg].n != len(a.shape):
             raise ProgramError(f"{p.name}: argument {a.name} needs a memref register of its rank")
+        if a.init >= 0:
+            src = p.args[a.init] if a.init < p.num_inputs else None
+            if a.role != "out" or src is None or src.dtype != a.dtype \
+                    or len(src.shape) != len(a.shape) or any(
+                        x >= 0 and y >= 0 and x != y
+                        for x, y in zip(src.shape, a.shape, strict=True)):
+                raise ProgramError(f"{p.name}: output {a.name} starts as a copy of argument "
+                                   f"{a.init}, which is not an input of its type and shape")
     for k, e in enumerate(p.engines):
         _engine(p, k, e)
     _code(p, p.code, "code", top=True)

@@ -28,7 +28,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from ember_xla.call_specs import ArraySpec, ClusterSpec, cluster_spec
+from ember_xla.call_specs import BACKWARD_ROLES, ArraySpec, ClusterSpec, cluster_spec
 from ember_xla.dae_target.interp.run import run
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
@@ -76,6 +76,8 @@ def _ids(rng: np.random.Generator, a: ArraySpec, n: int, spec: ClusterSpec,
 def random_inputs(spec: ClusterSpec, rng: np.random.Generator,
                   case: str | None = None) -> list[np.ndarray]:
     """One set of valid inputs for the call (``case``: None or one of ``EDGE_CASES``)."""
+    if spec.kind in BACKWARD_ROLES:
+        return _backward_inputs(spec, rng, case)
     out: list[np.ndarray] = [None] * len(spec.operands)  # type: ignore[list-item]
     for part in spec.parts:
         i0 = part.first_operand
@@ -107,6 +109,38 @@ def random_inputs(spec: ClusterSpec, rng: np.random.Generator,
     return out
 
 
+def _backward_inputs(spec: ClusterSpec, rng: np.random.Generator, case: str | None
+                     ) -> list[np.ndarray]:
+    """A lookup gradient's operands: row ids in [-V-3, V+3) (dropped outside [0, V)), all one
+    id ("duplicates"), all out of range, or, for "empty", every mask false (gathered form) or
+    no in-range id; gradient rows, source rows (clamped by the gather, out of range too), a
+    mask, the table (with -0.0 entries, which XLA's dense update turns into +0.0) and a
+    negative, zero (-0.0: zero learning rate, with all-duplicate ids), infinite (all ids out
+    of range) or positive ("empty") scale: the last two take XLA's dense update of every
+    untouched row."""
+    v = spec.outputs[0].shape[0]
+    out = []
+    for role, a in zip(spec.roles, spec.operands, strict=True):
+        if role == "indices":
+            ids = draw_ids(rng, a.shape[0], v, "out_of_range" if case == "empty" else case)
+            out.append(ids.astype(NP[a.dtype]))
+        elif role == "source_rows":
+            out.append(draw_ids(rng, a.shape[0], spec.operands[1].shape[0]).astype(NP[a.dtype]))
+        elif role == "mask":
+            keep = rng.random(a.shape) < (0.0 if case == "empty" else 0.7)
+            out.append(keep)
+        elif role == "scale":  # -lr: zero lr (-0.0) and a positive scale (XLA's dense rule)
+            fixed = {"duplicates": -0.0, "out_of_range": np.inf, "empty": 0.25}
+            x = fixed[case] if case in fixed else rng.choice([-0.1, -0.0, 0.25])
+            out.append(np.asarray(x, np.float32))
+        elif role == "table":  # -0.0 entries: XLA's dense update makes them +0.0
+            t = _values(rng, a.shape, a.dtype)
+            out.append(np.where(rng.random(a.shape) < 0.1, -0.0, t).astype(t.dtype))
+        else:  # updates, source
+            out.append(_values(rng, a.shape, a.dtype))
+    return out
+
+
 def outlined_module(module: Module, call: Operation) -> Module:
     """The call's outlined computation as a module of its own (runs on XLA:CPU)."""
     m = module.clone()
@@ -127,7 +161,7 @@ def kernel_reference(spec: ClusterSpec) -> Callable[[list[np.ndarray]], list[np.
     outs = [jax.ShapeDtypeStruct(o.shape, NP[o.dtype]) for o in spec.outputs]
     call = jax.ffi.ffi_call(target_of_kind(spec.kind).name,
                             outs if len(outs) > 1 else outs[0])
-    attrs = dict(spec.attrs)
+    attrs = {} if spec.kind in BACKWARD_ROLES else dict(spec.attrs)
     if spec.kind == "padded_bag":
         # the DAE programs add a bag's rows one after the other with a separate multiply; the
         # kernel in that order is their bit-exact reference (XLA's own order, which the CPU
@@ -232,6 +266,8 @@ def shrink(spec: ClusterSpec, rows: int = 4, lookups: int = 12, width: int = 8,
     in well under a second: at most ``rows`` output rows, ``lookups`` lookups, ``width``
     columns and ``table_rows`` table rows per table (zero sizes stay zero). For a ``--verify``
     of clusters too large to interpret: lower the shrunk spec the same way, ``check_spec`` it."""
+    if spec.kind in BACKWARD_ROLES:
+        return _shrink_backward(spec, rows, lookups, width, table_rows)
     ops = list(spec.operands)
     parts = []
     w_new = None
@@ -265,6 +301,28 @@ def shrink(spec: ClusterSpec, rows: int = 4, lookups: int = 12, width: int = 8,
         ops[-1] = w_new
     return dataclasses.replace(spec, operands=tuple(ops), outputs=tuple(p.out for p in parts),
                                parts=tuple(parts))
+
+
+def _shrink_backward(spec: ClusterSpec, rows: int, lookups: int, width: int,
+                     table_rows: int) -> ClusterSpec:
+    """``shrink`` of a gradient / fused update: at most ``table_rows`` rows written,
+    ``lookups`` updates, ``width`` columns and ``rows`` source rows (gathered form)."""
+    out = spec.outputs[0]
+    v, d = min(out.shape[0], table_rows), min(out.shape[1], width)
+    n = min(spec.operands[spec.roles.index("indices")].shape[0], lookups)
+    shapes = {"table": (v, d), "indices": (n,), "updates": (n, d), "source_rows": (n,),
+              "mask": (n,), "scale": ()}
+    if "source" in spec.roles:
+        shapes["source"] = (min(spec.operands[spec.roles.index("source")].shape[0], rows), d)
+    ops = tuple(ArraySpec(shapes[r], a.dtype) for r, a in zip(spec.roles, spec.operands,
+                                                                 strict=True))
+    new_out = ArraySpec((v, d), out.dtype)
+    p = spec.parts[0]
+    part = dataclasses.replace(p, table=ops[p.first_operand], out=new_out,
+                               lookups=ops[spec.roles.index("indices")],
+                               layout=ops[spec.roles.index("source_rows")]
+                               if p.layout is not None else None)
+    return dataclasses.replace(spec, operands=ops, outputs=(new_out,), parts=(part,))
 
 
 def summary(r: CheckResult) -> dict[str, Any]:

@@ -77,7 +77,7 @@ def _run(program: Any, inputs: Sequence[Any], output_shapes: Sequence[Sequence[i
             if x.dtype != dt or x.ndim != len(a.shape):
                 raise InterpretError(f"input {k} ({a.name}): got {x.dtype}{list(x.shape)}, the "
                                      f"program wants {a.dtype}{list(a.shape)}")
-            arrays.append(np.ascontiguousarray(x))
+            arrays.append(np.asarray(x, order="C"))  # (ascontiguousarray makes 0-d 1-d)
         else:
             shape = tuple(output_shapes[k - p.num_inputs]) if output_shapes is not None \
                 else a.shape

@@ -67,14 +67,21 @@ class Machine:
                         d >= 0 and d != s for d, s in zip(a.shape, x.shape, strict=True)):
                     raise InterpretError(f"input {k} ({a.name}): got {x.dtype}{list(x.shape)},"
                                          f" the program wants {a.dtype}{list(a.shape)}")
-                arr = np.ascontiguousarray(x).copy()
+                arr = np.array(x, order="C", copy=True)  # (keeps a 0-d array 0-d)
             else:
                 shape = tuple(output_shapes[k - p.num_inputs]) if output_shapes is not None \
                     else a.shape
                 if len(shape) != len(a.shape) or any(d < 0 for d in shape):
                     raise InterpretError(f"output {a.name}: shape {list(shape)} unknown or of "
                                          "the wrong rank (pass output_shapes)")
-                arr = np.full(shape, np.nan, dtype=dt)
+                if a.init >= 0:  # updated in place: starts as its input
+                    src = self.val[p.args[a.init].reg]
+                    if src.shape != shape:
+                        raise InterpretError(f"output {a.name}: shape {list(shape)} differs "
+                                             f"from its input's {list(src.shape)}")
+                    arr = src.copy()
+                else:
+                    arr = np.full(shape, np.nan, dtype=dt)
             self.val[a.reg] = arr
             self._place(arr)
 

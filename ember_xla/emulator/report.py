@@ -5,7 +5,8 @@ moved from DRAM, cache hit rates and the unit that bounds it; as a text table an
 ``total_cycles`` (the emulated cycles of all clusters of one run, which run one after the
 other on the target) and one entry per cluster. A cluster that was not emulated (the lowering
 refused it; it ran on the native kernel) has an entry with ``emulated: false`` and the reason,
-and adds no cycles.
+and adds no cycles. Each entry says its ``pass``: ``forward`` (a lookup) or ``backward`` (a
+lookup's gradient or a fused optimizer update of a training step).
 
 Stall cycles are the timing model's: queue-full is summed over the loads that waited for room
 (layers waiting at the same time each count, so it can exceed the run's cycles), queue-empty
@@ -16,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ember_xla.custom_calls import TARGETS
 from ember_xla.emulator.timing import TimingReport
 from ember_xla.machines.config import Target
 from ember_xla.util import strict_json
@@ -32,7 +34,8 @@ class ClusterResult:
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"index": self.index, "custom_call": self.custom_call,
-                             "kind": self.kind, "emulated": self.timing is not None}
+                             "kind": self.kind, "pass": pass_of(self.kind),
+                             "emulated": self.timing is not None}
         if self.refused is not None:
             d["refused"] = self.refused
         if self.program is not None:
@@ -48,6 +51,12 @@ class ClusterResult:
                      cache_hit_rate=dict(t.cache_hit_rate), bound=t.bound,
                      control_tokens=t.tokens, data_entries=t.entries)
         return d
+
+
+def pass_of(kind: str) -> str:
+    """"forward" (a lookup) or "backward" (its gradient, or a fused optimizer update)."""
+    t = TARGETS.get(kind)
+    return t.direction if t is not None else "forward"
 
 
 def _ratio(a: float, b: float) -> float:

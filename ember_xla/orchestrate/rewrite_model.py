@@ -15,6 +15,7 @@ from ember_xla.hlo_import.model import Model
 from ember_xla.hlo_import.proto import module_to_proto
 from ember_xla.ir.graph import Module
 from ember_xla.orchestrate.errors import ModelFailed, UsageError
+from ember_xla.rewrites.patterns import DAE_PATTERNS
 from ember_xla.rewrites.pipeline import RewriteResult, rewrite_module
 from ember_xla.util import strict_json
 from ember_xla.util.atomic import check_removable, resolve_output, write_folder_atomic
@@ -41,10 +42,13 @@ def rewrite_for(module: Module, machine: str, *, group: bool = True,
     kernels: multi-output calls, table-batched calls unless ``group`` is False, the measured
     cost model deciding per call unless ``cost_model`` says otherwise; ``None``:
     ``EMBER_XLA_COST_MODEL`` decides) or ``"dae"`` (``DAE_OPTIONS``: every cluster, whatever
-    the CPU's cost model would say; ``cost_model`` may only be False there)."""
+    the CPU's cost model would say, padded bags in the programs' own order of additions
+    (``DAE_PATTERNS``); ``cost_model`` may only be False there)."""
     if machine not in ("cpu", "dae"):
         raise ValueError(f"rewrite_for: unknown machine {machine!r} (cpu or dae)")
     options: dict[str, Any] = dict(DAE_OPTIONS) if machine == "dae" else {"cost_model": None}
+    if machine == "dae":
+        options["patterns"] = list(DAE_PATTERNS)
     if cost_model is not _MACHINE_DEFAULT:
         if machine == "dae" and cost_model is not False:
             raise ValueError("rewrite_for: a DAE machine never uses the CPU's cost model")

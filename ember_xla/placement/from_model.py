@@ -17,7 +17,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ember_xla.call_specs import ClusterSpec, LoweringRefused, cluster_spec, ember_calls
+from ember_xla.call_specs import (
+    BACKWARD_ROLES,
+    ClusterSpec,
+    LoweringRefused,
+    cluster_spec,
+    ember_calls,
+)
 from ember_xla.emulator.npu.workload import Bags, Table
 from ember_xla.ir.graph import Module
 
@@ -80,6 +86,9 @@ def placeable_clusters(module: Module) -> list[tuple[ClusterSpec | None, str, st
 
 def refusal(spec: ClusterSpec) -> str | None:
     """Why the NPU strategies cannot compute ``spec``, or None."""
+    if spec.kind in BACKWARD_ROLES:
+        return (f"the backward of a lookup ({spec.kind}: a gradient scatter-add; the NPU "
+                "strategies pool forward bags)")
     if spec.weighted:
         return "weighted lookups (the NPU strategies pool unweighted bags)"
     if spec.combiner not in ("sum", "mean"):

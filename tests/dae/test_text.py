@@ -87,3 +87,32 @@ def test_malformed_text_is_one_error(edit, message):
     with pytest.raises(ProgramError) as e:
         from_text(_broken(edit))
     assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def _with_init(init: str) -> str:
+    """The hand-written bag with its output declared to start as input ``init``'s contents."""
+    lines = GOLDEN.read_text().splitlines()
+    at = max(i for i, ln in enumerate(lines) if ln.startswith("arg "))
+    return "\n".join(lines[:at + 1] + [f"init {lines[at].split()[1]} {init}"]
+                     + lines[at + 1:]) + "\n"
+
+
+def test_output_updated_in_place_round_trips():
+    """An output that starts as an input (a fused optimizer's table updated in place) is an
+    ``init`` record after its ``arg``; it survives both text forms and is printed."""
+    text = _with_init("2")
+    p = from_text(text)
+    out = p.args[-1]
+    assert out.role == "out" and out.init == 2 and all(a.init == -1 for a in p.args[:-1])
+    assert to_text(p) == text and from_text(to_text(p, one_line=True)) == p
+    assert "(starts as table: updated in place)" in print_program(p)
+
+
+@pytest.mark.parametrize("init,message", [
+    ("0", "starts as a copy of argument 0, which is not an input of its type and shape"),
+    ("3", "starts as a copy of argument 3, which is not an input of its type and shape"),
+])
+def test_bad_in_place_output_is_one_error(init, message):
+    with pytest.raises(ProgramError) as e:
+        from_text(_with_init(init))
+    assert message in str(e.value) and "\n" not in str(e.value)

@@ -71,3 +71,21 @@ def test_weights_that_are_not_one_per_lookup():
     part = dataclasses.replace(spec.parts[0], weights=ArraySpec((3, 2), "f32"))
     with pytest.raises(LoweringRefused, match="cannot be read"):
         lower_to_slc(dataclasses.replace(spec, parts=(part,)))
+
+
+def test_padded_bag_in_blocked_order_is_refused():
+    """A padded bag the rewrite gives XLA:CPU's blocked sum order (>= 4096 elements) is not
+    lowered with the sequential order: refused with the reason."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    from ember_xla.call_specs import LoweringRefused, call_attributes, cluster_spec, ember_calls
+    from ember_xla.hlo_import.jax_source import from_jax
+    from ember_xla.orchestrate.rewrite_model import rewrite_for
+
+    t, i = np.ones((100, 16), np.float32), np.zeros((64, 64), np.int32)
+    m = from_jax(lambda t, i: jnp.take(t, i, axis=0).sum(1), t, i).module
+    (call,) = ember_calls(rewrite_for(m, "dae").module)
+    assert call_attributes(call)["sum_order"] == "blocked"
+    with pytest.raises(LoweringRefused, match="sum_order='blocked'.*no DAE lowering"):
+        cluster_spec(call)

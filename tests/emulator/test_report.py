@@ -35,7 +35,7 @@ def test_json_and_table():
     assert c0["queue_full_stall_cycles"] == a.queue_full_stall
     assert c0["dram_bytes"] == a.dram_bytes and c0["bytes_loaded"] == a.bytes_loaded
     assert c1 == {"index": 1, "custom_call": "cc.2", "kind": "ember.segment_reduce",
-                  "emulated": False, "refused": "weighted max"}
+                  "pass": "forward", "emulated": False, "refused": "weighted max"}
     text = rep.table()
     lines = text.splitlines()
     assert "-O3 on tmu" in lines[0]

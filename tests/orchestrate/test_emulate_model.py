@@ -103,7 +103,7 @@ def test_refused_cluster_is_an_error_or_reported(model, monkeypatch):
     assert em.ok
     c1 = em.report.as_dict()["clusters"][1]
     assert c1 == {"index": 1, "custom_call": c1["custom_call"], "kind": "ember.segment_reduce",
-                  "emulated": False, "refused": "test: max refused"}
+                  "pass": "forward", "emulated": False, "refused": "test: max refused"}
     assert "ran on the native kernel, not emulated: test: max refused" in em.report.table()
 
 

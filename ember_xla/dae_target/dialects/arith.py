@@ -7,6 +7,7 @@ Ops (operands -> result):
 - ``arith.constant() {value}`` -> scalar, or vector splat of ``value`` (float, int or bool).
 - ``arith.addf|subf|mulf|divf|maxf|minf(a, b)`` -> a's type (floats).
 - ``arith.addi|subi|muli|maxsi|minsi|andi|ori|xori(a, b)`` -> a's type (integers/index/i1).
+- ``arith.fma(a, b, c)`` -> a's type: ``a * b + c`` rounded once (f32 scalars/vectors).
 - ``arith.sqrt(a)``, ``arith.negf(a)`` -> a's type (floats).
 - ``arith.cmpi(a, b) {pred}`` (eq ne slt sle sgt sge) and ``arith.cmpf(a, b) {pred}``
   (oeq one olt ole ogt oge une uno ord) -> i1 (or vector of i1).
@@ -81,6 +82,9 @@ MulFOp = _elementwise("arith.mulf", 2, is_float, "float", "a * b, rounded once")
 DivFOp = _elementwise("arith.divf", 2, is_float, "float", "a / b, rounded once")
 MaxFOp = _elementwise("arith.maxf", 2, is_float, "float", "max(a, b), NaN-propagating")
 MinFOp = _elementwise("arith.minf", 2, is_float, "float", "min(a, b), NaN-propagating")
+FmaOp = _elementwise("arith.fma", 3, lambda t: is_float(t) and str(element_type(t)) == "f32",
+                     "f32", "fused multiply-add a * b + c, rounded once (C's fmaf; XLA:CPU's "
+                     "contracted form)")
 SqrtOp = _elementwise("arith.sqrt", 1, is_float, "float", "sqrt(a), rounded once")
 NegFOp = _elementwise("arith.negf", 1, is_float, "float", "-a")
 AddIOp = _elementwise("arith.addi", 2, is_int, "integer", "a + b (wrapping)")

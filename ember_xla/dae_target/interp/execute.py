@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from ember_xla.dae.numerics import CMP, FLOAT_BINARY, INT_BINARY, xla_max, xla_min
+from ember_xla.dae.numerics import CMP, FLOAT_BINARY, INT_BINARY, fma, xla_max, xla_min
 from ember_xla.dae.values import convert, element_index, of_type, scalar
 from ember_xla.ir.interpreter import Interpreter, InterpreterFunctions, InterpretError, impl
 from ember_xla.ir.operation import Operation
-from ember_xla.ir.types import IntegerType, MemRefType, VectorType, numpy_dtype
+from ember_xla.ir.types import IntegerType, MemRefType, VectorType, element_type, numpy_dtype
 
 
 def _float_op(fn: Any, op: Operation, args: tuple[Any, ...]) -> Any:
@@ -48,6 +48,11 @@ class ExecuteFunctions(InterpreterFunctions):
     @impl("arith.constant")
     def constant(self, interp: Interpreter, op: Operation, args: tuple) -> tuple:
         return (of_type(op.attributes["value"], op.results[0].type),)
+
+    @impl("arith.fma")
+    def fma(self, interp: Interpreter, op: Operation, args: tuple) -> tuple:
+        t = op.results[0].type
+        return (of_type(fma(*args, numpy_dtype(element_type(t))), t),)
 
     @impl("arith.sqrt")
     def sqrt(self, interp: Interpreter, op: Operation, args: tuple) -> tuple:

@@ -5,8 +5,9 @@ memrefs, then one memref per output, and ends in ``func.return``. Its attributes
 which: ``num_inputs`` (how many leading arguments are inputs) and ``output_shapes`` (one
 ``[d0, d1, ...]`` list per output; the element type is the memref's). ``run`` binds the inputs
 (checking dtype and rank), allocates the outputs poisoned with NaN (the program must write
-every element, ``init`` included), runs the entry function with the interpreters of the dialects
-it uses and returns the outputs.
+every element, ``init`` included) — or, for an output the optional ``output_init`` attribute
+(one input index or -1 per output) says is updated in place, as a copy of that input — runs
+the entry function with the interpreters of the dialects it uses and returns the outputs.
 
 Interpreter modules are found by dialect name: ``interp/<dialect>.py`` exporting
 ``functions() -> list[InterpreterFunctions]`` (func/arith/scf/memref/vector -> ``execute``).
@@ -63,7 +64,7 @@ def _bind_input(x: Any, t: Any, i: int) -> np.ndarray:
     want = numpy_dtype(t.elem)
     if arr.dtype != want or arr.ndim != t.rank:
         raise InterpretError(f"input {i}: got {arr.dtype}{list(arr.shape)}, function wants {t}")
-    return np.ascontiguousarray(arr).copy()
+    return np.array(arr, order="C", copy=True)  # (ascontiguousarray makes 0-d arrays 1-d)
 
 
 def outputs_of(graph: Graph) -> list[tuple[tuple[int, ...], np.dtype]]:
@@ -89,7 +90,9 @@ def run_counted(module: Module, inputs: Sequence[Any], function: str | None = No
         raise InterpretError(f"{graph.name} takes {n_in} inputs, got {len(inputs)}")
     args = [_bind_input(x, a.type, i)
             for i, (x, a) in enumerate(zip(inputs, graph.args[:n_in], strict=True))]
-    outs = [np.full(shape, np.nan, dtype=dt) for shape, dt in outputs_of(graph)]
+    init = graph.attributes.get("output_init") or [-1] * len(outputs_of(graph))
+    outs = [args[i].copy() if i >= 0 else np.full(shape, np.nan, dtype=dt)
+            for (shape, dt), i in zip(outputs_of(graph), init, strict=True)]
     interp = make_interpreter(module, listeners)
     interp.run_graph(graph, args + outs)
     return outs, dict(interp.counters)

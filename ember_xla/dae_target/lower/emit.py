@@ -20,7 +20,8 @@ from ember_xla.ir.opdef import OpDef
 from ember_xla.ir.types import BF16, F16, F32, I1, I32, I64, INDEX, Type, numpy_dtype
 from ember_xla.ir.value import Value
 
-DTYPES: dict[str, Type] = {"f32": F32, "bf16": BF16, "f16": F16, "s32": I32, "s64": I64}
+DTYPES: dict[str, Type] = {"f32": F32, "bf16": BF16, "f16": F16, "s32": I32, "s64": I64,
+                           "pred": I1}
 
 
 class Emitter:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ember_xla.call_specs import (
+    BACKWARD_LOWERED,
     ClusterSpec,
     LoweringRefused,
     Part,
@@ -40,6 +41,7 @@ from ember_xla.dae_target.lower.emit import (
     preprocess_index,
     start_value,
 )
+from ember_xla.dae_target.lower.to_slc_grad import lower_backward
 from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.types import I1, I64, INDEX, MemRefType
@@ -80,6 +82,13 @@ def lower_to_slc(spec: ClusterSpec) -> Module:
     m.add(g, entry=True)
     e = Emitter(g)
     ctx = _Ctx(e)
+    if spec.kind == "sparse_sgd":  # the table is updated in place: its result starts as it
+        g.attributes["output_init"] = [spec.roles.index("table")]
+    if spec.kind in BACKWARD_LOWERED:
+        lower_backward(e, spec, list(g.args[:len(ins)]), g.args[len(ins)],
+                       (ctx.c0, ctx.c1, ctx.s0, ctx.s1))
+        g.append(func.ReturnOp.create([]))
+        return m
     for k, part in enumerate(spec.parts):
         args = g.args[part.first_operand:part.first_operand + 3]
         w = g.args[len(ins) - 1] if spec.weighted else None

@@ -9,7 +9,8 @@ the old callback with ``from_stream(vector stream)`` -> ``slcv.from_buffer(buf, 
 mask -> ``slcv.mask(c, lb, ub, step)`` and the chunk's first lane -> ``c``. The chunks run in
 the same order with the same lanes, so the numbers are unchanged; the callbacks fired drop
 from one per chunk to one per row. A loop left without streams is removed (its row loop now
-runs on the core)."""
+runs on the core); a top-level loop without memory streams is left alone (its callback would
+have no traversal left to fire on)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,11 @@ def _why_not(loop: Operation) -> str | None:
         return "its body does not end in one callback without results"
     if any(o.opcode == "slc.callback" for o in ops[:-2]):
         return "it has more than one callback"
+    parent = loop.parent_op
+    if (parent is None or parent.opcode not in ("slc.for", "slcv.for")) and not any(
+            o.opcode.startswith(("slc.mem_stream", "slcv.mem_stream")) for o in ops):
+        return ("a top-level loop without memory streams (bufferized, its callback would "
+                "have no traversal to fire on)")
     cb = ops[-2]
     for op in cb.walk():
         if (op.opcode == "slc.from_stream" and op.parent is not cb.body

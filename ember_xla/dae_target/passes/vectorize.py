@@ -143,6 +143,12 @@ class _Callback:
     def memory(self, op: Operation, store: bool) -> None:
         idx = op.operands[2:] if store else op.operands[1:]
         m = op.operands[1] if store else op.operands[0]
+        if not idx:  # a rank-0 memref (a scalar operand such as a learning rate)
+            if store:
+                raise Refuse("a store of a scalar inside the row loop")
+            self.loaded.add(m)
+            self.vmap[op.result] = self.add(op.clone(value_map=self.vmap)).result
+            return
         if any(v in self.varying for v in idx[:-1]) or (
                 idx[-1] in self.varying and idx[-1] not in self.lane_index):
             raise Refuse(f"{op.opcode} at a position that is not the loop index")

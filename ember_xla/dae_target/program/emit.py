@@ -212,6 +212,9 @@ def emit_program(module: Module, input_shapes: Sequence[Sequence[int]] | None = 
                            f"{len(outs)} outputs")
     if input_shapes is not None and len(input_shapes) != n_in:
         raise ProgramError(f"{g.name}: {len(input_shapes)} input shapes for {n_in} inputs")
+    inits = g.attributes.get("output_init") or [-1] * n_out
+    if len(inits) != n_out:
+        raise ProgramError(f"{g.name}: output_init names {len(inits)} outputs, it has {n_out}")
     em = Emitter()
     args = []
     for k, a in enumerate(g.args):
@@ -224,8 +227,9 @@ def emit_program(module: Module, input_shapes: Sequence[Sequence[int]] | None = 
         if len(shape) != a.type.rank:
             raise ProgramError(f"{g.name}: argument {k} has rank {a.type.rank}, its shape "
                                f"{list(shape)} does not")
+        init = int(inits[k - n_in]) if k >= n_in else -1
         args.append(Arg(ident(a.name_hint, f"arg{k}"), "in" if k < n_in else "out", r,
-                        dtype_of(a.type.elem), shape))
+                        dtype_of(a.type.elem), shape, init))
     code: list[Instr] = []
     term = em.block(g, code, in_case=False, nested=False)
     if term is None:

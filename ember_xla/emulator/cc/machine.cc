@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <string>
@@ -64,7 +65,13 @@ void Machine::BindArg(int64_t k, const std::vector<int64_t>& shape, void* data, 
   if (b->nbytes() != nbytes) throw RunError("argument " + a.name + ": buffer size mismatch");
   b->data = static_cast<uint8_t*>(data);
   b->readonly = !a.out;
-  if (a.out)
+  if (a.out && a.init >= 0) {  // updated in place: starts as its input (a copy unless aliased)
+    if (!bound_[a.init]) throw RunError("argument " + a.name + ": its input is not bound");
+    const Buffer& src = *val_[p_.args[a.init].reg].m;
+    if (src.shape != b->shape)
+      throw RunError("argument " + a.name + ": shape differs from the input it starts as");
+    if (src.data != b->data) std::memcpy(b->data, src.data, (size_t)nbytes);
+  } else if (a.out)
     for (int64_t e = 0; e < b->numel(); ++e) {
       if (IsFloat(a.dtype)) b->SetF(e, std::numeric_limits<double>::quiet_NaN());
       else b->SetI(e, 0);

@@ -177,6 +177,13 @@ void Machine::Step(const Instr& in) {
       for (int64_t k = 0; k < out.n(); ++k) PutI(out, k, IntOp(in.op, LI(a, k), LI(b, k)), false);
       return commit();
     }
+    case Op::Fma: {  // f32 only (the arith.fma verifier): C's fmaf, rounded once
+      const Value &a = V(0), &b = V(1), &c = V(2);
+      out.Shape(dr->dtype, dl);
+      for (int64_t k = 0; k < out.n(); ++k)
+        PutF(out, k, (double)std::fmaf((float)LF(a, k), (float)LF(b, k), (float)LF(c, k)));
+      return commit();
+    }
     case Op::Sqrt: case Op::NegF: {
       const Value& a = V(0);
       const DType ct = IsFloat(a.dt) ? a.dt : DType::F64;

@@ -25,7 +25,7 @@ const std::unordered_map<std::string_view, Op>& OpTable() {
       {"broadcast", Op::Broadcast}, {"reduce", Op::Reduce}, {"alloc", Op::Alloc},
       {"for", Op::For}, {"if", Op::If}, {"mov", Op::Mov}, {"inc", Op::Inc}, {"pop", Op::Pop},
       {"from_buffer", Op::FromBuffer}, {"vmask", Op::VMask}, {"first_lane", Op::FirstLane},
-      {"unique", Op::Unique}, {"run", Op::Run}};
+      {"unique", Op::Unique}, {"run", Op::Run}, {"fma", Op::Fma}};
   return t;
 }
 
@@ -39,7 +39,7 @@ void Shape(Op op, int* d, int* s, int* m) {
     case Op::Const: *s = 0, *m = 1; return;
     case Op::Dim: *s = 1, *m = 1; return;
     case Op::CmpI: case Op::CmpF: *m = 1; return;
-    case Op::Select: *s = 3; return;
+    case Op::Select: case Op::Fma: *s = 3; return;
     case Op::Load: case Op::MaskedLoad: *s = -1; return;
     case Op::Store: case Op::MaskedStore: *d = 0, *s = -1; return;
     case Op::Reduce: *s = 1, *m = 1; return;
@@ -61,7 +61,7 @@ int BaseClass(const Instr& in) {
     case Op::Store: case Op::MaskedStore: return 1;
     case Op::AddF: case Op::SubF: case Op::NegF: case Op::AddI: case Op::SubI: case Op::AndI:
     case Op::OrI: case Op::XorI: return 2;
-    case Op::MulF: case Op::DivF: case Op::Sqrt: case Op::MulI: return 3;
+    case Op::MulF: case Op::DivF: case Op::Sqrt: case Op::MulI: case Op::Fma: return 3;
     case Op::MaxF: case Op::MinF: case Op::MaxSI: case Op::MinSI: return 4;
     case Op::ExtF: case Op::TruncF: case Op::SIToFP: case Op::FPToSI: case Op::IndexCast:
     case Op::Broadcast: case Op::FirstLane: return 5;
@@ -99,6 +99,9 @@ class Reader {
     }
   }
   bool done() const { return pos_ == recs_.size(); }
+  bool Peek(const char* keyword) const {
+    return pos_ < recs_.size() && recs_[pos_][0] == keyword;
+  }
   const std::vector<std::string_view>& Next(const char* keyword) {
     if (pos_ >= recs_.size())
       throw ProgramError(std::string("DAE program text ends early (expected ") + keyword + ")");
@@ -361,6 +364,15 @@ Program ParseProgram(std::string_view text) {
     a.reg = (int32_t)r.Index(rec[4], 0, n_regs, "register");
     a.dtype = r.DT(rec[5]);
     for (size_t j = 7; j < rec.size(); ++j) a.shape.push_back(r.Int(rec[j]));
+    if (r.Peek("init")) {
+      const auto& ini = r.Next("init");
+      r.Fields(ini, 3);
+      if (r.Int(ini[1]) != k) r.Fail("'init' record for another arg");
+      a.init = r.Index(ini[2], 0, p.num_inputs, "init input");
+      const Arg& src = p.args[a.init];
+      if (!a.out || src.dtype != a.dtype || src.shape.size() != a.shape.size())
+        r.Fail("an 'init' output must start as an input of its type and rank");
+    }
     p.args.push_back(std::move(a));
   }
   for (int64_t k = 0; k < n_regs; ++k) {

@@ -35,7 +35,7 @@ enum class Op : int8_t {
   Const, Dim, AddF, SubF, MulF, DivF, MaxF, MinF, AddI, SubI, MulI, MaxSI, MinSI, AndI, OrI,
   XorI, Sqrt, NegF, ExtF, TruncF, SIToFP, FPToSI, IndexCast, CmpI, CmpF, Select, Load, Store,
   MaskedLoad, MaskedStore, Broadcast, Reduce, Alloc, For, If, Mov, Inc, Pop, FromBuffer,
-  VMask, FirstLane, Unique, Run
+  VMask, FirstLane, Unique, Run, Fma
 };
 
 // An immediate: an integer, a float or an identifier.
@@ -68,6 +68,7 @@ struct Arg {
   int32_t reg;
   DType dtype;
   std::vector<int64_t> shape;  // -1 unknown
+  int64_t init = -1;           // an output starting as a copy of input arg `init`; -1 poisoned
 };
 struct TU {
   int32_t parent, lb, ub, step;

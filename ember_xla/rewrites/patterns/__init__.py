@@ -5,5 +5,7 @@ from ember_xla.rewrites.patterns.scatter_grad import ScatterGrad
 from ember_xla.rewrites.patterns.segment_reduce import SegmentReduce
 
 ALL_PATTERNS = [ScatterGrad(), SegmentReduce(), PaddedBag()]
+#: For the DAE machines: padded bags in the programs' own order (one row after the other).
+DAE_PATTERNS = [ScatterGrad(), SegmentReduce(), PaddedBag(xla_order=False)]
 
-__all__ = ["ALL_PATTERNS", "PaddedBag", "ScatterGrad", "SegmentReduce"]
+__all__ = ["ALL_PATTERNS", "DAE_PATTERNS", "PaddedBag", "ScatterGrad", "SegmentReduce"]

@@ -23,6 +23,13 @@ class PaddedBag(Pattern):
     kind = "padded_bag"
     roots = ("reduce",)
 
+    def __init__(self, xla_order: bool = True) -> None:
+        #: True: the kernel adds a bag's rows in XLA:CPU's order (``sum_order``), and bags whose
+        #: order is not reproduced stay in XLA. False (the DAE machines, whose programs add the
+        #: rows one after the other and are compared with XLA to a tolerance): always
+        #: "sequential".
+        self.xla_order = xla_order
+
     def match(self, op: Operation) -> Cluster:
         if len(op.operands) != 2:
             raise NoMatch(f"variadic reduce with {len(op.operands)} operands")
@@ -64,7 +71,8 @@ class PaddedBag(Pattern):
         if lk.table.value.type.element_type != table_type:
             raise NoMatch("the reduction runs in a different type than the table")
         d = src.dims[2]
-        order = sum_order(b, p, d, src.element_type, combiner, weights is not None, init)
+        order = (sum_order(b, p, d, src.element_type, combiner, weights is not None, init)
+                 if self.xla_order else "sequential")
         cluster = make_cluster(self, walk, lk, [("ids", lk.indices)], weights, combiner, init)
         cluster.attrs["sum_order"] = order
         return cluster
