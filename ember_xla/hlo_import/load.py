@@ -1,4 +1,5 @@
-"""Load a model from a path: SavedModel directory, HloModuleProto (``.pb``) or HLO text."""
+"""Load a model from a path: SavedModel directory, HloModuleProto (``.pb``) or HLO text (with
+the parameter values of a ``params.npz`` beside the file bound)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 from ember_xla.hlo.errors import HloImportError
 from ember_xla.hlo.parser import Located, parse_module_located
 from ember_xla.hlo.verifier import HloVerifyError, verify_module
+from ember_xla.hlo_import.bound_params import bind_sibling_params
 from ember_xla.hlo_import.model import Model
 from ember_xla.hlo_import.proto import module_from_proto
 from ember_xla.ir.dialect import VerifyError
@@ -67,8 +69,11 @@ def load_models(path: str, signature: str | None = None, unknown_dim: int = 8) -
         except UnicodeDecodeError as e:
             raise HloImportError(f"HLO text is not UTF-8 (byte {e.start})", path) from None
         module, located = parse_module_located(text, path)
-        return [Model(verified(module, path, located), path)]
-    return [Model(verified(module_from_proto(data, path), path), path)]
+        model = Model(verified(module, path, located), path)
+    else:
+        model = Model(verified(module_from_proto(data, path), path), path)
+    bind_sibling_params(model, path)
+    return [model]
 
 
 def verified(module: Module, path: str, located: Located | None = None) -> Module:
