@@ -19,6 +19,7 @@ ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::Remainin
         e.failure())
       return e;
     if (auto e = CheckTableAndResult(table, *out); e.failure()) return e;
+    opt.fused_product = CpuHasFma();  // XLA fuses a weighted reduce's multiply: Options
     if (ids.dimensions().size() != 2)
       return ffi::Error::InvalidArgument("ember.padded_bag: ids must have rank 2 [B, P]");
     const int64_t bags = ids.dimensions()[0], width = ids.dimensions()[1];

@@ -23,7 +23,15 @@ struct Options {
   bool weighted = false;
   bool index32 = false;  // index_bits == 32: truncate to int32 (two's complement) after wrapping
   double init = 0.0;
+  // The weight's multiply is fused into the accumulation as one FMA (acc = fma(row, w, acc),
+  // one rounding) wherever the product is an f32 value: what XLA:CPU computes for a weighted
+  // reduce (ember.padded_bag) on a CPU with FMA, since it fuses the multiply into the reduce
+  // and LLVM contracts the two. A scatter (the segment kinds) adds a materialized product.
+  bool fused_product = false;
 };
+
+// Whether this CPU has FMA (XLA:CPU compiles for the host's features).
+bool CpuHasFma();
 
 ffi::Error ParseOptions(std::string_view combiner, std::string_view index_mode,
                         bool wrap_negative, bool weighted, double init, int64_t index_bits,

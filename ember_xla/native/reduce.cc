@@ -44,6 +44,7 @@ struct Job {
   O* out;
   int64_t out_stride;  // elements from one output row to the next (d, or sum D when the
                        // result is the tables' concatenated [rows, sum D] layout)
+  bool fused_product = false;  // Options::fused_product
 };
 
 template <typename T, typename O>
@@ -153,7 +154,8 @@ __attribute__((always_inline)) inline void SumRowsVector(const Job<float, float>
 // Kind: 0 = add, 1 = max, 2 = min. Every step is computed in float and rounded to O.
 // Compiled twice (baseline SSE2 and AVX2, picked at run time): the same IEEE operations in the
 // same order, so the same bits; AVX2 only halves the instructions per row, which lets the core
-// keep about twice as many row loads in flight (~1.8x on the random-gather probe). No FMA.
+// keep about twice as many row loads in flight (~1.8x on the random-gather probe). No FMA
+// contraction (-ffp-contract=off); an FMA only where Job::fused_product asks for one.
 template <int VL, int NVMax, typename T, typename O, int Kind, int W>
 __attribute__((always_inline)) inline void RowsBody(const Job<T, O>& job, int64_t r0, int64_t r1,
                                                     float* __restrict acc) {
@@ -213,6 +215,17 @@ __attribute__((always_inline)) inline void RowsBody(const Job<T, O>& job, int64_
         // With an f32 result, XLA:CPU keeps a bf16 product in f32 (bf16 arithmetic is
         // normalized to f32 and its excess-precision pass then drops the f32 -> bf16 -> f32
         // round trip before the convert); f16 arithmetic stays rounded to f16.
+        // The product is an f32 value (not rounded to f16/bf16): an f32 result with f32
+        // weights, an f32 table, or a bf16 table (its product is exact in f32).
+        constexpr bool kF32Product =
+            std::is_same<O, float>::value &&
+            (W == 2 || (W == 1 && !std::is_same<T, f16>::value));
+        if constexpr (Kind == 0 && kF32Product) {
+          if (job.fused_product) {  // XLA's fused multiply-reduce, contracted to an FMA
+            acc[c] = std::fma(v, w, acc[c]);
+            continue;
+          }
+        }
         if (W == 1 && !(std::is_same<T, bf16>::value && std::is_same<O, float>::value))
           v = ET::Round(v * w);
         else if (W != 0) v = EO::Round(v * w);
@@ -245,20 +258,20 @@ void RowsBaseline(const Job<T, O>& job, int64_t r0, int64_t r1, float* acc) {
 #if defined(__x86_64__) && defined(__GNUC__)
 #define EMBER_HAVE_AVX2_CLONE 1
 template <typename T, typename O, int Kind, int W>
-__attribute__((target("avx2"))) void RowsAvx2(const Job<T, O>& job, int64_t r0, int64_t r1,
+__attribute__((target("avx2,fma"))) void RowsAvx2(const Job<T, O>& job, int64_t r0, int64_t r1,
                                               float* acc) {
   RowsBody<8, 16, T, O, Kind, W>(job, r0, r1, acc);  // 16 ymm: a 128-float row in one pass
 }
 #endif
 
-// AVX2 when the CPU has it, unless EMBER_XLA_ISA=baseline (for comparing the two builds).
+// AVX2 (with FMA) when the CPU has it, unless EMBER_XLA_ISA=baseline (to compare builds).
 bool UseAvx2() {
 #ifdef EMBER_HAVE_AVX2_CLONE
   static const bool use = [] {
     const char* isa = std::getenv("EMBER_XLA_ISA");
     if (isa != nullptr && std::string_view(isa) == "baseline") return false;
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0;
+    return __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0;
   }();
   return use;
 #else
@@ -346,7 +359,8 @@ void RunTyped(const ffi::AnyBuffer& table, const Plan& plan, const void* weights
                 d,
                 Elem<O>::Round(static_cast<float>(opt.init)),
                 static_cast<O*>(out.untyped_data()),
-                d};
+                d,
+                opt.fused_product};
   if (weights == nullptr) RunKind<T, O, 0>(job);
   else if (wtype == table.element_type()) RunKind<T, O, 1>(job);
   else RunKind<T, O, 2>(job);
@@ -392,7 +406,8 @@ void MakeRunner(const GroupItem& item, const Options& opt, ItemRunner* runner,
                 d,
                 Elem<O>::Round(static_cast<float>(opt.init)),
                 static_cast<O*>(item.out_base ? item.out_base : item.out->untyped_data()),
-                item.out_stride ? item.out_stride : d};
+                item.out_stride ? item.out_stride : d,
+                opt.fused_product};
   if (weights == nullptr) SetRun<T, O, 0>(job, runner);
   else if (wtype == item.table->element_type()) SetRun<T, O, 1>(job, runner);
   else SetRun<T, O, 2>(job, runner);
@@ -441,6 +456,20 @@ ffi::Error RunPlan(const ffi::AnyBuffer& table, const Plan& plan, const void* we
   }
   InjectTestFault(out);
   return ffi::Error::Success();
+}
+
+bool CpuHasFma() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("fma") != 0;
+  }();
+  return has;
+#elif defined(__aarch64__)
+  return true;  // every AArch64 core has fused multiply-add
+#else
+  return false;
+#endif
 }
 
 }  // namespace ember
