@@ -21,6 +21,7 @@ from ember_xla.rewrites.fuse_optimizer import fuse_optimizers
 from ember_xla.rewrites.group_tables import GROUPED, group_tables
 from ember_xla.rewrites.matcher import Pattern, find_clusters
 from ember_xla.rewrites.multi_output import merge_multi_output
+from ember_xla.rewrites.order_probe import order_mismatch, padded_calls
 from ember_xla.rewrites.outline import outline
 from ember_xla.rewrites.patterns import ALL_PATTERNS
 from ember_xla.rewrites.report import cluster_entry, near_miss_entry
@@ -80,6 +81,8 @@ class RewriteClusters(ModulePass):
     multi_output: bool = True
     fuse_optimizer: bool = True
     excess_precision: str = "env"
+    #: clusters to keep in XLA, by root: ((computation, instruction, reason), ...)
+    kept_roots: tuple[tuple[str, str, str], ...] = ()
 
     def apply(self, module: Module) -> None:
         self.run(module)
@@ -97,6 +100,15 @@ class RewriteClusters(ModulePass):
         excess = (precision.excess_precision_from_env() if self.excess_precision == "env"
                   else self.excess_precision == "true")
         found.clusters, refused = precision.split(found.clusters, excess)
+        kept_by_root = {(g, name): why for g, name, why in self.kept_roots}
+        keep = []
+        for c in found.clusters:
+            why = kept_by_root.get((c.root.parent.name, c.root.name))
+            if why is None:
+                keep.append(c)
+            else:
+                refused.append((c, why))
+        found.clusters = keep
         for c, why in refused:
             misses.append({**near_miss_entry(NearMiss(c.pattern, c.root, why)),
                            "kept_in_xla": True})
@@ -151,20 +163,41 @@ def rewrite_module(module: Module, patterns: list[Pattern] | None = None,
                    group: bool = True, cost_model: bool | None = None,
                    canonical: bool = True, assume_finite_tables: bool = False,
                    multi_output: bool = True, fuse_optimizer: bool = True,
-                   excess_precision: bool | None = None) -> RewriteResult:
+                   excess_precision: bool | None = None, probe_order: bool = True
+                   ) -> RewriteResult:
     """Rewrite every cluster of a copy of ``module`` (the input is left untouched); the
     result's module is the copy, or ``module`` itself when nothing was rewritten. With
     ``cost_model`` (default: on unless EMBER_XLA_COST_MODEL=off) clusters predicted faster
     in XLA stay there. ``excess_precision``: the ``xla_allow_excess_precision`` the module
-    will be compiled with (default: as XLA_FLAGS says, else true)."""
-    work = module.clone()
+    will be compiled with (default: as XLA_FLAGS says, else true). ``probe_order``: measure
+    each padded bag against XLA:CPU's own summation order (order_probe.py) and keep those
+    that differ in XLA."""
     cost = "env" if cost_model is None else ("on" if cost_model else "off")
-    result = RewriteClusters(group=group, canonical=canonical, cost_model=cost,
-                             assume_finite_tables=assume_finite_tables,
-                             multi_output=multi_output,
-                             fuse_optimizer=fuse_optimizer,
-                             excess_precision="env" if excess_precision is None
-                             else str(bool(excess_precision)).lower()).run(work, patterns)
+    excess = (precision.excess_precision_from_env() if excess_precision is None
+              else bool(excess_precision))
+    options = dict(group=group, canonical=canonical, cost_model=cost,
+                   assume_finite_tables=assume_finite_tables, multi_output=multi_output,
+                   fuse_optimizer=fuse_optimizer, excess_precision=str(excess).lower())
+    result = RewriteClusters(**options).run(module.clone(), patterns)
+    kept = _order_mismatches(result, excess) if probe_order else ()
+    if kept:  # again, with the bags XLA reduces in another order kept in XLA
+        result = RewriteClusters(**options, kept_roots=kept).run(module.clone(), patterns)
     if not result.clusters:
         result.module = module
     return result
+
+
+def _order_mismatches(result: RewriteResult, excess: bool) -> tuple[tuple[str, str, str], ...]:
+    """(computation, root, reason) of every rewritten padded bag whose kernel does not give
+    XLA:CPU's bits for its outlined computation (order_probe.py)."""
+    by_call = {e.get("custom_call"): e for e in result.clusters}
+    kept = []
+    for call in padded_calls(result.module):
+        entry = by_call.get(call.name)
+        if entry is None:
+            continue
+        why = order_mismatch(result.module, call, excess)
+        if why is not None:
+            loc = entry["location"]
+            kept.append((loc["computation"], loc["instruction"], why))
+    return tuple(kept)
