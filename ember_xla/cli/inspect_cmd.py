@@ -38,6 +38,8 @@ def summary(model: Model) -> dict[str, Any]:
         "computations": [{"name": g.name, "instructions": len(g.ops),
                           "called_by": callers.get(g.name, [])} for g in m.graphs],
         "gathers_scatters": lookups,
+        **({"elided_constants": list(model.elided_constants)} if model.elided_constants
+           else {}),
     }
 
 
@@ -68,6 +70,10 @@ def render(s: dict[str, Any]) -> str:
         lines.append(f"  {c['name']}: {c['instructions']} instructions"
                      + (f", called by {by}" if by else " (entry)" if c['name'] == s['entry']
                         else ""))
+    if s.get("elided_constants"):
+        lines.append(f"elided constants (printed as {{...}}, values not in the text): "
+                     f"{len(s['elided_constants'])}")
+        lines += [f"  {e}" for e in s["elided_constants"]]
     lines.append(f"gathers/scatters: {len(s['gathers_scatters'])}")
     for g in s["gathers_scatters"]:
         lines.append(f"  {g['opcode']} {g['computation']}/{g['instruction']}: "

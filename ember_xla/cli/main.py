@@ -94,7 +94,7 @@ def _cmd_inspect(args: list[str]) -> int:
 
     if len(args) != 1:
         raise UsageError("inspect takes exactly one MODEL argument")
-    models = load_arg(args[0], FLAGS)
+    models = load_arg(args[0], FLAGS, elided_ok=True)
     print(inspect(models, FLAGS.json))
     return 0
 

@@ -21,6 +21,9 @@ class Model:
     #: param no -> its name in the source framework (a signature input, a variable's name)
     source_names: dict[int, str] = dataclasses.field(default_factory=dict)
     notices: list[str] = dataclasses.field(default_factory=list)  # one line each
+    #: "name shape" of constants whose values the HLO text left out ({...}); only a model
+    #: loaded for a command that needs no values (inspect) has any
+    elided_constants: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def free_parameters(self) -> list[int]:
