@@ -11,7 +11,7 @@ from __future__ import annotations
 from ember_xla.custom_calls import PADDED_BAG
 from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.cluster import Cluster
-from ember_xla.rewrites.matcher import Pattern
+from ember_xla.rewrites.matcher import Pattern, looks_like_lookup
 from ember_xla.rewrites.patterns.common import lookup_of, make_cluster, weights_chain
 from ember_xla.rewrites.refs import Ref
 from ember_xla.rewrites.walk import NoMatch, Walk
@@ -37,17 +37,29 @@ def bag_dot_operands(op: Operation) -> tuple[int, int] | None:
     return None
 
 
+def _reported(reason: str, op: Operation) -> NoMatch:
+    e = NoMatch(reason)
+    e.report = looks_like_lookup(op)  # a dot over the bag axis of looked-up rows
+    return e
+
+
 class DotBag(Pattern):
     name = PADDED_BAG.name + ".dot"
     kind = "padded_bag"
     roots = ("dot",)
+    quiet = True  # most dots are layers, not bags: only a dot over a bag axis is reported
 
     def match(self, op: Operation) -> Cluster:
         sides = bag_dot_operands(op)
         if sides is None:
             raise NoMatch(f"dot {op.name} is not rows [B,L,D] times weights [B,L] contracted "
                           "over the bag axis L with B batched")
-        rows_i, w_i = sides
+        try:
+            return self._match(op, *sides)
+        except NoMatch as e:
+            raise _reported(str(e), op) from None
+
+    def _match(self, op: Operation, rows_i: int, w_i: int) -> Cluster:
         types = {v.type.element_type for v in op.operands} | {op.result.type.element_type}
         if types != {"f32"}:
             raise NoMatch(f"dot {op.name} is a bag over {sorted(types)} values; only f32 "
