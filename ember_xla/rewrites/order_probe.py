@@ -20,10 +20,19 @@ from ember_xla.ir.operation import Operation
 _CACHE: dict[str, str | None] = {}
 
 
+# Module fields that describe the original entry (aliasing of donated parameters, buffer
+# donors, shardings, layouts) and would be wrong for a probe's own entry.
+_ENTRY_FIELDS = ("input_output_alias", "buffer_donor", "spmd_output_sharding",
+                 "spmd_parameters_shardings", "dynamic_parameter_binding",
+                 "cross_program_prefetches", "entry_computation_layout")
+
+
 def _outlined(module: Module, call: Operation) -> Module:
     m = module.clone()
     m.entry = m.graph(call.callees[0].name)
     m.remove_unreachable_graphs()
+    for k in _ENTRY_FIELDS:
+        m.attributes.pop(k, None)
     return m
 
 
