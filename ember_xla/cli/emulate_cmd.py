@@ -62,8 +62,8 @@ def _say_verify(em: Any, say: Any) -> None:
 
 
 def emulate_main(args: list[str], flags_: Any) -> int:
+    from ember_xla.cli.model_arg import load_arg
     from ember_xla.cli.run_cmd import load_inputs
-    from ember_xla.hlo_import.load import load_model
     from ember_xla.machines.config import load_target
 
     if len(args) != 1:
@@ -92,7 +92,7 @@ def emulate_main(args: list[str], flags_: Any) -> int:
                 raise UsageError(f"--{name}: only with a multi-core target (--target=tmu8 "
                                  "or --target=npu, --placement=...)")
     level = None if placed else _level(flags_)
-    model = load_model(args[0], flags_.signature, flags_.unknown_dim)
+    model = load_arg(args[0], flags_, one=True)[0]
     inputs = load_inputs(model, flags_.inputs, flags_.seed)
 
     def say(msg: str) -> None:

@@ -31,17 +31,25 @@ def summary(model: Model) -> dict[str, Any]:
         "source": model.source,
         "module": m.name,
         "entry": entry.name,
-        "parameters": [{"number": p.attributes.get("parameter_number", 0), "name": p.name,
-                        "shape": str(p.result.type),
-                        "bound": p.attributes.get("parameter_number", 0) in model.bound}
-                       for p in params],
+        "parameters": [_parameter(model, p) for p in params],
         "result": str(entry.root.result.type),
         "instructions": sum(opcodes.values()),
         "opcodes": dict(sorted(opcodes.items(), key=lambda kv: (-kv[1], kv[0]))),
         "computations": [{"name": g.name, "instructions": len(g.ops),
                           "called_by": callers.get(g.name, [])} for g in m.graphs],
         "gathers_scatters": lookups,
+        **({"elided_constants": list(model.elided_constants)} if model.elided_constants
+           else {}),
     }
+
+
+def _parameter(model: Model, p: Any) -> dict[str, Any]:
+    num = p.attributes.get("parameter_number", 0)
+    out = {"number": num, "name": p.name, "shape": str(p.result.type),
+           "bound": num in model.bound}
+    if num in model.source_names:
+        out["source_name"] = model.source_names[num]
+    return out
 
 
 def render(s: dict[str, Any]) -> str:
@@ -49,7 +57,10 @@ def render(s: dict[str, Any]) -> str:
              f"{s['instructions']} instructions in {len(s['computations'])} computations"]
     lines.append("entry signature:")
     for p in s["parameters"]:
-        tag = "  (bound: captured variable)" if p["bound"] else ""
+        src = p.get("source_name")
+        tag = (f"  (bound: variable {src})" if p["bound"] and src
+               else "  (bound: captured variable)" if p["bound"]
+               else f"  (input {src})" if src and src != p["name"] else "")
         lines.append(f"  param {p['number']}: {p['name']} {p['shape']}{tag}")
     lines.append(f"  result: {s['result']}")
     lines.append("opcodes: " + ", ".join(f"{k} {v}" for k, v in s["opcodes"].items()))
@@ -59,6 +70,10 @@ def render(s: dict[str, Any]) -> str:
         lines.append(f"  {c['name']}: {c['instructions']} instructions"
                      + (f", called by {by}" if by else " (entry)" if c['name'] == s['entry']
                         else ""))
+    if s.get("elided_constants"):
+        lines.append(f"elided constants (printed as {{...}}, values not in the text): "
+                     f"{len(s['elided_constants'])}")
+        lines += [f"  {e}" for e in s["elided_constants"]]
     lines.append(f"gathers/scatters: {len(s['gathers_scatters'])}")
     for g in s["gathers_scatters"]:
         lines.append(f"  {g['opcode']} {g['computation']}/{g['instruction']}: "

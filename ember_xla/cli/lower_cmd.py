@@ -242,13 +242,13 @@ def _verify(hlo: Module, call: Operation, spec: Any, shown: list[Stage],
 
 
 def lower_main(args: list[str], flags: Any) -> int:
-    from ember_xla.hlo_import.load import load_models
+    from ember_xla.cli.model_arg import load_arg
 
     if len(args) != 1:
         raise UsageError("lower takes exactly one MODEL argument")
     load_dae_registry()
     resolve_pipeline(flags)  # a bad pipeline fails before the model is loaded
-    models = load_models(args[0], flags.signature, flags.unknown_dim)
+    models = load_arg(args[0], flags)
 
     def say(msg: str) -> None:
         print(msg, file=sys.stderr)

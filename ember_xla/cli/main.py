@@ -11,6 +11,7 @@ import ember_xla.cli.emulate_cmd  # noqa: F401  (the emulate command's flags)
 import ember_xla.cli.place_cmd  # noqa: F401  (the place command's flags)
 import ember_xla.cli.target_flag  # noqa: F401  (--target, shared)
 from ember_xla.cli.errors import USAGE_EXIT, guarded, shorten
+from ember_xla.cli.model_arg import load_arg
 from ember_xla.orchestrate.errors import UsageError
 
 FLAGS = flags.FLAGS
@@ -18,7 +19,8 @@ flags.DEFINE_bool("json", False, "inspect: print the summary as JSON.")
 flags.DEFINE_string("signature", None, "SavedModel input: the serving signature to use "
                     "(default: every signature for inspect, the only one otherwise).")
 flags.DEFINE_integer("unknown_dim", 8, "SavedModel input: size given to unknown (None) "
-                     "dimensions of a signature.", lower_bound=1)
+                     "dimensions of a signature (e.g. the batch size you serve); every command "
+                     "that uses it says so on stderr.", lower_bound=1)
 
 flags.DEFINE_string("out", None, "rewrite/batch: output folder for rewritten.pb, rewritten.hlo and "
                     "report.json (created if missing; files are replaced atomically).")
@@ -90,24 +92,22 @@ Run `ember-xla --helpfull` for every flag."""
 
 def _cmd_inspect(args: list[str]) -> int:
     from ember_xla.cli.inspect_cmd import inspect
-    from ember_xla.hlo_import.load import load_models
 
     if len(args) != 1:
         raise UsageError("inspect takes exactly one MODEL argument")
-    models = load_models(args[0], FLAGS.signature, FLAGS.unknown_dim)
+    models = load_arg(args[0], FLAGS, elided_ok=True)
     print(inspect(models, FLAGS.json))
     return 0
 
 
 def _cmd_rewrite(args: list[str]) -> int:
-    from ember_xla.hlo_import.load import load_models
     from ember_xla.orchestrate.rewrite_model import rewrite_all
 
     if len(args) != 1:
         raise UsageError("rewrite takes exactly one MODEL argument")
     if not FLAGS.out:
         raise UsageError("rewrite needs --out DIR")
-    models = load_models(args[0], FLAGS.signature, FLAGS.unknown_dim)
+    models = load_arg(args[0], FLAGS)
     rewrite_all(models, FLAGS.out, FLAGS.verify, FLAGS.seed, group=FLAGS.group_tables,
                 cost_model=False if FLAGS.rewrite_all else None,
                 assume_finite_tables=FLAGS.assume_finite_tables, verify_atol=FLAGS.verify_atol)
@@ -116,11 +116,10 @@ def _cmd_rewrite(args: list[str]) -> int:
 
 def _cmd_run(args: list[str]) -> int:
     from ember_xla.cli.run_cmd import run_model
-    from ember_xla.hlo_import.load import load_model
 
     if len(args) != 1:
         raise UsageError("run takes exactly one MODEL argument")
-    model = load_model(args[0], FLAGS.signature, FLAGS.unknown_dim)
+    model = load_arg(args[0], FLAGS, one=True)[0]
     print(run_model(model, FLAGS.inputs, FLAGS.outputs, FLAGS.seed, FLAGS.repeat))
     return 0
 

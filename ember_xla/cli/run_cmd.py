@@ -44,8 +44,12 @@ def load_inputs(model: Model, path: str | None, seed: int) -> list[np.ndarray]:
 
 
 def _match(model: Model, params: list, data: Any, path: str) -> list[np.ndarray]:
-    out = []
+    """One array per parameter, by name (or ``arr_<n>``/``<n>``); bound parameters (a
+    SavedModel's variables) take their values unless the file gives one. Missing, extra and
+    misshaped arrays are one error naming them."""
+    out: list[np.ndarray | None] = []
     used: set[str] = set()
+    missing = []
     for i, p in enumerate(params):
         num = p.attributes.get("parameter_number", i)
         for key in (p.name, f"arr_{num}", str(num)):
@@ -56,20 +60,27 @@ def _match(model: Model, params: list, data: Any, path: str) -> list[np.ndarray]
         else:
             if num in model.bound:
                 out.append(model.bound[num])
-                continue
-            raise UsageError(f"{path}: no array for parameter {num} ({p.name} {p.result.type});"
-                             f" expected a key {p.name!r} or 'arr_{num}'")
+            else:
+                missing.append(f"{p.name!r} {p.result.type}")
+                out.append(None)
+            continue
         want = p.result.type
         if tuple(arr.shape) != want.dims or arr.dtype != want.dtype:
-            raise UsageError(f"{path}: array for parameter {num} ({p.name}) is "
+            raise UsageError(f"{path}: input {p.name!r} (parameter {num}) is "
                              f"{arr.dtype}{list(arr.shape)}, expected {want}")
         out.append(arr)
+    if missing:
+        raise UsageError(f"{path}: no array for input{'s' if len(missing) > 1 else ''} "
+                         f"{', '.join(missing)} (keys: the inputs' names, or arr_<n> for "
+                         "parameter n)")
     unknown = sorted(set(data.files) - used)
     if unknown:
         names = ", ".join(repr(k) for k in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
-        raise UsageError(f"{path}: {len(unknown)} array(s) for no entry parameter: {names} "
-                         f"(expected parameter names or arr_0..arr_{len(params) - 1})")
-    return out
+        expected = ", ".join(p.name for i, p in enumerate(params)
+                             if p.attributes.get("parameter_number", i) not in model.bound)
+        raise UsageError(f"{path}: {len(unknown)} array(s) for no input: {names} "
+                         f"(expected: {expected or 'none'})")
+    return [a for a in out if a is not None]
 
 
 def run_model(model: Model, inputs_path: str | None, outputs_path: str | None, seed: int,

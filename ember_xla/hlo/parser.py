@@ -59,9 +59,11 @@ def _with_default_layout(s: Shape) -> Shape:
 
 
 class _Parser:
-    def __init__(self, text: str, path: str | None) -> None:
+    def __init__(self, text: str, path: str | None, elided_ok: bool = False) -> None:
         self.c = Cursor(text, path)
         self.path = path
+        self.elided_ok = elided_ok
+        self.elided: list[str] = []  # "name shape" of each constant printed as {...}
         self.shapes: dict[str, Shape] = {}  # instruction shape text -> Shape with layout
         self.starts: dict[tuple[str, str], int] = {}  # (computation, instruction) -> text offset
 
@@ -215,7 +217,10 @@ class _Parser:
             attrs["parameter_number"] = c.integer()
             c.expect(")")
         elif opcode == "constant":
-            attrs["literal"] = self.literal(shape)
+            if self.elided_ok and c.eat("{...}"):
+                self.elided.append(f"{name} {shape}")  # kept without a literal: no values
+            else:
+                attrs["literal"] = self.literal(shape)
             c.expect(")", "to close the constant literal")
         else:
             m = _OPERANDS.match(c.text, c.pos)
@@ -377,6 +382,7 @@ class Located:
     (line, column) of its first character, computed only when asked (on an error)."""
 
     def __init__(self, text: str, starts: dict[tuple[str, str], int]) -> None:
+        self.elided: list[str] = []  # constants without values (parse_module_located)
         self.text = text
         self.starts = starts
 
@@ -390,13 +396,19 @@ class Located:
         return line, pos - (self.text.rfind("\n", 0, pos) + 1) + 1
 
 
-def parse_module_located(text: str, path: str | None = None) -> tuple[Module, Located]:
-    """``parse_module`` plus where each instruction starts (for verifier errors)."""
+def parse_module_located(text: str, path: str | None = None, elided_ok: bool = False
+                         ) -> tuple[Module, Located]:
+    """``parse_module`` plus where each instruction starts (for verifier errors). With
+    ``elided_ok``, a constant XLA printed without its values (``{...}``) is kept with no
+    ``literal`` attribute and listed in ``Located.elided`` (for commands that need no values,
+    like ``inspect``); without it, it is an error at its line:column."""
     try:
         with gc_paused():
-            p = _Parser(text, path)
+            p = _Parser(text, path, elided_ok)
             m = p.module()
-            return m, Located(text, p.starts)
+            located = Located(text, p.starts)
+            located.elided = p.elided
+            return m, located
     except HloImportError:
         raise
     except RecursionError:

@@ -1,4 +1,5 @@
-"""Load a model from a path: SavedModel directory, HloModuleProto (``.pb``) or HLO text."""
+"""Load a model from a path: SavedModel directory, HloModuleProto (``.pb``) or HLO text (with
+the parameter values of a ``params.npz`` beside the file bound)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 from ember_xla.hlo.errors import HloImportError
 from ember_xla.hlo.parser import Located, parse_module_located
 from ember_xla.hlo.verifier import HloVerifyError, verify_module
+from ember_xla.hlo_import.bound_params import bind_sibling_params
 from ember_xla.hlo_import.model import Model
 from ember_xla.hlo_import.proto import module_from_proto
 from ember_xla.ir.dialect import VerifyError
@@ -42,8 +44,11 @@ def read_limited(path: str) -> bytes:
     return data
 
 
-def load_models(path: str, signature: str | None = None, unknown_dim: int = 8) -> list[Model]:
-    """All models at ``path`` (one per serving signature for a SavedModel)."""
+def load_models(path: str, signature: str | None = None, unknown_dim: int = 8,
+                elided_ok: bool = False) -> list[Model]:
+    """All models at ``path`` (one per serving signature for a SavedModel). HLO text whose
+    constants XLA printed without values (``{...}``) loads only with ``elided_ok`` (for
+    commands that need no values); otherwise one error names them."""
     if not os.path.exists(path):
         raise HloImportError("no such file or directory", path)
     if os.path.isdir(path):
@@ -66,9 +71,24 @@ def load_models(path: str, signature: str | None = None, unknown_dim: int = 8) -
             text = data.decode("utf-8")
         except UnicodeDecodeError as e:
             raise HloImportError(f"HLO text is not UTF-8 (byte {e.start})", path) from None
-        module, located = parse_module_located(text, path)
-        return [Model(verified(module, path, located), path)]
-    return [Model(verified(module_from_proto(data, path), path), path)]
+        module, located = parse_module_located(text, path, elided_ok=True)
+        if located.elided and not elided_ok:
+            raise HloImportError(elided_message(located.elided), path)
+        model = Model(verified(module, path, located), path,
+                      elided_constants=list(located.elided))
+    else:
+        model = Model(verified(module_from_proto(data, path), path), path)
+    bind_sibling_params(model, path)
+    return [model]
+
+
+def elided_message(elided: list[str]) -> str:
+    """The one line for a command that needs the values of elided constants."""
+    shown = ", ".join(elided[:3]) + (f" and {len(elided) - 3} more" if len(elided) > 3 else "")
+    return (f"{len(elided)} constant{'s' if len(elided) > 1 else ''} printed without "
+            f"values ({{...}}): {shown}; this command needs them: export the HLO with "
+            "constants in full (as_hlo_text(True)) or as an HloModuleProto (inspect reads it "
+            "as is)")
 
 
 def verified(module: Module, path: str, located: Located | None = None) -> Module:
@@ -84,8 +104,9 @@ def verified(module: Module, path: str, located: Located | None = None) -> Modul
     return module
 
 
-def load_model(path: str, signature: str | None = None, unknown_dim: int = 8) -> Model:
-    models = load_models(path, signature, unknown_dim)
+def load_model(path: str, signature: str | None = None, unknown_dim: int = 8,
+               elided_ok: bool = False) -> Model:
+    models = load_models(path, signature, unknown_dim, elided_ok)
     if len(models) > 1:
         names = ", ".join(m.source for m in models)
         raise HloImportError(f"holds several signatures ({names}); choose one with --signature",

@@ -1,34 +1,41 @@
 """HLO from TensorFlow: a ``tf.function`` (compiled with XLA) and SavedModel signatures.
 
 Variables captured by the function become entry parameters after the user inputs; their
-current values are returned as bound parameters so the module can be run as is.
+current values are returned as bound parameters so the module can be run as is. Parameters
+are named after the signature's inputs and the variables' names; a signature's unknown (None)
+dimensions get one size, and the model carries a notice saying which and how to choose
+another.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import numpy as np
 
 from ember_xla.hlo.errors import HloImportError
 from ember_xla.hlo_import.model import Model
+from ember_xla.hlo_import.param_names import name_parameters
 from ember_xla.hlo_import.proto import module_from_proto
 
 
-def _captured_values(concrete: Any) -> list[np.ndarray]:
+def _captured_values(concrete: Any) -> list[tuple[str, np.ndarray]]:
+    """(name, value) of every captured input: a variable's name, else ``captured<i>``."""
     by_handle = {id(v.handle): v for v in concrete.variables}
     values = []
-    for cap in concrete.captured_inputs:
+    for i, cap in enumerate(concrete.captured_inputs):
         v = by_handle.get(id(cap))
         if v is None:
             try:
-                values.append(np.asarray(cap.numpy()))
+                values.append((f"captured{i}", np.asarray(cap.numpy())))
             except Exception:
                 raise HloImportError(f"captured input {cap!r} is neither a variable nor a "
                                    "constant tensor; it cannot be bound") from None
         else:
-            values.append(np.asarray(v.numpy()))
+            name = re.sub(r":0$", "", str(getattr(v, "name", "")))  # the tensor's output 0
+            values.append((name or f"variable{i}", np.asarray(v.numpy())))
     return values
 
 
@@ -49,9 +56,19 @@ def from_tf_function(fn: Any, *args: Any, source: str = "") -> Model:
     src = source or f"tf:{getattr(fn, '__name__', 'function')}"
     module = module_from_proto(bytes(proto), src)
     n_user = len(targs)
-    bound = {n_user + i: v for i, v in enumerate(_captured_values(concrete))}
+    captured = _captured_values(concrete)
+    bound = {n_user + i: v for i, (_, v) in enumerate(captured)}
     names = [getattr(a, "name", None) or f"arg{i}" for i, a in enumerate(targs)]
-    return Model(module, src, bound, names)
+    model = Model(module, src, bound, names)
+    name_inputs(model, names + [n for n, _ in captured])
+    return model
+
+
+def name_inputs(model: Model, names: list[str]) -> None:
+    """Parameter ``i`` is named after ``names[i]`` (``Model.source_names`` keeps them as
+    given, the parameters take them as HLO identifiers)."""
+    model.source_names = dict(enumerate(names))
+    name_parameters(model.module, model.source_names)
 
 
 def _concrete_spec(spec: Any, unknown_dim: int) -> Any:
@@ -59,6 +76,25 @@ def _concrete_spec(spec: Any, unknown_dim: int) -> Any:
 
     dims = [unknown_dim if d is None else d for d in spec.shape.as_list()]
     return tf.TensorSpec(dims, spec.dtype, spec.name)
+
+
+def unknown_dim_notice(where: str, specs: dict[str, Any], unknown_dim: int) -> str | None:
+    """One line naming the signature inputs with unknown dimensions, the size they were
+    given and how to choose another (None if no input has one)."""
+    parts = []
+    for key, spec in sorted(specs.items()):
+        if spec.shape.rank is None:
+            raise HloImportError(f"signature input {key!r} has an unknown rank; only unknown "
+                                 "dimensions can be given a size", where)
+        dims = spec.shape.as_list()
+        if None in dims:
+            shown = ", ".join("?" if d is None else str(d) for d in dims)
+            fixed = ", ".join(str(unknown_dim if d is None else d) for d in dims)
+            parts.append(f"{key!r} [{shown}] -> [{fixed}]")
+    if not parts:
+        return None
+    return (f"{where}: unknown dimensions built with size {unknown_dim}: {', '.join(parts)}; "
+            "choose another with --unknown_dim=N")
 
 
 def _signature_caller(sig: Any, keys: list[str]) -> Any:
@@ -100,9 +136,14 @@ def from_saved_model(path: str, signature: str | None = None,
         _, kw_specs = sig.structured_input_signature
         keys = sorted(kw_specs)
         specs = [_concrete_spec(kw_specs[k], unknown_dim) for k in keys]
+        where = f"{path}[{name}]"
+        notice = unknown_dim_notice(where, kw_specs, unknown_dim)
 
         wrapped = tf.function(_signature_caller(sig, keys), jit_compile=True)
-        model = from_tf_function(wrapped, *specs, source=f"{path}[{name}]")
+        model = from_tf_function(wrapped, *specs, source=where)
         model.input_names = keys
+        name_inputs(model, keys + [model.source_names[i]
+                                   for i in range(len(keys), len(model.source_names))])
+        model.notices = [notice] if notice else []
         out[name] = model
     return out

@@ -206,10 +206,14 @@ class Module:
         return out
 
     def uniquify_op_names(self) -> int:
-        """Rename ops so names are unique module-wide (XLA requires it); returns renames."""
+        """Rename ops so names are unique module-wide (XLA requires it); returns renames. The
+        entry computation keeps its names (its parameters are the module's interface: a
+        caller gives inputs by those names), other computations yield."""
         taken: set[str] = set()
         renamed = 0
-        for g in self.graphs:
+        order = ([self.entry] if self.entry is not None else []) + [
+            g for g in self.graphs if g is not self.entry]
+        for g in order:
             for op in g.ops:
                 if op.name not in taken:
                     taken.add(op.name)

@@ -24,7 +24,9 @@ ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::Remainin
       return ffi::Error::InvalidArgument(
           "ember.padded_bag: sum_order must be sequential, sequential_fma or blocked, not " +
           std::string(sum_order));
-    opt.fused_multiply_add = sum_order == "sequential_fma";
+    // XLA:CPU compiles for the host: it contracts the multiply and the add only where the CPU
+    // has FMA, so the kernel does too
+    opt.fused_multiply_add = sum_order == "sequential_fma" && CpuHasFma();
     if (auto e = CheckTableAndResult(table, *out); e.failure()) return e;
     if (ids.dimensions().size() != 2)
       return ffi::Error::InvalidArgument("ember.padded_bag: ids must have rank 2 [B, P]");

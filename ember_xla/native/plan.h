@@ -29,6 +29,9 @@ struct Options {
   bool fused_multiply_add = false;
 };
 
+// Whether this CPU has FMA (XLA:CPU compiles for the host's features).
+bool CpuHasFma();
+
 ffi::Error ParseOptions(std::string_view combiner, std::string_view index_mode,
                         bool wrap_negative, bool weighted, double init, int64_t index_bits,
                         Options* out);

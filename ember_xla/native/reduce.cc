@@ -429,6 +429,20 @@ ffi::Error MakeItemRunner(const GroupItem& it, const Options& opt, ItemRunner* r
   return ffi::Error::Success();
 }
 
+bool CpuHasFma() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("fma") != 0;
+  }();
+  return has;
+#elif defined(__aarch64__)
+  return true;  // every AArch64 core has fused multiply-add
+#else
+  return false;
+#endif
+}
+
 ffi::Error RunPlan(const ffi::AnyBuffer& table, const Plan& plan, const void* weights,
                    ffi::DataType wtype, const Options& opt, ffi::AnyBuffer& out) {
   AdviseOutput(out.untyped_data(), out.size_bytes());

@@ -1,9 +1,11 @@
 """Rewrite a model for a machine (``rewrite_for``: the CPU's native kernels or a DAE machine,
 the options chosen in one place), and what ``ember-xla rewrite`` and ``batch`` write: embedding
-clusters -> ember custom-calls in ``rewritten.pb``, ``rewritten.hlo`` and ``report.json`` (one
-subfolder per signature of a SavedModel with several). Every output is produced in memory first
-(a module the printer or the proto writer refuses is an error before anything is written), then
-the folder is replaced as a whole (``util.atomic.write_folder_atomic``)."""
+clusters -> ember custom-calls in ``rewritten.pb``, ``rewritten.hlo`` and ``report.json``, plus
+``params.npz`` with the values of the parameters the importer bound (a SavedModel's variables;
+``hlo_import.bound_params``), one subfolder per signature of a SavedModel with several. Every
+output is produced in memory first (a module the printer or the proto writer refuses is an
+error before anything is written), then the folder is replaced as a whole
+(``util.atomic.write_folder_atomic``)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import os
 from typing import Any
 
 from ember_xla.hlo.printer import print_module
+from ember_xla.hlo_import.bound_params import PARAMS_FILE, params_npz
 from ember_xla.hlo_import.model import Model
 from ember_xla.hlo_import.proto import module_to_proto
 from ember_xla.ir.graph import Module
@@ -20,7 +23,7 @@ from ember_xla.rewrites.pipeline import RewriteResult, rewrite_module
 from ember_xla.util import strict_json
 from ember_xla.util.atomic import check_removable, resolve_output, write_folder_atomic
 
-OUTPUTS = ("rewritten.pb", "rewritten.hlo", "report.json")
+OUTPUTS = ("rewritten.pb", "rewritten.hlo", "report.json", PARAMS_FILE)
 
 #: The largest difference ``--verify`` accepts between the original's and the rewritten
 #: module's outputs when they are not bit for bit equal (``--verify_atol``; README).
@@ -134,6 +137,16 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
     for n in result.near_misses:
         say(f"  near-miss at {n['location']['instruction']}: {n['reason']}")
     report = {"source": model.source, **result.report()}
+    if model.source_names or model.bound:
+        report["parameters"] = parameter_entries(model)
+        by_name = {e["name"]: e["source_name"] for e in report["parameters"]
+                   if "source_name" in e}
+        for c in report.get("clusters", []):
+            src = by_name.get(c.get("table", {}).get("instruction"))
+            if src is not None:
+                c["table"]["source_name"] = src
+    if model.notices:
+        report["notices"] = list(model.notices)
     if verify:
         from ember_xla.runtime.compare import mismatch_line, verify_rewrite, within_tolerance
         from ember_xla.runtime.inputs import edge_id_inputs, random_inputs
@@ -158,7 +171,25 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
             "rewritten.hlo": print_module(result.module),
             "report.json": strict_json.dumps(report, indent=2) + "\n",
         }
+        if model.bound:
+            files[PARAMS_FILE] = params_npz(result.module, model.bound)
     except ValueError as e:  # e.g. a layout field the text printer cannot spell
         raise UsageError(f"{model.source}: cannot write the rewritten module: {e}") from None
     say(f"  {len(result.clusters)} clusters rewritten, {len(result.near_misses)} near-misses")
     return report, files, result
+
+
+def parameter_entries(model: Model) -> list[dict[str, Any]]:
+    """Per entry parameter: number, name, shape, the name it has in the source framework and
+    whether its value is bound (travels in ``params.npz``)."""
+    params = sorted(model.module.entry.params(),
+                    key=lambda p: p.attributes.get("parameter_number", 0))
+    out = []
+    for p in params:
+        num = p.attributes.get("parameter_number", 0)
+        entry: dict[str, Any] = {"number": num, "name": p.name, "shape": str(p.result.type)}
+        if num in model.source_names:
+            entry["source_name"] = model.source_names[num]
+        entry["bound"] = num in model.bound
+        out.append(entry)
+    return out

@@ -1,6 +1,7 @@
 """No silent misses: every row gather that feeds a reduction must end up in a cluster or be
 reported. ``lookup_reductions`` follows each gather of a [N,D] float table forward through
-shape and elementwise ops (and into called computations) to the reductions it reaches;
+shape and elementwise ops (and into called computations) to the reductions it reaches (a
+``dot`` counts when it contracts the bag axis of the rows, ``patterns/dot_bag.py``);
 ``uncovered`` turns those the matcher neither clustered nor reported into near-misses."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.cluster import Cluster, NearMiss
+from ember_xla.rewrites.patterns.dot_bag import bag_dot_operands
 
 REDUCTIONS = frozenset({"reduce", "scatter", "reduce-window", "select-and-scatter"})
 THROUGH = frozenset({
@@ -41,7 +43,8 @@ def _reached(g: Operation, callers: dict[int, list[Operation]]) -> list[Operatio
                 if id(u) in seen:
                     continue
                 seen.add(id(u))
-                if u.opcode in REDUCTIONS:
+                sides = bag_dot_operands(u) if u.opcode == "dot" else None
+                if u.opcode in REDUCTIONS or (sides and u.operands[sides[0]].owner is op):
                     out.append(u)
                 elif u.opcode in ("call", "fusion") and any(
                         o.opcode in REDUCTIONS for c in u.callees for o in c.ops):

@@ -13,7 +13,7 @@ from ember_xla.hlo.verifier import verify_module
 from ember_xla.ir.graph import Module
 from ember_xla.ir.passes import ModulePass, register_pass
 from ember_xla.ir.rewriter import PatternRewriter
-from ember_xla.rewrites import call_plan, profitability
+from ember_xla.rewrites import call_plan, precision, profitability
 from ember_xla.rewrites.canonicalize import canonicalize
 from ember_xla.rewrites.cluster import NearMiss
 from ember_xla.rewrites.coverage import uncovered
@@ -67,7 +67,10 @@ class RewriteClusters(ModulePass):
     share one ``ember.multi_segment_reduce`` call (multi_output.py), listed in ``groups``.
     ``fuse_optimizer``: a lookup's gradient whose only use is an exact SGD/Adagrad update
     becomes one in-place sparse update call (fuse_optimizer.py); each backward entry says
-    which ``optimizer`` was fused, or null and why not."""
+    which ``optimizer`` was fused, or null and why not. ``excess_precision``: the
+    ``xla_allow_excess_precision`` the module will be compiled with (``env``: XLA_FLAGS, else
+    XLA's default, true); clusters whose kernel cannot compute what XLA:CPU computes with it
+    stay in XLA (precision.py)."""
 
     name = "ember-rewrite-clusters"
     group: bool = True
@@ -77,6 +80,7 @@ class RewriteClusters(ModulePass):
     cost_model: str = "env"
     multi_output: bool = True
     fuse_optimizer: bool = True
+    excess_precision: str = "env"
 
     def apply(self, module: Module) -> None:
         self.run(module)
@@ -91,6 +95,13 @@ class RewriteClusters(ModulePass):
         misses += [near_miss_entry(n) for n in canon]
         misses += [near_miss_entry(n)
                    for n in uncovered(module, found.clusters, found.near_misses + canon)]
+        excess = (precision.excess_precision_from_env() if self.excess_precision == "env"
+                  else self.excess_precision == "true")
+        found.clusters, refused = precision.split(found.clusters, excess)
+        for c, why in refused:
+            misses.append({**near_miss_entry(NearMiss(c.pattern, c.root, why)),
+                           "kept_in_xla": True})
+            found.counters[c.pattern]["refused"] += 1
         plan = None
         if (profitability.enabled() if self.cost_model == "env" else self.cost_model == "on"):
             plan = call_plan.plan_calls(found.clusters, self.group and grouping_available())
@@ -156,18 +167,23 @@ def rewrite_module(module: Module, patterns: list[Pattern] | None = None,
                    group: bool = True, cost_model: bool | None = None,
                    canonical: bool = True, assume_finite_tables: bool = False,
                    multi_output: bool = True, fuse_optimizer: bool = True,
-                   group_concat: bool = True) -> RewriteResult:
+                   group_concat: bool = True, excess_precision: bool | None = None
+                   ) -> RewriteResult:
     """Rewrite every cluster of a copy of ``module`` (the input is left untouched); the
     result's module is the copy, or ``module`` itself when nothing was rewritten. With
     ``cost_model`` (default: on unless EMBER_XLA_COST_MODEL=off) clusters predicted faster
-    in XLA stay there."""
+    in XLA stay there. ``excess_precision``: the ``xla_allow_excess_precision`` the module
+    will be compiled with (default: as XLA_FLAGS says, else true)."""
     work = module.clone()
     cost = "env" if cost_model is None else ("on" if cost_model else "off")
+    excess = (precision.excess_precision_from_env() if excess_precision is None
+              else bool(excess_precision))
     result = RewriteClusters(group=group, group_concat=group_concat, canonical=canonical,
                              cost_model=cost,
                              assume_finite_tables=assume_finite_tables,
                              multi_output=multi_output,
-                             fuse_optimizer=fuse_optimizer).run(work, patterns)
+                             fuse_optimizer=fuse_optimizer,
+                             excess_precision=str(excess).lower()).run(work, patterns)
     if not result.clusters:
         result.module = module
     return result

@@ -118,13 +118,16 @@ def ulps(combiner: str) -> int:
 
 
 def reference(
-    table, idx, seg, num, weights, combiner, mode, wrap, init=None, index_bits=64, out_dtype=None
+    table, idx, seg, num, weights, combiner, mode, wrap, init=None, index_bits=64, out_dtype=None,
+    bags=None,
 ):
     """segment_* over looked-up rows; seg ids outside [0, num) are dropped.
 
     With out_dtype=f32 (for a bf16/f16 table) the looked-up (and weighted) rows are converted to
     f32 first and reduced in f32; weights of T's type multiply before the convert, f32 weights
-    after it."""
+    after it. ``bags`` (B, P): the lookups are padded bags, and an f32 weighted product is
+    summed the way XLA:CPU reduces ``rows * w`` over P (the multiply fused into the reduce and
+    contracted to an FMA: ember.padded_bag's contract)."""
     rows = looked_up(table, idx, mode, wrap, index_bits)
     late_weights = weights is not None and weights.dtype != table.dtype  # f32, after the convert
     if weights is not None and not late_weights:
@@ -134,6 +137,14 @@ def reference(
     if late_weights:
         rows = rows * weights[:, None]
     dtype = rows.dtype
+    if bags is not None and weights is not None and dtype == jnp.float32 and combiner in (
+            "sum", "mean", "sqrt_n"):
+        total = jnp.sum(rows.reshape(*bags, rows.shape[-1]), axis=1)
+        if combiner == "sum":
+            return total
+        count = jnp.full((bags[0],), bags[1], jnp.float32)
+        denom = count if combiner == "mean" else jnp.sqrt(count)
+        return jnp.where(count[:, None] > 0, total / denom[:, None], DEFAULT_INIT[combiner])
     if init is None and combiner in ("sum", "max", "min"):
         op = {"sum": jax.ops.segment_sum, "max": jax.ops.segment_max, "min": jax.ops.segment_min}[
             combiner
@@ -324,9 +335,11 @@ def test_f32_result_for_low_precision_table(dtype, combiner, weights):
             ),
         )
         for got, seg in cases:
+            padded = seg is seg_p  # the ember.padded_bag case
             want = jax.jit(
-                lambda t, i, s, w, m=mode, wr=wrap: reference(
-                    t, i, s, bags, w, combiner, m, wr, out_dtype=f32
+                lambda t, i, s, w, m=mode, wr=wrap, pb=padded: reference(
+                    t, i, s, bags, w, combiner, m, wr, out_dtype=f32,
+                    bags=(bags, width) if pb else None,
                 )
             )(table, ids.reshape(-1), seg, flat_w)
             assert got.dtype == jnp.float32
@@ -351,19 +364,11 @@ def test_padded_bag_matches_xla(dtype, combiner, weighted):
         ops = (ids,) + ((w,) if weighted else ())
         got = jax.jit(lambda t, *o, a=a: ember("padded_bag", bags, t, *o, **a))(table, *ops)
         flat_w = None if w is None else w.reshape(-1)
-        if weighted and dtype == jnp.float32 and combiner in ("sum", "mean"):
-            # the XLA form of a weighted padded bag is a reduce over the bag axis whose loop
-            # fuses the multiply (one fused multiply-add per row), unlike the scatter form
-            def want_fn(t, i, w, m=mode, wr=wrap):
-                rows = looked_up(t, i.reshape(-1), m, wr).reshape(bags, width, -1)
-                return getattr(rows * w[..., None], combiner)(1)
-            want = jax.jit(want_fn)(table, ids, w)
-        else:
-            want = jax.jit(
-                lambda t, i, w, m=mode, wr=wrap: reference(
-                    t, i.reshape(-1), seg, bags, w, combiner, m, wr
-                )
-            )(table, ids, flat_w)
+        want = jax.jit(
+            lambda t, i, w, m=mode, wr=wrap: reference(
+                t, i.reshape(-1), seg, bags, w, combiner, m, wr, bags=(bags, width)
+            )
+        )(table, ids, flat_w)
         assert_same_bits(got, want, ulps(combiner))
 
 

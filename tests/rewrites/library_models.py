@@ -180,6 +180,27 @@ _reg(LibModel("haiku_embed_where_masked_mean", "haiku", ("where-mask-0",), "jax"
                     "reciprocal multiply (idiom_models._TOL_DIV)"))
 
 
+def _haiku_einsum_mask_build():
+    import haiku as hk
+    import jax
+    import jax.numpy as jnp
+
+    def net(ids, mask):
+        rows = hk.Embed(N, D)(ids)                     # ARRAY_INDEX: table[ids]
+        return jnp.einsum("bl,bld->bd", mask.astype(rows.dtype), rows)
+
+    fwd = hk.without_apply_rng(hk.transform(net))
+    rng = np.random.default_rng(0)
+    ids, mask = _ids(rng, "random"), _mask(rng, "random")
+    return fwd.apply, [fwd.init(jax.random.key(0), ids, mask), ids, mask]
+
+
+_reg(LibModel("haiku_embed_einsum_masked_bag", "haiku", ("einsum-mask",), "jax", 1, 0.0,
+              _haiku_einsum_mask_build, lambda case, rng: [_ids(rng, case), _mask(rng, case)],
+              notes="einsum('bl,bld->bd', mask, rows): a dot_general over the bag axis; "
+                    "XLA:CPU's dot adds row after row with FMA, the kernel's fused product"))
+
+
 # ---------------------------------------------------------------------------------------
 # equinox: eqx.nn.Embedding under a double vmap, where(mask, rows, -inf).max(1)
 # ---------------------------------------------------------------------------------------

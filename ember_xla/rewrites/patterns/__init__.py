@@ -1,11 +1,12 @@
 """Cluster patterns, one idiom family per module, registered by root opcode."""
 
+from ember_xla.rewrites.patterns.dot_bag import DotBag
 from ember_xla.rewrites.patterns.padded_bag import PaddedBag
 from ember_xla.rewrites.patterns.scatter_grad import ScatterGrad
 from ember_xla.rewrites.patterns.segment_reduce import SegmentReduce
 
-ALL_PATTERNS = [ScatterGrad(), SegmentReduce(), PaddedBag()]
+ALL_PATTERNS = [ScatterGrad(), SegmentReduce(), PaddedBag(), DotBag()]
 #: For the DAE machines: padded bags in the programs' own order (one row after the other).
-DAE_PATTERNS = [ScatterGrad(), SegmentReduce(), PaddedBag(xla_order=False)]
+DAE_PATTERNS = [ScatterGrad(), SegmentReduce(), PaddedBag(xla_order=False), DotBag()]
 
-__all__ = ["ALL_PATTERNS", "DAE_PATTERNS", "PaddedBag", "ScatterGrad", "SegmentReduce"]
+__all__ = ["ALL_PATTERNS", "DAE_PATTERNS", "DotBag", "PaddedBag", "ScatterGrad", "SegmentReduce"]

@@ -1,0 +1,66 @@
+"""The precision rule: a cluster is rewritten only where its kernel computes what XLA:CPU
+computes for the original under the compile options the module will run with
+(``xla_allow_excess_precision`` true, XLA's default, or false); elsewhere it stays in XLA with
+the reason. docs/CUSTOM_CALL.md ("One precision rule") lists what XLA:CPU does and what the
+kernels do; tests/rewrites/test_precision.py checks every case against XLA:CPU."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ember_xla.rewrites.cluster import Cluster
+
+_FLAG = re.compile(r"--xla_allow_excess_precision(?:=(\S*))?(?:\s|$)")
+
+
+def excess_precision_from_env() -> bool:
+    """The ``xla_allow_excess_precision`` XLA:CPU compiles with in this process: the last
+    ``--xla_allow_excess_precision[=true|false]`` of ``XLA_FLAGS``, else XLA's default (true).
+    An unreadable value is a ``ValueError``."""
+    value = True
+    for m in _FLAG.finditer(os.environ.get("XLA_FLAGS", "")):
+        word = (m.group(1) or "true").lower()
+        if word not in ("true", "false", "1", "0"):
+            raise ValueError(f"XLA_FLAGS: --xla_allow_excess_precision={m.group(1)} is not "
+                             "true or false")
+        value = word in ("true", "1")
+    return value
+
+
+def _weights_type(c: Cluster) -> str | None:
+    for v, role in zip(c.inputs, c.input_roles, strict=True):
+        if role == "weights":
+            return v.type.element_type
+    return None
+
+
+def refusal(c: Cluster, excess_precision: bool) -> str | None:
+    """Why the kernel of ``c`` cannot compute what XLA:CPU computes with this setting (None:
+    it does). The one case: a bf16 bag weighted in bf16 and reduced in f32 (``jnp.sum`` /
+    ``tf.reduce_sum`` of ``rows * w``). XLA:CPU does bf16 arithmetic in f32; with excess
+    precision allowed it drops the product's f32 -> bf16 -> f32 round trip (the kernel's
+    form: the exact f32 product), without it the product is rounded to bf16 first."""
+    if excess_precision or c.kind != "padded_bag" or not c.attrs.get("weighted"):
+        return None
+    table = c.table.type.element_type
+    result = c.root.result.type.element_type if c.root.result.type.is_array else None
+    if table == "bf16" and result == "f32" and _weights_type(c) == "bf16":
+        return ("with xla_allow_excess_precision=false XLA:CPU rounds each bf16 product "
+                "row * weight to bf16 before the f32 sum; the kernel keeps the exact f32 "
+                "product (what XLA computes with excess precision allowed, its default), so "
+                "the cluster stays in XLA")
+    return None
+
+
+def split(clusters: list[Cluster], excess_precision: bool
+          ) -> tuple[list[Cluster], list[tuple[Cluster, str]]]:
+    """(clusters the kernels compute exactly, [(cluster kept in XLA, reason)])."""
+    keep, refused = [], []
+    for c in clusters:
+        why = refusal(c, excess_precision)
+        if why is None:
+            keep.append(c)
+        else:
+            refused.append((c, why))
+    return keep, refused
