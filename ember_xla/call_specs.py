@@ -62,7 +62,10 @@ class ClusterSpec:
     index_bits: int
     parts: tuple[Part, ...]
     outlined: str | None = None      # name of the outlined reference computation, if any
-    sum_order: str = "sequential"    # padded_bag: the order of a bag's additions (kernel attr)
+    # padded_bag: the order of the native kernel's additions (a DAE program adds a bag's rows
+    # one after the other whatever it says; dae_target/check.py compares it with the kernel
+    # in that order, and with XLA to a tolerance)
+    sum_order: str = "sequential"
 
     @property
     def attrs(self) -> dict[str, Any]:
@@ -157,10 +160,9 @@ def cluster_spec(op: Operation) -> ClusterSpec:
     if missing:
         raise LoweringRefused(f"{where}: attributes missing: {', '.join(missing)}")
     combiner, mode, bits = attrs["combiner"], attrs["index_mode"], attrs["index_bits"]
-    if attrs.get("sum_order", "sequential") != "sequential":
-        raise LoweringRefused(f"{where}: sum_order={attrs['sum_order']!r} (XLA:CPU's blocked "
-                              "reduce order) has no DAE lowering; the lowering adds a bag's "
-                              "rows one after the other")
+    if attrs.get("sum_order", "sequential") not in ("sequential", "sequential_fma", "blocked"):
+        raise LoweringRefused(f"{where}: sum_order={attrs['sum_order']!r} is not sequential, "
+                              "sequential_fma or blocked")
     if combiner not in COMBINERS:
         raise LoweringRefused(f"{where}: combiner {combiner!r} not in {COMBINERS}")
     if mode not in INDEX_MODES:
