@@ -27,7 +27,7 @@ from ember_xla.examples import dlrm
 from ember_xla.hlo_import.jax_source import from_jax
 from ember_xla.machines.config import load_target
 from ember_xla.orchestrate.emulate_cores import cluster_works, plan_for, run_plan
-from ember_xla.orchestrate.rewrite_model import rewrite_for
+from ember_xla.orchestrate.rewrite_model import rewrite_for_placement
 from ember_xla.placement.dae import report
 from ember_xla.placement.dae.variants import DEFAULT
 from ember_xla.placement.distributions import DLRM_POOLING, DLRM_ROWS, ZipfRows
@@ -77,7 +77,7 @@ def run_model(name: str, model: Any, args: list[Any], base: Any, plot: str | Non
     from ember_xla.emulator.capture import capture
 
     t0 = time.perf_counter()
-    rewritten = rewrite_for(model.module, "dae").module
+    rewritten = rewrite_for_placement(model.module).module
     cap = capture(rewritten, args)
     works, _ = cluster_works(rewritten, cap, base, False)
     default_only = [dataclasses.replace(w, profiles={DEFAULT: w.profiles[DEFAULT]})

@@ -133,10 +133,10 @@ def _emulate_on_cores(model: Any, target: Any, inputs: Any, flags_: Any, say: An
     """A multi-core DAE target: the clusters placed on its cores (``--placement``), emulated
     together, verified; per-core and per-piece report (docs/PLACEMENT.md, "DAE cores")."""
     from ember_xla.orchestrate.emulate_cores import emulate_on_cores
-    from ember_xla.orchestrate.rewrite_model import rewrite_for
+    from ember_xla.orchestrate.rewrite_model import rewrite_for_placement
     from ember_xla.placement.dae import report
 
-    result = rewrite_for(model.module, "dae", group=flags_.group_tables)
+    result = rewrite_for_placement(model.module)
     run = emulate_on_cores(model.module, result.module, inputs, target, flags_.placement,
                            native_fallback=flags_.native_fallback, baselines=bool(flags_.plot),
                            verify_atol=flags_.verify_atol)
@@ -180,7 +180,7 @@ def _emulate_placed(model: Any, target: Any, inputs: Any, flags_: Any, say: Any)
     plan, verify, print the plan and per-core times (docs/PLACEMENT.md)."""
 
     from ember_xla.orchestrate.place_model import emulate_placed
-    from ember_xla.orchestrate.rewrite_model import rewrite_for
+    from ember_xla.orchestrate.rewrite_model import rewrite_for_placement
 
     if flags_.trace:
         raise UsageError("--trace: the NPU emulator writes no Perfetto trace (a DAE target "
@@ -188,7 +188,7 @@ def _emulate_placed(model: Any, target: Any, inputs: Any, flags_: Any, say: Any)
     if flags_["opt_level"].present or flags_["pipeline"].present:
         raise UsageError("-O/--pipeline: the NPU strategies are chosen per table by "
                          "--placement, not by an optimization level")
-    result = rewrite_for(model.module, "dae", group=flags_.group_tables)
+    result = rewrite_for_placement(model.module)
     run = emulate_placed(model.module, result.module, inputs, target, flags_.placement,
                          preload=flags_.preload, native_fallback=flags_.native_fallback,
                          baselines=bool(flags_.plot), verify_atol=flags_.verify_atol)

@@ -196,9 +196,9 @@ def batch_action(model: Any, rewritten: Any, out_dir: str, options: dict[str, An
     target = load_target(options.get("target") or DEFAULT_TARGET)
     if target.npu is not None:  # a multi-core NPU: the tables placed by the auto mapper
         from ember_xla.orchestrate.place_model import emulate_placed
-        from ember_xla.orchestrate.rewrite_model import rewrite_for
+        from ember_xla.orchestrate.rewrite_model import rewrite_for_placement
 
-        every = rewrite_for(model.module, "dae").module
+        every = rewrite_for_placement(model.module).module
         run = emulate_placed(model.module, every, inputs, target, "auto")
         write_atomic(os.path.join(out_dir, "emulate.json"),
                      strict_json.dumps(run.as_dict(), indent=1) + "\n")
@@ -208,10 +208,10 @@ def batch_action(model: Any, rewritten: Any, out_dir: str, options: dict[str, An
         return {"emulated_cycles": run.report.makespan_cycles}
     if target.cores > 1:  # DAE cores: every cluster placed by the auto mapper, one run
         from ember_xla.orchestrate.emulate_cores import emulate_on_cores
-        from ember_xla.orchestrate.rewrite_model import rewrite_for
+        from ember_xla.orchestrate.rewrite_model import rewrite_for_placement
         from ember_xla.placement.dae import report
 
-        every = rewrite_for(model.module, "dae").module
+        every = rewrite_for_placement(model.module).module
         cores = emulate_on_cores(model.module, every, inputs, target, "auto")
         d = report.as_dict(target, cores.works, cores.plan, cores.timing)
         d["verify"] = cores.verify

@@ -60,6 +60,13 @@ def rewrite_for(module: Module, machine: str, *, group: bool = True,
                           **options)
 
 
+def rewrite_for_placement(module: Module) -> RewriteResult:
+    """The DAE rewrite for a placement run (multi-core DAE targets, the NPU): every table its
+    own call, whatever ``--group_tables`` says, since the mapper spreads the tables over the
+    cores and a grouped call would run whole on one core."""
+    return rewrite_for(module, "dae", group=False)
+
+
 def check_out_dir(out_dir: str) -> None:
     """``out_dir`` is replaced as a whole: it must be new, empty, or hold only our outputs."""
     if not os.path.exists(out_dir):

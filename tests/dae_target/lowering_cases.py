@@ -66,6 +66,8 @@ def ffi_fn(kind: str, out_shapes: list[tuple[tuple[int, ...], object]], **attrs)
     call = jax.ffi.ffi_call(target_of_kind(kind).name, outs if len(outs) > 1 else outs[0])
     full = {"combiner": "sum", "index_mode": "clip", "wrap_negative": False,
             "weighted": False, "init": 0.0, "index_bits": 64}
+    if kind == "padded_bag":
+        full["sum_order"] = "sequential"
     full.update(attrs)
 
     def fn(*args):

@@ -14,7 +14,7 @@ from ember_xla.examples import dlrm
 from ember_xla.hlo_import.jax_source import from_jax
 from ember_xla.machines.config import load_target
 from ember_xla.orchestrate.emulate_cores import emulate_on_cores, plan_for
-from ember_xla.orchestrate.rewrite_model import rewrite_for
+from ember_xla.orchestrate.rewrite_model import rewrite_for_placement
 from ember_xla.placement.dae.plan import BadPlan
 from ember_xla.placement.dae.shares import ids_prefix, share, whole_only
 
@@ -26,7 +26,7 @@ def model():
     params, batch = dlrm.make_params(), dlrm.make_batch(batch=256)
     args = dlrm.flat_args(params, batch)
     m = from_jax(dlrm.jax_entry, *args)
-    return m.module, rewrite_for(m.module, "dae").module, list(args)
+    return m.module, rewrite_for_placement(m.module).module, list(args)
 
 
 @pytest.fixture(scope="module")
