@@ -41,9 +41,24 @@ class BagSpec:
                 *([weights] if self.weighted else [])]
 
 
+def _padded_order(spec: BagSpec, table: Any, ids: Any) -> str:
+    """The order XLA:CPU adds the rows of the same bag written in jnp (``t[ids].sum(1)``), so
+    the call gives the same bits; row after row where that order is not reproduced."""
+    from ember_xla.native.padded_order import OrderNotReproduced, xla_sum_order
+
+    b, p = ids.shape
+    reduce_type = "f32" if jnp.dtype(table.dtype) == jnp.float32 else str(jnp.dtype(table.dtype))
+    try:
+        return xla_sum_order(b, p, table.shape[1], reduce_type, spec.combiner, spec.weighted,
+                             spec.init)
+    except OrderNotReproduced:
+        return "sequential"
+
+
 def _native(spec: BagSpec, table: Any, *operands: Any) -> Any:
     out = jax.ShapeDtypeStruct((spec.rows, table.shape[1]), table.dtype)
-    order = {"sum_order": "sequential"} if spec.layout == "padded" else {}  # row after row
+    order = {"sum_order": _padded_order(spec, table, operands[0])} if spec.layout == "padded" \
+        else {}
     return jax.ffi.ffi_call(TARGETS[spec.layout], out)(
         table, *operands, combiner=spec.combiner, index_mode=spec.mode,
         wrap_negative=spec.wrap_negative, weighted=spec.weighted, init=spec.init, index_bits=64,

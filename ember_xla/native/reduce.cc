@@ -209,10 +209,13 @@ __attribute__((always_inline)) inline void RowsBody(const Job<T, O>& job, int64_
       float w = 1.0f;
       if (W == 1) w = ET::Load(static_cast<const T*>(job.weights)[j]);
       if (W == 2) w = EO::Load(static_cast<const O*>(job.weights)[j]);
-      if constexpr (W != 0 && Kind == 0 && std::is_same<T, float>::value &&
-                    std::is_same<O, float>::value) {
-        if (job.fma) {  // XLA:CPU's emitter contracts the multiply into the reduce's add
-          for (int64_t c = 0; c < d; ++c) acc[c] = std::fma(row[c], w, acc[c]);
+      if constexpr (W != 0 && Kind == 0 && std::is_same<O, float>::value &&
+                    !(W == 1 && std::is_same<T, f16>::value)) {
+        // the product is an f32 value (f32 rows; bf16 rows times their weight, kept in f32;
+        // any rows times f32 weights): XLA:CPU's emitter contracts the multiply into the
+        // reduce's add (f16 products are rounded to f16 first, so nothing is contracted)
+        if (job.fma) {
+          for (int64_t c = 0; c < d; ++c) acc[c] = std::fma(ET::Load(row[c]), w, acc[c]);
           continue;
         }
       }

@@ -85,12 +85,13 @@ def check(model, args, excess: bool, kept: str | None) -> None:
     result = rewrite_module(model.module, cost_model=False, excess_precision=excess)
     if kept == "order" and not result.clusters:
         reasons = [n["reason"] for n in result.near_misses]
-        assert any("in another order" in r for r in reasons), reasons
+        assert any(w in r for r in reasons for w in ("order", "windows", "YNNPACK")), reasons
         return
     if kept is not None and kept != "order":
         assert not result.clusters, result.clusters
         reasons = [n["reason"] for n in result.near_misses]
-        assert any(kept in r for r in reasons), reasons
+        # the bag's summation order may keep it in XLA before its precision is looked at
+        assert any(kept in r or "YNNPACK" in r or "order" in r for r in reasons), reasons
         return
     assert len(result.clusters) == 1, result.near_misses
     opts = {"xla_allow_excess_precision": excess}
@@ -119,8 +120,8 @@ def test_bit_equal_to_xla_or_kept(form, combiner, dtype, weighted, excess):
         check(model, args, excess, "order" if order else kept)
         rewritten += bool(order and rewrite_module(model.module, cost_model=False,
                                                    excess_precision=excess).clusters)
-    if form == "padded" and kept is None:  # the probe keeps only what differs: the first
-        assert rewritten >= 1              # shape is summed in order by XLA and rewritten
+    if form == "padded" and kept is None:  # bags kept for their order are a few shapes: the
+        assert rewritten >= 1              # first is summed in order by XLA and rewritten
 
 
 def test_excess_precision_follows_xla_flags(monkeypatch):
@@ -158,8 +159,10 @@ def test_haiku_bf16_weighted_bag(excess):
     assert table.dtype == ml_dtypes.bfloat16
     model = from_jax(lambda t, i, x: f.apply({"embed": {"embeddings": t}}, i, x),
                      table, ids, w)
-    check(model, [table, ids, w], excess,
-          None if excess else "xla_allow_excess_precision=false")
+    # [64, 10, 32]: >= 4096 elements, so XLA:CPU gives the weighted reduce to YNNPACK, whose
+    # order of the multiply-adds is not reproduced: kept in XLA with that reason (under both
+    # settings; docs/RELIABILITY.md, "The order of a padded bag's sum")
+    check(model, [table, ids, w], excess, "YNNPACK")
 
 
 @pytest.mark.parametrize("excess", [True, False], ids=["excess", "noexcess"])

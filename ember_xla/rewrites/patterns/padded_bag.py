@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ember_xla.custom_calls import PADDED_BAG
 from ember_xla.ir.operation import Operation
+from ember_xla.native.padded_order import OrderNotReproduced, xla_sum_order
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.matcher import Pattern
 from ember_xla.rewrites.patterns.common import (
@@ -71,55 +72,11 @@ class PaddedBag(Pattern):
         if lk.table.value.type.element_type != table_type:
             raise NoMatch("the reduction runs in a different type than the table")
         d = src.dims[2]
-        order = (sum_order(b, p, d, src.element_type, combiner, weights is not None, init)
-                 if self.xla_order else "sequential")
+        try:
+            order = (xla_sum_order(b, p, d, src.element_type, combiner, weights is not None,
+                                   init) if self.xla_order else "sequential")
+        except OrderNotReproduced as e:
+            raise NoMatch(str(e)) from None
         cluster = make_cluster(self, walk, lk, [("ids", lk.indices)], weights, combiner, init)
         cluster.attrs["sum_order"] = order
         return cluster
-
-
-#: XLA:CPU gives a reduce to YNNPACK when its operand or result has this many elements
-#: (xla/backends/cpu/ynn_support.cc: IsInstructionPreferredByYnn).
-YNN_MIN_ELEMENTS = 4096
-#: XLA:CPU's tree-reduction rewriter splits a reduced dimension longer than this into windows.
-TREE_WINDOW = 32
-#: Weighted bags summed in f32 below the YNNPACK size: XLA:CPU's loop adds the rows one after
-#: the other (f32 tables: with fused multiply-adds) up to 16 rows; from 17 rows on, rows near
-#: the maximum overflow differently (bf16; f32 rounds differently from 20), so it is another
-#: order (measured; RELIABILITY.md).
-FMA_MAX_WIDTH = 17
-#: From this bag width on, YNNPACK's order is not the blocked one (measured; RELIABILITY.md).
-BLOCKED_MAX_WIDTH = 512
-
-
-def sum_order(b: int, p: int, d: int, reduce_type: str, combiner: str, weighted: bool,
-              init: float) -> str:
-    """The order in which XLA:CPU adds a padded bag's P rows, as the kernel's ``sum_order``:
-    "sequential", "sequential_fma" (weighted rows each added with a fused multiply-add, as
-    XLA:CPU's fused multiply-reduce loop does) or "blocked" (native/blocked_sum.h); raises
-    NoMatch where none is XLA's."""
-    shape = f"[{b},{p},{d}] {reduce_type}"
-    if reduce_type == "f32" and b * p * d >= YNN_MIN_ELEMENTS:
-        # YNNPACK's reduce (sum over f32, or over bf16/f16 rows converted to f32)
-        if weighted:
-            raise NoMatch(f"weighted bag {shape}: XLA:CPU hands it to YNNPACK, whose order of "
-                          "the multiply-adds is not reproduced, so the cluster stays in XLA")
-        if combiner not in ("sum", "mean"):
-            raise NoMatch(f"{combiner} bag {shape}: YNNPACK's blocked order is reproduced for "
-                          "sum and mean only")
-        if init != 0.0:
-            raise NoMatch(f"bag {shape} starts at {init}: YNNPACK's blocked sum is reproduced "
-                          "from 0 only")
-        if p >= BLOCKED_MAX_WIDTH:
-            raise NoMatch(f"bag {shape}: XLA:CPU's YNNPACK order for bags of {BLOCKED_MAX_WIDTH} "
-                          "or more rows is not reproduced, so the cluster stays in XLA")
-        return "blocked" if p > 4 else "sequential"
-    if weighted and reduce_type == "f32" and p >= FMA_MAX_WIDTH:
-        raise NoMatch(f"weighted bag {shape}: XLA:CPU's fused multiply-reduce loop adds "
-                      f"bags of {FMA_MAX_WIDTH} or more rows in an order that is not "
-                      "reproduced, so the cluster stays in XLA")
-    if p > TREE_WINDOW:
-        raise NoMatch(f"bag {shape}: XLA:CPU sums bags of more than {TREE_WINDOW} rows in "
-                      f"windows of {TREE_WINDOW} (tree reduction), which is not reproduced, so "
-                      "the cluster stays in XLA")
-    return "sequential_fma" if weighted and reduce_type == "f32" else "sequential"
