@@ -16,10 +16,10 @@
 // Each pass is its own access engine and compute loop once decoupled. Both printed levels
 // parse back to the same text.
 // RUN: rm -rf %t && ember-xla lower %S/Inputs/sgd_step.hlo -O0 --out %t
-// RUN: filecheck %s --input-file %t/cluster0.slc.mlir
-// RUN: filecheck %s --check-prefix=DLC --input-file %t/cluster0.dlc.mlir
-// RUN: ember-xla opt %t/cluster0.slc.mlir | diff %t/cluster0.slc.mlir -
-// RUN: ember-xla opt %t/cluster0.dlc.mlir | diff %t/cluster0.dlc.mlir -
+// RUN: filecheck %s --input-file %t/cluster1.slc.mlir
+// RUN: filecheck %s --check-prefix=DLC --input-file %t/cluster1.dlc.mlir
+// RUN: ember-xla opt %t/cluster1.slc.mlir | diff %t/cluster1.slc.mlir -
+// RUN: ember-xla opt %t/cluster1.dlc.mlir | diff %t/cluster1.dlc.mlir -
 
 // CHECK-LABEL: func @sparse_sgd(%table: memref<?x?xf32>, %indices: memref<?xi32>, %updates: memref<?x?xf32>, %scale: memref<f32>, %out: memref<?x?xf32>) attributes {kind = "sparse_sgd", num_inputs = 4, output_shapes = [[6, 4]], output_init = [0]}
 // CHECK:      %[[V:[0-9]+]] = "slc.to_stream"(%V)

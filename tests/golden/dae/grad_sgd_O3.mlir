@@ -8,10 +8,10 @@
 // updated in place.
 // RUN: rm -rf %t %t.p && ember-xla lower %S/Inputs/sgd_step.hlo -O3 --out %t
 // RUN: ember-xla lower %S/Inputs/sgd_step.hlo -O3 --emit=program --out %t.p
-// RUN: filecheck %s --input-file %t/cluster0.dlc.mlir
-// RUN: filecheck %s --check-prefix=PROG --input-file %t.p/cluster0.dae
-// RUN: ember-xla opt %t/cluster0.slcv.mlir | diff %t/cluster0.slcv.mlir -
-// RUN: ember-xla opt %t/cluster0.dlc.mlir | diff %t/cluster0.dlc.mlir -
+// RUN: filecheck %s --input-file %t/cluster1.dlc.mlir
+// RUN: filecheck %s --check-prefix=PROG --input-file %t.p/cluster1.dae
+// RUN: ember-xla opt %t/cluster1.slcv.mlir | diff %t/cluster1.slcv.mlir -
+// RUN: ember-xla opt %t/cluster1.dlc.mlir | diff %t/cluster1.dlc.mlir -
 
 // CHECK:      %n_dense = "arith.select"
 // CHECK-NEXT: %[[ND:[0-9]+]] = "slc.to_stream"(%n_dense)
