@@ -28,7 +28,7 @@ SHAPES = [(12, 7, 16), (4, 8, 64), (8, 8, 64), (6, 40, 16), (2, 32, 16)]
 def _expected_kept(form: str, combiner: str, dtype: str, weighted: bool, excess: bool
                    ) -> str | None:
     """The reason a case stays in XLA (a fragment of it), "order" where XLA:CPU's order may
-    be another (the probe decides), None if it must be rewritten."""
+    be another (native/padded_order.py decides), None if it must be rewritten."""
     if form == "padded" and combiner in ("max", "min"):
         return "YNNPACK"  # NaN handling depends on XLA's offload choice (padded_bag.py)
     if form == "padded" and dtype == "bf16" and weighted and not excess:
