@@ -144,7 +144,13 @@ def fit(points: list[dict], key: str) -> tuple[list[float], float]:
     the median relative residual over all points. The per-lookup term c3 (index handling,
     XLA's scatter bookkeeping) is what separates small-D from large-D clusters."""
     x = np.array([[1.0, p["L"] * p["D"], p["S"] * p["D"], p["L"]] for p in points])
-    y = np.array([p[key] for p in points])
+    return _robust_fit(x, np.array([p[key] for p in points]))
+
+
+def _robust_fit(x: np.ndarray, y: np.ndarray) -> tuple[list[float], float]:
+    """Non-negative least squares of ``x @ coef ~ y`` on relative error, refitted once without
+    the points whose relative residual is over 3x the median; (coefficients, median relative
+    residual over all points)."""
     w = 1.0 / y
     coef = _nnls(x * w[:, None], y * w)
     rel = np.abs(x @ coef - y) / y
@@ -280,15 +286,7 @@ def fit_k_tables(points: list[dict], key: str) -> tuple[list[float], float]:
     k * (per_lookup_elem * L*D + per_output_elem * S*D + per_lookup * L)`` (as ``fit``)."""
     x = np.array([[1.0, p["k"], p["k"] * p["L"] * p["D"], p["k"] * p["S"] * p["D"],
                    p["k"] * p["L"]] for p in points])
-    y = np.array([p[key] for p in points])
-    w = 1.0 / y
-    coef = _nnls(x * w[:, None], y * w)
-    rel = np.abs(x @ coef - y) / y
-    keep = rel <= 3 * max(float(np.median(rel)), 0.05)
-    if keep.sum() >= 6 and not keep.all():
-        coef = _nnls(x[keep] * w[keep, None], y[keep] * w[keep])
-    rel = np.abs(x @ coef - y) / y
-    return [float(c) for c in coef], float(np.median(rel))
+    return _robust_fit(x, np.array([p[key] for p in points]))
 
 
 K_TABLE_COEFFICIENTS = ("c0_s", "per_table_s", "per_lookup_elem_s", "per_output_elem_s",
