@@ -14,15 +14,14 @@ have no traversal left to fire on)."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import ClassVar
 
 from ember_xla.dae_target.dialects import arith, scf, slc, slcv
+from ember_xla.dae_target.passes.pattern_pass import PatternPass
 from ember_xla.dae_target.passes.slcv_util import PassReport, constant_of, op_label
-from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
-from ember_xla.ir.passes import ModulePass, register_pass
-from ember_xla.ir.rewriter import PatternRewriter, RewritePattern, count_edits
+from ember_xla.ir.passes import register_pass
+from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
 from ember_xla.ir.types import I1, INDEX, MemRefType
 from ember_xla.ir.value import Value
 
@@ -129,13 +128,8 @@ class BufferizeRows(RewritePattern):
 
 
 @register_pass
-@dataclasses.dataclass(frozen=True)
-class Bufferize(ModulePass):
+class Bufferize(PatternPass):
     """Row buffers in the queue and one callback per row."""
 
     name: ClassVar[str] = "bufferize"
-
-    def apply(self, module: Module) -> PassReport:
-        report = PassReport("bufferize")
-        count_edits(module, [BufferizeRows(report)])
-        return report
+    pattern = BufferizeRows

@@ -29,7 +29,12 @@ from typing import ClassVar
 from ember_xla.dae_target.dialects import dlc
 from ember_xla.dae_target.dialects.dlc_engine import EngineError, plan
 from ember_xla.dae_target.dialects.slc import StreamType
-from ember_xla.dae_target.passes.slcv_util import PassReport, constant_of, defined_inside
+from ember_xla.dae_target.passes.slcv_util import (
+    PassReport,
+    constant_of,
+    defined_inside,
+    top_level,
+)
 from ember_xla.ir.block import Block, Region
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
@@ -285,9 +290,7 @@ class Decouple(ModulePass):
         report = PassReport("decouple")
         rw = PatternRewriter()
         for g in module.graphs:
-            for op in list(g.ops):
-                if op.opcode not in LOOPS:
-                    continue
+            for op in top_level(g, LOOPS):
                 try:
                     n = decouple_nest(op, rw)
                 except Refuse as e:

@@ -20,15 +20,15 @@ one per lookup to one per distinct id. Alu streams and the id stream left unused
 
 from __future__ import annotations
 
-import dataclasses
 from typing import ClassVar
 
 from ember_xla.dae_target.dialects import arith, memref, slc, slcv
+from ember_xla.dae_target.passes.pattern_pass import PatternPass
 from ember_xla.dae_target.passes.slcv_util import PassReport, defined_inside
 from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.operation import Operation
-from ember_xla.ir.passes import ModulePass, register_pass
-from ember_xla.ir.rewriter import PatternRewriter, RewritePattern, count_edits
+from ember_xla.ir.passes import register_pass
+from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
 from ember_xla.ir.types import INDEX, MemRefType
 from ember_xla.ir.value import BlockArgument, OpResult, Value
 
@@ -183,16 +183,15 @@ class DedupRows(RewritePattern):
 
 
 @register_pass
-@dataclasses.dataclass(frozen=True)
-class Dedup(ModulePass):
+class Dedup(PatternPass):
     """Fetch each distinct row once; re-expand on the core."""
 
     name: ClassVar[str] = "dedup"
+    pattern = DedupRows
 
     def apply(self, module: Module) -> PassReport:
-        report = PassReport("dedup")
         if any(op.opcode.startswith("slcv.") for op in module.walk()):
+            report = PassReport(self.name)
             report.refuse("the module is already vectorized: run dedup before vectorize")
             return report
-        count_edits(module, [DedupRows(report)])
-        return report
+        return super().apply(module)

@@ -12,14 +12,13 @@ never read (an ``slc.mem_stream`` or ``memref.load`` that is invariant is report
 
 from __future__ import annotations
 
-import dataclasses
 from typing import ClassVar
 
+from ember_xla.dae_target.passes.pattern_pass import PatternPass
 from ember_xla.dae_target.passes.slcv_util import PassReport, defined_inside
-from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
-from ember_xla.ir.passes import ModulePass, register_pass
-from ember_xla.ir.rewriter import PatternRewriter, RewritePattern, count_edits
+from ember_xla.ir.passes import register_pass
+from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
 from ember_xla.ir.traits import Pure
 
 ACCESS_LOOPS = ("slc.for", "slcv.for")
@@ -58,13 +57,8 @@ class HoistInvariants(RewritePattern):
 
 
 @register_pass
-@dataclasses.dataclass(frozen=True)
-class Hoist(ModulePass):
+class Hoist(PatternPass):
     """Loop-invariant stream and core computations out of their loops."""
 
     name: ClassVar[str] = "hoist"
-
-    def apply(self, module: Module) -> PassReport:
-        report = PassReport("hoist")
-        count_edits(module, [HoistInvariants(report)])
-        return report
+    pattern = HoistInvariants

@@ -19,7 +19,7 @@ from typing import ClassVar
 
 from ember_xla.dae_target.dialects import arith, slc
 from ember_xla.dae_target.passes.queue_align_dlc import align_dlc
-from ember_xla.dae_target.passes.slcv_util import PassReport, defined_inside, op_label
+from ember_xla.dae_target.passes.slcv_util import PassReport, defined_inside, op_label, top_level
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import ModulePass, register_pass
@@ -98,9 +98,7 @@ class QueueAlign(ModulePass):
         report = PassReport("queue-align")
         rw = PatternRewriter()
         for g in module.graphs:
-            for op in list(g.ops):
-                if op.opcode != "slc.for":
-                    continue
+            for op in top_level(g, ("slc.for",)):
                 label = op_label(op)
                 try:
                     n = align(op, rw)
@@ -110,9 +108,7 @@ class QueueAlign(ModulePass):
                 if n:
                     report.change(f"{label}: {n} read(s) of the induction variable -> core "
                                   "counter %row (+step in an end-of-iteration callback)")
-            for op in list(g.ops):
-                if op.opcode != "dlc.configure_access_engine":
-                    continue
+            for op in top_level(g, ("dlc.configure_access_engine",)):
                 loop = op.parent.ops[op.parent.index_of(op) + 1]
                 try:
                     n = align_dlc(op, loop, rw)

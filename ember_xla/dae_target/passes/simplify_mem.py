@@ -11,15 +11,14 @@ same."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import ClassVar
 
 from ember_xla.dae_target.dialects.slcv import stream_elem
+from ember_xla.dae_target.passes.pattern_pass import PatternPass
 from ember_xla.dae_target.passes.slcv_util import PassReport, constant_of
-from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
-from ember_xla.ir.passes import ModulePass, register_pass
-from ember_xla.ir.rewriter import PatternRewriter, RewritePattern, count_edits
+from ember_xla.ir.passes import register_pass
+from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
 from ember_xla.ir.types import VectorType
 from ember_xla.ir.value import OpResult
 
@@ -55,13 +54,8 @@ class ContiguousLoads(RewritePattern):
 
 
 @register_pass
-@dataclasses.dataclass(frozen=True)
-class SimplifyMem(ModulePass):
+class SimplifyMem(PatternPass):
     """Sequential-index gathers -> contiguous vector loads."""
 
     name: ClassVar[str] = "simplify-mem"
-
-    def apply(self, module: Module) -> PassReport:
-        report = PassReport("simplify-mem")
-        count_edits(module, [ContiguousLoads(report)])
-        return report
+    pattern = ContiguousLoads

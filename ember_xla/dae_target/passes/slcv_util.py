@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Iterator
 
 from ember_xla.ir.block import Block
-from ember_xla.ir.graph import Module
+from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.value import OpResult, Value
 
@@ -77,6 +77,12 @@ def uses_inside(op: Operation) -> Iterator[Value]:
     """Every operand of ``op`` and of the ops nested in it."""
     for o in op.walk():
         yield from o.operands
+
+
+def top_level(graph: Graph, opcodes: tuple[str, ...]) -> list[Operation]:
+    """The ops of ``graph``'s top level with one of ``opcodes`` (a list, so a pass may replace
+    them while it goes)."""
+    return [op for op in graph.ops if op.opcode in opcodes]
 
 
 def loops(module: Module, opcode: str) -> list[Operation]:
