@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
@@ -34,10 +35,14 @@ def drop_dead(module: Module, already_dead: set[Operation]) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class PatternPass(ModulePass):
-    """Subclasses define ``patterns()``."""
+    """Subclasses name their pattern classes in ``rewrites`` (or define ``patterns()`` when
+    a pattern takes the pass's options). A subclass without options is still a frozen
+    dataclass (it inherits this one's), so it needs no decorator but ``register_pass``."""
+
+    rewrites: ClassVar[tuple[type[RewritePattern], ...]] = ()
 
     def patterns(self) -> list[RewritePattern]:
-        raise NotImplementedError
+        return [p() for p in self.rewrites]
 
     def apply(self, module: Module) -> None:
         before = dead_ops(module)

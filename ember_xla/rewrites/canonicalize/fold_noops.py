@@ -3,8 +3,6 @@ and reduce_sum emit them between a lookup and its reduction)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
 from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
@@ -30,9 +28,6 @@ class FoldNoop(RewritePattern):
 
 
 @register_pass
-@dataclasses.dataclass(frozen=True)
 class FoldNoops(PatternPass):
     name = "fold-noops"
-
-    def patterns(self) -> list[RewritePattern]:
-        return [FoldNoop()]
+    rewrites = (FoldNoop,)

@@ -5,8 +5,6 @@ the forward lookup and the backward scatter see the gather and the indices they 
 
 from __future__ import annotations
 
-import dataclasses
-
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
 from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
@@ -29,9 +27,6 @@ class FoldTupleIndex(RewritePattern):
 
 
 @register_pass
-@dataclasses.dataclass(frozen=True)
 class FoldTupleIndexPass(PatternPass):
     name = "fold-tuple-index"
-
-    def patterns(self) -> list[RewritePattern]:
-        return [FoldTupleIndex()]
+    rewrites = (FoldTupleIndex,)

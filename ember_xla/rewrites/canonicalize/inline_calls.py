@@ -11,8 +11,6 @@ in the entry computation like an inference one."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from ember_xla.hlo.inline import inline_call
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
@@ -32,12 +30,9 @@ class InlineCall(RewritePattern):
 
 
 @register_pass
-@dataclasses.dataclass(frozen=True)
 class InlineCalls(PatternPass):
     name = "inline-calls"
-
-    def patterns(self) -> list[RewritePattern]:
-        return [InlineCall()]
+    rewrites = (InlineCall,)
 
     def apply(self, module: Module) -> None:
         super().apply(module)

@@ -13,8 +13,6 @@ same holds for ``jnp.take``'s fill (rebuilt for the new indices, lookups.py).
 
 from __future__ import annotations
 
-import dataclasses
-
 from ember_xla.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
@@ -76,9 +74,6 @@ class LeadingBagAxis(RewritePattern):
 
 
 @register_pass
-@dataclasses.dataclass(frozen=True)
 class LookupLayoutPass(PatternPass):
     name = "lookup-layout"
-
-    def patterns(self) -> list[RewritePattern]:
-        return [ReshapeOfGather(), TransposeOfGather(), LeadingBagAxis()]
+    rewrites = (ReshapeOfGather, TransposeOfGather, LeadingBagAxis)

@@ -21,7 +21,6 @@ exact for tables holding Inf/NaN. The mask must be provably the same along the r
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 from ember_xla.hlo.shape import Shape
@@ -128,9 +127,6 @@ class MaskedBag(RewritePattern):
 
 
 @register_pass
-@dataclasses.dataclass(frozen=True)
 class MaskedBagPass(PatternPass):
     name = PASS
-
-    def patterns(self) -> list[RewritePattern]:
-        return [MaskedBag()]
+    rewrites = (MaskedBag,)

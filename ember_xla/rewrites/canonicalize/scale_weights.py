@@ -6,8 +6,6 @@ dims. (Per-lookup weights ``rows * w[..., None]`` already are that form.)"""
 
 from __future__ import annotations
 
-import dataclasses
-
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
 from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
@@ -45,9 +43,6 @@ class ScaleToWeights(RewritePattern):
 
 
 @register_pass
-@dataclasses.dataclass(frozen=True)
 class ScaleToWeightsPass(PatternPass):
     name = "scale-to-weights"
-
-    def patterns(self) -> list[RewritePattern]:
-        return [ScaleToWeights()]
+    rewrites = (ScaleToWeights,)

@@ -14,8 +14,6 @@ bag reduction (``scatter``, ``reduce`` over the bag axis) or a
 
 from __future__ import annotations
 
-import dataclasses
-
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
 from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
@@ -94,9 +92,6 @@ class SplitSharedLookup(RewritePattern):
 
 
 @register_pass
-@dataclasses.dataclass(frozen=True)
 class SplitSharedLookupPass(PatternPass):
     name = "split-shared-lookup"
-
-    def patterns(self) -> list[RewritePattern]:
-        return [SplitSharedLookup()]
+    rewrites = (SplitSharedLookup,)

@@ -12,8 +12,6 @@ column of the start indices; a ``concatenate`` is looked through, else it is sli
 
 from __future__ import annotations
 
-import dataclasses
-
 from ember_xla.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
@@ -73,9 +71,6 @@ class SqueezeGather(RewritePattern):
 
 
 @register_pass
-@dataclasses.dataclass(frozen=True)
 class SqueezeGatherPass(PatternPass):
     name = "squeeze-gather"
-
-    def patterns(self) -> list[RewritePattern]:
-        return [SqueezeGather()]
+    rewrites = (SqueezeGather,)
