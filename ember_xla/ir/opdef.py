@@ -1,9 +1,10 @@
 """Typed op definitions: one small class per op of the Ember dialects.
 
 An op class sets ``opcode`` and ``traits``, adds named accessors for its operands, results,
-regions and attributes, a ``build`` classmethod for convenient construction and ``verify_`` for
-its own rules. The generic parser makes instances through ``create`` so every op class parses
-from the generic text form without code of its own."""
+regions and attributes (``operand``, ``operands`` and ``attribute`` declare the plain ones), a
+``build`` classmethod for convenient construction and ``verify_`` for its own rules. The
+generic parser makes instances through ``create`` so every op class parses from the generic
+text form without code of its own."""
 
 from __future__ import annotations
 
@@ -56,3 +57,31 @@ class OpDef(Operation):
         if kinds is not None and not isinstance(v, kinds):
             raise self.fail(f"attribute {key!r} has the wrong kind: {v!r}")
         return v
+
+
+class operand:  # noqa: N801  (used like a field declaration: ``memref = operand(0)``)
+    """A named accessor of the op's operand ``at``: ``memref = operand(0)``."""
+
+    def __init__(self, at: int) -> None:
+        self.at: int | slice = at
+
+    def __get__(self, op: Operation | None, owner: type | None = None) -> Any:
+        return self if op is None else op.operands[self.at]
+
+
+class operands(operand):  # noqa: N801
+    """A named accessor of a run of operands: ``indices = operands(1)`` (from 1 to the end),
+    ``operands(1, -2)`` (from 1 to before the last two)."""
+
+    def __init__(self, start: int, stop: int | None = None) -> None:
+        self.at = slice(start, stop)
+
+
+class attribute:  # noqa: N801
+    """A named accessor of attribute ``key``: ``dim = attribute("dim")``."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+    def __get__(self, op: Operation | None, owner: type | None = None) -> Any:
+        return self if op is None else op.attributes[self.key]

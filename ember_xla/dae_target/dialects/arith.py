@@ -24,7 +24,7 @@ from typing import Any
 
 from ember_xla.dae_target.dialects.common import is_float, is_int, is_scalar, same_shape_bool
 from ember_xla.ir.dialect import Dialect, register_dialect
-from ember_xla.ir.opdef import OpDef
+from ember_xla.ir.opdef import OpDef, attribute
 from ember_xla.ir.traits import Pure
 from ember_xla.ir.types import FloatType, IndexType, IntegerType, VectorType, element_type
 
@@ -54,9 +54,7 @@ class ConstantOp(OpDef):
         if isinstance(element_type(t), IntegerType | IndexType) and isinstance(v, float):
             raise self.fail(f"float value {v} for integer type {t}")
 
-    @property
-    def value(self) -> Any:
-        return self.attributes["value"]
+    value = attribute("value")
 
 
 def _elementwise(opcode: str, arity: int, pred: Callable[[Any], bool], what: str,
@@ -113,9 +111,7 @@ class _CmpOp(OpDef):
         if self.result.type != same_shape_bool(a):
             raise self.fail(f"result must be {same_shape_bool(a)}")
 
-    @property
-    def pred(self) -> str:
-        return self.attributes["pred"]
+    pred = attribute("pred")
 
 
 @arith.add_op

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember_xla.ir.opdef import OpDef
+from ember_xla.ir.opdef import OpDef, operand, operands
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.types import (
     I1,
@@ -60,21 +60,10 @@ class LoopOpDef(OpDef):
     ``(lb, ub, step, init...)``, one body block whose first argument is the induction variable
     and whose further arguments are the carried values."""
 
-    @property
-    def lb(self) -> Value:
-        return self.operands[0]
-
-    @property
-    def ub(self) -> Value:
-        return self.operands[1]
-
-    @property
-    def step(self) -> Value:
-        return self.operands[2]
-
-    @property
-    def init(self) -> list[Value]:
-        return self.operands[3:]
+    lb = operand(0)
+    ub = operand(1)
+    step = operand(2)
+    init = operands(3)
 
     @property
     def iv(self) -> Value:

@@ -49,7 +49,7 @@ from ember_xla.dae_target.dialects.dlc_engine import EngineError, plan
 from ember_xla.dae_target.dialects.dlc_types import EVENTS, TU, TUType, dlc  # noqa: F401
 from ember_xla.dae_target.dialects.slc import StreamType
 from ember_xla.ir.block import Block, Region
-from ember_xla.ir.opdef import OpDef
+from ember_xla.ir.opdef import OpDef, attribute, operand, operands
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.traits import NoTerminator, SingleBlock, has_parent
 from ember_xla.ir.types import I1, INDEX, VectorType
@@ -103,9 +103,7 @@ class NewTUOp(OpDef):
     def parent_tu(self) -> Value | None:
         return self.operands[0] if len(self.operands) == 4 else None
 
-    @property
-    def bounds(self) -> list[Value]:
-        return self.operands[-3:]
+    bounds = operands(-3)
 
     @property
     def vl(self) -> int | None:
@@ -172,13 +170,8 @@ class GetMaskOp(_TUQuery):
 class _Register(OpDef):
     traits = frozenset({has_parent("dlc.configure_access_engine")})
 
-    @property
-    def tu(self) -> Value:
-        return self.operands[0]
-
-    @property
-    def event(self) -> str:
-        return self.attributes["event"]
+    tu = operand(0)
+    event = attribute("event")
 
     def check(self, n_operands: int) -> None:
         self.expect_counts(operands=n_operands, results=0, regions=0)
@@ -194,9 +187,7 @@ class RegisterOperandOp(_Register):
 
     opcode = "dlc.register_operand"
 
-    @property
-    def stream(self) -> Value:
-        return self.operands[1]
+    stream = operand(1)
 
     def verify_(self) -> None:
         self.check(2)
@@ -210,9 +201,7 @@ class RegisterCallbackOp(_Register):
 
     opcode = "dlc.register_callback"
 
-    @property
-    def case_id(self) -> int:
-        return self.attributes["id"]
+    case_id = attribute("id")
 
     def verify_(self) -> None:
         self.check(1)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ember_xla.dae_target.dialects.common import is_index_like
 from ember_xla.ir.dialect import Dialect, register_dialect
-from ember_xla.ir.opdef import OpDef
+from ember_xla.ir.opdef import OpDef, attribute, operand, operands
 from ember_xla.ir.types import INDEX, IndexType, MemRefType
 from ember_xla.ir.value import Value
 
@@ -39,13 +39,8 @@ class LoadOp(OpDef):
 
     opcode = "memref.load"
 
-    @property
-    def memref(self) -> Value:
-        return self.operands[0]
-
-    @property
-    def indices(self) -> list[Value]:
-        return self.operands[1:]
+    memref = operand(0)
+    indices = operands(1)
 
     def verify_(self) -> None:
         self.expect_counts(results=1, regions=0)
@@ -62,17 +57,9 @@ class StoreOp(OpDef):
 
     opcode = "memref.store"
 
-    @property
-    def value(self) -> Value:
-        return self.operands[0]
-
-    @property
-    def memref(self) -> Value:
-        return self.operands[1]
-
-    @property
-    def indices(self) -> list[Value]:
-        return self.operands[2:]
+    value = operand(0)
+    memref = operand(1)
+    indices = operands(2)
 
     def verify_(self) -> None:
         self.expect_counts(results=0, regions=0)
@@ -89,9 +76,7 @@ class DimOp(OpDef):
 
     opcode = "memref.dim"
 
-    @property
-    def dim(self) -> int:
-        return self.attributes["dim"]
+    dim = attribute("dim")
 
     def verify_(self) -> None:
         self.expect_counts(operands=1, results=1, regions=0)

@@ -34,7 +34,7 @@ from typing import Any
 from ember_xla.dae_target.dialects.common import LoopOpDef, has_ancestor, is_index_like
 from ember_xla.ir.block import Block, Region
 from ember_xla.ir.dialect import Dialect, register_dialect
-from ember_xla.ir.opdef import OpDef
+from ember_xla.ir.opdef import OpDef, attribute, operand, operands
 from ember_xla.ir.traits import IsTerminator, SingleBlock, has_parent
 from ember_xla.ir.types import I1, INDEX, DialectType, IndexType, IntegerType, MemRefType, Type
 from ember_xla.ir.value import Value
@@ -157,13 +157,8 @@ class MemStreamOp(OpDef):
 
     opcode = "slc.mem_stream"
 
-    @property
-    def memref(self) -> Value:
-        return self.operands[0]
-
-    @property
-    def indices(self) -> list[Value]:
-        return self.operands[1:]
+    memref = operand(0)
+    indices = operands(1)
 
     def verify_(self) -> None:
         self.expect_counts(results=1, regions=0)
@@ -185,9 +180,7 @@ class AluStreamOp(OpDef):
 
     opcode = "slc.alu_stream"
 
-    @property
-    def op(self) -> str:
-        return self.attributes["op"]
+    op = attribute("op")
 
     def verify_(self) -> None:
         self.expect_counts(results=1, regions=0)

@@ -34,7 +34,7 @@ from typing import Any
 from ember_xla.dae_target.dialects.common import LoopOpDef
 from ember_xla.dae_target.dialects.slc import ALU_OPS, ALU_UNARY, StreamType
 from ember_xla.ir.dialect import Dialect, register_dialect
-from ember_xla.ir.opdef import OpDef
+from ember_xla.ir.opdef import OpDef, attribute, operand, operands
 from ember_xla.ir.traits import IsTerminator, Pure, SingleBlock, has_parent
 from ember_xla.ir.types import (
     I1,
@@ -102,9 +102,7 @@ class ForOp(LoopOpDef):
         if not isinstance(self.body.terminator, YieldOp):
             raise self.fail("body must end in slcv.yield")
 
-    @property
-    def vl(self) -> int:
-        return self.attributes["vl"]
+    vl = attribute("vl")
 
     @property
     def mask(self) -> Any:
@@ -148,17 +146,9 @@ class MemStreamOp(OpDef):
                     isinstance(stream_elem(v.type), VectorType) for v in self.indices[:-1]):
                 raise self.fail("a contiguous load takes a vector last index only")
 
-    @property
-    def memref(self) -> Any:
-        return self.operands[0]
-
-    @property
-    def indices(self) -> list[Any]:
-        return self.operands[1:-1]
-
-    @property
-    def mask(self) -> Any:
-        return self.operands[-1]
+    memref = operand(0)
+    indices = operands(1, -1)
+    mask = operand(-1)
 
     @property
     def contiguous(self) -> bool:

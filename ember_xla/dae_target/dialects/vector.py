@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ember_xla.dae_target.dialects.memref import check_indices
 from ember_xla.ir.dialect import Dialect, register_dialect
-from ember_xla.ir.opdef import OpDef
+from ember_xla.ir.opdef import OpDef, operand, operands
 from ember_xla.ir.traits import Pure
 from ember_xla.ir.types import I1, VectorType
 from ember_xla.ir.value import Value
@@ -30,17 +30,9 @@ class _MaskedAccess(OpDef):
     """Operands of a masked load/store: memref, indices (one per dim), mask, then the passthru
     (load) or the value (store) vector."""
 
-    @property
-    def memref(self) -> Value:
-        return self.operands[0]
-
-    @property
-    def indices(self) -> list[Value]:
-        return self.operands[1:-2]
-
-    @property
-    def mask(self) -> Value:
-        return self.operands[-2]
+    memref = operand(0)
+    indices = operands(1, -2)
+    mask = operand(-2)
 
     def _verify_access(self, results: int, last: str, vt: object) -> VectorType:
         """Counts, indices, and the vector type ``vt`` (a 1-D vector of the memref's element
@@ -62,9 +54,7 @@ class MaskedLoadOp(_MaskedAccess):
 
     opcode = "vector.maskedload"
 
-    @property
-    def passthru(self) -> Value:
-        return self.operands[-1]
+    passthru = operand(-1)
 
     def verify_(self) -> None:
         vt = self._verify_access(1, "passthru", self.result.type if self.results else None)
@@ -78,9 +68,7 @@ class MaskedStoreOp(_MaskedAccess):
 
     opcode = "vector.maskedstore"
 
-    @property
-    def value(self) -> Value:
-        return self.operands[-1]
+    value = operand(-1)
 
     def verify_(self) -> None:
         self._verify_access(0, "value", self.value.type if self.operands else None)
