@@ -10,15 +10,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import numpy as np
-
 import ember_xla.hlo.attr_parse_meta  # noqa: F401  (registers the structured attributes)
 from ember_xla.hlo.attr_parse import parse_attr
 from ember_xla.hlo.cursor import SIMPLE_SHAPE, Cursor
 from ember_xla.hlo.errors import HloImportError
-from ember_xla.hlo.literal import literal_from_numpy
+from ember_xla.hlo.literal_text import parse_literal
+from ember_xla.hlo.module_header import SECTIONS, header_attr, section
 from ember_xla.hlo.opcodes import OPCODES
-from ember_xla.hlo.shape import ELEMENT_TYPES, Shape, shape_to_dict
+from ember_xla.hlo.shape import ELEMENT_TYPES, Shape
 from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.operation import Operation
 from ember_xla.util.nogc import gc_paused
@@ -26,15 +25,8 @@ from ember_xla.util.nogc import gc_paused
 _CALLEE_ATTRS = {"to_apply", "calls", "condition", "body", "true_computation",
                  "false_computation", "branch_computations", "called_computations", "select",
                  "scatter"}
-_HEADER_IGNORED = {"is_scheduled", "entry_computation_layout", "replica_count",
-                   "num_partitions", "allow_spmd_sharding_propagation_to_parameters",
-                   "allow_spmd_sharding_propagation_to_output", "alias_passthrough_params",
-                   "use_auto_spmd_partitioning"}
-_SECTIONS = {"FileNames": "file_names", "FunctionNames": "function_names",
-             "FileLocations": "file_locations", "StackFrames": "stack_frames"}
 _SHAPE_START = re.compile(r"([a-z][a-z0-9]*)\[")
 _SECTION_WORD = re.compile(r"[A-Za-z]+")
-_SECTION_ITEM = re.compile(r"\d+\s")
 _CALLEE_ORDER = {"condition": 1, "body": 0, "false_computation": 1, "scatter": 1}
 
 # Fast paths for the common spelling of an instruction (names without '%', plain spaces, simple
@@ -74,15 +66,15 @@ class _Parser:
             raise c.error(f"expected 'HloModule' at the start of HLO text, found {c.found()}")
         m = Module(c.name("a module name"))
         while c.eat(","):
-            self.header_attr(m)
+            header_attr(c, m)
         calls: list[tuple[Operation, str, list[str], int]] = []
         entry: Graph | None = None
         while not c.at_end():
             word_pos = c.pos
             m2 = _SECTION_WORD.match(c.text, c.pos)
-            if m2 and m2.group(0) in _SECTIONS and c.text[m2.end():m2.end() + 1] in "\r\n":
+            if m2 and m2.group(0) in SECTIONS and c.text[m2.end():m2.end() + 1] in "\r\n":
                 c.pos = m2.end()
-                self.section(m, _SECTIONS[m2.group(0)])
+                section(c, m, SECTIONS[m2.group(0)])
                 continue
             is_entry = c.eat("ENTRY")
             g = self.computation(calls)
@@ -104,70 +96,6 @@ class _Parser:
         m.entry = entry or m.graphs[-1]
         m.uniquify_op_names()  # as XLA's parser does: names are unique module-wide
         return m
-
-    def header_attr(self, m: Module) -> None:
-        c = self.c
-        pos = c.pos
-        key = c.name("a module attribute")
-        c.expect("=")
-        if key in _HEADER_IGNORED:
-            if c.peek("{"):
-                c.balanced()
-            else:
-                c.word()
-        elif key == "input_output_alias":
-            m.attributes["input_output_alias"] = {"entries": self.alias_entries(True)}
-        elif key == "buffer_donor":
-            m.attributes["buffer_donor"] = {"entries": self.alias_entries(False)}
-        elif key == "frontend_attributes":
-            tmp: dict[str, Any] = {}
-            parse_attr("frontend_attributes", c, tmp, "module")
-            m.attributes["frontend_attributes"] = tmp["frontend_attributes"]
-        else:
-            raise c.error(f"unsupported module attribute {key!r}", pos)
-
-    def alias_entries(self, with_output: bool) -> list[dict[str, Any]]:
-        c = self.c
-        c.expect("{")
-        out = []
-        while not c.eat("}"):
-            e: dict[str, Any] = {}
-            if with_output:
-                e["output_shape_index"] = c.int_list()
-                c.expect(":")
-            c.expect("(")
-            e["parameter_number"] = c.integer()
-            c.expect(",")
-            e["parameter_shape_index"] = c.int_list()
-            if c.eat(","):
-                e["kind"] = c.word().upper().replace("-", "_")
-            c.expect(")")
-            out.append(e)
-            c.eat(",")
-        return out
-
-    def section(self, m: Module, key: str) -> None:
-        c = self.c
-        items: list[Any] = []
-        while True:
-            c.skip_ws()
-            mm = _SECTION_ITEM.match(c.text, c.pos)
-            if not mm:
-                break
-            c.integer()
-            if c.peek('"'):
-                items.append(c.string())
-            else:
-                c.expect("{")
-                d: dict[str, int] = {}
-                while not c.eat("}"):
-                    k = c.name("a field name")
-                    c.expect("=")
-                    d[k] = c.integer()
-                if key == "stack_frames":  # text writes parent_frame_id + 1
-                    d["parent_frame_id"] = d.get("parent_frame_id", 1) - 1
-                items.append({k: v for k, v in d.items() if v})
-        m.attributes.setdefault("stack_frame_index", {})[key] = items
 
     # -- computations ------------------------------------------------------------------------
     def computation(self, calls: list) -> Graph:
@@ -220,7 +148,7 @@ class _Parser:
             if self.elided_ok and c.eat("{...}"):
                 self.elided.append(f"{name} {shape}")  # kept without a literal: no values
             else:
-                attrs["literal"] = self.literal(shape)
+                attrs["literal"] = parse_literal(c, shape)
             c.expect(")", "to close the constant literal")
         else:
             m = _OPERANDS.match(c.text, c.pos)
@@ -318,64 +246,6 @@ class _Parser:
         if ref not in values:
             raise c.error(f"instruction {user}: operand {ref!r} is not defined before it", pos)
         return values[ref]
-
-    # -- literals ----------------------------------------------------------------------------
-    def literal(self, shape: Shape) -> dict[str, Any]:
-        c = self.c
-        if shape.is_tuple:
-            c.expect("(")
-            parts = []
-            for i, s in enumerate(shape.tuple_shapes):
-                if i:
-                    c.expect(",")
-                parts.append(self.literal(s))
-            c.expect(")")
-            return {"shape": shape_to_dict(shape), "tuple_literals": parts}
-        start = c.pos
-        toks: list[str] = []
-        self._literal_values(toks)
-        try:
-            arr = self._literal_array(toks, shape)
-        except (ValueError, OverflowError, TypeError) as e:
-            raise c.error(f"bad literal for {shape}: {e}", start) from None
-        return literal_from_numpy(arr, shape)
-
-    def _literal_values(self, out: list[str]) -> None:
-        c = self.c
-        if c.eat("{"):
-            while not c.eat("}"):
-                self._literal_values(out)
-                c.eat(",")
-            return
-        if c.peek("("):  # complex (re, im)
-            c.expect("(")
-            re_ = c.number_token()
-            c.expect(",")
-            im = c.number_token()
-            c.expect(")")
-            out.append(f"complex:{re_}:{im}")
-            return
-        if c.peek("..."):
-            raise c.error("elided constant ('{...}'): XLA printed this literal without its "
-                          "values; export the HLO with large constants printed in full (e.g. "
-                          "as_hlo_text(True)) or use the HloModuleProto")
-        out.append(c.number_token())
-
-    @staticmethod
-    def _literal_array(toks: list[str], shape: Shape) -> np.ndarray:
-        if len(toks) != shape.size:
-            raise ValueError(f"{len(toks)} values for {shape.size} elements")
-        et = shape.element_type
-        if et == "pred":
-            vals: list[Any] = [t in ("true", "1") for t in toks]
-        elif et.startswith(("s", "u")):
-            vals = [int(t) for t in toks]
-        elif et.startswith("c"):
-            vals = [complex(float(t.split(":")[1]), float(t.split(":")[2])) for t in toks]
-        else:
-            vals = [float(re.sub(r"\(.*\)$", "", t)) for t in toks]
-        return np.array(vals, dtype=shape.dtype).reshape(shape.dims)
-
 
 class Located:
     """Where each instruction of a parsed text starts: ``where(computation, name)`` gives
