@@ -1,4 +1,4 @@
-"""``ember-xla batch``: rewrite/verify (and later lower/emulate) a fleet of models in one job.
+"""``ember-xla batch``: rewrite, verify, time and emulate a fleet of models in one job.
 
 Layers: ``inputs`` (globs -> model inputs with content hashes), ``settings`` (the job's
 settings and their hash), ``actions`` (what is done to one model, inside a worker process),
