@@ -17,13 +17,4 @@ ffi::Error EmptyImpl(ffi::AnyBuffer, ffi::AnyBuffer, ffi::AnyBuffer, ffi::Remain
 }  // namespace
 }  // namespace ember
 
-EMBER_EXPORT XLA_FFI_Error* EmberEmptyHandler(XLA_FFI_CallFrame* call_frame);
-
-XLA_FFI_DEFINE_HANDLER_SYMBOL(EmberEmptyHandler, ember::EmptyImpl,
-                              EMBER_BIND_ATTRS(xla::ffi::Ffi::Bind()
-                                                   .Arg<xla::ffi::AnyBuffer>()
-                                                   .Arg<xla::ffi::AnyBuffer>()
-                                                   .Arg<xla::ffi::AnyBuffer>()
-                                                   .RemainingArgs()
-                                                   .Ret<xla::ffi::AnyBuffer>()
-                                                   .Ctx<xla::ffi::ThreadPool>()));
+EMBER_HANDLER(EmberEmptyHandler, ember::EmptyImpl, EMBER_REDUCTION_BINDING(EMBER_ARRAYS_3));

@@ -193,18 +193,14 @@ ffi::Error GroupedConcatImpl(ffi::RemainingArgs args, ffi::Result<ffi::AnyBuffer
 }  // namespace
 }  // namespace ember
 
-EMBER_EXPORT XLA_FFI_Error* EmberGroupedSegmentReduceConcat(XLA_FFI_CallFrame* call_frame);
+EMBER_HANDLER(EmberGroupedSegmentReduceConcat, ember::GroupedConcatImpl,
+              EMBER_BIND_ATTRS(xla::ffi::Ffi::Bind()
+                                   .RemainingArgs()
+                                   .Ret<xla::ffi::AnyBuffer>()
+                                   .Ctx<xla::ffi::ThreadPool>()));
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(EmberGroupedSegmentReduceConcat, ember::GroupedConcatImpl,
-                              EMBER_BIND_ATTRS(xla::ffi::Ffi::Bind()
-                                                   .RemainingArgs()
-                                                   .Ret<xla::ffi::AnyBuffer>()
-                                                   .Ctx<xla::ffi::ThreadPool>()));
-
-EMBER_EXPORT XLA_FFI_Error* EmberGroupedSegmentReduce(XLA_FFI_CallFrame* call_frame);
-
-XLA_FFI_DEFINE_HANDLER_SYMBOL(EmberGroupedSegmentReduce, ember::GroupedSegmentReduceImpl,
-                              EMBER_BIND_ATTRS(xla::ffi::Ffi::Bind()
-                                                   .RemainingArgs()
-                                                   .RemainingRets()
-                                                   .Ctx<xla::ffi::ThreadPool>()));
+EMBER_HANDLER(EmberGroupedSegmentReduce, ember::GroupedSegmentReduceImpl,
+              EMBER_BIND_ATTRS(xla::ffi::Ffi::Bind()
+                                   .RemainingArgs()
+                                   .RemainingRets()
+                                   .Ctx<xla::ffi::ThreadPool>()));

@@ -23,6 +23,22 @@
       .Attr<double>("init")                        \
       .Attr<int64_t>("index_bits")
 
+// A binding's first two or three array operands (the table, the indices, then their offsets
+// or segment ids).
+#define EMBER_ARRAYS_2 \
+  xla::ffi::Ffi::Bind().Arg<xla::ffi::AnyBuffer>().Arg<xla::ffi::AnyBuffer>()
+#define EMBER_ARRAYS_3 EMBER_ARRAYS_2.Arg<xla::ffi::AnyBuffer>()
+
+// The binding of a one-table reduction: its `arrays`, the weights (or nothing) as
+// RemainingArgs, one result, XLA's thread pool, then the six attributes above.
+#define EMBER_REDUCTION_BINDING(arrays) \
+  EMBER_BIND_ATTRS(arrays.RemainingArgs().Ret<xla::ffi::AnyBuffer>().Ctx<xla::ffi::ThreadPool>())
+
+// Declares, exports and defines the typed-FFI handler symbol `name` running `impl`.
+#define EMBER_HANDLER(name, impl, binding)                         \
+  EMBER_EXPORT XLA_FFI_Error* name(XLA_FFI_CallFrame* call_frame); \
+  XLA_FFI_DEFINE_HANDLER_SYMBOL(name, impl, binding)
+
 namespace ember {
 
 // Runs fn() and turns any C++ exception into an ffi::Error (never let one cross the C ABI).

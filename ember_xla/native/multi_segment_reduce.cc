@@ -113,19 +113,13 @@ ffi::Error MultiSegmentReduceImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices,
 }  // namespace
 }  // namespace ember
 
-EMBER_EXPORT XLA_FFI_Error* EmberMultiSegmentReduce(XLA_FFI_CallFrame* call_frame);
-
-XLA_FFI_DEFINE_HANDLER_SYMBOL(EmberMultiSegmentReduce, ember::MultiSegmentReduceImpl,
-                              xla::ffi::Ffi::Bind()
-                                  .Arg<xla::ffi::AnyBuffer>()
-                                  .Arg<xla::ffi::AnyBuffer>()
-                                  .Arg<xla::ffi::AnyBuffer>()
-                                  .RemainingArgs()
-                                  .RemainingRets()
-                                  .Ctx<xla::ffi::ThreadPool>()
-                                  .Attr<std::string_view>("combiners")
-                                  .Attr<std::string_view>("inits")
-                                  .Attr<std::string_view>("index_mode")
-                                  .Attr<bool>("wrap_negative")
-                                  .Attr<bool>("weighted")
-                                  .Attr<int64_t>("index_bits"));
+EMBER_HANDLER(EmberMultiSegmentReduce, ember::MultiSegmentReduceImpl,
+              EMBER_ARRAYS_3.RemainingArgs()
+                  .RemainingRets()
+                  .Ctx<xla::ffi::ThreadPool>()
+                  .Attr<std::string_view>("combiners")
+                  .Attr<std::string_view>("inits")
+                  .Attr<std::string_view>("index_mode")
+                  .Attr<bool>("wrap_negative")
+                  .Attr<bool>("weighted")
+                  .Attr<int64_t>("index_bits"));

@@ -54,13 +54,4 @@ ffi::Error OffsetsBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices, ffi::Any
 }  // namespace
 }  // namespace ember
 
-EMBER_EXPORT XLA_FFI_Error* EmberOffsetsBag(XLA_FFI_CallFrame* call_frame);
-
-XLA_FFI_DEFINE_HANDLER_SYMBOL(EmberOffsetsBag, ember::OffsetsBagImpl,
-                              EMBER_BIND_ATTRS(xla::ffi::Ffi::Bind()
-                                                   .Arg<xla::ffi::AnyBuffer>()
-                                                   .Arg<xla::ffi::AnyBuffer>()
-                                                   .Arg<xla::ffi::AnyBuffer>()
-                                                   .RemainingArgs()
-                                                   .Ret<xla::ffi::AnyBuffer>()
-                                                   .Ctx<xla::ffi::ThreadPool>()));
+EMBER_HANDLER(EmberOffsetsBag, ember::OffsetsBagImpl, EMBER_REDUCTION_BINDING(EMBER_ARRAYS_3));

@@ -58,13 +58,5 @@ ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::Remainin
 }  // namespace
 }  // namespace ember
 
-EMBER_EXPORT XLA_FFI_Error* EmberPaddedBag(XLA_FFI_CallFrame* call_frame);
-
-XLA_FFI_DEFINE_HANDLER_SYMBOL(EmberPaddedBag, ember::PaddedBagImpl,
-                              EMBER_BIND_ATTRS(xla::ffi::Ffi::Bind()
-                                                   .Arg<xla::ffi::AnyBuffer>()
-                                                   .Arg<xla::ffi::AnyBuffer>()
-                                                   .RemainingArgs()
-                                                   .Ret<xla::ffi::AnyBuffer>()
-                                                   .Ctx<xla::ffi::ThreadPool>())
-                                  .Attr<std::string_view>("sum_order"));
+EMBER_HANDLER(EmberPaddedBag, ember::PaddedBagImpl,
+              EMBER_REDUCTION_BINDING(EMBER_ARRAYS_2).Attr<std::string_view>("sum_order"));

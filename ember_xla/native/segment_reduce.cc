@@ -73,13 +73,4 @@ ffi::Error SegmentReduceImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices,
 }  // namespace
 }  // namespace ember
 
-EMBER_EXPORT XLA_FFI_Error* EmberSegmentReduce(XLA_FFI_CallFrame* call_frame);
-
-XLA_FFI_DEFINE_HANDLER_SYMBOL(EmberSegmentReduce, ember::SegmentReduceImpl,
-                              EMBER_BIND_ATTRS(xla::ffi::Ffi::Bind()
-                                                   .Arg<xla::ffi::AnyBuffer>()
-                                                   .Arg<xla::ffi::AnyBuffer>()
-                                                   .Arg<xla::ffi::AnyBuffer>()
-                                                   .RemainingArgs()
-                                                   .Ret<xla::ffi::AnyBuffer>()
-                                                   .Ctx<xla::ffi::ThreadPool>()));
+EMBER_HANDLER(EmberSegmentReduce, ember::SegmentReduceImpl, EMBER_REDUCTION_BINDING(EMBER_ARRAYS_3));
