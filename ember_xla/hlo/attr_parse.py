@@ -165,11 +165,7 @@ def _p_dot(c: Cursor, a: dict[str, Any], op: str, key: str) -> None:
 
 @parser_for("operand_precision")
 def _p_precision(c: Cursor, a: dict[str, Any], op: str, key: str) -> None:
-    c.expect("{")
-    vals = []
-    while not c.eat("}"):
-        vals.append(c.word().upper())
-        c.eat(",")
+    vals = c.braced(lambda: c.word().upper())
     a.setdefault("precision_config", {})["operand_precision"] = vals
 
 
@@ -277,19 +273,12 @@ def _p_backend_config(c: Cursor, a: dict[str, Any], op: str, key: str) -> None:
 
 @parser_for("operand_layout_constraints")
 def _p_olc(c: Cursor, a: dict[str, Any], op: str, key: str) -> None:
-    c.expect("{")
-    shapes = []
-    while not c.eat("}"):
-        shapes.append(shape_to_dict(c.shape()))
-        c.eat(",")
-    a["operand_shapes_with_layout"] = shapes
+    a["operand_shapes_with_layout"] = c.braced(lambda: shape_to_dict(c.shape()))
 
 
 @parser_for("output_to_operand_aliasing")
 def _p_aliasing(c: Cursor, a: dict[str, Any], op: str, key: str) -> None:
-    c.expect("{")
-    out = []
-    while not c.eat("}"):
+    def entry() -> dict[str, Any]:
         osi = c.int_list()
         c.expect(":")
         c.expect("(")
@@ -297,29 +286,19 @@ def _p_aliasing(c: Cursor, a: dict[str, Any], op: str, key: str) -> None:
         c.expect(",")
         isi = c.int_list()
         c.expect(")")
-        out.append({"output_shape_index": osi, "operand_index": idx, "operand_shape_index": isi})
-        c.eat(",")
-    a["output_operand_aliasing"] = out
+        return {"output_shape_index": osi, "operand_index": idx, "operand_shape_index": isi}
+
+    a["output_operand_aliasing"] = c.braced(entry)
 
 
 @parser_for("replica_groups")
 def _p_replica_groups(c: Cursor, a: dict[str, Any], op: str, key: str) -> None:
-    c.expect("{")
-    groups = []
-    while not c.eat("}"):
-        groups.append({"replica_ids": c.int_list()})
-        c.eat(",")
-    a["replica_groups"] = groups
+    a["replica_groups"] = c.braced(lambda: {"replica_ids": c.int_list()})
 
 
 @parser_for("parameter_replication")
 def _p_param_repl(c: Cursor, a: dict[str, Any], op: str, key: str) -> None:
-    c.expect("{")
-    vals = []
-    while not c.eat("}"):
-        vals.append(parse_bool(c))
-        c.eat(",")
-    a["parameter_replication"] = {"replicated_at_leaf_buffers": vals}
+    a["parameter_replication"] = {"replicated_at_leaf_buffers": c.braced(lambda: parse_bool(c))}
 
 
 @parser_for("infeed_config", "outfeed_config")

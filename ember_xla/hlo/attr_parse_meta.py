@@ -117,12 +117,7 @@ def _p_metadata(c: Cursor, a: dict[str, Any], op: str, key: str) -> None:
         if key in _META_INT:
             m[key] = c.integer()
         elif key == "profile_type":
-            c.expect("{")
-            vals = []
-            while not c.eat("}"):
-                vals.append(c.word().upper())
-                c.eat(",")
-            m[key] = vals
+            m[key] = c.braced(lambda: c.word().upper())
         elif c.peek('"'):
             m[key] = c.string()
         else:
@@ -133,12 +128,7 @@ def _p_metadata(c: Cursor, a: dict[str, Any], op: str, key: str) -> None:
 
 @parser_for("control-predecessors")
 def _p_control(c: Cursor, a: dict[str, Any], op: str, key: str) -> None:
-    c.expect("{")
-    names = []
-    while not c.eat("}"):
-        names.append(c.name("an instruction name"))
-        c.eat(",")
-    a["control_predecessors"] = names
+    a["control_predecessors"] = c.braced(lambda: c.name("an instruction name"))
 
 
 @parser_for("statistics", "origin")

@@ -5,9 +5,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import TypeVar
 
 from ember_xla.hlo.errors import HloImportError
 from ember_xla.hlo.shape import ELEMENT_TYPES, Shape
+
+T = TypeVar("T")
 
 _NAME = re.compile(r"%?[A-Za-z_$][\w.\-$]*")
 _WS = re.compile(r"(?:[ \t\r\n]+|/\*.*?\*/|//[^\n]*)*", re.S)
@@ -162,6 +166,16 @@ class Cursor:
             raise self.error("unterminated string")
         self.pos = i + 1
         return "".join(out)
+
+    def braced(self, item: Callable[[], T]) -> list[T]:
+        """``{a, b, ...}``: ``item()`` reads each element (commas optional, a trailing one
+        allowed)."""
+        self.expect("{")
+        out: list[T] = []
+        while not self.eat("}"):
+            out.append(item())
+            self.eat(",")
+        return out
 
     def int_list(self, open_: str = "{", close: str = "}") -> list[int]:
         if open_ == "{" and close == "}":

@@ -43,9 +43,7 @@ def header_attr(c: Cursor, m: Module) -> None:
 
 
 def _alias_entries(c: Cursor, with_output: bool) -> list[dict[str, Any]]:
-    c.expect("{")
-    out = []
-    while not c.eat("}"):
+    def entry() -> dict[str, Any]:
         e: dict[str, Any] = {}
         if with_output:
             e["output_shape_index"] = c.int_list()
@@ -57,9 +55,9 @@ def _alias_entries(c: Cursor, with_output: bool) -> list[dict[str, Any]]:
         if c.eat(","):
             e["kind"] = c.word().upper().replace("-", "_")
         c.expect(")")
-        out.append(e)
-        c.eat(",")
-    return out
+        return e
+
+    return c.braced(entry)
 
 
 def section(c: Cursor, m: Module, key: str) -> None:

@@ -182,11 +182,7 @@ class _Parser:
                 break
             if key in _CALLEE_ATTRS:
                 if c.peek("{"):
-                    names = []
-                    c.expect("{")
-                    while not c.eat("}"):
-                        names.append(c.name("a computation name"))
-                        c.eat(",")
+                    names = c.braced(lambda: c.name("a computation name"))
                 else:
                     names = [c.name("a computation name")]
                 calls.append((op, key, names, apos, _CALLEE_ORDER.get(key, 0)))
