@@ -1,4 +1,5 @@
-"""Shared test setup: quiet TensorFlow, CPU only, and ``cli`` (run the real console script)."""
+"""Shared test setup: quiet TensorFlow, CPU only, this folder on ``sys.path`` (for
+``helper_modules``), and ``cli`` (run the real console script)."""
 
 import os
 import subprocess
@@ -14,6 +15,8 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # would (rightly) keep in XLA: rewrite every cluster here. tests/rewrites/test_profitability.py
 # turns the cost model on explicitly.
 os.environ.setdefault("EMBER_XLA_COST_MODEL", "off")
+# the tests' helper modules (tests/helper_modules.py) import from here
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 

@@ -2,9 +2,6 @@
 (``tests/dae_target``: ``pass_cases``, ``lowering_cases`` ...): load them the way that folder's
 conftest does."""
 
-import importlib.util
-from pathlib import Path
+from helper_modules import load_helper
 
-_spec = importlib.util.spec_from_file_location(
-    "dae_target_helpers", Path(__file__).parents[1] / "dae_target" / "conftest.py")
-_spec.loader.exec_module(importlib.util.module_from_spec(_spec))
+load_helper("dae_target/conftest.py", "dae_target_helpers")

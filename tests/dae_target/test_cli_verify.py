@@ -13,29 +13,19 @@ levels (~6 min CPU)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from helper_modules import load_helper
 
 TESTS = Path(__file__).parents[1]
 FIXTURES = TESTS / "rewrites" / "fixtures"
 SAMPLED_IDIOMS = ("jax_take_fill_segment_sum_bf16", "tf_gather_weighted_unsorted_segment_sum")
 
 
-def _sibling(path: Path, name: str):
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
-
-
 def idiom_models():
-    return _sibling(TESTS / "rewrites" / "idiom_models.py", "idiom_models")
+    return load_helper("rewrites/idiom_models.py")
 
 
 def lower_verified(cli, model: str, level: str, out: Path) -> dict:
@@ -97,7 +87,7 @@ def test_builtin_example_as_shipped(cli, tmp_path):
 
 
 def test_corpus_embedding_bag(cli, tmp_path):
-    corpus = _sibling(TESTS / "hlo_import" / "corpus.py", "tests_hlo_import_corpus")
+    corpus = load_helper("hlo_import/corpus.py", "tests_hlo_import_corpus")
     proto, _, _ = corpus.build("jax_embedding_bag")
     (tmp_path / "m.pb").write_bytes(proto)
     for level in ("-O3", "-O0"):

@@ -43,16 +43,9 @@ SETTINGS = dict(deadline=None, derandomize=True, database=None,
 # -- the pools ---------------------------------------------------------------------------------
 def _idiom_models():
     """tests/rewrites/idiom_models.py (the fixtures' idioms and their tolerances)."""
-    import importlib.util
-    import sys
+    from helper_modules import load_helper
 
-    if "idiom_models" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("idiom_models",
-                                                      FIXTURES.parent / "idiom_models.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules["idiom_models"] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules["idiom_models"]
+    return load_helper(FIXTURES.parent / "idiom_models.py")
 
 
 @functools.cache

@@ -5,27 +5,13 @@ few attribute combinations they lack, lowered through -O0..-O4 (cached per case 
 from __future__ import annotations
 
 import functools
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
+from helper_modules import load_helper
 
-_HERE = Path(__file__).resolve().parents[1] / "dae_target"
-
-
-def _load(name: str):
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, _HERE / f"{name}.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
-
-
-lowering_cases = _load("lowering_cases")
-pass_cases = _load("pass_cases")
-slc_examples = _load("slc_examples")
+lowering_cases = load_helper("dae_target/lowering_cases.py")
+pass_cases = load_helper("dae_target/pass_cases.py")
+slc_examples = load_helper("dae_target/slc_examples.py")
 
 
 def _offsets_sqrtn_f16_s64_bits32():

@@ -5,12 +5,10 @@ DRAM bank model is the same in the Python reference and the C++ core."""
 from __future__ import annotations
 
 import dataclasses as dc
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helper_modules import load_helper
 
 from ember_xla.dae_target.handwritten import sum_bag_dlc
 from ember_xla.dae_target.program import emit_program
@@ -25,13 +23,7 @@ PROGRAM = emit_program(sum_bag_dlc(vl=8))
 
 
 def _examples():
-    name = "slc_examples"
-    if name not in sys.modules:
-        path = Path(__file__).resolve().parents[1] / "dae_target" / "slc_examples.py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        sys.modules[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
+    return load_helper("dae_target/slc_examples.py")
 
 
 def _bag(seed: int, bags: int = 64, pool: int = 12, rows: int = 200_000, dim: int = 64):

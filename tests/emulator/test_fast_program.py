@@ -8,12 +8,10 @@ programs that do not fit give errors, never a crash. ~40 s (lowering dominates).
 from __future__ import annotations
 
 import dataclasses as dc
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helper_modules import load_helper
 
 from ember_xla.dae import ProgramError, to_text
 from ember_xla.dae.errors import ProgramDoesNotFit
@@ -28,16 +26,7 @@ from ember_xla.machines.config import load_target
 TMU, TINY = load_target("tmu"), load_target("tiny")
 
 
-def _helper(name: str):
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(
-            f"{name}.py"))
-        sys.modules[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
-
-
-dae_cases = _helper("dae_cases")
+dae_cases = load_helper("emulator/dae_cases.py")
 CASES, dlc, slc_examples = dae_cases.CASES, dae_cases.dlc, dae_cases.slc_examples
 
 

@@ -9,12 +9,9 @@ duplicate ids, out-of-range ids, empty bags). Cost: ~15 s."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from helper_modules import load_helper
 
 from ember_xla.call_specs import cluster_spec, ember_calls
 from ember_xla.dae_target.check import (
@@ -33,17 +30,10 @@ from ember_xla.machines.config import load_target
 from ember_xla.orchestrate.compile_clusters import compile_cluster
 from ember_xla.runtime.execute import run_module
 
-DAE_TESTS = Path(__file__).parents[1] / "dae_target"
-
 
 def _pass_cases():
-    if "pass_cases" not in sys.modules:
-        sys.path.insert(0, str(DAE_TESTS))
-        spec = importlib.util.spec_from_file_location("pass_cases", DAE_TESTS / "pass_cases.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules["pass_cases"] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules["pass_cases"]
+    load_helper("dae_target/lowering_cases.py")  # pass_cases imports it by name
+    return load_helper("dae_target/pass_cases.py")
 
 
 PC = _pass_cases()

@@ -8,12 +8,10 @@ same trace counts. ~35 s (lowering and one XLA compile per case dominate)."""
 from __future__ import annotations
 
 import collections
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helper_modules import load_helper
 
 from ember_xla.dae import from_text, to_text
 from ember_xla.dae_target.check import EDGE_CASES, check_spec, random_inputs, summary
@@ -26,18 +24,7 @@ from ember_xla.emulator.timing import TimingReport
 from ember_xla.emulator.trace import LOAD, PUSH, TOKEN
 from ember_xla.machines.config import load_target
 
-
-def _helper(name: str):
-    """A sibling helper module (the tests folder is not a package)."""
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(
-            f"{name}.py"))
-        sys.modules[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
-
-
-dae_cases = _helper("dae_cases")
+dae_cases = load_helper("emulator/dae_cases.py")
 CASES, dlc, slc_examples = dae_cases.CASES, dae_cases.dlc, dae_cases.slc_examples
 
 

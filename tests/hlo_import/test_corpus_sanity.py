@@ -27,8 +27,8 @@ import numpy as np
 import pytest
 
 if "tests_hlo_import_corpus" not in sys.modules:  # run as the child script of _run_isolated
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-    __import__("conftest").load_sibling("corpus.py", "tests_hlo_import_corpus")
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1]))
+    __import__("helper_modules").load_helper("hlo_import/corpus.py", "tests_hlo_import_corpus")
 corpus = sys.modules["tests_hlo_import_corpus"]  # loaded by conftest.py
 BITCAST, KCUSTOM, LAYOUT = corpus.BITCAST, corpus.KCUSTOM, corpus.LAYOUT
 KNOWN_BLOCKED = corpus.KNOWN_BLOCKED

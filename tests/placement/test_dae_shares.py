@@ -5,12 +5,9 @@ the stacked shares equal the native kernel bit for bit."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from helper_modules import load_helper
 
 from ember_xla.hlo_import.jax_source import from_jax
 from ember_xla.machines.config import load_target
@@ -20,13 +17,7 @@ TMU8 = load_target("tmu8")
 
 
 def _cases():
-    name = "lowering_cases"
-    if name not in sys.modules:
-        path = Path(__file__).resolve().parents[1] / "dae_target" / "lowering_cases.py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        sys.modules[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
+    return load_helper("dae_target/lowering_cases.py")
 
 
 def _ids(rng, n, rows):

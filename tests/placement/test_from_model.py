@@ -7,12 +7,9 @@ Cost: ~15 s (one XLA compile per case)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from helper_modules import load_helper
 
 from ember_xla.hlo_import.jax_source import from_jax
 from ember_xla.machines.config import load_target
@@ -20,16 +17,10 @@ from ember_xla.orchestrate.place_model import emulate_placed, same_values
 from ember_xla.placement.from_model import NotPlaceable
 
 NPU = load_target("npu")
-_LC = Path(__file__).resolve().parents[1] / "dae_target" / "lowering_cases.py"
 
 
 def _ffi_fn(*args, **kw):
-    if "lowering_cases" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("lowering_cases", _LC)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules["lowering_cases"] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules["lowering_cases"].ffi_fn(*args, **kw)
+    return load_helper("dae_target/lowering_cases.py").ffi_fn(*args, **kw)
 
 
 def _module(fn, args):

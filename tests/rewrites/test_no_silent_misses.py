@@ -7,11 +7,10 @@ coverage audit. One-hot lookups count too: a one-hot dot left in place must be r
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
+from helper_modules import load_helper
 
 from ember_xla.hlo_import.proto import module_from_proto
 from ember_xla.rewrites.canonicalize import canonicalize
@@ -23,14 +22,8 @@ lm = sys.modules["library_models"]
 
 
 def _import_corpus():
-    name = "tests_hlo_import_corpus"   # the same module object tests/hlo_import uses
-    if name not in sys.modules:
-        path = Path(__file__).parents[1] / "hlo_import" / "corpus.py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
+    # the same module object tests/hlo_import uses
+    return load_helper("hlo_import/corpus.py", "tests_hlo_import_corpus")
 
 
 def _one_hot_dots(module) -> list[str]:
