@@ -15,8 +15,6 @@ out-of-range rows are dropped by both): the rewrite changes no bit.
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from ember_xla.hlo.shape import Shape
@@ -110,9 +108,6 @@ class SqueezeScatter(RewritePattern):
 
 
 @register_pass
-@dataclasses.dataclass(frozen=True)
 class SqueezeScatterPass(PatternPass):
     name = "squeeze-scatter"
-
-    def patterns(self) -> list[RewritePattern]:
-        return [SqueezeScatter()]
+    rewrites = (SqueezeScatter,)
