@@ -67,7 +67,12 @@ def capture(module: Module, inputs: list[np.ndarray]) -> Captured:
     from ember_xla.runtime.execute import run_module
 
     m, n_own, layout = capture_module(module)
-    flat = run_module(m, inputs)
+    return split_captured(run_module(m, inputs), n_own, layout)
+
+
+def split_captured(flat: list[np.ndarray], n_own: int, layout: list[tuple[str, int, int]]
+                   ) -> Captured:
+    """The outputs of a run of a capturing copy (``capture_module``), split."""
     cap = Captured(flat[:n_own], {}, {})
     pos = n_own
     for name, n_in, n_out in layout:
