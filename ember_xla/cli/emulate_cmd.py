@@ -134,8 +134,14 @@ def emulate_main(args: list[str], flags_: Any) -> int:
 def _say_placed_verify(say: Any, verify: dict[str, Any], label: str, what: str, key: str
                        ) -> None:
     """The verification lines of a placed run: the model, then the clusters' outputs."""
+    from ember_xla.runtime.compare import mismatch_line
+
     say(_model_line(verify["model"], label))
     bad = [c["custom_call"] for c in verify["clusters_vs_native"] if not c[key]]
+    for c in verify["clusters_vs_native"]:
+        if not c[key] and "worst" in c:
+            say(f"verify: cluster %{c['custom_call']}: MISMATCH: "
+                + mismatch_line(c, None, "the native kernel's"))
     say(f"verify: {what} " + ("equal the native kernels bit for bit" if not bad
                               else f"differ from the native kernel: {', '.join(bad)}: MISMATCH"))
 

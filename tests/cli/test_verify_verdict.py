@@ -114,3 +114,20 @@ def test_emulate_cluster_mismatch_exits_1_and_writes_nothing(bag_model, tmp_path
     assert "emulated output 0 differs from the native kernel's by inf at index [0, 0]" in bad[0]
     assert "bit for bit expected" in bad[0]
     assert p.stderr.strip().splitlines()[-1] == "emulate: verification FAILED: nothing written"
+
+
+def test_emulate_on_cores_mismatch_exits_1_and_writes_nothing(bag_model, tmp_path, cli):
+    """On the cores of tmu8 an emulated program that differs from its native kernel fails the
+    run (exit 1, one line naming the variant, output and index), not a dropped variant or a
+    fallback to the native kernel, even with --native_fallback."""
+    plan, plot = tmp_path / "plan.json", tmp_path / "load.png"
+    ok = cli("emulate", str(bag_model), "--target=tmu8", "--placement=auto")
+    assert ok.returncode == 0, ok.stderr
+    p = cli("emulate", str(bag_model), "--target=tmu8", "--placement=auto", "--native_fallback",
+            f"--save_plan={plan}", f"--plot={plot}", extra_env=WRONG)
+    assert p.returncode == 1, (p.stdout[-2000:], p.stderr)
+    assert p.stdout == "" and not plan.exists() and not plot.exists()
+    (line,) = p.stderr.strip().splitlines()
+    assert line.startswith("ember-xla: error: emulate: cluster %"), line
+    assert "program's output 0 differs from the native kernel's by inf at index [0, 0]" in line
+    assert line.endswith("(bit for bit expected); nothing written")
