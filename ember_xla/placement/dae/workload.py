@@ -27,6 +27,11 @@ class VariantMismatch(Exception):
     of one of the two, not a property of the input)."""
 
 
+#: DLC modules by (SLC text, pipeline), shared by the clusters of one shape class
+#: (``levels.lower_final``): 26 tables of one width compile each variant once.
+_COMPILED: dict[tuple[str, str], tuple[str, Any]] = {}
+
+
 @dataclasses.dataclass
 class ClusterWork:
     index: int
@@ -56,9 +61,11 @@ class ClusterWork:
 
     def dlc(self, variant: str) -> Any:
         if variant not in self._dlc:
-            from ember_xla.dae_target.passes.levels import lower_cluster
+            from ember_xla.dae_target.passes.levels import lower_final
 
-            self._dlc[variant] = lower_cluster(self.spec, pipeline(variant))[-1][1]
+            if len(_COMPILED) > 512:
+                _COMPILED.clear()
+            self._dlc[variant] = lower_final(self.spec, pipeline(variant), cache=_COMPILED)
         return self._dlc[variant]
 
     def program(self, variant: str, sh: Share, target: Target) -> Any:
