@@ -2,8 +2,8 @@
 ``ember.*`` call becomes an ``ember.emulate`` custom-call (the C++ emulator's typed-FFI target,
 ``emulator/cc/emulate.cc``) with the same operands and results and, as attributes, the
 cluster's DAE program (one-line text), the target (``executor_cc.target_text``) and the cluster's
-name. The whole model then runs on XLA:CPU, returning after its outputs each cluster's operands
-and results (``capture.capture_module``: what the emulated clusters computed, to verify them
+name. The whole model then runs on XLA:CPU, returning after its outputs each cluster's results
+(``capture.capture_module``: what the emulated clusters computed, to verify them
 against their native kernels); each ``ember.emulate`` execution logs its timing report, read
 back with ``executor_cc.take_reports()``.
 
@@ -42,12 +42,13 @@ def emulated_module(rewritten: Module, clusters: list[Any], target: Target) -> M
 def run_emulated(rewritten: Module, clusters: list[Any], inputs: list[np.ndarray],
                  target: Target) -> tuple[Captured, dict[str, Any]]:
     """One run on XLA:CPU of the model with ``clusters`` emulated: (its outputs and every
-    cluster's operands and results as that run saw them (``capture.Captured``; none when a
-    call is inside a nested computation), per emulated cluster name its TimingReport)."""
+    cluster's results as that run computed them (``capture.Captured`` without operands; no
+    results when a call is inside a nested computation), per emulated cluster name its
+    TimingReport)."""
     from ember_xla.runtime.execute import compile_module
 
     try:
-        capturing, n_own, layout = capture_module(rewritten)
+        capturing, n_own, layout = capture_module(rewritten, operands=False)
     except NotCapturable:  # a call inside a nested computation: the model's outputs only
         capturing, n_own, layout = rewritten, -1, []
     exe = compile_module(emulated_module(capturing, clusters, target))

@@ -124,7 +124,7 @@ def emulate_module(original: Module, rewritten: Module, inputs: list[np.ndarray]
         for c in compiled}
     cluster_checks: list[dict[str, Any]] = []
     try:  # the native kernels: each cluster's reference
-        cap = capture(rewritten, inputs)
+        cap = capture(rewritten, inputs, engine == "python" or opts.trace_path is not None)
     except NotCapturable:
         if engine == "python" or opts.trace_path is not None:
             raise
