@@ -172,7 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     for optimizer in args.optimizers.split(","):
         need, have = estimate_bytes(data, optimizer), available_bytes()
         copied = copy_bytes(data, optimizer)
-        if args.one_at_a_time or need > 0.8 * have:
+        one = args.one_at_a_time or need > 0.8 * have
+        how = "timed alone" if one else "interleaved"
+        if one:
             print(f"\n{optimizer}: one variant at a time (all at once would need about "
                   f"{need / 2**30:.1f} GiB, {have / 2**30:.1f} GiB available)")
             med, mins, names, peaks, prof, lines, loads = run_sequential(args, data, optimizer)
@@ -212,10 +214,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(breakdown_line(names[k], wall, parts))
         floor = med["copy"]
         print(f"\ncopy floor (numpy copy of the {copied / 2**30:.2f} GiB of tables and slots, "
-              f"interleaved): median {floor * 1e3:.1f} ms, min {mins['copy'] * 1e3:.1f} ms; "
+              f"{how}): median {floor * 1e3:.1f} ms, min {mins['copy'] * 1e3:.1f} ms; "
               f"bandwidth {2 * copied / floor / 1e9:.1f} GB/s (read + write, median)")
         print(f"XLA:CPU writing new tables of the same shapes (-t, fresh output buffers, "
-              f"interleaved): median {med['xla_copy'] * 1e3:.1f} ms, min "
+              f"{how}): median {med['xla_copy'] * 1e3:.1f} ms, min "
               f"{mins['xla_copy'] * 1e3:.1f} ms")
         for k in args.variants:
             if k in ("xla", "ember"):
