@@ -55,12 +55,25 @@ def available_bytes() -> int:
     return 0
 
 
+def settle() -> None:
+    """Let the previous variant's memory go back to the system before the next base reading:
+    collect, give XLA's runtime a moment to release donated and dropped buffers, trim the heap."""
+    import ctypes
+
+    gc.collect()
+    time.sleep(0.5)
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def run_sequential(args, data, optimizer: str):
     """(medians, minimums, labels, peak RSS GiB, profiles, check lines, load per variant)."""
     med, mins, names, peaks, prof, load = {}, {}, {}, {}, {}, {}
     checks, ref = [], None
     for name in [*args.variants, "copy", "xla_copy"]:
-        gc.collect()
+        settle()
         base = rss()
         if name == "copy":
             run, _ = copy_floor(data, optimizer)
