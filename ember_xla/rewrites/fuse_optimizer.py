@@ -111,16 +111,21 @@ def match_sgd(gcall: Operation) -> FusedUpdate:
                        [upd, mul, gcall], negate)
 
 
-def match_adagrad(gcall: Operation) -> FusedUpdate:
-    """optax.adagrad: a = g*g + a0; u = where(a > 0, rsqrt(a + eps), 0) * g; t + u * (-lr)."""
-    g = gcall.result
+def _square_and_scaled(g: Value) -> tuple[Operation, Operation]:
+    """The gradient's two users of the Adagrad forms: ``g * g`` and one other multiply."""
     users = g.owner.users
     sq = next((u for u in users if u.opcode == "multiply"
                and u.operands[0] is g and u.operands[1] is g), None)
     scaled = [u for u in users if u is not sq]
     if sq is None or len(scaled) != 1 or scaled[0].opcode != "multiply":
         raise NoMatch("the gradient does not feed g * g and one other multiply")
-    u = scaled[0]
+    return sq, scaled[0]
+
+
+def match_adagrad(gcall: Operation) -> FusedUpdate:
+    """optax.adagrad: a = g*g + a0; u = where(a > 0, rsqrt(a + eps), 0) * g; t + u * (-lr)."""
+    g = gcall.result
+    sq, u = _square_and_scaled(g)
     acc = _only_user(sq.result, "add", "g * g")
     accum = _table(_other(acc, sq.result), g, "the accumulator")
     gt = next((x for x in acc.users if x.opcode == "compare"), None)
@@ -158,13 +163,7 @@ def match_rowwise_adagrad(gcall: Operation) -> FusedUpdate:
     ``a = a0 + mean(g * g, axis=1); t - lr * g / (sqrt(a)[:, None] + eps)``."""
     g = gcall.result
     v_rows, d = g.type.dims
-    users = g.owner.users
-    sq = next((u for u in users if u.opcode == "multiply"
-               and u.operands[0] is g and u.operands[1] is g), None)
-    scaled = [u for u in users if u is not sq]
-    if sq is None or len(scaled) != 1 or scaled[0].opcode != "multiply":
-        raise NoMatch("the gradient does not feed g * g and one other multiply")
-    lg = scaled[0]
+    sq, lg = _square_and_scaled(g)
     lr = _scalar(_other(lg, g), "the learning rate")
     red = _only_user(sq.result, "reduce", "g * g")
     if (red.attributes.get("dimensions") != [1] or binary_combiner(red) != "add"
