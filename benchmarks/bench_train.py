@@ -35,6 +35,15 @@ outputs dropped) and then run 3 times; its peak resident set while running (samp
 minus the resident set once the shared numpy data exist and the frameworks are imported: the
 variant's own copy of the tables and state, its compiled code and every step's buffers count.
 
+Breakdown: after timing, the donated steps (XLA's and ours) run 3 more times under
+``jax.profiler`` and the time of XLA:CPU's thunks is printed per part of the step (forward
+ember calls, fused updates, gradient kernels, XLA's own ops, output allocation:
+train_profile.py). When all variants would not fit in the available memory together (1M
+rows: 3.4 GiB of tables, some 16 copies), or with ``--one_at_a_time``, each variant is built,
+checked, timed, profiled and freed in turn, its peak RSS sampled in this process
+(train_sequential.py). Modules: train_variants.py (data, step, JAX variants),
+train_torch.py (TBE, torch), train_memory.py (RSS, copy floors).
+
     python benchmarks/bench_train.py --rows_cap 100000 --reps 5 --rss  # what fits a shared box
     python benchmarks/bench_train.py                               # full size: 1M rows cap
     python benchmarks/bench_train.py --tables 4 --rows_cap 20000 --batch 256 --reps 3  # smoke
@@ -48,10 +57,12 @@ import statistics
 import sys
 import time
 
-import numpy as np
-from bench_embedding import BLOCK, MLPERF_ROWS, POOLING
-
-LR, EPS = 0.01, 1e-8
+from bench_embedding import BLOCK, POOLING
+from train_memory import copy_bytes, copy_floor, peak_rss, peak_rss_child, xla_new_tables
+from train_profile import breakdown_line, profile
+from train_sequential import available_bytes, estimate_bytes, run_sequential
+from train_torch import check_torch
+from train_variants import VARIANTS, make_data, make_variant
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -68,6 +79,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="comma-separated subset of " + ", ".join(VARIANTS))
     p.add_argument("--rss", action="store_true",
                    help="also measure each variant's peak RSS, each in a fresh process")
+    p.add_argument("--one_at_a_time", action="store_true",
+                   help="build, time and free one variant after the other (automatic when "
+                        "all of them would not fit in the available memory); peak RSS then "
+                        "measured in this process")
     p.add_argument("--rss_of", choices=VARIANTS, help=argparse.SUPPRESS)  # the child's job
     args = p.parse_args(argv)
     if not 1 <= args.tables <= 26 or args.rows_cap < 1 or args.batch < 1 or args.reps < 1:
@@ -80,253 +95,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error(f"--variants: a subset of {', '.join(VARIANTS)} holding xla and tbe (the "
                 "ratios' references)")
     args.variants = [v for v in VARIANTS if v in chosen]
+    args.failed = False
     return args
-
-
-def make_data(args):
-    rng = np.random.default_rng(args.seed)
-    rows = [min(r, args.rows_cap) for r in MLPERF_ROWS[:args.tables]]
-    pool = POOLING[:args.tables]
-    tables = [(rng.standard_normal((n, args.dim), dtype=np.float32) * 0.01) for n in rows]
-    ids = [((rng.zipf(args.zipf, args.batch * p) - 1) % n).astype(np.int32)
-           for n, p in zip(rows, pool, strict=True)]
-    seg = [np.repeat(np.arange(args.batch, dtype=np.int32), p) for p in pool]
-    readout = (rng.standard_normal((args.tables * args.dim, 1)) * 0.01).astype(np.float32)
-    labels = rng.standard_normal((args.batch, 1)).astype(np.float32)
-    return rows, tables, ids, seg, readout, labels
-
-
-def step_fn(batch: int, optimizer: str):
-    """step(tables, slots, readout, ids, seg, labels) -> (tables, slots, readout, loss)."""
-    import jax
-    import jax.numpy as jnp
-
-    def loss_fn(params, ids, seg, labels):
-        tables, readout = params
-        pooled = [jax.ops.segment_sum(jnp.take(t, i, axis=0), s, num_segments=batch)
-                  for t, i, s in zip(tables, ids, seg, strict=True)]
-        return ((jnp.concatenate(pooled, axis=1) @ readout - labels) ** 2).mean()
-
-    def step(tables, slots, readout, ids, seg, labels):
-        loss, (g_tables, g_readout) = jax.value_and_grad(loss_fn)((tables, readout), ids, seg,
-                                                                  labels)
-        if optimizer == "sgd":
-            new = [t - LR * g for t, g in zip(tables, g_tables, strict=True)]
-        else:
-            slots = [a + jnp.mean(g * g, axis=1) for a, g in zip(slots, g_tables, strict=True)]
-            new = [t - LR * g / (jnp.sqrt(a)[:, None] + EPS)
-                   for t, g, a in zip(tables, g_tables, slots, strict=True)]
-        return new, slots, readout - LR * g_readout, loss
-
-    return step
-
-
-JAX_VARIANTS = ("xla", "ember", "xla_donated", "ember_donated")
-
-
-def jax_variant(args, data, optimizer: str, name: str):
-    """One of JAX_VARIANTS: (run, label, outputs of one step from the shared start)."""
-    import jax
-
-    from ember_xla.hlo_import.proto import module_from_proto
-    from ember_xla.rewrites.pipeline import rewrite_module
-    from ember_xla.runtime.execute import compile_module
-
-    rows, tables, ids, seg, readout, labels = data
-    step = step_fn(args.batch, optimizer)
-    start = (tables, [np.zeros(n, np.float32) for n in rows], readout, ids, seg, labels)
-    donated = name.endswith("_donated")
-    jitted = jax.jit(step, donate_argnums=(0, 1) if donated else ())
-    n_state = len(jax.tree_util.tree_leaves(start[:3]))
-    if name.startswith("xla"):
-        state = [jax.device_put(x) for x in start[:3]]
-        batch = [jax.device_put(x) for x in start[3:]]
-
-        def run():
-            out = jitted(*state, *batch)
-            if donated:
-                state[:] = list(out[:3])
-            return jax.block_until_ready(out)
-        outs = [np.asarray(x) for x in jax.tree_util.tree_leaves(jax.jit(step)(*start))]
-        return run, f"XLA:CPU jax.jit{' donated' if donated else ''}", outs
-    proto = jitted.lower(*start).compiler_ir("hlo").as_serialized_hlo_module_proto()
-    result = rewrite_module(module_from_proto(proto, "bench_train"))
-    kinds: dict[str, int] = {}
-    for c in result.clusters:
-        fused = f" + {c['optimizer']}" if c.get("optimizer") else ""
-        key = f"{c.get('pass', 'forward')} {c['kind']}{fused}"
-        kinds[key] = kinds.get(key, 0) + 1
-    loaded = compile_module(result.module)._loaded
-    outs = [np.asarray(o) for o in loaded.execute(
-        [jax.device_put(x) for x in jax.tree_util.tree_leaves(start)])]
-    flat = [jax.device_put(x) for x in jax.tree_util.tree_leaves(start)]
-
-    def run():
-        out = loaded.execute(flat)
-        for o in out:
-            o.block_until_ready()
-        if donated:
-            flat[:n_state] = out[:n_state]
-        return out
-    found = ", ".join(f"{n} x {k}" for k, n in sorted(kinds.items())) or "nothing"
-    return run, f"ember rewrite{' donated' if donated else ''} ({found})", outs
-
-
-def tbe_variant(args, data, optimizer: str):
-    import torch
-    from fbgemm_gpu.split_embedding_configs import EmbOptimType, SparseType
-    from fbgemm_gpu.split_table_batched_embeddings_ops_common import (
-        ComputeDevice,
-        EmbeddingLocation,
-        PoolingMode,
-    )
-    from fbgemm_gpu.split_table_batched_embeddings_ops_training import (
-        SplitTableBatchedEmbeddingBagsCodegen,
-    )
-
-    rows, tables, ids, seg, readout, labels = data
-    opt = {"sgd": EmbOptimType.EXACT_SGD, "rowwise_adagrad": EmbOptimType.EXACT_ROWWISE_ADAGRAD}
-    tbe = SplitTableBatchedEmbeddingBagsCodegen(
-        [(n, args.dim, EmbeddingLocation.HOST, ComputeDevice.CPU) for n in rows],
-        optimizer=opt[optimizer], learning_rate=LR, eps=EPS, weights_precision=SparseType.FP32,
-        pooling_mode=PoolingMode.SUM, device="cpu")
-    with torch.no_grad():
-        for i, t in enumerate(tables):
-            tbe.split_embedding_weights()[i].copy_(torch.from_numpy(t))
-    indices = torch.from_numpy(np.concatenate(ids).astype(np.int64))
-    lengths = np.concatenate([np.bincount(s, minlength=args.batch) for s in seg])
-    offsets = torch.from_numpy(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64))
-    head = torch.from_numpy(readout.copy()).requires_grad_()
-    y = torch.from_numpy(labels)
-
-    def run():
-        loss = ((tbe(indices, offsets) @ head - y) ** 2).mean()
-        loss.backward()
-        with torch.no_grad():
-            head.sub_(LR * head.grad)
-            head.grad = None
-        return loss
-    run.tables = lambda: [w.detach().numpy().copy() for w in tbe.split_embedding_weights()]
-    return run, f"FBGEMM TBE {opt[optimizer].name} (fused backward + update, in place)"
-
-
-def torch_variant(args, data, optimizer: str):
-    import torch
-
-    rows, tables, ids, seg, readout, labels = data
-    bags = [torch.nn.EmbeddingBag.from_pretrained(torch.from_numpy(t.copy()), freeze=False,
-                                                  mode="sum", sparse=True) for t in tables]
-    params = [b.weight for b in bags]
-    sparse = (torch.optim.SGD(params, lr=LR) if optimizer == "sgd"
-              else torch.optim.Adagrad(params, lr=LR, eps=EPS))
-    head = torch.from_numpy(readout.copy()).requires_grad_()
-    tids = [torch.from_numpy(i.astype(np.int64)) for i in ids]
-    toffs = [torch.from_numpy(np.concatenate([[0], np.cumsum(np.bincount(
-        s, minlength=args.batch))[:-1]]).astype(np.int64)) for s in seg]
-    y = torch.from_numpy(labels)
-
-    def run():
-        pooled = torch.cat([b(i, o) for b, i, o in zip(bags, tids, toffs, strict=True)], 1)
-        loss = ((pooled @ head - y) ** 2).mean()
-        sparse.zero_grad()
-        head.grad = None
-        loss.backward()
-        sparse.step()
-        with torch.no_grad():
-            head.sub_(LR * head.grad)
-        return loss
-    run.tables = lambda: [p.detach().numpy().copy() for p in params]
-    kind = "SGD" if optimizer == "sgd" else "Adagrad (element-wise, sparse grads)"
-    return run, f"torch EmbeddingBag(sparse=True) + optim.{kind}"
-
-
-VARIANTS = (*JAX_VARIANTS, "tbe", "torch")
-
-
-def make_variant(args, data, optimizer: str, name: str):
-    """(run, label, outputs or None) of variant ``name``."""
-    if name in JAX_VARIANTS:
-        return jax_variant(args, data, optimizer, name)
-    run, label = (tbe_variant if name == "tbe" else torch_variant)(args, data, optimizer)
-    return run, label, None
-
-
-def rss() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def peak_rss_child(args, data, optimizer: str, name: str) -> None:
-    """In a fresh process: build one variant (its one-step check outputs dropped), then run it
-    BLOCK times while a thread samples the resident set every millisecond; print the peak
-    over the resident set once the shared numpy data exist and the frameworks are imported
-    (the variant's own copy of the tables and state, its compiled code and every step's
-    buffers count; what building it needed transiently does not)."""
-    import gc
-    import threading
-
-    import fbgemm_gpu  # noqa: F401  (imported before the base, like jax and torch)
-
-    import ember_xla.rewrites.pipeline  # noqa: F401
-    import ember_xla.runtime.execute  # noqa: F401
-
-    base, peak, stop = rss(), [0], threading.Event()
-    run, _, outs = make_variant(args, data, optimizer, name)
-    del outs
-    gc.collect()
-
-    def sample() -> None:
-        while not stop.wait(0.001):
-            peak[0] = max(peak[0], rss())
-    thread = threading.Thread(target=sample, daemon=True)
-    thread.start()
-    for _ in range(BLOCK):
-        run()
-    stop.set()
-    thread.join()
-    print(f"PEAK {max(peak[0], rss()) - base}")
-
-
-def peak_rss(argv: list[str], optimizer: str, name: str) -> float | None:
-    import subprocess
-
-    out = subprocess.run([sys.executable, os.path.abspath(__file__), *argv, "--optimizers",
-                          optimizer, "--rss_of", name], capture_output=True, text=True,
-                         check=False)
-    for line in out.stdout.splitlines():
-        if line.startswith("PEAK "):
-            return int(line.split()[1]) / 2**30
-    return None
-
-
-def copy_floor(data, optimizer: str):
-    """A numpy copy of every table (and rowwise slot) into preallocated arrays: the bytes a
-    step without donation must write (and read) at least; returns (run, bytes copied)."""
-    rows, tables = data[0], data[1]
-    src = list(tables) + ([] if optimizer == "sgd" else [np.zeros(n, np.float32) for n in rows])
-    dst = [np.empty_like(a) for a in src]
-    for d, a in zip(dst, src, strict=True):
-        np.copyto(d, a)  # touch the destination pages once
-
-    def run():
-        for d, a in zip(dst, src, strict=True):
-            np.copyto(d, a)
-    return run, sum(a.nbytes for a in src)
-
-
-def xla_new_tables(data, optimizer: str):
-    """XLA:CPU writing new tables (and slots) of the same shapes, ``-t`` each (an op it cannot
-    elide): the floor of any XLA step that is not donated, its output allocation included."""
-    import jax
-
-    rows, tables = data[0], data[1]
-    src = list(tables) + ([] if optimizer == "sgd" else [np.zeros(n, np.float32) for n in rows])
-    src = [jax.device_put(a) for a in src]
-    neg = jax.jit(lambda xs: [-x for x in xs])
-
-    def run():
-        return jax.block_until_ready(neg(src))
-    return run
 
 
 def time_variants(variants: dict, reps: int) -> tuple[dict, dict]:
@@ -343,6 +113,29 @@ def time_variants(variants: dict, reps: int) -> tuple[dict, dict]:
             {k: min(v) for k, v in times.items()})
 
 
+def interleaved(args, argv, data, optimizer: str, rows):
+    """Every variant alive at once, timed interleaved in blocks: (medians, minimums, labels,
+    peak RSS GiB per variant (each in a fresh process, --rss), profiles, load average)."""
+    runs, names, outs = {}, {}, {}
+    for name in args.variants:
+        runs[name], names[name], outs[name] = make_variant(args, data, optimizer, name)
+    for line in check(outs):
+        print(line)
+        if not line.endswith("True"):
+            args.failed = True
+    for name in {"tbe", "torch"} & set(args.variants):
+        print(check_torch(name, runs[name], outs["xla"][:len(rows)],
+                          name == "tbe" or optimizer == "sgd"))
+    runs["copy"], _ = copy_floor(data, optimizer)
+    runs["xla_copy"] = xla_new_tables(data, optimizer)
+    med, mins = time_variants(runs, args.reps)
+    load = os.getloadavg()[0]
+    prof = {k: profile(runs[k]) for k in ("xla_donated", "ember_donated") if k in runs}
+    del runs, outs
+    peaks = {k: peak_rss(argv, optimizer, k) for k in args.variants} if args.rss else {}
+    return med, mins, names, peaks, prof, load
+
+
 def check(outs: dict) -> list[str]:
     """The rewritten steps against XLA's, bit for bit (loss, tables, slots, read-out)."""
     lines = []
@@ -351,19 +144,6 @@ def check(outs: dict) -> list[str]:
             a.tobytes() == b.tobytes() for a, b in zip(outs[name], outs["xla"], strict=True))
         lines.append(f"check: {name} == XLA bit for bit (loss, tables, slots, read-out): {same}")
     return lines
-
-
-def check_torch(name: str, run, xla_tables: list[np.ndarray], same_algorithm: bool) -> str:
-    """One step of a torch variant from the shared start against XLA's updated tables. The
-    rowwise-Adagrad step normalises each row's gradient: float reorderings of a tiny gradient
-    move its update by a larger relative amount, hence atol LR * 1e-3."""
-    run()
-    got = run.tables()
-    diff = max(float(np.abs(a - b).max()) for a, b in zip(got, xla_tables, strict=True))
-    close = all(np.allclose(a, b, rtol=1e-4, atol=LR * 1e-3)
-                for a, b in zip(got, xla_tables, strict=True))
-    what = "allclose to" if same_algorithm else "(another algorithm) vs"
-    return f"check: {name} tables after one step {what} XLA: {close} (max |diff| {diff:.2e})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -387,44 +167,65 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.rows_cap:,} ({gib:.2f} GiB of tables); setup {time.perf_counter() - t0:.1f} s; "
           f"load average {os.getloadavg()[0]:.2f}")
     ok = True
+    tbe_med: dict[str, float] = {}
+    ours: dict[str, float] = {}
     for optimizer in args.optimizers.split(","):
-        runs, names, outs = {}, {}, {}
-        for name in args.variants:
-            runs[name], names[name], outs[name] = make_variant(args, data, optimizer, name)
-        for line in check(outs):
-            print(line)
-            ok = ok and line.endswith("True")
-        for name in {"tbe", "torch"} & set(args.variants):
-            print(check_torch(name, runs[name], outs["xla"][:len(rows)],
-                              name == "tbe" or optimizer == "sgd"))
-        runs["copy"], copied = copy_floor(data, optimizer)
-        runs["xla_copy"] = xla_new_tables(data, optimizer)
-        med, mins = time_variants(runs, args.reps)
-        load = os.getloadavg()[0]
-        del runs, outs
-        peaks = {k: peak_rss(argv, optimizer, k) for k in args.variants} if args.rss else {}
+        need, have = estimate_bytes(data, optimizer), available_bytes()
+        copied = copy_bytes(data, optimizer)
+        one = args.one_at_a_time or need > 0.8 * have
+        how = "timed alone" if one else "interleaved"
+        if one:
+            print(f"\n{optimizer}: one variant at a time (all at once would need about "
+                  f"{need / 2**30:.1f} GiB, {have / 2**30:.1f} GiB available)")
+            med, mins, names, peaks, prof, lines, loads = run_sequential(args, data, optimizer)
+            for line in lines:
+                print(line)
+                ok = ok and line.endswith("True")
+            print("check: TBE and torch against XLA: not run one variant at a time (it would "
+                  "keep XLA's tables alive); see an interleaved run at a smaller --rows_cap")
+            print("load average after each variant: " + ", ".join(
+                f"{k} {v:.1f}" for k, v in loads.items()))
+            load = max(loads.values())
+        else:
+            med, mins, names, peaks, prof, load = interleaved(args, argv, data, optimizer, rows)
+            ok = ok and not args.failed
         slots = 0 if optimizer == "sgd" else sum(rows) * 4 / 2**30
         print(f"\n{optimizer}: {args.reps} repetitions of blocks of {BLOCK} (first untimed, "
               f"order rotated); load average {load:.2f}; tables {gib:.2f} GiB + optimizer "
               f"state {slots:.3f} GiB")
-        print("| variant | median ms | min ms | vs XLA:CPU | vs TBE | peak RSS GiB |")
-        print("|---|---:|---:|---:|---:|---:|")
+        print("| variant | median ms | min ms | vs XLA:CPU | vs XLA:CPU donated | vs TBE | "
+              "peak RSS GiB |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        ref_donated = med.get("xla_donated", float("nan"))
         for k in args.variants:
             peak = peaks.get(k)
             print(f"| {names[k]} | {med[k] * 1e3:.1f} | {mins[k] * 1e3:.1f} | "
-                  f"{med['xla'] / med[k]:.2f}x | {med['tbe'] / med[k]:.2f}x | "
-                  f"{'-' if peak is None else f'{peak:.2f}'} |")
+                  f"{med['xla'] / med[k]:.2f}x | {ref_donated / med[k]:.2f}x | "
+                  f"{med['tbe'] / med[k]:.2f}x | {'-' if peak is None else f'{peak:.2f}'} |")
+        tbe_med[optimizer] = med["tbe"]
+        if "ember_donated" in med:
+            ours[optimizer] = med["ember_donated"]
+            if "torch" in med:
+                print(f"ember donated vs {names['torch']}: {med['torch'] / ours[optimizer]:.2f}x")
+        if prof:
+            print("\nbreakdown (jax.profiler: XLA:CPU's thunk events summed per part; concurrent "
+                  "thunks each counted whole):")
+            for k, (wall, parts) in prof.items():
+                print(breakdown_line(names[k], wall, parts))
         floor = med["copy"]
         print(f"\ncopy floor (numpy copy of the {copied / 2**30:.2f} GiB of tables and slots, "
-              f"interleaved): median {floor * 1e3:.1f} ms, min {mins['copy'] * 1e3:.1f} ms; "
+              f"{how}): median {floor * 1e3:.1f} ms, min {mins['copy'] * 1e3:.1f} ms; "
               f"bandwidth {2 * copied / floor / 1e9:.1f} GB/s (read + write, median)")
         print(f"XLA:CPU writing new tables of the same shapes (-t, fresh output buffers, "
-              f"interleaved): median {med['xla_copy'] * 1e3:.1f} ms, min "
+              f"{how}): median {med['xla_copy'] * 1e3:.1f} ms, min "
               f"{mins['xla_copy'] * 1e3:.1f} ms")
         for k in args.variants:
             if k in ("xla", "ember"):
                 print(f"  {names[k]}: {med[k] / floor:.2f}x the copy floor (acceptance: <= "
                       f"1.25x), {med[k] / med['xla_copy']:.2f}x XLA's new-table floor")
+    for opt, ms in ours.items():
+        for ref, tms in tbe_med.items():
+            print(f"ember donated {opt} vs FBGEMM TBE {ref}: {tms / ms:.2f}x")
     return 0 if ok else 1
 
 

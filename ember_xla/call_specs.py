@@ -209,7 +209,9 @@ def cluster_spec(op: Operation) -> ClusterSpec:
 BACKWARD_ROLES = {"scatter_grad": ("indices", "updates"),
                   "sparse_sgd": ("table", "indices", "updates", "scale"),
                   "sparse_adagrad": ("table", "accumulator", "indices", "updates", "scale",
-                                     "eps")}
+                                     "eps"),
+                  "sparse_rowwise_adagrad": ("table", "accumulator", "indices", "updates",
+                                             "scale", "eps")}
 BACKWARD_LOWERED = ("scatter_grad", "sparse_sgd")
 
 
@@ -218,6 +220,10 @@ def _backward_spec(op: Operation, kind: str, where: str) -> ClusterSpec:
     += updates[i]`` (gathered form: ``source[clamp(source_rows[i])]``, skipped where
     ``mask[i]`` is false), indices outside ``[0, V)`` dropped. Its one part reads the gradient
     rows as its "table" (``lookups`` = the rows written, ``layout`` = ``source_rows``)."""
+    if kind == "sparse_rowwise_adagrad":
+        raise LoweringRefused(f"{where}: the fused {kind} update has no DAE lowering (its "
+                              "row-wise mean of g * g is a reduction over D in XLA:CPU's lane "
+                              "order, which the DAE callbacks do not state); it runs natively")
     if kind not in BACKWARD_LOWERED:
         raise LoweringRefused(f"{where}: the fused {kind} update has no DAE lowering (XLA's "
                               "rsqrt is the CPU's rsqrtss estimate refined by Newton-Raphson, "

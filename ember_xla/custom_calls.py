@@ -73,6 +73,13 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("ember.sparse_adagrad", "sparse_adagrad",
            ("table", "accumulator", "indices", "updates", "scale", "eps"), "EmberSparseAdagrad",
            weights=False, attributes=(), direction="backward"),
+    # rowwise Adagrad (one accumulator per row: FBGEMM's EXACT_ROWWISE_ADAGRAD); the results
+    # alias the table and its accumulator[V]; lr_folded: lr is a constant XLA multiplies into
+    # the per-row reciprocal (t - g * (r * lr)), else t - (lr * g) * r
+    Target("ember.sparse_rowwise_adagrad", "sparse_rowwise_adagrad",
+           ("table", "accumulator", "indices", "updates", "scale", "eps"),
+           "EmberSparseRowwiseAdagrad", weights=False, attributes=("lr_folded",),
+           direction="backward"),
     # emulate mode: the cluster's operands in, its results out; runs the cluster's DAE program
     # on the C++ emulator (docs/DAE_PROGRAM.md, "The FFI target"). Not a kernel cluster.
     Target("ember.emulate", "emulate", (), "EmberEmulate", weights=False,
@@ -89,6 +96,7 @@ EMULATE = TARGETS["ember.emulate"]
 SCATTER_GRAD = TARGETS["ember.scatter_grad"]
 SPARSE_SGD = TARGETS["ember.sparse_sgd"]
 SPARSE_ADAGRAD = TARGETS["ember.sparse_adagrad"]
+SPARSE_ROWWISE_ADAGRAD = TARGETS["ember.sparse_rowwise_adagrad"]
 
 
 def target_of_kind(kind: str) -> Target:

@@ -71,13 +71,18 @@ inline bool UntouchedUnchanged(float scale) {
   return std::isfinite(scale) && std::signbit(scale);
 }
 
+// What the dense update does to a row without gradient: nothing (kIdentity), something
+// (kDense: row_fn(row, 0) for every untouched row, XLA's result), or it depends on the row
+// (kCheck: row_fn(row, 0) for the untouched rows where changes(row) is true).
+enum class Untouched { kIdentity, kDense, kCheck };
+
 // Runs row_fn(row, grad) for the touched rows, grad the row's summed gradient (SumGroup, XLA's
-// order), with ahead(row) first for a row two groups later (prefetch). Then the untouched rows:
-// when `dense`, row_fn(row, 0) for each (the update changes them: XLA's result); otherwise
-// each distinct pair of `arrays` has its untouched rows copied.
-template <typename AheadFn, typename RowFn>
-void ForRows(const RowGroups& g, const UpdateRows& upd, int64_t v, int64_t d, bool dense,
-             const std::vector<RowArray>& arrays, const AheadFn& ahead, const RowFn& row_fn) {
+// order), with ahead(row) first for a row two groups later (prefetch). Then the untouched rows
+// as `mode` says; those left alone have each distinct pair of `arrays` copied (in runs).
+template <typename AheadFn, typename RowFn, typename ChangesFn>
+void ForRows(const RowGroups& g, const UpdateRows& upd, int64_t v, int64_t d, Untouched mode,
+             const std::vector<RowArray>& arrays, const AheadFn& ahead, const RowFn& row_fn,
+             const ChangesFn& changes) {
   ParallelGroups(g, [&](int64_t k0, int64_t k1) {
     ForGroupRange<float>(
         g, upd, d, k0, k1, [&](int64_t k) { ahead(g.rows[k]); },
@@ -85,25 +90,45 @@ void ForRows(const RowGroups& g, const UpdateRows& upd, int64_t v, int64_t d, bo
   });
   bool copy = false;
   for (const RowArray& a : arrays) copy = copy || a.distinct();
-  if (!dense && !copy) return;
+  if (mode == Untouched::kIdentity && !copy) return;
   const int64_t n = static_cast<int64_t>(g.rows.size());
   const std::vector<float> zero(static_cast<size_t>(d), 0.0f);
+  auto changed = [&](int64_t q) {
+    return mode == Untouched::kDense || (mode == Untouched::kCheck && changes(q));
+  };
   ParallelRows(v, 4096, [&](int64_t r0, int64_t r1) {
     int64_t k = g.first_at_or_after(r0);
     for (int64_t r = r0; r < r1;) {
       const int64_t next = k < n ? std::min(g.rows[k], r1) : r1;  // untouched: [r, next)
-      if (dense) {
-        for (int64_t q = r; q < next; ++q) row_fn(q, zero.data());
-      } else if (next > r) {
+      for (int64_t q = r; q < next;) {
+        if (changed(q)) {
+          row_fn(q, zero.data());
+          ++q;
+          continue;
+        }
+        int64_t e = q + 1;  // [q, e): a run of rows left alone
+        if (mode == Untouched::kCheck)
+          while (e < next && !changes(e)) ++e;
+        else
+          e = next;
         for (const RowArray& a : arrays)
           if (a.distinct())
-            std::memcpy(a.dst + r * a.width, a.src + r * a.width,
-                        static_cast<size_t>((next - r) * a.width) * sizeof(float));
+            std::memcpy(a.dst + q * a.width, a.src + q * a.width,
+                        static_cast<size_t>((e - q) * a.width) * sizeof(float));
+        q = e;
       }
       r = next + 1;  // skip the touched row (or step past r1)
       ++k;
     }
   });
+}
+
+// The same with every untouched row changed (`dense`) or none.
+template <typename AheadFn, typename RowFn>
+void ForRows(const RowGroups& g, const UpdateRows& upd, int64_t v, int64_t d, bool dense,
+             const std::vector<RowArray>& arrays, const AheadFn& ahead, const RowFn& row_fn) {
+  ForRows(g, upd, v, d, dense ? Untouched::kDense : Untouched::kIdentity, arrays, ahead, row_fn,
+          [](int64_t) { return false; });
 }
 
 }  // namespace ember

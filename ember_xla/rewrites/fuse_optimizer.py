@@ -25,14 +25,22 @@ from typing import Any
 
 import numpy as np
 
-from ember_xla.custom_calls import ATTRS_KEY, SCATTER_GRAD, SPARSE_ADAGRAD, SPARSE_SGD, Target
+from ember_xla.custom_calls import (
+    ATTRS_KEY,
+    SCATTER_GRAD,
+    SPARSE_ADAGRAD,
+    SPARSE_ROWWISE_ADAGRAD,
+    SPARSE_SGD,
+    Target,
+)
 from ember_xla.hlo.literal import literal_from_numpy
 from ember_xla.hlo.shape import Shape
 from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.rewriter import PatternRewriter
 from ember_xla.ir.value import Value
-from ember_xla.rewrites.refs import Ref, scalar_constant
+from ember_xla.rewrites.fuse_rowwise import row_chain, row_value, rowwise_refused
+from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
 from ember_xla.rewrites.walk import NoMatch
 
 REFUSED = ("the update of a row without gradient is not the identity (Adam, momentum, weight "
@@ -48,6 +56,7 @@ class FusedUpdate:
     replaced: list[Value]        # the dense results the call's outputs replace, in order
     owned: list[Operation]       # the ops the call replaces (the gradient call included)
     negate_scale: bool = False   # the call gets -s (for ``t - s * g``)
+    attrs: dict[str, Any] = dataclasses.field(default_factory=dict)  # the call's attributes
 
 
 def _only_user(v: Value, opcode: str, where: str) -> Operation:
@@ -102,16 +111,21 @@ def match_sgd(gcall: Operation) -> FusedUpdate:
                        [upd, mul, gcall], negate)
 
 
-def match_adagrad(gcall: Operation) -> FusedUpdate:
-    """optax.adagrad: a = g*g + a0; u = where(a > 0, rsqrt(a + eps), 0) * g; t + u * (-lr)."""
-    g = gcall.result
+def _square_and_scaled(g: Value) -> tuple[Operation, Operation]:
+    """The gradient's two users of the Adagrad forms: ``g * g`` and one other multiply."""
     users = g.owner.users
     sq = next((u for u in users if u.opcode == "multiply"
                and u.operands[0] is g and u.operands[1] is g), None)
     scaled = [u for u in users if u is not sq]
     if sq is None or len(scaled) != 1 or scaled[0].opcode != "multiply":
         raise NoMatch("the gradient does not feed g * g and one other multiply")
-    u = scaled[0]
+    return sq, scaled[0]
+
+
+def match_adagrad(gcall: Operation) -> FusedUpdate:
+    """optax.adagrad: a = g*g + a0; u = where(a > 0, rsqrt(a + eps), 0) * g; t + u * (-lr)."""
+    g = gcall.result
+    sq, u = _square_and_scaled(g)
     acc = _only_user(sq.result, "add", "g * g")
     accum = _table(_other(acc, sq.result), g, "the accumulator")
     gt = next((x for x in acc.users if x.opcode == "compare"), None)
@@ -142,6 +156,58 @@ def match_adagrad(gcall: Operation) -> FusedUpdate:
     owned = [upd, v, u, sel, rs] + ([plus] if plus is not None else []) + [gt, acc, sq, gcall]
     return FusedUpdate(SPARSE_ADAGRAD, "adagrad", [table, accum, idx, rows, s, eps, *extra],
                        [upd.result, acc.result], owned)
+
+
+def match_rowwise_adagrad(gcall: Operation) -> FusedUpdate:
+    """Rowwise Adagrad as written by hand (FBGEMM's EXACT_ROWWISE_ADAGRAD):
+    ``a = a0 + mean(g * g, axis=1); t - lr * g / (sqrt(a)[:, None] + eps)``."""
+    g = gcall.result
+    v_rows, d = g.type.dims
+    sq, lg = _square_and_scaled(g)
+    lr = _scalar(_other(lg, g), "the learning rate")
+    red = _only_user(sq.result, "reduce", "g * g")
+    if (red.attributes.get("dimensions") != [1] or binary_combiner(red) != "add"
+            or not _is_zero(red.operands[1])
+            or math.copysign(1.0, scalar_constant(Ref(red.operands[1])) or 0.0) < 0):
+        raise NoMatch(f"{red.name} is not a sum of g * g over D from +0")
+    mean = _only_user(red.result, "divide", "sum(g * g)")
+    if mean.operands[0] is not red.result or scalar_constant(Ref(mean.operands[1])) != d:
+        raise NoMatch(f"{mean.name} does not divide the sum of squares by D = {d}")
+    acc = _only_user(mean.result, "add", "mean(g * g)")
+    accum = _other(acc, mean.result)
+    if accum.type.dims != (v_rows,) or accum.type.element_type != "f32":
+        raise NoMatch(f"the accumulator {accum.owner.name} {accum.type} is not f32[{v_rows}]")
+    root = gcall.parent.root
+    rs = [u for u in acc.users if u is not root]
+    if len(rs) != 1 or rs[0].opcode != "sqrt":
+        raise NoMatch("the new accumulator does not feed one sqrt (and the outputs)")
+    rt = rs[0]
+    div = _only_user(lg.result, "divide", "lr * g")
+    if div.operands[0] is not lg.result:
+        raise NoMatch(f"{div.name} divides by lr * g")
+    plus_out = row_value(div.operands[1], v_rows, "the denominator")
+    plus = plus_out.owner
+    if plus.opcode != "add":
+        raise NoMatch(f"the denominator is {plus.opcode} {plus.name}, not sqrt(a) + eps")
+    s_in = next((x for x in plus.operands if x.owner.opcode != "broadcast"
+                 or x.owner.operands[0].type.rank != 0), None)
+    if s_in is None:
+        raise NoMatch(f"{plus.name} adds two scalars")
+    eps = _scalar(_other(plus, s_in), "eps")
+    if row_value(s_in, v_rows, "sqrt(a)") is not rt.result:
+        raise NoMatch("the denominator is not sqrt(a) + eps of the new accumulator")
+    upd = _only_user(div.result, "subtract", "lr * g / (sqrt(a) + eps)")
+    if upd.operands[1] is not div.result:
+        raise NoMatch(f"{upd.name} subtracts the table from the update")
+    table = _table(upd.operands[0], g, "the updated value")
+    idx, rows, *extra = gcall.operands
+    chain = row_chain(div.operands[1], plus_out) + [plus] + row_chain(s_in, rt.result)
+    owned = [upd, div, *chain, rt, acc, mean, red, sq, lg, gcall]
+    # XLA folds a constant lr into the per-row reciprocal: t - g * (1 / (sqrt(a) + eps) * lr)
+    folded = scalar_constant(Ref(lr)) is not None
+    return FusedUpdate(SPARSE_ROWWISE_ADAGRAD, "rowwise_adagrad",
+                       [table, accum, idx, rows, lr, eps, *extra], [upd.result, acc.result],
+                       owned, attrs={"lr_folded": folded})
 
 
 def _reference(module: Module, f: FusedUpdate, gcall: Operation, shapes: list[Shape],
@@ -189,7 +255,7 @@ def fuse(module: Module, gcall: Operation, index: int, rw: PatternRewriter,
     """Fuse the update consuming ``gcall``'s gradient if it is exact; returns the report's
     ``optimizer`` fields."""
     reasons = []
-    for matcher in (match_sgd, match_adagrad):
+    for matcher in (match_sgd, match_adagrad, match_rowwise_adagrad):
         try:
             f = matcher(gcall)
         except NoMatch as e:
@@ -199,6 +265,8 @@ def fuse(module: Module, gcall: Operation, index: int, rw: PatternRewriter,
             return {"optimizer": None, "optimizer_reason": (
                 "adagrad: the kernel's rsqrt does not reproduce XLA:CPU's on this machine, so "
                 "the update stays in XLA")}
+        if f.optimizer == "rowwise_adagrad" and (why := rowwise_refused(gcall)):
+            return {"optimizer": None, "optimizer_reason": why}
         return _replace(module, gcall, f, index, rw)
     return {"optimizer": None, "optimizer_reason": REFUSED + " (" + "; ".join(reasons) + ")"}
 
@@ -250,7 +318,7 @@ def _replace(module: Module, gcall: Operation, f: FusedUpdate, index: int,
     cc = Operation("custom-call", inputs, [result], {
         "custom_call_target": f.target.name,
         "custom_call_api_version": "API_VERSION_TYPED_FFI",
-        ATTRS_KEY: {},
+        ATTRS_KEY: dict(f.attrs),
     }, [comp], name=g.unique_name(f"ember_{f.target.kind}"))
     if alias:
         cc.attributes["output_operand_aliasing"] = alias

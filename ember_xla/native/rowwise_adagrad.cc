@@ -1,0 +1,157 @@
+// ember.sparse_rowwise_adagrad: a lookup's gradient fused with rowwise Adagrad (FBGEMM's
+// EXACT_ROWWISE_ADAGRAD, written as JAX users write it), the touched rows updated in place:
+//   table[V,D], accum[V], indices[L], updates[L,D], lr[], eps[]    -> (table, accum)
+//   (the gathered form as in sparse_optimizer.cc: updates = source[S,D] + source_rows [, mask])
+//   m = sum(g * g over D) / D;  a = a + m;  t = t - (lr * g) / (sqrt(a) + eps)
+// computed as XLA:CPU computes it: t = fma(-(lr * g), 1 / (sqrt(a) + eps), t), or, when lr is
+// a constant of the module (attribute lr_folded), t = fma(-g, (1 / (sqrt(a) + eps)) * lr, t)
+// with g the row's summed gradient (grad_common.h: XLA's scatter order) and the sum of squares
+// in the order XLA:CPU reduces a row of g * g (RowSumSquares below). A row without gradient
+// (g = +0) keeps its bits when lr is finite with its sign bit clear and the row's accumulator
+// is a non-NaN value with its sign bit clear whose 1 / (sqrt + eps) is positive or +0 and
+// finite; otherwise the kernel applies the update with g = 0 to it, as XLA does. f32 only.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "handler.h"
+#include "sparse_update.h"
+
+namespace ember {
+namespace {
+
+// sum(g[j] * g[j]) in the order XLA:CPU's YNNPACK fusion reduces a row of g * g along D
+// (measured, jax/jaxlib 0.10.2, AVX-512 CPU; the rewrite checks it per D with
+// EmberRowMeanSquaresProbe before fusing): each square rounded; 16 lanes, lane l of block b
+// summing the squares 64 b + l, + 16, + 32, + 48 from zero; the blocks' lanes added in order;
+// then the lanes halved: l + (l + 8), then + 4, + 2, + 1. D must be a multiple of 16.
+__attribute__((target("avx2"))) float RowSumSquares(const float* g, int64_t d) {
+  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+  for (int64_t b = 0; b < d; b += 64) {
+    __m256 blo = _mm256_setzero_ps(), bhi = _mm256_setzero_ps();
+    for (int64_t j = b; j < b + 64 && j < d; j += 16) {
+      const __m256 x = _mm256_loadu_ps(g + j), y = _mm256_loadu_ps(g + j + 8);
+      blo = _mm256_add_ps(blo, _mm256_mul_ps(x, x));
+      bhi = _mm256_add_ps(bhi, _mm256_mul_ps(y, y));
+    }
+    lo = _mm256_add_ps(lo, blo);
+    hi = _mm256_add_ps(hi, bhi);
+  }
+  const __m256 s8 = _mm256_add_ps(lo, hi);
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
+  return _mm_cvtss_f32(s1);
+}
+
+// XLA:CPU's algebraic simplifier turns the divide by the row-broadcast denominator into a
+// multiply by its reciprocal, and its LLVM contracts t - (lr * g) * r into one FMA.
+// With a constant lr XLA also reassociates (g * lr) * r into g * (r * lr) (`folded`).
+__attribute__((target("avx2,fma"))) void RowUpdate(const RowArray& t, const RowArray& a,
+                                                   int64_t r, const float* g, float lr,
+                                                   float eps, bool folded, int64_t d) {
+  // jnp.mean's divide by D: XLA makes a power-of-two D a multiply by 1 / D and contracts it
+  // with the add into one FMA
+  const float s = RowSumSquares(g, d);
+  const bool pow2 = (d & (d - 1)) == 0;
+  const float acc = pow2 ? __builtin_fmaf(s, 1.0f / static_cast<float>(d), a.src[r])
+                         : a.src[r] + s / static_cast<float>(d);
+  const float inv = 1.0f / (std::sqrt(acc) + eps);
+  const float* ts = t.src + r * d;
+  float* td = t.dst + r * d;
+  int64_t j = 0;
+  if (folded) {
+    const float k = inv * lr;
+    const __m256 vk = _mm256_set1_ps(k);
+    for (; j + 8 <= d; j += 8)
+      _mm256_storeu_ps(td + j,
+                       _mm256_fnmadd_ps(_mm256_loadu_ps(g + j), vk, _mm256_loadu_ps(ts + j)));
+    for (; j < d; ++j) td[j] = __builtin_fmaf(-g[j], k, ts[j]);
+  } else {
+    const __m256 vl = _mm256_set1_ps(lr), vi = _mm256_set1_ps(inv);
+    for (; j + 8 <= d; j += 8)
+      _mm256_storeu_ps(td + j, _mm256_fnmadd_ps(_mm256_mul_ps(vl, _mm256_loadu_ps(g + j)), vi,
+                                                _mm256_loadu_ps(ts + j)));
+    for (; j < d; ++j) td[j] = __builtin_fmaf(-(lr * g[j]), inv, ts[j]);
+  }
+  a.dst[r] = acc;
+}
+
+// Does a row without gradient keep its accumulator a and its table row under the update
+// (a + 0 == a bit for bit; fma(-0, r, t) == t needs the row's factor r finite, r being
+// 1 / (sqrt(a) + eps), times lr when folded; lr itself finite with its sign bit clear)?
+bool RowKept(float a, float eps, float lr, bool folded) {
+  const float den = std::sqrt(a) + eps;
+  const float r = 1.0f / den;
+  return !std::isnan(a) && !std::signbit(a) && den > 0.0f && std::isfinite(r) &&
+         (!folded || std::isfinite(r * lr));
+}
+
+ffi::Error SparseRowwiseAdagradImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum,
+                                    ffi::AnyBuffer indices, ffi::AnyBuffer updates,
+                                    ffi::AnyBuffer lr_buf, ffi::AnyBuffer eps_buf,
+                                    ffi::RemainingArgs rest,
+                                    ffi::Result<ffi::AnyBuffer> out_table,
+                                    ffi::Result<ffi::AnyBuffer> out_accum,
+                                    ffi::ThreadPool xla_pool, bool folded) {
+  XlaPoolScope pool_scope(&xla_pool);
+  const char* kind = "sparse_rowwise_adagrad";
+  return Guarded(kind, [&]() -> ffi::Error {
+    if (auto e = CheckTableLike(kind, table, *out_table, table); e.failure()) return e;
+    if (auto e = CheckTableLike(kind, accum, *out_accum, table, true); e.failure()) return e;
+    const int64_t v = table.dimensions()[0], d = table.dimensions()[1];
+    UpdateRows rows;
+    if (auto e = GetUpdateRows(kind, indices, updates, rest, d, &rows); e.failure()) return e;
+    if (updates.element_type() != ffi::DataType::F32)
+      return ffi::Error::InvalidArgument("ember.sparse_rowwise_adagrad: updates must be f32");
+    float lr, eps;
+    if (auto e = ScalarF32(kind, lr_buf, &lr); e.failure()) return e;
+    if (auto e = ScalarF32(kind, eps_buf, &eps); e.failure()) return e;
+    if (!Fma())
+      return ffi::Error::Internal("ember.sparse_rowwise_adagrad: needs a CPU with AVX2 and FMA");
+    if (d % 16 != 0)
+      return ffi::Error::InvalidArgument(
+          "ember.sparse_rowwise_adagrad: D must be a multiple of 16, got " + std::to_string(d));
+    RowGroups& g = ScratchGroups();
+    BuildRowGroups(indices.untyped_data(), indices.element_type() == ffi::DataType::S32,
+                   indices.dimensions()[0], v, &g);
+    const RowArray t = Pair(table, *out_table, d), a = Pair(accum, *out_accum, 1);
+    const bool lr_kept = std::isfinite(lr) && !std::signbit(lr);
+    ForRows(g, rows, v, d, lr_kept ? Untouched::kCheck : Untouched::kDense, {t, a},
+            [&](int64_t r) {
+              PrefetchRow(t.dst + r * d, d);
+              __builtin_prefetch(a.dst + r, 1);
+            },
+            [&](int64_t r, const float* grad) { RowUpdate(t, a, r, grad, lr, eps, folded, d); },
+            [&](int64_t r) { return !RowKept(a.src[r], eps, lr, folded); });
+    return ffi::Error::Success();
+  });
+}
+
+}  // namespace
+}  // namespace ember
+
+// The kernel's mean(g * g) over each of `rows` rows of width d (a multiple of 16; ctypes: the
+// rewrite checks it against XLA:CPU for the table's D before fusing a rowwise Adagrad update).
+EMBER_EXPORT void EmberRowMeanSquaresProbe(const float* g, int64_t rows, int64_t d, float* out) {
+  for (int64_t r = 0; r < rows; ++r)
+    out[r] = ember::HaveAvx2() && d % 16 == 0
+                 ? ember::RowSumSquares(g + r * d, d) / static_cast<float>(d)
+                 : std::nanf("");
+}
+
+EMBER_EXPORT XLA_FFI_Error* EmberSparseRowwiseAdagrad(XLA_FFI_CallFrame* call_frame);
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(EmberSparseRowwiseAdagrad, ember::SparseRowwiseAdagradImpl,
+                              xla::ffi::Ffi::Bind()
+                                  .Arg<xla::ffi::AnyBuffer>()
+                                  .Arg<xla::ffi::AnyBuffer>()
+                                  .Arg<xla::ffi::AnyBuffer>()
+                                  .Arg<xla::ffi::AnyBuffer>()
+                                  .Arg<xla::ffi::AnyBuffer>()
+                                  .Arg<xla::ffi::AnyBuffer>()
+                                  .RemainingArgs()
+                                  .Ret<xla::ffi::AnyBuffer>()
+                                  .Ret<xla::ffi::AnyBuffer>()
+                                  .Ctx<xla::ffi::ThreadPool>()
+                                  .Attr<bool>("lr_folded"));

@@ -1,0 +1,115 @@
+"""Rowwise Adagrad (FBGEMM's EXACT_ROWWISE_ADAGRAD written by hand in JAX) fused into the
+lookup's gradient as ``ember.sparse_rowwise_adagrad``: whole steps bit-identical to XLA's under
+both excess-precision settings (loss, table, per-row accumulator), untouched rows that the
+dense update would change updated as XLA does, and the update left in XLA, with the reason,
+where the kernel's row-wise mean of squares is not XLA:CPU's."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import training_steps as ts
+
+from ember_xla.native.row_mean_probe import row_mean_matches_xla
+
+native = pytest.importorskip("ember_xla.native")
+try:
+    native.register_targets()
+except native.NativeLibraryMissing as err:  # pragma: no cover - depends on the install
+    pytest.skip(str(err), allow_module_level=True)
+
+# large enough for XLA:CPU to hand the reduce to YNNPACK (>= 4096 elements)
+V, D = 300, 16
+
+
+def rowwise_step(loss, lr=0.05, eps=1e-8):
+    def step(table, accum, *batch):
+        value, g = jax.value_and_grad(loss)(table, *batch)
+        accum = accum + jnp.mean(g * g, axis=1)
+        return value, table - lr * g / (jnp.sqrt(accum)[:, None] + eps), accum
+    return step
+
+
+def rowwise_step_lr_arg(loss):
+    def step(table, accum, lr, eps, *batch):
+        value, g = jax.value_and_grad(loss)(table, *batch)
+        accum = accum + jnp.mean(g * g, axis=1)
+        return value, table - lr * g / (jnp.sqrt(accum)[:, None] + eps), accum
+    return step
+
+
+def setup(seed, v=V, d=D, lo=0, hi=40):
+    rng = np.random.default_rng(seed)
+    w, t = ts.head(rng, d), ts.table(rng, v, d)
+    t[v - 1] = -0.0  # an untouched -0 row
+    accum = rng.uniform(0, 2, v).astype(np.float32)
+    ids, y = ts.batch(rng, lo, hi)
+    return w, t, accum, ids, y
+
+
+def fused(r):
+    return [c.get("optimizer") for c in ts.backward(r)]
+
+
+needs_order = pytest.mark.skipif(not row_mean_matches_xla(V, D), reason=(
+    "the kernel's row-wise mean of squares is not XLA:CPU's on this CPU (see the refusal test)"))
+
+
+@needs_order
+@pytest.mark.parametrize("lo,hi", [(0, 40), (-400, 400)])
+@pytest.mark.parametrize("kind", ["take", "index"])
+def test_hand_written_rowwise_adagrad(lo, hi, kind):
+    w, t, accum, ids, y = setup(1, lo=lo, hi=hi)
+    loss = ts.bag_take(w) if kind == "take" else ts.bag_index(w)
+    r = ts.check_step(rowwise_step(loss), t, accum, ids, y)
+    assert fused(r) == ["rowwise_adagrad"]
+    (e,) = ts.backward(r)
+    assert e["custom_call"].startswith("ember_sparse_rowwise_adagrad")
+
+
+@needs_order
+@pytest.mark.parametrize("lr,eps", [(0.05, 1e-8), (0.0, 1e-8), (-0.05, 1e-8), (0.05, 0.0),
+                                    (np.inf, 1e-8), (np.nan, 1e-8), (0.05, -1.0)])
+def test_runtime_lr_and_eps_untouched_rows_as_xla(lr, eps):
+    # lr < 0, inf, NaN; eps = 0 with a zero accumulator (0 / 0); eps < 0: the dense update
+    # changes rows without gradient, and the kernel changes them the same way
+    w, t, accum, ids, y = setup(2)
+    accum[V - 3:] = [0.0, -0.0, np.nan]
+    accum[V - 6:V - 3] = [0.25, 1.0, np.inf]
+    r = ts.check_step(rowwise_step_lr_arg(ts.bag_index(w)), t, accum, np.float32(lr),
+                      np.float32(eps), ids, y)
+    assert fused(r) == ["rowwise_adagrad"]
+
+
+@needs_order
+@pytest.mark.parametrize("d", [32, 64, 128])
+def test_widths(d):
+    w, t, accum, ids, y = setup(3, v=max(64, 8192 // d), d=d)  # >= 4096 elements
+    r = ts.check_step(rowwise_step(ts.bag_index(w)), t, accum, ids, y)
+    assert fused(r) == ["rowwise_adagrad"]
+
+
+def test_small_or_unreproduced_shapes_stay_in_xla():
+    # [60, 8]: below YNNPACK's size XLA's own loop sums the row in another order; D = 8 is no
+    # multiple of the kernel's 16 lanes
+    w, t, accum, ids, y = setup(4, v=60, d=8)
+    r = ts.check_step(rowwise_step(ts.bag_index(w)), t, accum, ids, y)
+    (e,) = ts.backward(r)
+    assert e["optimizer"] is None and "row-wise mean" in e["optimizer_reason"]
+    assert e["custom_call"].startswith("ember_scatter_grad")
+
+
+def test_other_spellings_are_not_taken_for_rowwise():
+    # lr * (g / den) rounds differently: not the matched form, the update stays in XLA
+    w, t, accum, ids, y = setup(5)
+
+    def step(table, accum, ids, y):
+        value, g = jax.value_and_grad(ts.bag_index(w))(table, ids, y)
+        accum = accum + jnp.mean(g * g, axis=1)
+        return value, table - 0.05 * (g / (jnp.sqrt(accum)[:, None] + 1e-8)), accum
+
+    r = ts.check_step(step, t, accum, ids, y)
+    (e,) = ts.backward(r)
+    assert e["optimizer"] is None
