@@ -16,13 +16,15 @@ class OrderNotReproduced(Exception):
 #: (xla/backends/cpu/ynn_support.cc: IsInstructionPreferredByYnn).
 YNN_MIN_ELEMENTS = 4096
 #: Below the YNNPACK size XLA:CPU's own loop adds a bag's rows one after the other up to this
-#: many rows; from 25 to 32 rows LLVM vectorizes the loop ("vector8", native/window_sum.h).
-SEQUENTIAL_MAX_WIDTH = 24
-#: The same limit for bf16 / f16 rows converted to f32 in the loop (its body costs more, so
-#: LLVM vectorizes sooner): measured with rows near bf16's maximum (bf16: 22 and 23 rows are
-#: neither order) and with f32 results (f16); these bags are not vectorized by the kernel.
-CONVERTED_SEQUENTIAL_MAX_WIDTH = {"bf16": 21, "f16": 22}
-#: From this many rows (and D >= 2; D = 1 vectorizes from 28) an f32 bag's loop is vectorized.
+#: many rows; past it LLVM vectorizes the loop, when depends on the loop's code: the rows' type
+#: (bf16 / f16 rows are converted to f32 in the loop) and the ids' type. Measured
+#: with rows near bf16's maximum and with f32 results (f16 rows): f32 rows with s32 indices
+#: from 25 rows on in the order "vector8" (native/window_sum.h; D >= 2, D = 1 from 28),
+#: bf16 rows from 22 (s32) or 19 (s64) rows in orders not found. The f16 limit with s64
+#: indices is the lowest measured of the others (f16 sums rarely tell the orders apart).
+SEQUENTIAL_MAX_WIDTH = {("f32", "s32"): 24, ("bf16", "s32"): 21, ("f16", "s32"): 22,
+                        ("f32", "s64"): 21, ("bf16", "s64"): 18, ("f16", "s64"): 18}
+#: From this many rows (f32 rows, s32 indices, D >= 2) the loop is vectorized as "vector8".
 VECTOR_MIN_WIDTH = 25
 #: XLA:CPU's tree-reduction rewriter splits a reduced dimension longer than this into windows
 #: of this many rows ("tree32", native/window_sum.h).
@@ -31,10 +33,10 @@ TREE_WINDOW = 32
 #: window sums is itself a loop of more than 24 rows, whose order is not measured.
 TREE_MAX_WINDOWS = 24
 #: Weighted bags summed in f32 below the YNNPACK size: XLA:CPU's loop adds the rows one after
-#: the other (f32 tables: with fused multiply-adds) up to 16 rows; from 17 rows on, rows near
-#: the maximum overflow differently (bf16; f32 rounds differently from 20), so it is another
-#: order (measured; RELIABILITY.md).
-FMA_MAX_WIDTH = 17
+#: the other (f32 tables: with fused multiply-adds) up to 15 rows; at 16 rows the order depends
+#: on the loop's code (bf16 rows, s64 ids, D): rows near the maximum overflow differently in 20
+#: of 20 random bags for some of them; from 17 rows on always (measured; RELIABILITY.md).
+FMA_MAX_WIDTH = 16
 #: From this bag width on, YNNPACK's order is not the blocked one (measured; RELIABILITY.md).
 BLOCKED_MAX_WIDTH = 512
 #: A weighted bag's multiply and reduce form one YNNPACK subgraph, which YNNPACK rewrites from a
@@ -71,13 +73,15 @@ def _ynn_weighted(b: int, p: int, d: int, shape: str, combiner: str, init: float
 
 
 def xla_sum_order(b: int, p: int, d: int, reduce_type: str, combiner: str, weighted: bool,
-                  init: float, table_type: str | None = None) -> str:
+                  init: float, table_type: str | None = None, index_type: str = "s32") -> str:
     """The order in which XLA:CPU adds a padded bag's P rows, as the kernel's ``sum_order``:
     "sequential", "sequential_fma" (weighted rows each added with a fused multiply-add, as
     XLA:CPU's fused multiply-reduce loop and YNNPACK's dot do), "blocked"
     (native/blocked_sum.h), "vector8" or "tree32" (native/window_sum.h); raises
     OrderNotReproduced where none is XLA's. ``table_type`` is the rows' element type before
-    their convert to ``reduce_type`` (a weighted bag's multiply runs in it); None: the same."""
+    their convert to ``reduce_type`` (a weighted bag's multiply runs in it); None: the same.
+    ``index_type``: the ids' type, which the fused loop computes on (anything but s32 is taken
+    as s64)."""
     table_type = table_type or reduce_type
     shape = f"[{b},{p},{d}] {reduce_type}" + (f" of {table_type} rows"
                                               if table_type != reduce_type else "")
@@ -100,16 +104,18 @@ def xla_sum_order(b: int, p: int, d: int, reduce_type: str, combiner: str, weigh
         raise OrderNotReproduced(f"weighted bag {shape}: XLA:CPU's fused multiply-reduce loop "
                                  f"adds bags of {FMA_MAX_WIDTH} or more rows in an order that "
                                  f"is not reproduced, {kept}")
-    converted = reduce_type == "f32" and table_type in CONVERTED_SEQUENTIAL_MAX_WIDTH
-    limit = CONVERTED_SEQUENTIAL_MAX_WIDTH[table_type] if converted else SEQUENTIAL_MAX_WIDTH
+    index_type = "s32" if index_type == "s32" else "s64"
+    rows = table_type if reduce_type == "f32" and table_type in ("bf16", "f16") else "f32"
+    limit = SEQUENTIAL_MAX_WIDTH[rows, index_type]
     if p > limit:
-        return _own_loop_order(p, d, shape, reduce_type, table_type, combiner, weighted, init,
-                               limit)
+        return _own_loop_order(p, d, shape, reduce_type, table_type, index_type, combiner,
+                               weighted, init, limit)
     return "sequential_fma" if weighted and reduce_type == "f32" else "sequential"
 
 
 def _own_loop_order(p: int, d: int, shape: str, reduce_type: str, table_type: str,
-                    combiner: str, weighted: bool, init: float, limit: int) -> str:
+                    index_type: str, combiner: str, weighted: bool, init: float,
+                    limit: int) -> str:
     """The order of XLA:CPU's own loop for a small bag of more than ``limit`` rows: "vector8"
     (f32 rows, 25-32 of them) or "tree32" (more than 32), or OrderNotReproduced."""
     kept = "so the cluster stays in XLA"
@@ -119,11 +125,11 @@ def _own_loop_order(p: int, d: int, shape: str, reduce_type: str, table_type: st
             f"vectorized or windowed order, reproduced for unweighted f32 sum/mean bags "
             f"starting at 0 only, {kept}")
     if p <= TREE_WINDOW:
-        if table_type != "f32" or p < VECTOR_MIN_WIDTH or d < 2:
+        if table_type != "f32" or index_type != "s32" or p < VECTOR_MIN_WIDTH or d < 2:
             raise OrderNotReproduced(
-                f"bag {shape}: XLA:CPU's own loop vectorizes this bag of {limit + 1}-"
-                f"{TREE_WINDOW} rows in an order reproduced for f32 rows, D >= 2 and "
-                f"{VECTOR_MIN_WIDTH}-{TREE_WINDOW} rows only, {kept}")
+                f"bag {shape}, {index_type} indices: XLA:CPU's own loop vectorizes this bag of "
+                f"{limit + 1}-{TREE_WINDOW} rows in an order reproduced for f32 rows, s32 "
+                f"indices, D >= 2 and {VECTOR_MIN_WIDTH}-{TREE_WINDOW} rows only, {kept}")
         return "vector8"
     if -(-p // TREE_WINDOW) > TREE_MAX_WINDOWS:
         raise OrderNotReproduced(
