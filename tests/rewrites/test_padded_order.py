@@ -191,3 +191,13 @@ def test_s64_indices_vectorize_sooner(p, order):
         want, got = run_module(m.module, args)[0], run_module(r.module, args)[0]
     assert np.array_equal(np.isnan(want), np.isnan(got))
     assert np.array_equal(_bits(want[~np.isnan(want)]), _bits(got[~np.isnan(want)]))
+
+
+def test_cost_model_keeps_the_slow_weighted_f16_blocked_bag():
+    """Exact but measured slower (benchmarks/padded_order_speed.py): with the cost model on,
+    a weighted f16 bag at YNNPACK sizes stays in XLA and says why."""
+    t, w = np.zeros((1000, 32), np.float16), np.ones((256, 20), np.float16)
+    m = from_jax(KINDS["weighted"][0], t, np.zeros((256, 20), np.int32), w).module
+    assert rewrite_module(m, cost_model=False).clusters
+    r = rewrite_module(m, cost_model=True)
+    assert not r.clusters and "not in the cost model" in str(r.near_misses)
