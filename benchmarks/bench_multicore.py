@@ -11,8 +11,12 @@ outputs verified bit for bit.
 
     python benchmarks/bench_multicore.py [--batch 256] [--cap 20000] [--plot mc_load.png]
         [--trace mc_trace.json] [--target tmu8|FILE.toml] [--example_batch 1024]
+    python benchmarks/bench_multicore.py --compile [--rounds 2]
 
-Cycles are emulated (deterministic, no wall-clock noise)."""
+Cycles are emulated (deterministic, no wall-clock noise). ``--compile`` times only the setup's
+compile step instead: every variant of the stage's 26 clusters by ``lower_cluster`` (every
+stage kept) vs ``lower_final`` with its shape-class cache (what placement uses), interleaved,
+CPU and wall seconds."""
 
 from __future__ import annotations
 
@@ -123,6 +127,33 @@ def run_model(name: str, model: Any, args: list[Any], base: Any, plot: str | Non
     return results
 
 
+def compile_speed(rounds: int) -> None:
+    from ember_xla.call_specs import cluster_spec, ember_calls
+    from ember_xla.dae_target.passes.levels import lower_cluster, lower_final
+    from ember_xla.placement.dae.variants import VARIANTS
+
+    model, _ = mlperf_stage(8, 20_000, 1.05)
+    specs = [cluster_spec(c) for c in ember_calls(rewrite_for_placement(model.module).module)]
+    times: dict[str, list[tuple[float, float]]] = {"lower_cluster": [], "lower_final+cache": []}
+    for _ in range(rounds):
+        for name in times:
+            c0, w0 = time.process_time(), time.perf_counter()
+            cache: dict[Any, Any] = {}
+            for spec in specs:
+                for pipe in VARIANTS.values():
+                    if name == "lower_cluster":
+                        lower_cluster(spec, pipe)
+                    else:
+                        lower_final(spec, pipe, cache=cache)
+            times[name].append((time.process_time() - c0, time.perf_counter() - w0))
+    print(f"compile {len(specs)} clusters x {len(VARIANTS)} variants, {rounds} rounds")
+    for name, v in times.items():
+        print(f"  {name:18s} cpu s {[round(c, 2) for c, _ in v]}  wall s "
+              f"{[round(w, 2) for _, w in v]}")
+    best = {k: min(c for c, _ in v) for k, v in times.items()}
+    print(f"  ratio (best CPU): {best['lower_cluster'] / best['lower_final+cache']:.1f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--batch", type=int, default=256)
@@ -131,7 +162,12 @@ def main() -> None:
     ap.add_argument("--trace", default=None)
     ap.add_argument("--target", default="tmu8", help="a multi-core DAE target")
     ap.add_argument("--example_batch", type=int, default=1024)
+    ap.add_argument("--compile", action="store_true", help="time the setup's compile only")
+    ap.add_argument("--rounds", type=int, default=2)
     a = ap.parse_args()
+    if a.compile:
+        compile_speed(a.rounds)
+        return
     base = load_target(a.target)
     print(f"target {base.name} ({base.source}); batch {a.batch}; rows capped at {a.cap:,}")
     for alpha in (0.0, 1.05):

@@ -5,10 +5,12 @@ against the original module and print the per-cluster timing report (a text tabl
 with ``total_cycles`` and one entry per cluster). Progress and verification go to stderr, the
 report to stdout.
 
-Exit codes: 0 verified; 1 the outputs differ (original vs emulated, or an emulated cluster vs
-its native kernel); 2 bad input: a bad target file, a program that does not fit the target, a
-cluster the lowering refuses (unless ``--native_fallback``: it then runs on the native kernel
-and the report lists it), each as one line naming what and why."""
+Exit codes: 0 verified; 1 the outputs differ (original vs emulated beyond ``--verify_atol``, or
+an emulated cluster vs its native kernel in any bit): the lines name the output and the index
+that differs most, and nothing is written (no report, trace, plot or plan); 2 bad input: a bad
+target file, a program that does not fit the target, a cluster the lowering refuses (unless
+``--native_fallback``: it then runs on the native kernel and the report lists it), each as one
+line naming what and why."""
 
 from __future__ import annotations
 
@@ -43,22 +45,34 @@ def _level(flags_: Any) -> int:
         raise UsageError(str(e)) from None
 
 
-def _say_verify(em: Any, say: Any) -> None:
-    v = em.report.verify
-    m = v["model"]
+def _model_line(m: dict[str, Any], label: str) -> str:
+    """The model-level verification line (``runtime.compare``'s rule and wording)."""
+    from ember_xla.runtime.compare import mismatch_line
+
     how = "bit for bit" if m["bitwise_equal"] else f"max |diff| {m['max_abs_diff']:.3g}"
-    say(f"verify: original vs emulated model on XLA:CPU: {how}"
-        f"{'' if m['ok'] else ' > --verify_atol: MISMATCH'}")
+    line = f"verify: original vs {label} model on XLA:CPU: {how}"
+    return line if m["ok"] else f"{line}: MISMATCH: {mismatch_line(m, m['atol'])}"
+
+
+def _say_verify(em: Any, say: Any) -> None:
+    from ember_xla.runtime.compare import mismatch_line
+
+    v = em.report.verify
+    say(_model_line(v["model"], "emulated"))
     for c in v["clusters_vs_native"]:
         if not c.get("cpp_cycles_equal", True):
             say(f"verify: cluster {c['index']} (%{c['custom_call']}): the C++ emulator's cycles "
                 "differ from the Python reference's: MISMATCH")
         if not c["bitwise_equal"]:
-            say(f"verify: cluster {c['index']} (%{c['custom_call']}): emulated outputs differ "
-                f"from the native kernel's (max |diff| {c['max_abs_diff']:.3g}): MISMATCH")
+            say(f"verify: cluster {c['index']} (%{c['custom_call']}): MISMATCH: emulated "
+                + mismatch_line(c, None, "the native kernel's"))
     if v["clusters_vs_native"] and all(c["bitwise_equal"] for c in v["clusters_vs_native"]):
         say(f"verify: {len(v['clusters_vs_native'])} emulated cluster(s) equal the native "
             "kernels bit for bit on the model's values")
+    if v.get("clusters_unchecked"):
+        say(f"verify: {len(v['clusters_unchecked'])} cluster(s) inside nested computations "
+            "checked through the model's outputs only: "
+            + ", ".join(f"%{n}" for n in v["clusters_unchecked"]))
 
 
 def emulate_main(args: list[str], flags_: Any) -> int:
@@ -107,24 +121,27 @@ def emulate_main(args: list[str], flags_: Any) -> int:
                        native_fallback=flags_.native_fallback, trace=flags_.trace,
                        group=flags_.group_tables, verify_atol=flags_.verify_atol, say=say)
     _say_verify(em, say)
+    if not em.ok:
+        say("emulate: verification FAILED: nothing written")
+        return 1
     if flags_.trace:
         say(f"trace: {em.report.trace_events} events written to {flags_.trace} "
             "(open in ui.perfetto.dev)")
     print(em.report.to_json() if flags_.json else em.report.table())
-    if not em.ok:
-        say("emulate: verification FAILED")
-        return 1
     return 0
 
 
 def _say_placed_verify(say: Any, verify: dict[str, Any], label: str, what: str, key: str
                        ) -> None:
     """The verification lines of a placed run: the model, then the clusters' outputs."""
-    m = verify["model"]
-    how = "bit for bit" if m["bitwise_equal"] else f"max |diff| {m['max_abs_diff']:.3g}"
-    say(f"verify: original vs {label} model on XLA:CPU: {how}"
-        f"{'' if m['ok'] else ' > --verify_atol: MISMATCH'}")
+    from ember_xla.runtime.compare import mismatch_line
+
+    say(_model_line(verify["model"], label))
     bad = [c["custom_call"] for c in verify["clusters_vs_native"] if not c[key]]
+    for c in verify["clusters_vs_native"]:
+        if not c[key] and "worst" in c:
+            say(f"verify: cluster %{c['custom_call']}: MISMATCH: "
+                + mismatch_line(c, None, "the native kernel's"))
     say(f"verify: {what} " + ("equal the native kernels bit for bit" if not bad
                               else f"differ from the native kernel: {', '.join(bad)}: MISMATCH"))
 
@@ -148,7 +165,7 @@ def _emulate_on_cores(model: Any, target: Any, inputs: Any, flags_: Any, say: An
     _say_placed_verify(say, run.verify, "emulated", f"the pieces of {len(run.works)} cluster(s)",
                        "bitwise_equal")
     if not run.ok:
-        say("emulate: verification FAILED")
+        say("emulate: verification FAILED: nothing written")
         return 1
     if flags_.save_plan:
         from ember_xla.util.atomic import write_atomic
@@ -197,6 +214,9 @@ def _emulate_placed(model: Any, target: Any, inputs: Any, flags_: Any, say: Any)
         f"({target.source}) by --placement={flags_.placement}")
     _say_placed_verify(say, run.verify, "rewritten", f"NPU outputs of {len(run.clusters)} "
                        "cluster(s)", "equal")
+    if not run.ok:
+        say("emulate: verification FAILED: nothing written")
+        return 1
     if flags_.save_plan:
         run.plan.save(flags_.save_plan)
         say(f"plan: {flags_.save_plan}")
@@ -207,7 +227,4 @@ def _emulate_placed(model: Any, target: Any, inputs: Any, flags_: Any, say: Any)
                    f"{model.source}: {len(run.plan.pieces)} pieces on {run.plan.cores} cores")
         say(f"per-core load: {flags_.plot}")
     print(strict_json.dumps(run.as_dict(), indent=1) if flags_.json else run.table())
-    if not run.ok:
-        say("emulate: verification FAILED")
-        return 1
     return 0

@@ -39,9 +39,11 @@ def _leaves(g, op: Operation) -> list:
     return out
 
 
-def capture_module(module: Module) -> tuple[Module, int, list[tuple[str, int, int]]]:
+def capture_module(module: Module, operands: bool = True
+                   ) -> tuple[Module, int, list[tuple[str, int, int]]]:
     """(the capturing copy, how many leading outputs are the model's, per call (name,
-    operand count, result count) in graph order)."""
+    operand count, result count) in graph order); ``operands=False``: the calls' results
+    only (operand count 0)."""
     m = module.clone()
     g = m.entry
     calls = ember_calls(m, g)
@@ -55,19 +57,25 @@ def capture_module(module: Module) -> tuple[Module, int, list[tuple[str, int, in
     layout = []
     for c in calls:
         res = _leaves(g, c)
-        values += list(c.operands) + res
-        layout.append((c.name, len(c.operands), len(res)))
+        ins = list(c.operands) if operands else []
+        values += ins + res
+        layout.append((c.name, len(ins), len(res)))
     g.root = g.append(Operation("tuple", values, [Shape.tuple_of([v.type for v in values])],
                                 name=g.unique_name("ember_capture")))
     return m, n_own, layout
 
 
-def capture(module: Module, inputs: list[np.ndarray]) -> Captured:
+def capture(module: Module, inputs: list[np.ndarray], operands: bool = True) -> Captured:
     """Run the capturing copy of ``module`` on XLA:CPU (native kernels)."""
     from ember_xla.runtime.execute import run_module
 
-    m, n_own, layout = capture_module(module)
-    flat = run_module(m, inputs)
+    m, n_own, layout = capture_module(module, operands)
+    return split_captured(run_module(m, inputs), n_own, layout)
+
+
+def split_captured(flat: list[np.ndarray], n_own: int, layout: list[tuple[str, int, int]]
+                   ) -> Captured:
+    """The outputs of a run of a capturing copy (``capture_module``), split."""
     cap = Captured(flat[:n_own], {}, {})
     pos = n_own
     for name, n_in, n_out in layout:

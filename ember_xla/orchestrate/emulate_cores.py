@@ -4,12 +4,13 @@ emulated in one run, contention for the shared LLC and DRAM included.
 
 One XLA:CPU run of the rewritten module (native kernels) captures each cluster's operands and
 results (``emulator/capture.py``); each cluster's program variants run on its whole batch
-(``placement/dae/workload.py``: checked bit for bit against the native kernel, profiled for
-the cost model); the plan (auto, symmetric, greedy or a file) cuts the clusters into pieces;
-each piece's program runs on its share of the batch in the C++ executor, the shares' outputs
-stacked must equal the native kernel's bit for bit, and all pieces are timed together on the
-cores (``emulator/cores.py``). The model's outputs (the native kernels', equal to the pieces')
-are compared with the original module's on XLA:CPU by the one rule (``verify_outputs``)."""
+(``placement/dae/workload.py``: checked bit for bit against the native kernel, a difference
+failing the run with exit 1, profiled for the cost model); the plan (auto, symmetric, greedy
+or a file) cuts the clusters into pieces; each piece's program runs on its share of the batch
+in the C++ executor, the shares' outputs stacked must equal the native kernel's bit for bit,
+and all pieces are timed together on the cores (``emulator/cores.py``). The model's outputs
+(the native kernels', equal to the pieces') are compared with the original module's on XLA:CPU
+by the one rule (``verify_outputs``)."""
 
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ def plan_for(target: Target, works: list[ClusterWork], placement: str,
 def run_plan(target: Target, works: list[ClusterWork], plan: DaePlan
              ) -> tuple[CoresTiming, list[dict[str, Any]]]:
     """Run every piece, check the stacked shares against the native results, time the plan."""
-    from ember_xla.runtime.compare import compare_outputs
+    from ember_xla.runtime.compare import verify_outputs
 
     placed, got = [], {c.index: [] for c in works}
     for p in plan.pieces:
@@ -79,10 +80,10 @@ def run_plan(target: Target, works: list[ClusterWork], plan: DaePlan
             stacked = [np.zeros(o.shape, o.dtype) for o in c.results]
         else:
             stacked = [np.concatenate([q[i] for q in parts]) for i in range(len(c.results))]
-        v = compare_outputs(c.results, stacked)
+        v = verify_outputs(c.results, stacked, 0.0)
         checks.append({"index": c.index, "custom_call": c.name,
                        "bitwise_equal": v["bitwise_equal"], "max_abs_diff": v["max_abs_diff"],
-                       "pieces": len(parts)})
+                       "pieces": len(parts), **({"worst": v["worst"]} if "worst" in v else {})})
     timing = simulate_cores(target, placed, plan.cores)
     for p in placed:
         p.run.close()
@@ -124,11 +125,16 @@ def emulate_on_cores(original: Module, rewritten: Module, inputs: list[np.ndarra
     """Place and emulate ``rewritten``'s clusters on ``target``'s cores (or ``cores``);
     ``baselines``: also run the symmetric and greedy plans (for the per-core load plot)."""
     from ember_xla.emulator.capture import capture
+    from ember_xla.orchestrate.errors import ModelFailed
+    from ember_xla.placement.dae.workload import VariantMismatch
     from ember_xla.runtime.compare import verify_outputs
     from ember_xla.runtime.execute import run_module
 
     cap = capture(rewritten, inputs)
-    works, fallback = cluster_works(rewritten, cap, target, native_fallback)
+    try:
+        works, fallback = cluster_works(rewritten, cap, target, native_fallback)
+    except VariantMismatch as e:  # a failed check, not a cluster to fall back from
+        raise ModelFailed(f"emulate: {e}; nothing written") from None
     plan = plan_for(target, works, placement, cores)
     timing, checks = run_plan(target, works, plan)
     model_check = verify_outputs(run_module(original, inputs), cap.outputs, verify_atol)

@@ -62,8 +62,12 @@ def within_tolerance(check: dict[str, Any], atol: float) -> bool:
 
 def verify_outputs(want: list[np.ndarray], got: list[np.ndarray], atol: float
                    ) -> dict[str, Any]:
-    """``compare_outputs`` plus the verdict: ``ok`` (``within_tolerance``) and ``atol``."""
+    """``compare_outputs`` plus the verdict: ``ok`` (``within_tolerance``), ``atol`` and, when
+    an output differs, ``worst`` (which output differs most, by how much, where)."""
     check = compare_outputs(want, got)
+    worst = _worst(check, None)
+    if worst is not None:
+        check["worst"] = worst
     return {**check, "ok": within_tolerance(check, atol), "atol": atol}
 
 
@@ -91,7 +95,7 @@ def verify_rewrite(original: Module, rewritten: Module,
     return result
 
 
-def _worst(check: dict[str, Any], case: str) -> dict[str, Any] | None:
+def _worst(check: dict[str, Any], case: str | None) -> dict[str, Any] | None:
     """Where ``check``'s largest difference is (case, output, index), or None if there is none."""
     rows = [r for r in check["outputs"] if r["max_abs_diff"] > 0]
     if not rows:
@@ -101,14 +105,17 @@ def _worst(check: dict[str, Any], case: str) -> dict[str, Any] | None:
             "max_abs_diff": r["max_abs_diff"]}
 
 
-def mismatch_line(check: dict[str, Any], atol: float) -> str:
+def mismatch_line(check: dict[str, Any], atol: float | None,
+                  against: str = "the original's") -> str:
     """One line saying how far and where a verification that failed ``within_tolerance``
-    differs."""
+    differs (``atol`` None: a bit-for-bit check, e.g. an emulated cluster against its native
+    kernel)."""
     w = check.get("worst") or {}
     at = "" if w.get("where") is None else f" at index {w['where']}"
     case = f" ({w['case'].replace('_', ' ')} ids)" if w.get("case") else ""
-    return (f"output {w.get('output', '?')} differs from the original's by "
-            f"{check['max_abs_diff']:.3g}{at}{case} (> --verify_atol={atol:g})")
+    rule = " (bit for bit expected)" if atol is None else f" (> --verify_atol={atol:g})"
+    return (f"output {w.get('output', '?')} differs from {against} by "
+            f"{check['max_abs_diff']:.3g}{at}{case}{rule}")
 
 
 def time_modules(modules: dict[str, Module], inputs: list[np.ndarray],

@@ -78,3 +78,56 @@ def test_batch_verify_mismatch_fails_the_model(bag_model, tmp_path, cli):
     rows = summary["models"] if isinstance(summary, dict) and "models" in summary else summary
     text = json.dumps(rows)
     assert "failed" in text and "output 0 differs" in text
+
+
+def test_emulate_passes_without_the_fault(bag_model, tmp_path, cli):
+    trace = tmp_path / "t.json"
+    p = cli("emulate", str(bag_model), "--json", f"--trace={trace}")
+    assert p.returncode == 0, p.stderr
+    rep = json.loads(p.stdout)
+    checks = rep["verify"]["clusters_vs_native"]
+    assert checks and all(c["bitwise_equal"] and c["cpp_cycles_equal"] for c in checks)
+    assert "equal the native kernels bit for bit" in p.stderr and trace.exists()
+
+
+@pytest.mark.parametrize("engine", ["xla", "python"])
+def test_emulate_cluster_mismatch_exits_1_and_writes_nothing(bag_model, tmp_path, cli, engine):
+    """The injected fault is in the native kernel, not in the emulator: the per-cluster
+    bit-for-bit check of the emulated results against the native kernel's fails, naming the
+    output and the index. With the xla engine the model's outputs are the emulated cluster's
+    (they still equal the original's); the python engine's are the native kernel's, so the
+    model-level check (``--verify_atol``) fails too."""
+    trace = tmp_path / "t.json"
+    p = cli("emulate", str(bag_model), f"--engine={engine}", f"--trace={trace}",
+            extra_env=WRONG)
+    assert p.returncode == 1, (p.stdout[-2000:], p.stderr)
+    assert p.stdout == "" and not trace.exists()
+    bad = [ln for ln in p.stderr.splitlines() if "MISMATCH" in ln]
+    model = [ln for ln in bad if ln.startswith("verify: original vs")]
+    assert len(model) == (engine == "python"), p.stderr
+    if model:
+        assert ("output 0 differs from the original's by inf at index [0, 0] "
+                "(> --verify_atol=0.0001)") in model[0]
+    bad = [ln for ln in bad if ln not in model]
+    assert len(bad) == 1, p.stderr
+    assert bad[0].startswith("verify: cluster 0 (%")
+    assert "emulated output 0 differs from the native kernel's by inf at index [0, 0]" in bad[0]
+    assert "bit for bit expected" in bad[0]
+    assert p.stderr.strip().splitlines()[-1] == "emulate: verification FAILED: nothing written"
+
+
+def test_emulate_on_cores_mismatch_exits_1_and_writes_nothing(bag_model, tmp_path, cli):
+    """On the cores of tmu8 an emulated program that differs from its native kernel fails the
+    run (exit 1, one line naming the variant, output and index), not a dropped variant or a
+    fallback to the native kernel, even with --native_fallback."""
+    plan, plot = tmp_path / "plan.json", tmp_path / "load.png"
+    ok = cli("emulate", str(bag_model), "--target=tmu8", "--placement=auto")
+    assert ok.returncode == 0, ok.stderr
+    p = cli("emulate", str(bag_model), "--target=tmu8", "--placement=auto", "--native_fallback",
+            f"--save_plan={plan}", f"--plot={plot}", extra_env=WRONG)
+    assert p.returncode == 1, (p.stdout[-2000:], p.stderr)
+    assert p.stdout == "" and not plan.exists() and not plot.exists()
+    (line,) = p.stderr.strip().splitlines()
+    assert line.startswith("ember-xla: error: emulate: cluster %"), line
+    assert "program's output 0 differs from the native kernel's by inf at index [0, 0]" in line
+    assert line.endswith("(bit for bit expected); nothing written")

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from lowering_cases import DT, arrays, check_fn
+from lowering_cases import DT, arrays, check_fn, rewritten
 
 REDUCE = {"sum": jnp.sum, "max": jnp.max, "min": jnp.min}
 
@@ -42,6 +42,27 @@ def test_weights(dtype):
     w = np.zeros((3, 4), DT[dtype])
     check_fn(lambda t, i, w: (jnp.take(t, i, axis=0) * w[:, :, None]).sum(axis=1), (t, ids, w),
              expect={"weighted": True})
+
+
+def test_weights_fused_multiply_add():
+    """The CPU rewrite gives a weighted f32 sum the kernel order ``sequential_fma`` (XLA:CPU's
+    contracted multiply-reduce loop); the lowering adds each weighted element with one
+    ``arith.fma``, so the program equals the kernel and XLA:CPU bit for bit."""
+    from ember_xla.call_specs import ember_calls
+    from ember_xla.dae_target.lower.to_slc import lower_call
+    from ember_xla.ir.printer import print_module
+
+    t, ids = arrays(6, 3, (3, 4))
+    w = np.zeros((3, 4), np.float32)
+
+    def fn(t, i, w):
+        return (jnp.take(t, i, axis=0) * w[:, :, None]).sum(axis=1)
+
+    (spec,) = check_fn(fn, (t, ids, w), expect={"weighted": True, "sum_order": "sequential_fma"},
+                       bitwise=True)
+    (call,) = ember_calls(rewritten(fn, (t, ids, w)))
+    text = print_module(lower_call(call))
+    assert '"arith.fma"' in text and spec.kind == "padded_bag"
 
 
 def test_padding_mask():

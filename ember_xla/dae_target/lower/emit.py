@@ -147,6 +147,26 @@ def looked_up_value(e: Emitter, row: Value | None, ok: Value | None, w: Value | 
     return x if o == t else e.v(arith.ExtFOp, [x], o)
 
 
+def add_lookup(e: Emitter, spec: ClusterSpec, out: Value, r: Value, c: Value,
+               row: Value | None, ok: Value | None, w: Value | None, t: Type) -> None:
+    """``out[r, c] = combine(out[r, c], value of one lookup)``; a weighted f32 sum of a padded
+    bag with ``sum_order = "sequential_fma"`` adds each weighted element with one fused
+    multiply-add, ``fma(f32(x), f32(w), out[r, c])``, as the kernel does (native/reduce.cc:
+    f32 result, the product an f32 value, i.e. not f16 rows times f16 weights)."""
+    o = out.type.elem
+    if (w is not None and spec.kind == "padded_bag" and spec.sum_order == "sequential_fma"
+            and o == F32
+            and COMBINE[spec.combiner] is arith.AddFOp):
+        wv = e.read(w)
+        if not (t == F16 and wv.type == F16):
+            x = looked_up_value(e, row, ok, None, t, o)
+            wf = wv if wv.type == F32 else e.v(arith.ExtFOp, [wv], F32)
+            old = e.v(memref.LoadOp, [out, r, c], o)
+            e.op(memref.StoreOp, [e.v(arith.FmaOp, [x, wf, old], o), out, r, c])
+            return
+    accumulate(e, out, r, c, looked_up_value(e, row, ok, w, t, o), spec.combiner)
+
+
 COMBINE = {"sum": arith.AddFOp, "mean": arith.AddFOp, "sqrt_n": arith.AddFOp,
            "max": arith.MaxFOp, "min": arith.MinFOp}
 

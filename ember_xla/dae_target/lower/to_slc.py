@@ -32,12 +32,11 @@ from ember_xla.call_specs import (
 from ember_xla.dae_target.dialects import arith, func, memref, scf, slc
 from ember_xla.dae_target.lower.emit import (
     Emitter,
-    accumulate,
+    add_lookup,
     coords,
     elem_type,
     fill_row,
     finish_row,
-    looked_up_value,
     preprocess_index,
     start_value,
 )
@@ -136,18 +135,15 @@ def _lookup_body(ctx: _Ctx, spec: ClusterSpec, part: Part, table: Value, raw: Va
         v = e.mem(table, [row_idx, inner.iv]) if row_idx is not None else None
         cb = e.callback()
         with e.into(cb.body):
-            o = out.type.elem
             r = e.read(row_of)
             c = e.read(inner.iv)
             if guard is not None:
                 cond = e.scf_if(e.read(guard))
                 with e.into(cond.then_block):
-                    val = looked_up_value(e, v, ok, w, table.type.elem, o)
-                    accumulate(e, out, r, c, val, spec.combiner)
+                    add_lookup(e, spec, out, r, c, v, ok, w, table.type.elem)
                     e.end(scf.YieldOp, cond.then_block)
             else:
-                val = looked_up_value(e, v, ok, w, table.type.elem, o)
-                accumulate(e, out, r, c, val, spec.combiner)
+                add_lookup(e, spec, out, r, c, v, ok, w, table.type.elem)
             e.end(slc.YieldOp, cb.body)
         e.end(slc.YieldOp, inner.body)
 

@@ -90,3 +90,37 @@ def lower_cluster(spec: object, level_or_pipeline: int | str = 0, verify: bool =
     if verify:
         verify_generic_module(slc)
     return [("slc", slc)] + [(n, m) for n, m, _ in run_stages(slc, level_or_pipeline, verify)]
+
+
+def lower_final(spec: object, level_or_pipeline: int | str = 0, verify: bool = True,
+                cache: dict[tuple[str, str], tuple[str, Module]] | None = None) -> Module:
+    """The last stage of ``lower_cluster`` only (no copy after each pass). ``cache``: finished
+    modules by (SLC text but the module's name, pipeline): a cluster whose SLC prints as an
+    earlier one's (the lowering reads sizes at run time, so the tables of one shape class do)
+    gets a copy of that result, which the deterministic passes would have produced again,
+    under its own module name (reused only when the passes kept the name)."""
+    from ember_xla.dae_target.lower.to_slc import lower_to_slc
+    from ember_xla.ir.printer import print_module
+
+    passes = passes_of(level_or_pipeline)
+    slc = lower_to_slc(spec)
+    if verify:
+        verify_generic_module(slc)
+    key = None
+    if cache is not None:
+        head, _, body = print_module(slc).partition("\n")
+        key = (_MODULE_NAME.sub("module @_", head, count=1) + "\n" + body,
+               level_pipeline(level_or_pipeline))
+        if key in cache and cache[key][1].name == cache[key][0]:
+            out = cache[key][1].clone()
+            out.name = slc.name
+            return out
+    name = slc.name
+    out = PassPipeline.from_spec(
+        passes, verify=(lambda m, _p: verify_generic_module(m)) if verify else None).apply(slc)
+    if key is not None:
+        cache[key] = (name, out.clone())
+    return out
+
+
+_MODULE_NAME = re.compile(r"^module @\S+")

@@ -2,8 +2,9 @@
 operands and native results of one captured run, which program variants it has, and for each
 variant the program of any share of its batch and the ``Profile`` of its whole run (the
 counts the cost model scales). The whole run of each variant is also checked against the
-native kernel bit for bit; a variant that differs or does not fit the target is dropped with
-its reason."""
+native kernel bit for bit: a variant that differs is a failed verification
+(``VariantMismatch``, naming the output and index), one that does not fit the target is
+dropped with its reason."""
 
 from __future__ import annotations
 
@@ -18,7 +19,17 @@ from ember_xla.machines.config import Target
 from ember_xla.placement.dae.cost import PieceLoad, Profile, row_counts
 from ember_xla.placement.dae.shares import Share, rows, share, whole_only
 from ember_xla.placement.dae.variants import DEFAULT, VARIANTS, pipeline
-from ember_xla.runtime.compare import compare_outputs
+from ember_xla.runtime.compare import mismatch_line, verify_outputs
+
+
+class VariantMismatch(Exception):
+    """An emulated program variant's outputs differ from the native kernel's (a wrong result
+    of one of the two, not a property of the input)."""
+
+
+#: DLC modules by (SLC text, pipeline), shared by the clusters of one shape class
+#: (``levels.lower_final``): 26 tables of one width compile each variant once.
+_COMPILED: dict[tuple[str, str], tuple[str, Any]] = {}
 
 
 @dataclasses.dataclass
@@ -50,9 +61,11 @@ class ClusterWork:
 
     def dlc(self, variant: str) -> Any:
         if variant not in self._dlc:
-            from ember_xla.dae_target.passes.levels import lower_cluster
+            from ember_xla.dae_target.passes.levels import lower_final
 
-            self._dlc[variant] = lower_cluster(self.spec, pipeline(variant))[-1][1]
+            if len(_COMPILED) > 512:
+                _COMPILED.clear()
+            self._dlc[variant] = lower_final(self.spec, pipeline(variant), cache=_COMPILED)
         return self._dlc[variant]
 
     def program(self, variant: str, sh: Share, target: Target) -> Any:
@@ -134,9 +147,11 @@ def cluster_work(index: int, spec: ClusterSpec, operands: list[np.ndarray],
         except (ProgramDoesNotFit, ValueError, LookupError) as e:
             c.dropped[v] = " ".join(str(e).split())
             continue
-        if not compare_outputs(c.results, run.outputs)["bitwise_equal"]:
-            c.dropped[v] = "its outputs differ from the native kernel's"
-            continue
+        check = verify_outputs(c.results, run.outputs, 0.0)
+        if not check["bitwise_equal"]:
+            run.close()
+            raise VariantMismatch(f"cluster %{spec.name}: the {v} program's "
+                                  + mismatch_line(check, None, "the native kernel's"))
         c.profiles[v] = profile_of(c, run, target)
         run.close()
     if DEFAULT not in c.profiles:

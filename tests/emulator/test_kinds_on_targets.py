@@ -1,0 +1,238 @@
+"""Every cluster kind the rewrite produces, through ``emulate`` on the single-core (tmu) and the
+multi-core (tmu8) DAE target, with edge ids (negative, out of range: NaN rows under
+``jnp.take``'s fill mode, clamped rows under clip, dropped segments): weighted and masked bags,
+max/min, mean/sqrt_n, bf16/f16 tables, a lookup reduced twice, grouped tables, and the training
+backward with its fused SGD update (corpus steps, their edge ids). Each emulated cluster equals
+its native kernel bit for bit and the model verifies; no cluster falls back (a refused one would
+be listed with its one-line reason). The CPU rewrite's own forms: the weighted bag's
+``sequential_fma`` order emulates bit-equal; the multi-output and concatenating grouped calls
+are refused with their reason and run natively under ``native_fallback``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+
+from ember_xla.hlo_import.jax_source import from_jax
+from ember_xla.machines.config import load_target
+
+ROWS, D, B, P = 40, 16, 6, 4
+
+
+def _ids(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    ids = rng.integers(0, ROWS, shape).astype(np.int32)
+    flat = ids.reshape(-1)
+    flat[::5] = -1            # negative
+    flat[2::7] = ROWS + 3     # out of range
+    return ids
+
+
+def _table(rng: np.random.Generator, dtype=np.float32) -> np.ndarray:
+    return rng.standard_normal((ROWS, D)).astype(dtype)
+
+
+def _segments(rng: np.random.Generator, n: int) -> np.ndarray:
+    s = np.sort(rng.integers(0, B, n)).astype(np.int32)
+    s[-1] = B + 2             # out of range: dropped
+    return s
+
+
+def _weighted(rng):
+    return (lambda t, i, w: (jnp.take(t, i, axis=0) * w[:, :, None]).sum(1),
+            [_table(rng), _ids(rng, (B, P)), rng.standard_normal((B, P)).astype(np.float32)])
+
+
+def _masked(rng):
+    def f(t, i):
+        mask = (i >= 0).astype(t.dtype)
+        return (jnp.take(t, jnp.maximum(i, 0), axis=0) * mask[:, :, None]).sum(1)
+    return f, [_table(rng), _ids(rng, (B, P))]
+
+
+def _max_min(rng):
+    def f(t, i, s):
+        rows = jnp.take(t, i, axis=0, mode="clip")
+        return (jax.ops.segment_max(rows, s, num_segments=B),
+                jax.ops.segment_min(rows, s, num_segments=B))
+    return f, [_table(rng), _ids(rng, (12,)), _segments(rng, 12)]
+
+
+def _mean_sqrt_n(rng):
+    """The ember calls themselves (a JAX mean is a sum and a divide left in XLA): a mean
+    padded bag and a weighted sqrt_n offsets bag with an empty bag."""
+    lc = _lowering_cases()
+    mean = lc.ffi_fn("padded_bag", [((B, D), np.float32)], combiner="mean", index_bits=32,
+                     init=2.5)
+    lengths = np.array([3, 0, 4, 1, 2, 2])
+    off = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    sqrt_n = lc.ffi_fn("offsets_bag", [((B, D), np.float32)], combiner="sqrt_n",
+                       weighted=True, index_bits=32, index_mode="fill")
+    n = int(off[-1])
+
+    def f(t, i, j, o, w):
+        return mean(t, i), sqrt_n(t, j, o, w)
+    return f, [_table(rng), _ids(rng, (B, P)), _ids(rng, (n,)), off,
+               rng.standard_normal(n).astype(np.float32)]
+
+
+def _lowering_cases():
+    name = "lowering_cases"
+    if name not in sys.modules:
+        sys.path.insert(0, str(Path(__file__).parents[1] / "dae_target"))
+    import lowering_cases
+
+    return lowering_cases
+
+
+def _narrow(dtype):
+    def make(rng):
+        return (lambda t, i: jnp.take(t, i, axis=0).sum(1),
+                [_table(rng, dtype), _ids(rng, (B, P))])
+    return make
+
+
+def _reduced_twice(rng):
+    def f(t, i, s):
+        rows = jnp.take(t, i, axis=0)
+        return (jax.ops.segment_sum(rows, s, num_segments=B),
+                jax.ops.segment_max(rows, s, num_segments=B))
+    return f, [_table(rng), _ids(rng, (12,)), _segments(rng, 12)]
+
+
+def _concatenated(rng):
+    def f(t1, t2, i1, i2, s1, s2):
+        return jnp.concatenate([
+            jax.ops.segment_sum(jnp.take(t1, i1, axis=0), s1, num_segments=B),
+            jax.ops.segment_sum(jnp.take(t2, i2, axis=0), s2, num_segments=B)], axis=1)
+    return f, [_table(rng), _table(rng), _ids(rng, (12,)), _ids(rng, (9,)),
+               _segments(rng, 12), _segments(rng, 9)]
+
+
+KINDS = {"weighted": _weighted, "masked": _masked, "max_min": _max_min,
+         "mean_sqrt_n": _mean_sqrt_n, "bf16": _narrow(ml_dtypes.bfloat16),
+         "f16": _narrow(np.float16), "reduced_twice": _reduced_twice,
+         "concatenated": _concatenated}
+#: training steps of the corpus (tests/rewrites/training_models.py) on its edge ids: the
+#: backward (scatter_grad) and the fused SGD update (sparse_sgd)
+STEPS = {"scatter_grad+sparse_sgd": "jraph_gcn_node_embed_sgd",
+         "sparse_sgd": "flax_linen_bag_sum_sgd_donated"}
+
+
+@pytest.fixture(scope="module", params=sorted(KINDS) + sorted(STEPS))
+def model(request):
+    if request.param in STEPS:
+        sys.path.insert(0, str(Path(__file__).parents[1] / "rewrites"))
+        import training_models as tm
+
+        return tm.export(STEPS[request.param])[0], tm.inputs(STEPS[request.param], "edge")
+    fn, inputs = KINDS[request.param](np.random.default_rng(7))
+    return from_jax(fn, *inputs), inputs
+
+
+#: the clusters each case must produce (kind, combiner, weighted), in the DAE rewrite
+KINDS_OF = {
+    "weighted": [("padded_bag", "sum", True)], "masked": [("padded_bag", "sum", True)],
+    "max_min": [("segment_reduce", "max", False), ("segment_reduce", "min", False)],
+    "mean_sqrt_n": [("padded_bag", "mean", False), ("offsets_bag", "sqrt_n", True)],
+    "bf16": [("padded_bag", "sum", False)], "f16": [("padded_bag", "sum", False)],
+    "reduced_twice": [("segment_reduce", "sum", False), ("segment_reduce", "max", False)],
+    "concatenated": [("grouped_segment_reduce", "sum", False)],
+    "scatter_grad+sparse_sgd": [("segment_reduce", "sum", False),
+                                ("scatter_grad", "sum", False), ("sparse_sgd", "sum", False)],
+    "sparse_sgd": [("padded_bag", "sum", False), ("sparse_sgd", "sum", False)],
+}
+
+
+def test_each_case_makes_its_kinds(request, model):
+    from ember_xla.call_specs import cluster_spec, ember_calls
+    from ember_xla.orchestrate.rewrite_model import rewrite_for
+
+    case = request.node.callspec.params["model"]
+    m, _ = model
+    got = [(s.kind, s.combiner, s.weighted) for s in
+           map(cluster_spec, ember_calls(rewrite_for(m.module, "dae").module))]
+    assert got == KINDS_OF[case]
+
+
+def _assert_clusters_exact(checks: list[dict], key: str = "bitwise_equal") -> None:
+    assert checks, "no cluster was emulated"
+    bad = [c for c in checks if not c[key]]
+    assert not bad, bad
+
+
+def test_single_core(model):
+    from ember_xla.orchestrate.emulate_model import EmulateOptions, emulate_module
+    from ember_xla.orchestrate.rewrite_model import rewrite_for
+
+    m, inputs = model
+    rewritten = rewrite_for(m.module, "dae").module
+    em = emulate_module(m.module, rewritten, inputs,
+                        EmulateOptions(load_target("tmu"), 3, "xla", native_fallback=True))
+    refused = [(c.custom_call, c.refused) for c in em.report.clusters if c.refused]
+    assert not refused, refused
+    _assert_clusters_exact(em.report.verify["clusters_vs_native"])
+    assert em.ok, em.report.verify["model"]
+
+
+def test_multi_core(model):
+    from ember_xla.orchestrate.emulate_cores import emulate_on_cores
+    from ember_xla.orchestrate.rewrite_model import rewrite_for_placement
+
+    m, inputs = model
+    rewritten = rewrite_for_placement(m.module).module
+    run = emulate_on_cores(m.module, rewritten, inputs, load_target("tmu8"), "auto",
+                           native_fallback=True)
+    assert not run.fallback, run.fallback
+    _assert_clusters_exact(run.verify["clusters_vs_native"])
+    assert run.ok, run.verify["model"]
+
+
+#: CPU-rewritten forms: the kind of the call and whether the DAE lowering takes it
+CPU_FORMS = {"weighted": ("padded_bag", True),          # sum_order = sequential_fma
+             "concatenated": ("grouped_segment_reduce_concat", False),
+             "reduced_twice": ("multi_segment_reduce", False)}
+
+
+@pytest.mark.parametrize("case", sorted(CPU_FORMS))
+def test_cpu_rewritten_calls(case):
+    """The CPU rewrite's own forms on tmu: the weighted f32 bag's order (``sequential_fma``)
+    lowers as fused multiply-adds, equal to its kernel, the model equal to XLA:CPU; the
+    multi-output call and the concatenating grouped call are refused with a one-line reason
+    (the DAE rewrite emits one call per reduction and grouped calls with a result per table,
+    tested above) and, with ``native_fallback``, run on their kernels and are listed."""
+    from ember_xla.call_specs import call_attributes, ember_calls
+    from ember_xla.orchestrate.emulate_model import (
+        ClusterRefused,
+        EmulateOptions,
+        emulate_module,
+    )
+    from ember_xla.orchestrate.rewrite_model import rewrite_for
+
+    fn, inputs = KINDS[case](np.random.default_rng(3))
+    m = from_jax(fn, *inputs)
+    cpu = rewrite_for(m.module, "cpu", cost_model=False).module
+    kind, lowered = CPU_FORMS[case]
+    calls = ember_calls(cpu)
+    assert [c.attributes["custom_call_target"] for c in calls] == [f"ember.{kind}"]
+    if case == "weighted":
+        assert call_attributes(calls[0])["sum_order"] == "sequential_fma"
+    tmu = load_target("tmu")
+    if not lowered:
+        with pytest.raises(ClusterRefused, match="(no DAE lowering|not lowered)") as e:
+            emulate_module(m.module, cpu, inputs, EmulateOptions(tmu, 3, "xla"))
+        assert "\n" not in str(e.value)
+        em = emulate_module(m.module, cpu, inputs,
+                            EmulateOptions(tmu, 3, "xla", native_fallback=True))
+        assert [c.refused is not None for c in em.report.clusters] == [True]
+        assert em.ok and em.report.verify["model"]["bitwise_equal"]
+        return
+    for level in (0, 3):
+        em = emulate_module(m.module, cpu, inputs, EmulateOptions(tmu, level, "xla"))
+        _assert_clusters_exact(em.report.verify["clusters_vs_native"])
+        assert em.ok and em.report.verify["model"]["bitwise_equal"], em.report.verify
