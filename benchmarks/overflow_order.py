@@ -20,7 +20,8 @@ from ember_xla.rewrites.pipeline import rewrite_module
 from ember_xla.runtime.execute import run_module
 
 DTYPES = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
-SHAPES = [(40, 8, 16, 5), (100, 16, 16, 16), (100, 16, 16, 40), (5000, 64, 512, 40)]
+SHAPES = [(40, 8, 16, 5), (100, 16, 16, 16), (100, 16, 16, 40), (5000, 64, 512, 40),
+          (1000, 32, 256, 20)]
 
 
 def _kinds():

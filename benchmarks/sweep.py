@@ -55,8 +55,8 @@ def stage_inputs(tables, pooling, batch, rng):
     return list(tables) + idx + seg
 
 
-def compare(fn, inputs, reps: int) -> dict:
-    """Rewrite ``fn`` (cost model on), check the outputs, time both alternately."""
+def compare(fn, inputs, reps: int, cost_model: bool = True) -> dict:
+    """Rewrite ``fn`` (cost model on unless told), check the outputs, time both alternately."""
     import jax
 
     from ember_xla.hlo_import.jax_source import from_jax
@@ -65,7 +65,7 @@ def compare(fn, inputs, reps: int) -> dict:
     from ember_xla.runtime.execute import compile_module
 
     module = from_jax(fn, *inputs).module
-    result = rewrite_module(module, cost_model=True)
+    result = rewrite_module(module, cost_model=cost_model)
     kept = [n for n in result.near_misses if n.get("kept_in_xla")]
     on_device = [x if isinstance(x, jax.Array) else jax.device_put(x) for x in inputs]
     ex = {"xla": compile_module(module)._loaded, "ember": compile_module(result.module)._loaded}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ember_xla.custom_calls import TARGETS, call_attributes, is_ember_call
+from ember_xla.custom_calls import SUM_ORDERS, TARGETS, call_attributes, is_ember_call
 from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.operation import Operation
 
@@ -160,9 +160,9 @@ def cluster_spec(op: Operation) -> ClusterSpec:
     if missing:
         raise LoweringRefused(f"{where}: attributes missing: {', '.join(missing)}")
     combiner, mode, bits = attrs["combiner"], attrs["index_mode"], attrs["index_bits"]
-    if attrs.get("sum_order", "sequential") not in ("sequential", "sequential_fma", "blocked"):
-        raise LoweringRefused(f"{where}: sum_order={attrs['sum_order']!r} is not sequential, "
-                              "sequential_fma or blocked")
+    if attrs.get("sum_order", "sequential") not in SUM_ORDERS:
+        raise LoweringRefused(f"{where}: sum_order={attrs['sum_order']!r} is not one of "
+                              f"{', '.join(SUM_ORDERS)}")
     if combiner not in COMBINERS:
         raise LoweringRefused(f"{where}: combiner {combiner!r} not in {COMBINERS}")
     if mode not in INDEX_MODES:

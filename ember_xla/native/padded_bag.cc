@@ -4,6 +4,7 @@
 #include "pool.h"
 #include "reduce.h"
 #include "test_fault.h"
+#include "window_sum.h"
 
 namespace ember {
 namespace {
@@ -20,10 +21,11 @@ ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::Remainin
                                    index_bits, &opt);
         e.failure())
       return e;
-    if (sum_order != "sequential" && sum_order != "sequential_fma" && sum_order != "blocked")
+    if (sum_order != "sequential" && sum_order != "sequential_fma" && sum_order != "blocked" &&
+        sum_order != "vector8" && sum_order != "tree32")
       return ffi::Error::InvalidArgument(
-          "ember.padded_bag: sum_order must be sequential, sequential_fma or blocked, not " +
-          std::string(sum_order));
+          "ember.padded_bag: sum_order must be sequential, sequential_fma, blocked, vector8 or "
+          "tree32, not " + std::string(sum_order));
     // XLA:CPU compiles for the host: it contracts the multiply and the add only where the CPU
     // has FMA, so the kernel does too
     opt.fused_multiply_add = sum_order == "sequential_fma" && CpuHasFma();
@@ -46,7 +48,17 @@ ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::Remainin
     plan.row_ptr.resize(bags + 1);
     for (int64_t b = 0; b <= bags; ++b) plan.row_ptr[b] = b * width;
     if (sum_order == "blocked") {
-      if (auto e = RunBlockedPaddedSum(table, plan, bags, width, opt, *out); e.failure())
+      if (auto e = RunBlockedPaddedSum(table, weights, wtype, plan, bags, width, opt, *out);
+          e.failure())
+        return e;
+      InjectTestFault(*out);
+      return ffi::Error::Success();
+    }
+    if (sum_order == "vector8" || sum_order == "tree32") {
+      const WindowOrder order =
+          sum_order == "vector8" ? WindowOrder::kVector8 : WindowOrder::kTree32;
+      if (auto e = RunWindowedPaddedSum(table, plan, bags, width, order, opt, *out);
+          e.failure())
         return e;
       InjectTestFault(*out);
       return ffi::Error::Success();

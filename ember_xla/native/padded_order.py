@@ -1,5 +1,6 @@
 """The order in which XLA:CPU adds the rows of a padded bag (a ``reduce`` over the bag axis of
-[B, P, D]), as the ``sum_order`` attribute of ``ember.padded_bag`` (native/blocked_sum.h):
+[B, P, D]), as the ``sum_order`` attribute of ``ember.padded_bag`` (native/blocked_sum.h,
+native/window_sum.h):
 measured against XLA:CPU (jax/jaxlib 0.10.2) and matched to its published thresholds
 (docs/RELIABILITY.md, "The order of a padded bag's sum"). The rewrite keeps a bag whose order
 is not reproduced in XLA; ``ember_xla.embedding_bag`` adds such a bag row after row."""
@@ -15,10 +16,22 @@ class OrderNotReproduced(Exception):
 #: (xla/backends/cpu/ynn_support.cc: IsInstructionPreferredByYnn).
 YNN_MIN_ELEMENTS = 4096
 #: Below the YNNPACK size XLA:CPU's own loop adds a bag's rows one after the other up to this
-#: many rows; from 25 on (measured at B <= 8, D <= 32) in another order.
-SEQUENTIAL_MAX_WIDTH = 24
-#: XLA:CPU's tree-reduction rewriter splits a reduced dimension longer than this into windows.
+#: many rows; past it LLVM vectorizes the loop, when depends on the loop's code: the rows' type
+#: (bf16 / f16 rows are converted to f32 in the loop) and the ids' type. Measured
+#: with rows near bf16's maximum and with f32 results (f16 rows): f32 rows with s32 indices
+#: from 25 rows on in the order "vector8" (native/window_sum.h; D >= 2, D = 1 from 28),
+#: bf16 rows from 22 (s32) or 19 (s64) rows in orders not found. The f16 limit with s64
+#: indices is the lowest measured of the others (f16 sums rarely tell the orders apart).
+SEQUENTIAL_MAX_WIDTH = {("f32", "s32"): 24, ("bf16", "s32"): 21, ("f16", "s32"): 22,
+                        ("f32", "s64"): 21, ("bf16", "s64"): 18, ("f16", "s64"): 18}
+#: From this many rows (f32 rows, s32 indices, D >= 2) the loop is vectorized as "vector8".
+VECTOR_MIN_WIDTH = 25
+#: XLA:CPU's tree-reduction rewriter splits a reduced dimension longer than this into windows
+#: of this many rows ("tree32", native/window_sum.h).
 TREE_WINDOW = 32
+#: Up to this many windows their sums are added in order (measured); past it the reduce of the
+#: window sums is itself a loop of more than 24 rows, whose order is not measured.
+TREE_MAX_WINDOWS = 24
 #: Weighted bags summed in f32 below the YNNPACK size: XLA:CPU's loop adds the rows one after
 #: the other (f32 tables: with fused multiply-adds) up to 15 rows; at 16 rows the order depends
 #: on the loop's code (bf16 rows, s64 ids, D): rows near the maximum overflow differently in 20
@@ -26,21 +39,57 @@ TREE_WINDOW = 32
 FMA_MAX_WIDTH = 16
 #: From this bag width on, YNNPACK's order is not the blocked one (measured; RELIABILITY.md).
 BLOCKED_MAX_WIDTH = 512
+#: A weighted bag's multiply and reduce form one YNNPACK subgraph, which YNNPACK rewrites from a
+#: sum of products into a dot (ynnpack/subgraph/fusion.cc; its test reduce_dot.cc). Measured on
+#: XLA:CPU (jax/jaxlib 0.10.2, AMD EPYC with AVX-512): that dot adds the products one after the
+#: other, each with a fused multiply-add, when D >= 17, B >= 2 and P * D <= 32768; other
+#: shapes use other orders (D <= 16: partly four interleaved accumulators; P * D > 32768: the
+#: P rows split into chunks; B = 1: a vector dot), which are not reproduced.
+DOT_MIN_DIM = 17
+DOT_MAX_PRODUCTS = 32768
+
+
+def _ynn_weighted(b: int, p: int, d: int, shape: str, combiner: str, init: float,
+                  f16_products: bool) -> str:
+    """The order of a weighted bag at YNNPACK sizes (see DOT_MIN_DIM), or OrderNotReproduced."""
+    kept = "so the cluster stays in XLA"
+    if combiner != "sum" or init != 0.0:
+        raise OrderNotReproduced(f"weighted {combiner} bag {shape} starting at {init}: "
+                                 "YNNPACK's order is reproduced for weighted sums from 0 only")
+    if f16_products:
+        # XLA:CPU rounds the f16 products in a loop fusion (YNNPACK has no f16 multiply) and
+        # gives YNNPACK the reduce of the converted products: the unweighted blocked order
+        if p >= BLOCKED_MAX_WIDTH:
+            raise OrderNotReproduced(f"weighted bag {shape}: XLA:CPU's YNNPACK order for bags "
+                                     f"of {BLOCKED_MAX_WIDTH} or more rows is not reproduced, "
+                                     f"{kept}")
+        return "blocked" if p > 4 else "sequential"
+    if d < DOT_MIN_DIM or b < 2 or p * d > DOT_MAX_PRODUCTS:
+        raise OrderNotReproduced(
+            f"weighted bag {shape}: XLA:CPU hands it to YNNPACK as a dot, whose order is "
+            f"reproduced for D >= {DOT_MIN_DIM}, B >= 2 and P * D <= {DOT_MAX_PRODUCTS} only, "
+            f"{kept}")
+    return "sequential_fma"
 
 
 def xla_sum_order(b: int, p: int, d: int, reduce_type: str, combiner: str, weighted: bool,
-              init: float) -> str:
+                  init: float, table_type: str | None = None, index_type: str = "s32") -> str:
     """The order in which XLA:CPU adds a padded bag's P rows, as the kernel's ``sum_order``:
     "sequential", "sequential_fma" (weighted rows each added with a fused multiply-add, as
-    XLA:CPU's fused multiply-reduce loop does) or "blocked" (native/blocked_sum.h); raises
-    OrderNotReproduced where none is XLA's."""
-    shape = f"[{b},{p},{d}] {reduce_type}"
+    XLA:CPU's fused multiply-reduce loop and YNNPACK's dot do), "blocked"
+    (native/blocked_sum.h), "vector8" or "tree32" (native/window_sum.h); raises
+    OrderNotReproduced where none is XLA's. ``table_type`` is the rows' element type before
+    their convert to ``reduce_type`` (a weighted bag's multiply runs in it); None: the same.
+    ``index_type``: the ids' type, which the fused loop computes on (anything but s32 is taken
+    as s64)."""
+    table_type = table_type or reduce_type
+    shape = f"[{b},{p},{d}] {reduce_type}" + (f" of {table_type} rows"
+                                              if table_type != reduce_type else "")
     kept = "so the cluster stays in XLA"
     if reduce_type == "f32" and b * p * d >= YNN_MIN_ELEMENTS:
         # YNNPACK's reduce (sum over f32, or over bf16/f16 rows converted to f32)
         if weighted:
-            raise OrderNotReproduced(f"weighted bag {shape}: XLA:CPU hands it to YNNPACK, whose "
-                                     f"order of the multiply-adds is not reproduced, {kept}")
+            return _ynn_weighted(b, p, d, shape, combiner, init, table_type == "f16")
         if combiner not in ("sum", "mean"):
             raise OrderNotReproduced(f"{combiner} bag {shape}: YNNPACK's blocked order is "
                                      "reproduced for sum and mean only")
@@ -55,9 +104,35 @@ def xla_sum_order(b: int, p: int, d: int, reduce_type: str, combiner: str, weigh
         raise OrderNotReproduced(f"weighted bag {shape}: XLA:CPU's fused multiply-reduce loop "
                                  f"adds bags of {FMA_MAX_WIDTH} or more rows in an order that "
                                  f"is not reproduced, {kept}")
-    if p > SEQUENTIAL_MAX_WIDTH:
-        raise OrderNotReproduced(f"bag {shape}: XLA:CPU's own reduce loop adds bags of more "
-                                 f"than {SEQUENTIAL_MAX_WIDTH} rows in another order (from 25 "
-                                 f"rows; windows of {TREE_WINDOW} past {TREE_WINDOW}), which is "
-                                 f"not reproduced, {kept}")
+    index_type = "s32" if index_type == "s32" else "s64"
+    rows = table_type if reduce_type == "f32" and table_type in ("bf16", "f16") else "f32"
+    limit = SEQUENTIAL_MAX_WIDTH[rows, index_type]
+    if p > limit:
+        return _own_loop_order(p, d, shape, reduce_type, table_type, index_type, combiner,
+                               weighted, init, limit)
     return "sequential_fma" if weighted and reduce_type == "f32" else "sequential"
+
+
+def _own_loop_order(p: int, d: int, shape: str, reduce_type: str, table_type: str,
+                    index_type: str, combiner: str, weighted: bool, init: float,
+                    limit: int) -> str:
+    """The order of XLA:CPU's own loop for a small bag of more than ``limit`` rows: "vector8"
+    (f32 rows, 25-32 of them) or "tree32" (more than 32), or OrderNotReproduced."""
+    kept = "so the cluster stays in XLA"
+    if weighted or reduce_type != "f32" or combiner not in ("sum", "mean") or init != 0.0:
+        raise OrderNotReproduced(
+            f"bag {shape}: XLA:CPU's own reduce loop adds bags of more than {limit} rows in a "
+            f"vectorized or windowed order, reproduced for unweighted f32 sum/mean bags "
+            f"starting at 0 only, {kept}")
+    if p <= TREE_WINDOW:
+        if table_type != "f32" or index_type != "s32" or p < VECTOR_MIN_WIDTH or d < 2:
+            raise OrderNotReproduced(
+                f"bag {shape}, {index_type} indices: XLA:CPU's own loop vectorizes this bag of "
+                f"{limit + 1}-{TREE_WINDOW} rows in an order reproduced for f32 rows, s32 "
+                f"indices, D >= 2 and {VECTOR_MIN_WIDTH}-{TREE_WINDOW} rows only, {kept}")
+        return "vector8"
+    if -(-p // TREE_WINDOW) > TREE_MAX_WINDOWS:
+        raise OrderNotReproduced(
+            f"bag {shape}: more than {TREE_MAX_WINDOWS} tree-reduction windows of "
+            f"{TREE_WINDOW} rows; the order of their sums is not reproduced, {kept}")
+    return "tree32"

@@ -91,7 +91,7 @@ def candidate_groups(clusters: list[Cluster]) -> list[list[Cluster]]:
 
 def _joins(c: Cluster, g: dict) -> bool:
     p = profitability.predict(c)
-    if p is None:
+    if p is None or profitability.unmodelled_slow(c) is not None:
         return False
     grouped, xla = _in_group(c, p, g)
     return grouped < xla

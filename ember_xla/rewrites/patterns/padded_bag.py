@@ -72,9 +72,12 @@ class PaddedBag(Pattern):
         if lk.table.value.type.element_type != table_type:
             raise NoMatch("the reduction runs in a different type than the table")
         d = src.dims[2]
+        # the ids' own type: the loop fusion computes on it (wrap, clamp) before the gather
+        index_type = lk.indices.value.type.element_type
         try:
             order = (xla_sum_order(b, p, d, src.element_type, combiner, weights is not None,
-                                   init) if self.xla_order else "sequential")
+                                   init, table_type, index_type)
+                     if self.xla_order else "sequential")
         except OrderNotReproduced as e:
             raise NoMatch(str(e)) from None
         cluster = make_cluster(self, walk, lk, [("ids", lk.indices)], weights, combiner, init)
