@@ -49,7 +49,8 @@ import sys
 import time
 
 import numpy as np
-from bench_embedding import BLOCK, MLPERF_ROWS, POOLING
+from bench_embedding import BLOCK
+from stage_model import MLPERF_ROWS, POOLING
 
 LR, EPS = 0.01, 1e-8
 
