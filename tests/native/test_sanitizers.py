@@ -1,7 +1,9 @@
 """Both native libraries under AddressSanitizer and UndefinedBehaviorSanitizer (the CMake
 option ``EMBER_SANITIZE``): build them into a scratch folder, run the tests that drive native
-code (kernels, grouped/multi kernels, NaN/Inf differential cases, the emulator's core and
-FFI target, the program parser fed malformed programs) against them, and require 0 reports.
+code (kernels, grouped/multi kernels, gradient and fused-optimizer kernels, the summation
+orders of padded bags, NaN/Inf and random differential cases, the emulator's core, its
+multi-core machine and FFI target, the program parser fed malformed programs, the fuzzer's CI
+campaign through the CLI) against them, and require 0 reports.
 Slow: the build alone takes minutes. The command is in docs/RELIABILITY.md."""
 
 import os
@@ -18,6 +20,10 @@ SUBSET = ["tests/native/test_kernels.py", "tests/native/test_grouped.py",
           "tests/native/test_multi.py", "tests/native/test_table_pages.py",
           "tests/rewrites/test_nan_inf.py", "tests/emulator/test_fast.py",
           "tests/emulator/test_fast_program.py", "tests/emulator/test_fast_ffi.py",
+          "tests/native/test_embedding_grad.py", "tests/rewrites/test_fuse_optimizer.py",
+          "tests/rewrites/test_padded_order.py", "tests/rewrites/test_differential.py",
+          "tests/emulator/test_fast_random.py", "tests/emulator/test_cores.py",
+          "tests/fuzz/test_fuzz.py",
           # counts transparent huge pages of jax's buffers, which ASan's allocator maps
           # differently (71 MB huge under it, 0 without): a property of the allocator
           "--deselect", "tests/native/test_table_pages.py::"
