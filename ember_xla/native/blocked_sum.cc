@@ -83,7 +83,8 @@ __attribute__((target("avx2"))) void BagsF32Avx2(const float* __restrict table,
           const int64_t ahead = all[b * width + p + kAhead];
           if (ahead >= 0) {
             const char* a = reinterpret_cast<const char*>(table + ahead * d);
-            for (int64_t x = 0; x < d * 4; x += 64) __builtin_prefetch(a + x, 0, 0);
+            for (int64_t x = 0; x < d * 4; x += 64)
+              __builtin_prefetch(a + x, 0, EMBER_PREFETCH_LOCALITY);
           }
         }
         const int64_t row = src[p];
