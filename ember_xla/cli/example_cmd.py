@@ -1,5 +1,6 @@
-"""``ember-xla example``: export the built-in DLRM-style model from JAX (and TF), rewrite it,
-verify the rewrite on XLA:CPU and print what was found and the speed-up."""
+"""``ember-xla example``: export the built-in DLRM-style model from JAX (and TF) and one SGD
+training step of it from JAX, rewrite each, verify the rewrite on XLA:CPU and print what was
+found and the speed-up."""
 
 from __future__ import annotations
 
@@ -37,6 +38,11 @@ def run_example(out_dir: str | None, with_tf: bool, repeats: int, say: Any = pri
     say(f"== built-in example: DLRM-style model, {len(dlrm.ROWS)} tables, batch "
         f"{batch['dense'].shape[0]} (JAX)")
     _run(from_jax(dlrm.jax_entry, *args), os.path.join(out_dir, "jax"), repeats, say)
+    say(f"== built-in training example: one SGD step of the same model (jax.value_and_grad, "
+        f"lr {dlrm.LR}; forward, backward and update rewritten)")
+    train = dlrm.train_args(params, batch, dlrm.make_labels())
+    _run(from_jax(dlrm.jax_train_entry, *train), os.path.join(out_dir, "jax_train"), repeats,
+         say)
     if with_tf:
         from ember_xla.hlo_import.tf_source import from_tf_function
 

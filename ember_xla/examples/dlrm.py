@@ -1,6 +1,7 @@
 """A small DLRM-style model: several embedding tables of different sizes looked up with
 multi-hot bags (jnp.take / tf.gather + segment sums), a bottom MLP on dense features, and a top
-MLP on the concatenation. Written the way users write it — nothing ember-specific."""
+MLP on the concatenation, and one SGD training step of it (``jax.value_and_grad`` + a plain
+update of every parameter). Written the way users write it — nothing ember-specific."""
 
 from __future__ import annotations
 
@@ -86,3 +87,34 @@ def jax_entry(*args: Any) -> Any:
 
 def tf_entry(*args: Any) -> Any:
     return tf_model(*unflatten(list(args)))
+
+
+# -- a training step of the same model: jax.value_and_grad of a squared error + plain SGD ---
+LR = 0.05
+
+
+def make_labels(seed: int = 2, batch: int = BATCH) -> np.ndarray:
+    return np.random.default_rng(seed).random((batch, 1)).astype(np.float32)
+
+
+def train_args(params: dict[str, Any], batch: dict[str, np.ndarray],
+               labels: np.ndarray) -> list[np.ndarray]:
+    """Inputs of the exported training step: the model's (flat_args), then the labels."""
+    return flat_args(params, batch) + [labels]
+
+
+def jax_train_step(params: dict[str, Any], batch: dict[str, np.ndarray], labels: Any) -> Any:
+    """One SGD step on every parameter, as a JAX user writes it: (loss, new parameters)."""
+    import jax
+    import jax.numpy as jnp
+
+    def loss(p: dict[str, Any]) -> Any:
+        return jnp.mean((jax_model(p, batch) - labels) ** 2)
+
+    value, grads = jax.value_and_grad(loss)(params)
+    return value, jax.tree.map(lambda p, g: p - LR * g, params, grads)
+
+
+def jax_train_entry(*args: Any) -> Any:
+    params, batch = unflatten(list(args[:-1]))
+    return jax_train_step(params, batch, args[-1])

@@ -20,25 +20,20 @@ SEQUENTIAL_MAX_WIDTH = 24
 #: XLA:CPU's tree-reduction rewriter splits a reduced dimension longer than this into windows.
 TREE_WINDOW = 32
 #: Weighted bags summed in f32 below the YNNPACK size: XLA:CPU's loop adds the rows one after
-#: the other (f32 tables: with fused multiply-adds) up to 16 rows; from 17 rows on, rows near
-#: the maximum overflow differently (bf16; f32 rounds differently from 20), so it is another
-#: order (measured; RELIABILITY.md).
-FMA_MAX_WIDTH = 17
-#: The same loop over bf16 rows (converted to f32, multiplied and added in f32) changes order
-#: one row earlier: at 16 rows every bag of rows near the maximum overflows differently (20 of
-#: 20 random bags, B <= 2, D 1 and 8), at 13-15 rows none does (measured; RELIABILITY.md).
-BF16_FMA_MAX_WIDTH = 16
+#: the other (f32 tables: with fused multiply-adds) up to 15 rows; at 16 rows the order depends
+#: on the loop's code (bf16 rows, s64 ids, D): rows near the maximum overflow differently in 20
+#: of 20 random bags for some of them; from 17 rows on always (measured; RELIABILITY.md).
+FMA_MAX_WIDTH = 16
 #: From this bag width on, YNNPACK's order is not the blocked one (measured; RELIABILITY.md).
 BLOCKED_MAX_WIDTH = 512
 
 
 def xla_sum_order(b: int, p: int, d: int, reduce_type: str, combiner: str, weighted: bool,
-              init: float, table_type: str | None = None) -> str:
+              init: float) -> str:
     """The order in which XLA:CPU adds a padded bag's P rows, as the kernel's ``sum_order``:
     "sequential", "sequential_fma" (weighted rows each added with a fused multiply-add, as
     XLA:CPU's fused multiply-reduce loop does) or "blocked" (native/blocked_sum.h); raises
-    OrderNotReproduced where none is XLA's. ``table_type``: the rows' element type where they
-    are converted to ``reduce_type`` before the reduce (default: the same)."""
+    OrderNotReproduced where none is XLA's."""
     shape = f"[{b},{p},{d}] {reduce_type}"
     kept = "so the cluster stays in XLA"
     if reduce_type == "f32" and b * p * d >= YNN_MIN_ELEMENTS:
@@ -56,10 +51,9 @@ def xla_sum_order(b: int, p: int, d: int, reduce_type: str, combiner: str, weigh
             raise OrderNotReproduced(f"bag {shape}: XLA:CPU's YNNPACK order for bags of "
                                      f"{BLOCKED_MAX_WIDTH} or more rows is not reproduced, {kept}")
         return "blocked" if p > 4 else "sequential"
-    limit = BF16_FMA_MAX_WIDTH if table_type == "bf16" else FMA_MAX_WIDTH
-    if weighted and reduce_type == "f32" and p >= limit:
+    if weighted and reduce_type == "f32" and p >= FMA_MAX_WIDTH:
         raise OrderNotReproduced(f"weighted bag {shape}: XLA:CPU's fused multiply-reduce loop "
-                                 f"adds bags of {limit} or more rows in an order that "
+                                 f"adds bags of {FMA_MAX_WIDTH} or more rows in an order that "
                                  f"is not reproduced, {kept}")
     if p > SEQUENTIAL_MAX_WIDTH:
         raise OrderNotReproduced(f"bag {shape}: XLA:CPU's own reduce loop adds bags of more "

@@ -34,3 +34,4 @@ class NearMiss:
     pattern: str
     root: Operation
     reason: str
+    direction: str | None = None    # "backward": a miss of a lookup's gradient or its update

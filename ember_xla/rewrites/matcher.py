@@ -75,7 +75,8 @@ def find_clusters(module: Module, patterns: list[Pattern]) -> MatchResult:
                 except NoMatch as e:
                     counters[p.name]["failed"] += 1
                     if getattr(e, "report", False) or (not p.quiet and looks_like_lookup(op)):
-                        pending.append(NearMiss(p.name, op, str(e)))
+                        pending.append(NearMiss(p.name, op, str(e),
+                                                getattr(e, "direction", None)))
                     continue
                 overlap = [o.name for o in c.owned if id(o) in claimed]
                 if overlap:  # earlier (topologically first) cluster wins

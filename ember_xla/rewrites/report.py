@@ -49,5 +49,8 @@ def cluster_entry(c: Cluster, custom_call: Operation | None) -> dict[str, Any]:
 
 
 def near_miss_entry(n: NearMiss) -> dict[str, Any]:
-    return {"pattern": n.pattern, "location": location(n.root), "opcode": n.root.opcode,
-            "reason": n.reason}
+    entry = {"pattern": n.pattern, "location": location(n.root), "opcode": n.root.opcode,
+             "reason": n.reason}
+    if n.direction is not None:
+        entry["pass"] = n.direction
+    return entry

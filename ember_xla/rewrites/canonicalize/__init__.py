@@ -17,6 +17,7 @@ from ember_xla.rewrites.canonicalize import (  # noqa: F401  (registers the pass
     scale_weights,
     split_lookup,
     squeeze_gather,
+    squeeze_scatter,
 )
 from ember_xla.rewrites.canonicalize.notes import CanonNote, collecting
 
@@ -27,6 +28,7 @@ def default_pipeline(assume_finite_tables: bool = False) -> str:
         "fold-tuple-index",
         "fold-noops",
         "squeeze-gather",
+        "squeeze-scatter",
         "lookup-layout",
         f"onehot-dot-to-gather{{assume_finite_tables={assume_finite_tables}}}",
         "split-shared-lookup",

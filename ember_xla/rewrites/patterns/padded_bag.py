@@ -74,7 +74,7 @@ class PaddedBag(Pattern):
         d = src.dims[2]
         try:
             order = (xla_sum_order(b, p, d, src.element_type, combiner, weights is not None,
-                                   init, table_type) if self.xla_order else "sequential")
+                                   init) if self.xla_order else "sequential")
         except OrderNotReproduced as e:
             raise NoMatch(str(e)) from None
         cluster = make_cluster(self, walk, lk, [("ids", lk.indices)], weights, combiner, init)

@@ -5,9 +5,13 @@
 and ``row_grads`` holds one gradient row per lookup (the pooled gradient broadcast over the
 bag axis, gathered by segment id, times weights ... computed by XLA as before).
 
-Not matched, with a reason: scatters into a non-zero operand, scatters that do not write
-whole rows of a rank-2 result (optax's integer-label cross-entropy writes single elements;
-GNN degree counting adds ones into a [N] vector) and zero-initialised scatter-adds whose ids
+A TF/Keras optimizer's sparse apply (the IndexedSlices gradient scattered straight into the
+variable or its slot, sparse_apply.py) is reported as a backward near-miss with the reason
+it stays in XLA. The transpose of a vmapped lookup (equinox) reaches this pattern as a row
+scatter once ``squeeze-scatter`` has run. Not matched, with a reason: scatters into a
+non-zero operand, scatters that do not write whole rows of a rank-2 result (optax's
+integer-label cross-entropy writes single elements; GNN degree counting adds ones into a [N]
+vector) and zero-initialised scatter-adds whose ids
 no row gather of a table of the result's shape reads (not the gradient of a lookup)."""
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from ember_xla.ir.operation import Operation
 from ember_xla.ir.value import Value
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.matcher import Pattern, looks_like_lookup
+from ember_xla.rewrites.patterns.sparse_apply import sparse_apply
 from ember_xla.rewrites.refs import Ref, binary_combiner, resolve, scalar_constant
 from ember_xla.rewrites.walk import NoMatch, Walk
 
@@ -133,6 +138,11 @@ class ScatterGrad(Pattern):
     def match(self, op: Operation) -> Cluster:
         if len(op.operands) != 3:
             raise NoMatch(f"variadic scatter with {len(op.operands)} operands")
+        applied = sparse_apply(op)
+        if applied is not None:  # a TF/Keras optimizer's scatter into the variable
+            miss = NoMatch(applied)
+            miss.report, miss.direction = True, "backward"
+            raise miss
         out = op.result.type
         if out.rank != 2 or out.element_type not in GRAD_TYPES:
             raise NoMatch(f"scatter result {out} is not a float [V, D] table gradient")

@@ -1,0 +1,79 @@
+"""Edge cases of whole training steps with the backward rewritten and the update fused, not
+covered by test_fuse_optimizer.py / patterns/test_scatter_grad.py / the corpus: out-of-range
+ids in clip mode under a fused SGD, a segment bag with empty bags and out-of-range segment ids
+under a fused SGD (the gathered gradient form with its mask), a zero learning rate for a fused
+Adagrad, and one table looked up by two bags whose rows overlap (the two gradients are summed
+before the update, so the update stays in XLA with its reason). Every step bit-identical to
+XLA's with excess precision allowed and not (training_steps.check_step)."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import optax
+import pytest
+import training_steps as ts
+
+from ember_xla.native.rsqrt_probe import rsqrt_matches_xla
+
+native = pytest.importorskip("ember_xla.native")
+try:
+    native.register_targets()
+except native.NativeLibraryMissing as err:  # pragma: no cover - depends on the install
+    pytest.skip(str(err), allow_module_level=True)
+
+
+def optimizers(r):
+    return [c.get("optimizer") for c in ts.backward(r)]
+
+
+def test_clip_mode_out_of_range_ids_fused_sgd():
+    rng = np.random.default_rng(21)
+    w, t = ts.head(rng), ts.table(rng)
+    ids, y = ts.batch(rng, -80, 80)                     # below 0 and past V: clamped
+    opt = optax.sgd(0.1)
+    r = ts.check_step(ts.optax_step(ts.bag_take(w, "clip"), opt), t, opt.init(t), ids, y)
+    assert optimizers(r) == ["sgd"]
+
+
+def test_segment_bag_empty_and_out_of_range_segments_fused_sgd():
+    rng = np.random.default_rng(22)
+    w, t = ts.head(rng), ts.table(rng)
+    ids = rng.integers(0, 6, 50).astype(np.int32)       # duplicates across bags
+    seg = np.sort(rng.integers(0, ts.B + 4, 50)).astype(np.int32)
+    seg[:3] = -1                                        # dropped by segment_sum
+    seg[seg == 2] = 3                                   # bag 2 empty
+    y = rng.standard_normal(ts.B).astype(np.float32)
+    r = ts.check_step(ts.sgd_step(ts.bag_segments(w, ts.B), 0.2), t, ids, seg, y)
+    assert optimizers(r) == ["sgd"]
+    (e,) = ts.backward(r)
+    assert "mask" in e["inputs"]                        # the gathered form, bounds mask kept
+
+
+@pytest.mark.skipif(not rsqrt_matches_xla(), reason="the kernel's rsqrt is not XLA:CPU's on "
+                    "this CPU, so Adagrad is not fused here")
+def test_zero_learning_rate_fused_adagrad():
+    rng = np.random.default_rng(23)
+    w, t = ts.head(rng), ts.table(rng)
+    t[ts.V - 1] = -0.0                                  # an untouched -0 row
+    ids, y = ts.batch(rng, 0, 8)
+    opt = optax.adagrad(0.0)
+    r = ts.check_step(ts.optax_step(ts.bag_take(w), opt), t, opt.init(t), ids, y)
+    assert optimizers(r) == ["adagrad"]
+
+
+def test_one_table_two_overlapping_bags_keeps_the_summed_update_in_xla():
+    rng = np.random.default_rng(24)
+    w, t = ts.head(rng), ts.table(rng)
+    (a, y), (b, _) = ts.batch(rng, 0, 9), ts.batch(rng, 5, 14)   # rows 5..8 in both
+
+    def loss(table, a, b, y):
+        return ts.mse(table[a].sum(1) + table[b].sum(1), w, y)
+
+    def step(table, a, b, y):
+        value, g = jax.value_and_grad(loss)(table, a, b, y)
+        return value, table - 0.1 * g
+
+    r = ts.check_step(step, t, a, b, y)
+    assert optimizers(r) == [None, None]
+    assert all("stays in XLA" in e["optimizer_reason"] for e in ts.backward(r))
