@@ -57,7 +57,8 @@ import statistics
 import sys
 import time
 
-from bench_embedding import BLOCK, POOLING
+from bench_embedding import BLOCK
+from stage_model import POOLING
 from train_memory import copy_bytes, copy_floor, peak_rss, peak_rss_child, xla_new_tables
 from train_profile import breakdown_line, profile
 from train_sequential import available_bytes, estimate_bytes, run_sequential

@@ -17,6 +17,7 @@ import statistics
 import time
 
 import numpy as np
+from stage_model import MLPERF_ROWS, POOLING, stage_fn
 
 BATCHES = (1, 16, 256, 2048)
 SINGLE = [  # (op, pooling, D)
@@ -57,21 +58,30 @@ def stage_inputs(tables, pooling, batch, rng):
 
 def compare(fn, inputs, reps: int, cost_model: bool = True) -> dict:
     """Rewrite ``fn`` (cost model on unless told), check the outputs, time both alternately."""
+    from ember_xla.hlo_import.jax_source import from_jax
+
+    return compare_module(from_jax(fn, *inputs).module, inputs, reps, cost_model)
+
+
+def compare_module(module, inputs, reps: int, cost_model: bool = True) -> dict:
+    """Rewrite ``module`` with ``rewrite_module``'s defaults (cost model on unless told,
+    grouping on), check the outputs bit for bit, time both alternately in this process;
+    medians."""
     import jax
 
-    from ember_xla.hlo_import.jax_source import from_jax
     from ember_xla.native import table_pages
     from ember_xla.rewrites.pipeline import rewrite_module
     from ember_xla.runtime.execute import compile_module
 
-    module = from_jax(fn, *inputs).module
     result = rewrite_module(module, cost_model=cost_model)
     kept = [n for n in result.near_misses if n.get("kept_in_xla")]
     on_device = [x if isinstance(x, jax.Array) else jax.device_put(x) for x in inputs]
     ex = {"xla": compile_module(module)._loaded, "ember": compile_module(result.module)._loaded}
-    want = np.asarray(ex["xla"].execute(on_device)[0])
-    got = np.asarray(ex["ember"].execute(on_device)[0])
-    same = want.shape == got.shape and np.array_equal(want.view(np.uint32), got.view(np.uint32))
+    want = [np.asarray(x) for x in ex["xla"].execute(on_device)]
+    got = [np.asarray(x) for x in ex["ember"].execute(on_device)]
+    same = len(want) == len(got) and all(
+        w.shape == g.shape and w.dtype == g.dtype and w.tobytes() == g.tobytes()
+        for w, g in zip(want, got, strict=True))
     # A second call queues the large tables' move onto huge pages (native table_pages); time the
     # steady state after it, as bench_embedding does.
     jax.block_until_ready(ex["ember"].execute(on_device))
@@ -107,7 +117,6 @@ def row(name: str, r: dict) -> str:
 def run_sweep(reps: int, max_rows: int, stage_tables=None, batches=BATCHES, log=print) -> int:
     """Prints the markdown table; returns the number of rows below 1.0x (or not bit-equal)."""
     import jax
-    from bench_embedding import MLPERF_ROWS, POOLING, stage_fn
 
     rng = np.random.default_rng(0)
     log(f"sweep: {reps} alternating reps per row, medians; load average "

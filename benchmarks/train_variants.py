@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
-from bench_embedding import MLPERF_ROWS, POOLING
+from stage_model import MLPERF_ROWS, POOLING
 from train_torch import EPS, LR, tbe_variant, torch_variant
 
 

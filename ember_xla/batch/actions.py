@@ -89,6 +89,11 @@ def run_model(path: str, settings: JobSettings, out_dir: str,
     row.update(signatures=len(models), instructions=0, clusters=0, near_misses=0)
     xla_s = ember_s = 0.0
     worst = 0.0
+    notices = [n for m in models for n in m.notices]
+    for n in notices:
+        say(f"note: {n}")
+    if notices:
+        row["notices"] = notices
     for m in models:
         sub = out_dir
         if len(models) > 1:

@@ -24,6 +24,9 @@ def row_of(entry: dict[str, Any]) -> dict[str, Any]:
     r.update({k: strict_json.number(v) for k, v in entry.get("row", {}).items() if k in COLUMNS})
     r.update(model=entry["key"], status=entry["status"], error=entry.get("error") or None,
              input=entry["input"])
+    notices = entry.get("row", {}).get("notices")
+    if notices:  # import notices (an unknown dimension given a size): summary.json and text
+        r["notices"] = [str(n) for n in notices]
     return r
 
 
@@ -77,6 +80,11 @@ def text_table(rows: list[dict[str, Any]], tot: dict[str, Any], limit: int = 40)
         lines.append(f"(the {len(body) - len(shown)} ok models are in summary.csv)")
     for r in [r for r in rows if r["status"] != "ok"][:limit]:
         lines.append(f"failed: {r['model']}: {r['error']}")
+    noted = [(r["model"], n) for r in rows for n in r.get("notices", [])]
+    for model, n in noted[:limit]:
+        lines.append(f"note: {model}: {n}")
+    if len(noted) > limit:
+        lines.append(f"(and {len(noted) - limit} more notes in summary.json)")
     med = f", median speed-up {tot['median_speedup']:.2f}x" if tot["median_speedup"] else ""
     lines.append(f"{tot['models']} models: {tot['ok']} ok, {tot['failed']} failed; "
                  f"{tot['clusters']} clusters in {tot['models_with_clusters']} models, "

@@ -1,5 +1,7 @@
 """``ember-xla run MODEL [--inputs x.npz] [--outputs y.npz]``: execute a module (original or
-rewritten) on XLA:CPU with random valid or given inputs."""
+rewritten) on XLA:CPU with random valid or given inputs; outputs are labelled and saved by the
+signature's output names when the model has them (a SavedModel, or a rewritten one's
+``outputs.json``), else by position (``arr_<i>``)."""
 
 from __future__ import annotations
 
@@ -83,6 +85,14 @@ def _match(model: Model, params: list, data: Any, path: str) -> list[np.ndarray]
     return [a for a in out if a is not None]
 
 
+def output_keys(model: Model, count: int) -> list[str]:
+    """The outputs' names: the signature's (``Model.output_names``) when the model has one per
+    output, else ``arr_<i>`` (np.savez's default keys)."""
+    if len(model.output_names) == count:
+        return list(model.output_names)
+    return [f"arr_{i}" for i in range(count)]
+
+
 def run_model(model: Model, inputs_path: str | None, outputs_path: str | None, seed: int,
               repeat: int) -> str:
     inputs = load_inputs(model, inputs_path, seed)
@@ -93,15 +103,18 @@ def run_model(model: Model, inputs_path: str | None, outputs_path: str | None, s
         t0 = time.perf_counter()
         exe.run(inputs)
         times.append(time.perf_counter() - t0)
+    names = output_keys(model, len(outs))
     lines = [f"{model.source}: {len(outs)} outputs"]
-    for i, o in enumerate(outs):
+    for i, (name, o) in enumerate(zip(names, outs, strict=True)):
         flat = o.reshape(-1)[:4]
-        lines.append(f"  output {i}: {o.dtype}{list(o.shape)} first values {flat.tolist()}")
+        label = f"{i}" if name == f"arr_{i}" else f"{i} {name!r}"
+        lines.append(f"  output {label}: {o.dtype}{list(o.shape)} first values "
+                     f"{flat.tolist()}")
     if times:
         lines.append(f"  median time per run over {repeat} runs: {1e3 * np.median(times):.3f} ms")
     if outputs_path:
         buf = io.BytesIO()
-        np.savez(buf, *outs)
+        np.savez(buf, **dict(zip(names, outs, strict=True)))
         write_atomic(outputs_path, buf.getvalue())
         lines.append(f"  outputs written to {outputs_path}")
     return "\n".join(lines)

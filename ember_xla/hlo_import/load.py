@@ -10,6 +10,7 @@ from ember_xla.hlo.parser import Located, parse_module_located
 from ember_xla.hlo.verifier import HloVerifyError, verify_module
 from ember_xla.hlo_import.bound_params import bind_sibling_params
 from ember_xla.hlo_import.model import Model
+from ember_xla.hlo_import.output_names import read_sibling_output_names
 from ember_xla.hlo_import.proto import module_from_proto
 from ember_xla.ir.dialect import VerifyError
 from ember_xla.ir.graph import Module
@@ -79,6 +80,7 @@ def load_models(path: str, signature: str | None = None, unknown_dim: int = 8,
     else:
         model = Model(verified(module_from_proto(data, path), path), path)
     bind_sibling_params(model, path)
+    read_sibling_output_names(model, path)
     return [model]
 
 

@@ -1,6 +1,6 @@
 """What an importer returns: an HLO module plus the values of parameters it binds itself
 (TF variables captured by a function become entry parameters; their values travel here), the
-names its parameters have in the source framework, and notices about choices made while
+names its parameters and outputs have in the source framework, and notices about choices made while
 importing (an unknown dimension given a size)."""
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ class Model:
     #: param no -> its name in the source framework (a signature input, a variable's name)
     source_names: dict[int, str] = dataclasses.field(default_factory=dict)
     notices: list[str] = dataclasses.field(default_factory=list)  # one line each
+    #: the entry's outputs' names in order (a signature's output keys); empty: unnamed
+    output_names: list[str] = dataclasses.field(default_factory=list)
     #: "name shape" of constants whose values the HLO text left out ({...}); only a model
     #: loaded for a command that needs no values (inspect) has any
     elided_constants: list[str] = dataclasses.field(default_factory=list)

@@ -97,6 +97,17 @@ def unknown_dim_notice(where: str, specs: dict[str, Any], unknown_dim: int) -> s
             "choose another with --unknown_dim=N")
 
 
+def output_names(structured: Any) -> list[str]:
+    """A signature's output keys in the order its outputs are flattened (``tf.nest`` sorts a
+    dict's keys); empty when the outputs are not a flat dict of tensors."""
+    if isinstance(structured, dict) and all(isinstance(k, str) for k in structured):
+        import tensorflow as tf
+
+        if all(isinstance(v, tf.TensorSpec | tf.Tensor) for v in structured.values()):
+            return sorted(structured)
+    return []
+
+
 def _signature_caller(sig: Any, keys: list[str]) -> Any:
     def call(*xs: Any) -> Any:
         return sig(**dict(zip(keys, xs, strict=True)))
@@ -144,6 +155,7 @@ def from_saved_model(path: str, signature: str | None = None,
         model.input_names = keys
         name_inputs(model, keys + [model.source_names[i]
                                    for i in range(len(keys), len(model.source_names))])
+        model.output_names = output_names(sig.structured_outputs)
         model.notices = [notice] if notice else []
         out[name] = model
     return out

@@ -1,6 +1,6 @@
 // A memory-bandwidth probe for benchmarks (not an XLA target): sums `count` table rows picked by
 // `idx` (random rows give the random-row-gather bandwidth the embedding kernels are bound by),
-// split over `parts` pool parts, with software prefetch (prefetchnta, every line of the row)
+// split over `parts` pool parts, with software prefetch (prefetcht0, as the kernels: every line)
 // `prefetch` lookups ahead (0: none).
 // Part p accumulates into out[p*d .. (p+1)*d), which the caller zeroes.
 #include <cstdint>
@@ -20,7 +20,7 @@ __attribute__((always_inline)) inline void Sum(const float* table, int64_t d, co
   for (int64_t j = lo; j < hi; ++j) {
     if (prefetch > 0 && j + prefetch < hi) {
       const char* q = reinterpret_cast<const char*>(table + idx[j + prefetch] * d);
-      for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(q + b, 0, 0);
+      for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(q + b, 0, 3);
     }
     const float* __restrict row = table + static_cast<int64_t>(idx[j]) * d;
     for (int64_t c = 0; c < d; ++c) acc[c] += row[c];

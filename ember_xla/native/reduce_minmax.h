@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "reduce_parts.h"
+
 namespace ember {
 namespace minmax {
 
@@ -52,11 +54,13 @@ __attribute__((always_inline)) inline void Chunk(const Job& job, int64_t r0, int
   };
   auto prefetch_row = [&](const float* p) {
     const char* c = reinterpret_cast<const char*>(p);
-    // several passes re-read the row from cache: keep it there (prefetcht0), else non-temporal
+    // several passes re-read the row from cache: keep it there (prefetcht0), else the
+    // single-pass hint (reduce_parts.h)
     if (keep)
       for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(c + b, 0, 3);
     else
-      for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(c + b, 0, 0);
+      for (int64_t b = 0; b < row_bytes; b += 64)
+        __builtin_prefetch(c + b, 0, EMBER_PREFETCH_LOCALITY);
   };
   V start, ones;
   for (int l = 0; l < VL; ++l) start[l] = job.init, ones[l] = one;

@@ -15,6 +15,7 @@ from typing import Any
 from ember_xla.hlo.printer import print_module
 from ember_xla.hlo_import.bound_params import PARAMS_FILE, params_npz
 from ember_xla.hlo_import.model import Model
+from ember_xla.hlo_import.output_names import OUTPUTS_FILE, outputs_json
 from ember_xla.hlo_import.proto import module_to_proto
 from ember_xla.ir.graph import Module
 from ember_xla.orchestrate.errors import ModelFailed, UsageError
@@ -23,7 +24,7 @@ from ember_xla.rewrites.pipeline import RewriteResult, rewrite_module
 from ember_xla.util import strict_json
 from ember_xla.util.atomic import check_removable, resolve_output, write_folder_atomic
 
-OUTPUTS = ("rewritten.pb", "rewritten.hlo", "report.json", PARAMS_FILE)
+OUTPUTS = ("rewritten.pb", "rewritten.hlo", "report.json", PARAMS_FILE, OUTPUTS_FILE)
 
 #: The largest difference ``--verify`` accepts between the original's and the rewritten
 #: module's outputs when they are not bit for bit equal (``--verify_atol``; README).
@@ -180,6 +181,8 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
         }
         if model.bound:
             files[PARAMS_FILE] = params_npz(result.module, model.bound)
+        if model.output_names:
+            files[OUTPUTS_FILE] = outputs_json(model.output_names)
     except ValueError as e:  # e.g. a layout field the text printer cannot spell
         raise UsageError(f"{model.source}: cannot write the rewritten module: {e}") from None
     say(f"  {len(result.clusters)} clusters rewritten, {len(result.near_misses)} near-misses")

@@ -77,6 +77,7 @@ def test_rewrite_names_parameters_and_keeps_variables(rewritten):
     assert any("unknown dimensions built with size" in n for n in rep["notices"])
     npz = np.load(out / "params.npz")
     assert sorted(npz.files) == ["emb_a.embeddings", "top.bias", "top.kernel"]
+    assert json.loads((out / "outputs.json").read_text()) == {"outputs": ["score"]}
     assert npz["emb_a.embeddings"].shape == (500, 8)
 
 
@@ -87,7 +88,10 @@ def test_run_on_signature_inputs_equals_saved_model(saved, rewritten, tmp_path, 
         r = cli("run", str(model), "--inputs", str(d / "in.npz"), "--outputs",
                 str(tmp_path / "y.npz"))
         assert r.returncode == 0, r.stderr
-        got = np.load(tmp_path / "y.npz")["arr_0"]
+        assert "output 0 'score': float32[16, 4]" in r.stdout, r.stdout
+        saved_outputs = np.load(tmp_path / "y.npz")
+        assert saved_outputs.files == ["score"]  # the signature's output name, not arr_0
+        got = saved_outputs["score"]
         # bit for bit what the SavedModel computes compiled by XLA; TF's own (non-XLA) kernels
         # sum the dense layer's products in another order, so within float rounding of it
         assert np.array_equal(got, xla)
@@ -138,3 +142,28 @@ def test_foreign_params_npz_is_one_line(rewritten, tmp_path, cli, error_line):
     np.savez(d / "params.npz", nothing=np.zeros(2))
     line = error_line(cli("run", str(d / "rewritten.pb")))
     assert "'nothing', which names no parameter" in line
+
+
+def test_batch_prints_the_unknown_dim_notice(saved, cli, tmp_path):
+    d, *_ = saved
+    out = tmp_path / "out"
+    p = cli("batch", f"--inputs={d / 'sm'}", f"--out={out}", "--actions=rewrite",
+            "--workers=1", "--progress=none")
+    assert p.returncode == 0, p.stderr
+    notes = [ln for ln in p.stdout.splitlines() if ln.startswith("note: ")]
+    assert len(notes) == 1, p.stdout
+    assert "built with size 8" in notes[0] and "'ids' [?, 5] -> [8, 5]" in notes[0]
+    assert "--unknown_dim=N" in notes[0]
+    rows = json.loads((out / "summary.json").read_text())["models"]
+    assert any("built with size 8" in n for n in rows[0]["notices"])
+
+
+def test_bad_outputs_json_is_one_line(rewritten, tmp_path, cli, error_line):
+    out, _ = rewritten
+    d = tmp_path / "copy"
+    d.mkdir()
+    for f in ("rewritten.pb", "params.npz"):
+        (d / f).write_bytes((out / f).read_bytes())
+    (d / "outputs.json").write_text('{"outputs": ["a", "a"]}')
+    line = error_line(cli("run", str(d / "rewritten.pb")))
+    assert "outputs.json" in line and "distinct non-empty names" in line
