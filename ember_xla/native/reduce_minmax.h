@@ -85,7 +85,7 @@ __attribute__((always_inline)) inline void Chunk(const Job& job, int64_t r0, int
 }
 
 // D = VL * (8 a + 4 b + 2 c + e) floats, in passes of 8, 4, 2, 1 vectors; a row wider than
-// one pass is finished before the next row starts (see SumRowsVector in reduce.cc).
+// one pass is finished before the next row starts (see SumRowsVector in reduce_sum_rows.h).
 template <int VL, int Kind, typename Job, typename VecT>
 __attribute__((always_inline)) inline void Rows(const Job& job, int64_t r0, int64_t r1,
                                                 float one, int64_t ahead) {
