@@ -21,7 +21,7 @@ def test_every_good_model_done_every_bad_one_reported(fleet_run, fleet, kit):
     assert "Traceback" not in p.stdout + p.stderr
     rows = _rows(out)
     assert len(fleet[1]) >= 50 and len(rows) == len(fleet[1]) + len(kit.BAD)
-    good = {os.path.basename(x) for x in fleet[1]}
+    good = {os.path.basename(x): x for x in fleet[1]}
     for key, r in rows.items():
         if key in good:
             assert r["status"] == "ok", (key, r["error"])
@@ -29,9 +29,14 @@ def test_every_good_model_done_every_bad_one_reported(fleet_run, fleet, kit):
             rep = json.loads((out / "models" / key / "report.json").read_text())
             # a SavedModel's variables travel in params.npz (bound parameters)
             bound = any(e["bound"] for e in rep.get("parameters", []))
+            # a SavedModel's signature output names travel in outputs.json
+            named = os.path.isdir(good[key])
             assert sorted(os.listdir(out / "models" / key)) == [
-                *(["params.npz"] if bound else []), "report.json", "rewritten.hlo",
-                "rewritten.pb"]
+                *(["outputs.json"] if named else []), *(["params.npz"] if bound else []),
+                "report.json", "rewritten.hlo", "rewritten.pb"]
+            if named:
+                names = json.loads((out / "models" / key / "outputs.json").read_text())
+                assert names and all(isinstance(n, str) for n in names), names
             assert len(rep["clusters"]) == int(r["clusters"])
         else:
             want = kit.BAD[key]
