@@ -201,3 +201,26 @@ def test_cost_model_keeps_the_slow_weighted_f16_blocked_bag():
     assert rewrite_module(m, cost_model=False).clusters
     r = rewrite_module(m, cost_model=True)
     assert not r.clusters and "not in the cost model" in str(r.near_misses)
+
+
+@pytest.mark.parametrize("index", ["clip", "plain"])
+def test_one_row_table_in_clip_mode_stays_in_xla(index):
+    """Every id of a one-row table clamps to row 0: XLA:CPU folds the gather into a broadcast
+    and the bag's sum into one multiply by P (found by test_differential's slow run: the last
+    ulp differs from P adds), so the bag stays in XLA; fill mode (out-of-range ids give NaN
+    rows) is rewritten and bit-equal."""
+    import jax.numpy as jnp
+
+    t = np.random.default_rng(0).standard_normal((1, 3)).astype(np.float32)
+    ids = np.array([[0, -3, 2, 0, 1, -1]], np.int32)
+    look = {"clip": lambda t, i: jnp.take(t, i, axis=0, mode="clip"),
+            "plain": lambda t, i: t[i]}[index]
+    r = rewrite_module(from_jax(lambda t, i: look(t, i).sum(1), t, ids).module,
+                       cost_model=False)
+    assert not r.clusters
+    assert any("one-row table" in n.get("reason", "") for n in r.near_misses), r.near_misses
+    fill = from_jax(lambda t, i: jnp.take(t, i, axis=0, mode="fill").sum(1), t, ids)
+    rf = rewrite_module(fill.module, cost_model=False)
+    assert len(rf.clusters) == 1
+    assert np.array_equal(run_module(fill.module, [t, ids])[0],
+                          run_module(rf.module, [t, ids])[0], equal_nan=True)

@@ -69,6 +69,11 @@ class PaddedBag(Pattern):
         lk = lookup_of(walk, rows)
         if lk.lookup_dims != (b, p):
             raise NoMatch(f"lookups {lk.lookup_dims} do not form the reduced [B,P]=[{b},{p}]")
+        if lk.table.value.type.dims[0] == 1 and lk.index_mode == "clip":
+            # every id clamps to row 0: XLA:CPU folds the gather into a broadcast and the sum
+            # of the broadcast into a multiply by P, which rounds differently from P adds
+            raise NoMatch("a one-row table looked up in clip mode: XLA:CPU folds the bag's sum "
+                          "into a multiply (another order), so the cluster stays in XLA")
         if lk.table.value.type.element_type != table_type:
             raise NoMatch("the reduction runs in a different type than the table")
         d = src.dims[2]
