@@ -224,3 +224,27 @@ def test_one_row_table_in_clip_mode_stays_in_xla(index):
     assert len(rf.clusters) == 1
     assert np.array_equal(run_module(fill.module, [t, ids])[0],
                           run_module(rf.module, [t, ids])[0], equal_nan=True)
+
+
+@pytest.mark.parametrize("mode", ["clip", "fill", "plain"])
+def test_vector8_only_where_measured(mode):
+    """25-32 f32 rows: ``t[ids]`` and ``jnp.take(mode="fill")`` are rewritten in the vector8
+    order and bit-equal; ``jnp.take(mode="clip")`` (a clamp without the negative-id wrap: other
+    loop code, another vectorized order, found by test_differential's slow run) stays in XLA."""
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(3)
+    t = (rng.standard_normal((100, 3)) * 3).astype(np.float32)
+    ids = rng.integers(-103, 103, (2, 25)).astype(np.int32)
+    look = {"clip": lambda t, i: jnp.take(t, i, axis=0, mode="clip"),
+            "fill": lambda t, i: jnp.take(t, i, axis=0, mode="fill"),
+            "plain": lambda t, i: t[jnp.clip(i, -100, 99)]}[mode]
+    m = from_jax(lambda t, i: look(t, i).sum(1), t, ids)
+    r = rewrite_module(m.module, cost_model=False)
+    if mode == "clip":
+        assert not r.clusters
+        assert any("not reproduced" in n.get("reason", "") for n in r.near_misses)
+        return
+    assert r.clusters[0]["attributes"]["sum_order"] == "vector8"
+    assert np.array_equal(run_module(m.module, [t, ids])[0], run_module(r.module, [t, ids])[0],
+                          equal_nan=True)

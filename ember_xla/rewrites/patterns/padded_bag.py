@@ -81,7 +81,8 @@ class PaddedBag(Pattern):
         index_type = lk.indices.value.type.element_type
         try:
             order = (xla_sum_order(b, p, d, src.element_type, combiner, weights is not None,
-                                   init, table_type, index_type)
+                                   init, table_type, index_type,
+                                   lk.index_mode == "clip" and not lk.wrap_negative)
                      if self.xla_order else "sequential")
         except OrderNotReproduced as e:
             raise NoMatch(str(e)) from None
