@@ -29,12 +29,7 @@ import sys
 import time
 
 import numpy as np
-
-MLPERF_ROWS = [
-    40000000, 39060, 17295, 7424, 20265, 3, 7122, 1543, 63, 40000000, 3067956, 405282, 10, 2209,
-    11938, 155, 4, 976, 14, 40000000, 40000000, 40000000, 590152, 12973, 108, 36,
-]  # fmt: skip
-POOLING = [3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1]
+from stage_model import MLPERF_ROWS, POOLING
 
 
 def build(args):
