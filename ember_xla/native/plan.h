@@ -60,7 +60,7 @@ struct Plan {
   Options opt;
 
   // Entry k's table row (-1: the all-NaN row).
-  int64_t Row(int64_t k) const {
+  __attribute__((always_inline)) int64_t Row(int64_t k) const {
     if (raw == nullptr) return src[k];
     const int64_t i = raw64 ? static_cast<const int64_t*>(raw)[k]
                             : static_cast<const int32_t*>(raw)[k];

@@ -137,25 +137,45 @@ __attribute__((target("avx2,fma"))) void RowsAvx2(const Job<T, O>& job, int64_t 
 }
 #endif
 
-// AVX2+FMA (std::fma inlined) when the CPU has them, unless EMBER_XLA_ISA=baseline (to compare).
-bool UseAvx2() {
 #ifdef EMBER_HAVE_AVX2_CLONE
-  static const bool use = [] {
+// The unweighted f32 sum of rows of D a multiple of 16 on AVX-512 CPUs: 16-float vectors, so a
+// 128-float row is 8 registers and its lookup 8 load+adds (AVX2: 16, all 16 ymm registers).
+// The same lane-wise adds in the same order: the same bits. Measured in docs/BENCHMARKS.md.
+__attribute__((target("avx512f"))) void SumAvx512(const Job<float, float>& job, int64_t r0,
+                                                  int64_t r1) {
+  SumRowsVector<16, 16>(job, r0, r1);
+}
+#endif
+
+// The widest vector clone the CPU runs: 2 AVX-512 (sums only), 1 AVX2+FMA (std::fma inlined),
+// 0 baseline. EMBER_XLA_ISA=avx2 or =baseline caps it (to compare).
+int IsaLevel() {
+#ifdef EMBER_HAVE_AVX2_CLONE
+  static const int level = [] {
     const char* isa = std::getenv("EMBER_XLA_ISA");
-    if (isa != nullptr && std::string_view(isa) == "baseline") return false;
+    const std::string_view cap = isa != nullptr ? std::string_view(isa) : std::string_view();
+    if (cap == "baseline") return 0;
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0;
+    if (__builtin_cpu_supports("avx2") == 0 || __builtin_cpu_supports("fma") == 0) return 0;
+    if (cap == "avx2" || __builtin_cpu_supports("avx512f") == 0) return 1;
+    return 2;
   }();
-  return use;
+  return level;
 #else
-  return false;
+  return 0;
 #endif
 }
 
 template <typename T, typename O, int Kind, int W>
 void Rows(const Job<T, O>& job, int64_t r0, int64_t r1, float* acc) {
 #ifdef EMBER_HAVE_AVX2_CLONE
-  if (UseAvx2()) return RowsAvx2<T, O, Kind, W>(job, r0, r1, acc);
+  const int level = IsaLevel();
+  if constexpr (std::is_same<T, float>::value && std::is_same<O, float>::value && Kind == 0 &&
+                W == 0) {
+    if (level >= 2 && job.combiner == Combiner::kSum && job.d % 16 == 0 && job.d > 0)
+      return SumAvx512(job, r0, r1);
+  }
+  if (level >= 1) return RowsAvx2<T, O, Kind, W>(job, r0, r1, acc);
 #endif
   RowsBaseline<T, O, Kind, W>(job, r0, r1, acc);
 }

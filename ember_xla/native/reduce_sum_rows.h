@@ -70,37 +70,78 @@ template <> struct Vec<8> {
   typedef float V __attribute__((vector_size(32)));
   typedef float VU __attribute__((vector_size(32), aligned(4)));
 };
+template <> struct Vec<16> {
+  typedef float V __attribute__((vector_size(64)));
+  typedef float VU __attribute__((vector_size(64), aligned(4)));
+};
 
-template <int VL, int NV>
-__attribute__((always_inline)) inline void SumChunk(const Job<float, float>& job, int64_t r0,
-                                                    int64_t r1, int64_t c0, bool prefetch,
-                                                    int64_t k_limit, bool prologue,
-                                                    bool keep) {
+// How the hot loop finds a lookup's row: rows(k) is the address of column c0 of lookup k's
+// row (the table and NaN row shifted by c0 once, so the vector loads use constant offsets).
+// Any plan: Plan::Row per lookup.
+inline const float* Shift(const float* p, int64_t c0) { return p ? p + c0 : p; }  // clip: null
+struct PlanRows {
+  const Plan* plan;
+  const float* table;
+  const float* nan_row;
+  int64_t d;
+  PlanRows Shifted(int64_t c0) const { return {plan, table + c0, Shift(nan_row, c0), d}; }
+  const float* operator()(int64_t k) const {
+    const int64_t r = plan->Row(k);
+    return r >= 0 ? table + r * d : nan_row;
+  }
+};
+
+// A folded plan over s32 ids whose 32-bit truncation is the identity (every case but a fill
+// or wrapped lookup into a table of more than 2^31 - 1 rows): the lookup resolved with the
+// plan's options fixed at compile time, branch-free in clip mode. Same rows as ResolveOne.
+template <bool Clip, bool Wrap>
+struct Raw32Rows {
+  const int32_t* ids;
+  int64_t n;
+  const float* table;
+  const float* nan_row;
+  int64_t d;
+  Raw32Rows Shifted(int64_t c0) const { return {ids, n, table + c0, Shift(nan_row, c0), d}; }
+  const float* operator()(int64_t k) const {
+    int64_t i = ids[k];
+    if (Wrap) i = i < 0 ? i + n : i;
+    if (Clip) {
+      i = i < 0 ? 0 : i;
+      i = i >= n ? n - 1 : i;
+      return table + i * d;
+    }
+    return static_cast<uint64_t>(i) >= static_cast<uint64_t>(n) ? nan_row : table + i * d;
+  }
+};
+
+template <int VL, int NV, typename Rows>
+__attribute__((always_inline)) inline void SumChunk(const Job<float, float>& job,
+                                                    const Rows& rows0, int64_t r0, int64_t r1,
+                                                    int64_t c0, bool prefetch, int64_t k_limit,
+                                                    bool prologue, bool keep) {
   using V = typename Vec<VL>::V;
   using VU = typename Vec<VL>::VU;
-  const Plan& plan = *job.plan;
   const int64_t d = job.d;
-  const int64_t* __restrict row_ptr = plan.row_ptr.data();
+  const int64_t* __restrict row_ptr = job.plan->row_ptr.data();
   const int64_t k_end = k_limit;  // prefetch runs ahead up to the end of the part
   const int64_t row_bytes = d * static_cast<int64_t>(sizeof(float));
   V start;
   for (int l = 0; l < VL; ++l) start[l] = job.init;
-  // A folded plan over s32 ids (the usual case) resolves lookups here with the plan's fields
-  // read once into locals: Plan::Row re-reads them through the plan for every lookup.
-  const int32_t* raw32 =
-      plan.raw != nullptr && !plan.raw64 ? static_cast<const int32_t*>(plan.raw) : nullptr;
-  const Options opt = plan.opt;
-  const int64_t n_rows = plan.n_rows;
-  const float* const table = job.table;
-  const float* const nan_row = job.nan_row;
-  auto row_of = [raw32, opt, n_rows, table, nan_row, d, &job](int64_t k) -> const float* {
-    if (raw32 == nullptr) return RowOf(job, k);
-    const int64_t r = ResolveOne(raw32[k], n_rows, opt);
-    return r >= 0 ? table + r * d : nan_row;
-  };
+  const Rows rows = rows0.Shifted(c0);
+  // This chunk is the whole row (the usual D = VL * NV): its lines are prefetched by an
+  // unrolled sequence of compile-time length.
+  constexpr int64_t kChunkBytes = int64_t{NV} * VL * static_cast<int64_t>(sizeof(float));
+  const bool whole = c0 == 0 && d == NV * VL;
   auto pf = [&](int64_t k) {
-    const char* p = reinterpret_cast<const char*>(row_of(k));
-    if (keep) PrefetchRowKeep(p, row_bytes); else PrefetchRow(p, row_bytes);
+    const char* p = reinterpret_cast<const char*>(rows0(k));
+    if (whole) {
+      for (int64_t b = 0; b < kChunkBytes; b += 64)
+        __builtin_prefetch(p + b, 0, EMBER_PREFETCH_LOCALITY);
+    } else if (keep) {
+      PrefetchRowKeep(p, row_bytes);
+    } else {
+      PrefetchRow(p, row_bytes);
+    }
   };
   if (prefetch && prologue) {
     for (int64_t k = row_ptr[r0]; k < row_ptr[r0] + kPrefetchAhead && k < k_end; ++k) pf(k);
@@ -110,7 +151,7 @@ __attribute__((always_inline)) inline void SumChunk(const Job<float, float>& job
     for (int i = 0; i < NV; ++i) acc[i] = start;
     for (int64_t k = row_ptr[r], k1 = row_ptr[r + 1]; k < k1; ++k) {
       if (prefetch && k + kPrefetchAhead < k_end) pf(k + kPrefetchAhead);
-      const float* row = row_of(k) + c0;
+      const float* row = rows(k);
       for (int i = 0; i < NV; ++i) acc[i] += *reinterpret_cast<const VU*>(row + i * VL);
     }
     float* o = job.out + r * job.out_stride + c0;
@@ -123,9 +164,9 @@ __attribute__((always_inline)) inline void SumChunk(const Job<float, float>& job
 // passes re-read the row's lookups from L1/L2, and only the first pass prefetches (ahead
 // across rows, to the end of the part). Passes over all rows of a part instead re-read every
 // lookup from DRAM (measured: segment_max D=256 at break-even with XLA).
-template <int VL, int NVMax>
-__attribute__((always_inline)) inline void SumRowsVector(const Job<float, float>& job,
-                                                         int64_t r0, int64_t r1) {
+template <int VL, int NVMax, typename Rows>
+__attribute__((always_inline)) inline void SumRowsWith(const Job<float, float>& job,
+                                                       const Rows& rows, int64_t r0, int64_t r1) {
   const int64_t d = job.d;
   const int64_t k_end = job.plan->row_ptr[r1];
   const bool one_pass = d / VL <= NVMax;
@@ -137,14 +178,43 @@ __attribute__((always_inline)) inline void SumRowsVector(const Job<float, float>
       const bool first = c0 == 0, pro = first && r == r0;
       int64_t nv = 1;
       if (NVMax >= 16 && left >= 16)
-        SumChunk<VL, (NVMax >= 16 ? 16 : 1)>(job, r, re, c0, first, k_end, pro, !one_pass), nv = 16;
-      else if (left >= 8) SumChunk<VL, 8>(job, r, re, c0, first, k_end, pro, !one_pass), nv = 8;
-      else if (left >= 4) SumChunk<VL, 4>(job, r, re, c0, first, k_end, pro, !one_pass), nv = 4;
-      else if (left >= 2) SumChunk<VL, 2>(job, r, re, c0, first, k_end, pro, !one_pass), nv = 2;
-      else SumChunk<VL, 1>(job, r, re, c0, first, k_end, pro, !one_pass);
+        SumChunk<VL, (NVMax >= 16 ? 16 : 1)>(job, rows, r, re, c0, first, k_end, pro,
+                                             !one_pass), nv = 16;
+      else if (left >= 8) SumChunk<VL, 8>(job, rows, r, re, c0, first, k_end, pro, !one_pass), nv = 8;
+      else if (left >= 4) SumChunk<VL, 4>(job, rows, r, re, c0, first, k_end, pro, !one_pass), nv = 4;
+      else if (left >= 2) SumChunk<VL, 2>(job, rows, r, re, c0, first, k_end, pro, !one_pass), nv = 2;
+      else SumChunk<VL, 1>(job, rows, r, re, c0, first, k_end, pro, !one_pass);
       c0 += nv * VL;
     }
   }
+}
+
+// The rows of job's plan through the fastest resolver that gives ResolveOne's rows.
+template <int VL, int NVMax>
+__attribute__((always_inline)) inline void SumRowsVector(const Job<float, float>& job,
+                                                         int64_t r0, int64_t r1) {
+  const Plan& plan = *job.plan;
+  const Options& opt = plan.opt;
+  const bool raw32 = plan.raw != nullptr && !plan.raw64 &&
+                     (!opt.index32 || plan.n_rows <= int64_t{INT32_MAX});
+  if (!raw32) {
+    SumRowsWith<VL, NVMax>(job, PlanRows{&plan, job.table, job.nan_row, job.d}, r0, r1);
+    return;
+  }
+  const int32_t* ids = static_cast<const int32_t*>(plan.raw);
+  const int64_t n = plan.n_rows;
+  if (opt.clip && opt.wrap_negative)
+    SumRowsWith<VL, NVMax>(job, Raw32Rows<true, true>{ids, n, job.table, job.nan_row, job.d},
+                           r0, r1);
+  else if (opt.clip)
+    SumRowsWith<VL, NVMax>(job, Raw32Rows<true, false>{ids, n, job.table, job.nan_row, job.d},
+                           r0, r1);
+  else if (opt.wrap_negative)
+    SumRowsWith<VL, NVMax>(job, Raw32Rows<false, true>{ids, n, job.table, job.nan_row, job.d},
+                           r0, r1);
+  else
+    SumRowsWith<VL, NVMax>(job, Raw32Rows<false, false>{ids, n, job.table, job.nan_row, job.d},
+                           r0, r1);
 }
 
 }  // namespace
