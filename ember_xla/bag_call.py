@@ -41,16 +41,23 @@ class BagSpec:
                 *([weights] if self.weighted else [])]
 
 
+_DTYPE_NAMES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
+
+
 def _padded_order(spec: BagSpec, table: Any, ids: Any) -> str:
-    """The order XLA:CPU adds the rows of the same bag written in jnp (``t[ids].sum(1)``), so
-    the call gives the same bits; row after row where that order is not reproduced."""
-    from ember_xla.native.padded_order import OrderNotReproduced, xla_sum_order
+    """The order XLA:CPU adds the rows of the same bag written in jnp (``t[ids].sum(1)``, or
+    ``jnp.take(t, ids, mode=...)`` for the call's index mode, with the call's id type), so the
+    call gives the same bits; row after row where that order is not reproduced."""
+    from ember_xla.native.padded_order import BagSum, OrderNotReproduced, sum_order
 
     b, p = ids.shape
-    reduce_type = "f32" if jnp.dtype(table.dtype) == jnp.float32 else str(jnp.dtype(table.dtype))
+    dtype = str(jnp.dtype(table.dtype))
+    bag = BagSum(b, p, table.shape[1], _DTYPE_NAMES.get(dtype, dtype), spec.combiner,
+                 spec.init, spec.weighted, None,
+                 "s32" if jnp.dtype(ids.dtype) == jnp.int32 else "s64", spec.mode,
+                 spec.wrap_negative)
     try:
-        return xla_sum_order(b, p, table.shape[1], reduce_type, spec.combiner, spec.weighted,
-                             spec.init)
+        return sum_order(bag)
     except OrderNotReproduced:
         return "sequential"
 

@@ -140,3 +140,51 @@ def test_padded_bad_arguments():
         ember_xla.embedding_bag(TABLE, IDS, weights=WEIGHTS[:, :2])
     with pytest.raises(ValueError, match="1-D or 2-D"):
         ember_xla.embedding_bag(TABLE, IDS[None])
+
+
+def _order_case(wrap: bool, itype) -> tuple[np.ndarray, np.ndarray]:
+    """A table of mixed magnitudes (so orders give different bits) and bags of 28 rows (XLA's
+    own loop vectorizes bags of 25-32 f32 rows), no NaN row to hide the order."""
+    r = np.random.default_rng(5)
+    t = (r.standard_normal((N, D)) * np.exp2(r.integers(-8, 9, (N, D)))).astype(np.float32)
+    ids = r.integers(-N if wrap else 0, N, (B, 28)).astype(itype)
+    return t, ids
+
+
+# (mode, wrap, ids, the same bag in jnp, whether the rule reproduces XLA's order for it)
+ORDER_CASES = [
+    ("clip", True, np.int32, lambda t, i: t[i].sum(1), True),               # vector8
+    ("fill", True, np.int32, lambda t, i: jnp.take(t, i, axis=0).sum(1), True),
+    ("clip", False, np.int32,                                               # bare clamp
+     lambda t, i: jnp.take(t, i, axis=0, mode="clip").sum(1), False),
+    ("clip", True, np.int64, lambda t, i: t[i].sum(1), False),              # s64 ids
+]
+
+
+def _vector8(t: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The kernel's "vector8" order (XLA's for wrapped s32 ids), called directly."""
+    call = jax.ffi.ffi_call("ember.padded_bag", jax.ShapeDtypeStruct((B, D), jnp.float32))
+    return np.asarray(call(t, ids, combiner="sum", index_mode="clip", wrap_negative=False,
+                           weighted=False, init=0.0, index_bits=np.int64(64),
+                           sum_order="vector8"))
+
+
+@pytest.mark.parametrize("mode, wrap, itype, jnp_bag, reproduced", ORDER_CASES)
+def test_padded_bag_order_is_the_rewrites_rule(mode, wrap, itype, jnp_bag, reproduced):
+    """embedding_bag's padded form asks the rewrite's order rule about the whole lookup (index
+    type, mode, wrap): where XLA's order is reproduced the call gives XLA's bits for the same
+    bag in jnp; elsewhere it adds the rows one after the other, as documented. The bare clamp
+    (jnp.take(mode="clip")) of 25-32 rows was given "vector8", which is not XLA's order."""
+    with jax.enable_x64(itype == np.int64):
+        t, ids = _order_case(wrap, itype)
+        got = np.asarray(ember_xla.embedding_bag(t, ids, mode=mode, wrap_negative=wrap))
+        want = np.asarray(jax.jit(jnp_bag)(t, ids))
+    rows = t[np.where(ids < 0, ids + N, ids) if wrap else ids]
+    sequential = _sequential(rows, "sum")
+    if reproduced:
+        assert not np.array_equal(want, sequential)  # the data tells the two orders apart
+        assert np.array_equal(got, want)
+    else:
+        assert np.array_equal(got, sequential)
+    if mode == "clip" and not wrap:
+        assert not np.array_equal(_vector8(t, ids), want)

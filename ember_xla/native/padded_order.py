@@ -1,11 +1,14 @@
 """The order in which XLA:CPU adds the rows of a padded bag (a ``reduce`` over the bag axis of
-[B, P, D]), as the ``sum_order`` attribute of ``ember.padded_bag`` (native/blocked_sum.h,
-native/window_sum.h):
-measured against XLA:CPU (jax/jaxlib 0.10.2) and matched to its published thresholds
-(docs/RELIABILITY.md, "The order of a padded bag's sum"). The rewrite keeps a bag whose order
-is not reproduced in XLA; ``ember_xla.embedding_bag`` adds such a bag row after row."""
+[B, P, D], or a dot with weights over that axis), as the ``sum_order`` attribute of
+``ember.padded_bag`` (native/blocked_sum.h, native/window_sum.h): measured against XLA:CPU
+(jax/jaxlib 0.10.2) and matched to its published thresholds (docs/RELIABILITY.md, "The order
+of a padded bag's sum"). ``sum_order`` is the one rule of the padded-bag and dot-bag rewrites
+and of ``ember_xla.embedding_bag``. The rewrite keeps a bag whose order is not reproduced in
+XLA; ``ember_xla.embedding_bag`` adds such a bag row after row."""
 
 from __future__ import annotations
+
+import dataclasses
 
 
 class OrderNotReproduced(Exception):
@@ -47,6 +50,9 @@ BLOCKED_MAX_WIDTH = 512
 #: P rows split into chunks; B = 1: a vector dot), which are not reproduced.
 DOT_MIN_DIM = 17
 DOT_MAX_PRODUCTS = 32768
+#: A bag written as a dot (einsum over the bag axis) of rows this wide: XLA:CPU's order is not
+#: reproduced (measured: 11 of 14 shapes differ; D = 1 becomes a reduce, D >= 3 is sequential).
+DOT_UNREPRODUCED_DIM = 2
 
 
 def _ynn_weighted(b: int, p: int, d: int, shape: str, combiner: str, init: float,
@@ -72,19 +78,44 @@ def _ynn_weighted(b: int, p: int, d: int, shape: str, combiner: str, init: float
     return "sequential_fma"
 
 
-def xla_sum_order(b: int, p: int, d: int, reduce_type: str, combiner: str, weighted: bool,
-                  init: float, table_type: str | None = None, index_type: str = "s32",
-                  bare_clamp: bool = False) -> str:
+@dataclasses.dataclass(frozen=True)
+class BagSum:
+    """A padded bag's lookup and sum: everything that decides the order in which XLA:CPU adds
+    its P rows. ``form`` "reduce": a ``reduce`` over the bag axis (``jnp.sum(t[ids], 1)``,
+    weighted: of ``rows * w``); "dot": a ``dot_general`` / einsum of f32 rows with weights
+    contracted over the bag axis."""
+
+    b: int
+    p: int
+    d: int
+    reduce_type: str                 # the sum's element type: f32, bf16, f16
+    combiner: str = "sum"
+    init: float = 0.0
+    weighted: bool = False
+    table_type: str | None = None    # the rows' type before a convert to reduce_type
+    index_type: str = "s32"          # the ids' type (anything but s32 is taken as s64)
+    index_mode: str = "clip"         # clip | fill
+    wrap_negative: bool = False      # negative ids wrapped before the clamp (t[ids])
+    form: str = "reduce"             # reduce | dot
+
+    @property
+    def bare_clamp(self) -> bool:
+        """The ids are clamped without wrapping negative ids first (jnp.take(mode="clip"))."""
+        return self.index_mode == "clip" and not self.wrap_negative
+
+
+def sum_order(bag: BagSum) -> str:
     """The order in which XLA:CPU adds a padded bag's P rows, as the kernel's ``sum_order``:
     "sequential", "sequential_fma" (weighted rows each added with a fused multiply-add, as
-    XLA:CPU's fused multiply-reduce loop and YNNPACK's dot do), "blocked"
+    XLA:CPU's fused multiply-reduce loop, its dot emitter and YNNPACK's dot do), "blocked"
     (native/blocked_sum.h), "vector8" or "tree32" (native/window_sum.h); raises
-    OrderNotReproduced where none is XLA's. ``table_type`` is the rows' element type before
-    their convert to ``reduce_type`` (a weighted bag's multiply runs in it); None: the same.
-    ``index_type``: the ids' type, which the fused loop computes on (anything but s32 is taken
-    as s64). ``bare_clamp``: the ids are clamped without wrapping negative ids first
-    (``jnp.take(mode="clip")``), which changes the loop's code."""
-    table_type = table_type or reduce_type
+    OrderNotReproduced where none is XLA's. The one rule of the rewrite (padded bags and
+    dot bags) and of ``ember_xla.embedding_bag``."""
+    if bag.form == "dot":
+        return _dot_order(bag)
+    b, p, d, reduce_type = bag.b, bag.p, bag.d, bag.reduce_type
+    combiner, init, weighted = bag.combiner, bag.init, bag.weighted
+    table_type = bag.table_type or reduce_type
     shape = f"[{b},{p},{d}] {reduce_type}" + (f" of {table_type} rows"
                                               if table_type != reduce_type else "")
     kept = "so the cluster stays in XLA"
@@ -106,13 +137,13 @@ def xla_sum_order(b: int, p: int, d: int, reduce_type: str, combiner: str, weigh
         raise OrderNotReproduced(f"weighted bag {shape}: XLA:CPU's fused multiply-reduce loop "
                                  f"adds bags of {FMA_MAX_WIDTH} or more rows in an order that "
                                  f"is not reproduced, {kept}")
-    index_type = "s32" if index_type == "s32" else "s64"
+    index_type = "s32" if bag.index_type == "s32" else "s64"
     rows = table_type if reduce_type == "f32" and table_type in ("bf16", "f16") else "f32"
     limit = SEQUENTIAL_MAX_WIDTH[rows, index_type]
     if p > limit:
         order = _own_loop_order(p, d, shape, reduce_type, table_type, index_type, combiner,
                                 weighted, init, limit)
-        if order == "vector8" and bare_clamp:
+        if order == "vector8" and bag.bare_clamp:
             # jnp.take(mode="clip"): the clamp without the negative-id wrap changes the loop's
             # code, and its vectorized order is another (measured: 12 of 12 bags differ)
             raise OrderNotReproduced(
@@ -121,6 +152,26 @@ def xla_sum_order(b: int, p: int, d: int, reduce_type: str, combiner: str, weigh
                 f"not reproduced, {kept}")
         return order
     return "sequential_fma" if weighted and reduce_type == "f32" else "sequential"
+
+
+def _dot_order(bag: BagSum) -> str:
+    """A dot of f32 rows [B,P,D] with weights [B,P] over P. Measured on XLA:CPU (jax/jaxlib
+    0.10.2, AMD EPYC with AVX-512; tests/rewrites/test_dot_bag.py): for D >= 3 its dot adds
+    the products one after the other with fused multiply-adds at every B, P and D tried
+    (unlike a weighted reduce, which YNNPACK turns into a dot of other orders); at D = 1
+    XLA's simplifier turns the dot into a multiply and a reduce, whose rule applies; at D = 2
+    the dot stays a dot and its order (which varies with B and P) is not reproduced."""
+    if bag.reduce_type != "f32" or (bag.table_type or "f32") != "f32" or not bag.weighted:
+        raise OrderNotReproduced(f"dot bag [{bag.b},{bag.p},{bag.d}] of {bag.reduce_type}: only "
+                                 "f32 bag products are modelled")
+    if bag.d == 1:
+        return sum_order(dataclasses.replace(bag, form="reduce"))
+    if bag.d == DOT_UNREPRODUCED_DIM:
+        raise OrderNotReproduced(
+            f"dot bag [{bag.b},{bag.p},{bag.d}] f32: XLA:CPU's dot over rows of "
+            f"{DOT_UNREPRODUCED_DIM} values adds them in an order that is not reproduced, so "
+            "the cluster stays in XLA")
+    return "sequential_fma"
 
 
 def _own_loop_order(p: int, d: int, shape: str, reduce_type: str, table_type: str,

@@ -12,18 +12,20 @@ import pytest
 
 from ember_xla.hlo_import.jax_source import from_jax
 from ember_xla.rewrites.coverage import lookup_reductions
+from ember_xla.rewrites.patterns.dot_bag import DotBag
 from ember_xla.rewrites.pipeline import rewrite_module
 from ember_xla.runtime.execute import run_module
 
 
-def _bag(form: str, shape: tuple[int, int, int], dtype=np.float32):
+def _bag(form: str, shape: tuple[int, int, int], dtype=np.float32, in_range: bool = False):
     import jax
     import jax.numpy as jnp
 
     b, ln, d = shape
     rng = np.random.default_rng(list(shape))
     table = (rng.standard_normal((50, d)) * 3).astype(dtype)
-    ids = rng.integers(-3, 53, (b, ln)).astype(np.int32)  # out-of-range ids: NaN rows
+    # out-of-range ids: NaN rows; in_range (long bags, where a NaN row would hide the order)
+    ids = rng.integers(*((0, 50) if in_range else (-3, 53)), (b, ln)).astype(np.int32)
     w = rng.standard_normal((b, ln)).astype(dtype)
     dn = (((1,), (1,)), ((0,), (0,)))
 
@@ -50,6 +52,39 @@ def test_dot_bag_is_rewritten_bit_equal(form, shape):
         want = run_module(model.module, args, opts)
         got = run_module(result.module, args, opts)
         assert np.array_equal(got[0], want[0], equal_nan=True)
+
+
+# The one order rule's dot shapes (native/padded_order.py, _dot_order), measured on XLA:CPU:
+# D <= 16, B = 1 and P * D > 32768 at YNNPACK sizes (where a weighted *reduce* has other
+# orders) are still one fma per row for a dot; D = 3; D = 1 with P < 16 (the dot becomes a
+# multiply and a reduce, whose rule applies). Kept: D = 2, and D = 1 with P >= 16.
+REWRITTEN = [(256, 20, 16), (1, 300, 64), (2, 600, 64), (16, 40, 3), (64, 10, 1)]
+KEPT = [(16, 40, 2), (256, 40, 2), (1, 100, 1), (256, 40, 1)]
+
+
+@pytest.mark.parametrize("shape", REWRITTEN)
+def test_dot_bag_order_rule_rewrites_bit_equal(shape):
+    model, args = _bag("einsum", shape, in_range=True)
+    for excess in (True, False):
+        result = rewrite_module(model.module, cost_model=False, excess_precision=excess)
+        assert [c["kind"] for c in result.clusters] == ["padded_bag"], result.near_misses
+        opts = {"xla_allow_excess_precision": excess}
+        want = run_module(model.module, args, opts)
+        got = run_module(result.module, args, opts)
+        assert np.array_equal(got[0], want[0], equal_nan=True)
+
+
+@pytest.mark.parametrize("shape", KEPT)
+def test_dot_bag_order_not_reproduced_stays_in_xla(shape):
+    model, args = _bag("einsum", shape, in_range=True)
+    result = rewrite_module(model.module, cost_model=False)
+    assert not result.clusters
+    assert any("order" in n["reason"] for n in result.near_misses), result.near_misses
+    # and the order really is not the kernel's row-after-row fma: forced, it differs
+    forced = rewrite_module(model.module, [DotBag(xla_order=False)], cost_model=False)
+    assert [c["kind"] for c in forced.clusters] == ["padded_bag"], forced.near_misses
+    got = run_module(forced.module, args)
+    assert not np.array_equal(got[0], run_module(model.module, args)[0], equal_nan=True)
 
 
 def test_bf16_dot_bag_is_a_near_miss_not_silent():

@@ -7,6 +7,6 @@ from ember_xla.rewrites.patterns.segment_reduce import SegmentReduce
 
 ALL_PATTERNS = [ScatterGrad(), SegmentReduce(), PaddedBag(), DotBag()]
 #: For the DAE machines: padded bags in the programs' own order (one row after the other).
-DAE_PATTERNS = [ScatterGrad(), SegmentReduce(), PaddedBag(xla_order=False), DotBag()]
+DAE_PATTERNS = [ScatterGrad(), SegmentReduce(), PaddedBag(xla_order=False), DotBag(xla_order=False)]
 
 __all__ = ["ALL_PATTERNS", "DAE_PATTERNS", "DotBag", "PaddedBag", "ScatterGrad", "SegmentReduce"]

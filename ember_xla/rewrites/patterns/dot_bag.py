@@ -1,16 +1,18 @@
 """``ember.padded_bag`` from a masked or weighted bag written as a product over the bag axis:
 ``jnp.einsum('bl,bld->bd', mask, table[ids])`` / ``lax.dot_general`` with the bag index
-contracted and the batch index as batch dimension (either operand order). XLA:CPU computes
-such a dot one bag row after the other as ``acc = fma(row, w, acc)``, which is the kernel's
-weighted sum with the product fused (``sum_order="sequential_fma"``; measured bit-equal in
-tests/rewrites/test_dot_bag.py). Exact for any table values (a one-hot product is not: see
-onehot_dot.py).
+contracted and the batch index as batch dimension (either operand order). The order of its
+adds is the one rule's (native/padded_order.py, ``sum_order`` of a "dot" bag: for D >= 3
+XLA:CPU computes the dot one bag row after the other as ``acc = fma(row, w, acc)``, the
+kernel's ``sequential_fma``; measured bit-equal in tests/rewrites/test_dot_bag.py); bags whose
+order is not reproduced stay in XLA with the reason. Exact for any table values (a one-hot
+product is not: see onehot_dot.py).
 f32 only: a bf16/f16 dot's accumulation type is XLA's choice."""
 
 from __future__ import annotations
 
 from ember_xla.custom_calls import PADDED_BAG
 from ember_xla.ir.operation import Operation
+from ember_xla.native.padded_order import BagSum, OrderNotReproduced, sum_order
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.matcher import Pattern, looks_like_lookup
 from ember_xla.rewrites.patterns.common import lookup_of, make_cluster, weights_chain
@@ -50,6 +52,10 @@ class DotBag(Pattern):
     roots = ("dot",)
     quiet = True  # most dots are layers, not bags: only a dot over a bag axis is reported
 
+    def __init__(self, xla_order: bool = True) -> None:
+        #: as PaddedBag's: False (the DAE machines) always adds the products in row order
+        self.xla_order = xla_order
+
     def match(self, op: Operation) -> Cluster:
         sides = bag_dot_operands(op)
         if sides is None:
@@ -77,6 +83,14 @@ class DotBag(Pattern):
             raise NoMatch(f"lookups {lk.lookup_dims} do not form the bags [B,L]=[{b},{p}]")
         if lk.table.value.type.element_type != "f32":
             raise NoMatch("the bag's table is not f32")
+        d = op.operands[rows_i].type.dims[2]
+        bag = BagSum(b, p, d, "f32", "sum", 0.0, True, "f32",
+                     lk.indices.value.type.element_type, lk.index_mode, lk.wrap_negative,
+                     form="dot")
+        try:
+            order = sum_order(bag) if self.xla_order else "sequential_fma"
+        except OrderNotReproduced as e:
+            raise NoMatch(str(e)) from None
         cluster = make_cluster(self, walk, lk, [("ids", lk.indices)], weights, "sum", 0.0)
-        cluster.attrs["sum_order"] = "sequential_fma"
+        cluster.attrs["sum_order"] = order
         return cluster

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ember_xla.custom_calls import PADDED_BAG
 from ember_xla.ir.operation import Operation
-from ember_xla.native.padded_order import OrderNotReproduced, xla_sum_order
+from ember_xla.native.padded_order import BagSum, OrderNotReproduced, sum_order
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.matcher import Pattern
 from ember_xla.rewrites.patterns.common import (
@@ -79,11 +79,10 @@ class PaddedBag(Pattern):
         d = src.dims[2]
         # the ids' own type: the loop fusion computes on it (wrap, clamp) before the gather
         index_type = lk.indices.value.type.element_type
+        bag = BagSum(b, p, d, src.element_type, combiner, init, weights is not None,
+                     table_type, index_type, lk.index_mode, lk.wrap_negative)
         try:
-            order = (xla_sum_order(b, p, d, src.element_type, combiner, weights is not None,
-                                   init, table_type, index_type,
-                                   lk.index_mode == "clip" and not lk.wrap_negative)
-                     if self.xla_order else "sequential")
+            order = sum_order(bag) if self.xla_order else "sequential"
         except OrderNotReproduced as e:
             raise NoMatch(str(e)) from None
         cluster = make_cluster(self, walk, lk, [("ids", lk.indices)], weights, combiner, init)
