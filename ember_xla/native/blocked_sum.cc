@@ -9,8 +9,7 @@
 #include <vector>
 
 #include "common.h"
-#include "pool.h"
-#include "reduce_parts.h"
+#include "padded_parts.h"
 
 namespace ember {
 namespace {
@@ -146,16 +145,8 @@ void Run(const ffi::AnyBuffer& table, const void* weights, const Plan& plan, int
   const int64_t d = table.dimensions()[1];
   float* o = static_cast<float*>(out.untyped_data());
   const bool mean = opt.combiner == Combiner::kMean;
-  const int64_t work = bags * (width + 1) * d;
-  const int64_t threads = work < kParallelWork ? 1 : PoolThreads();
-  const int64_t parts = std::min<int64_t>(bags, threads * kPartsPerThread);
   const std::vector<float> nan_row(static_cast<size_t>(d), std::nanf(""));
-  if (parts <= 1) {
-    Part<T>(t, w, nan_row.data(), plan, 0, bags, width, d, mean, o);
-    return;
-  }
-  PoolRun(parts, [&](int64_t part) {
-    const int64_t b0 = bags * part / parts, b1 = bags * (part + 1) / parts;
+  RunBagParts(bags, width, d, [&](int64_t b0, int64_t b1) {
     Part<T>(t, w, nan_row.data(), plan, b0, b1, width, d, mean, o);
   });
 }
@@ -176,13 +167,9 @@ ffi::Error RunBlockedPaddedSum(const ffi::AnyBuffer& table, const void* weights,
         "ember.padded_bag: the blocked order of weighted bags is for f16 tables and weights "
         "(products rounded to f16), combiner sum");
   if (!opt.weighted) weights = nullptr;
-  switch (table.element_type()) {
-    case ffi::DataType::F32: Run<float>(table, weights, plan, bags, width, opt, out); break;
-    case ffi::DataType::BF16: Run<bf16>(table, weights, plan, bags, width, opt, out); break;
-    case ffi::DataType::F16: Run<f16>(table, weights, plan, bags, width, opt, out); break;
-    default: return ffi::Error::InvalidArgument("ember.padded_bag: unsupported table type");
-  }
-  return ffi::Error::Success();
+  return WithTableType(table.element_type(), [&](auto tag) {
+    Run<decltype(tag)>(table, weights, plan, bags, width, opt, out);
+  });
 }
 
 }  // namespace ember

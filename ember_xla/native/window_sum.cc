@@ -7,8 +7,7 @@
 #include <vector>
 
 #include "common.h"
-#include "pool.h"
-#include "reduce_parts.h"
+#include "padded_parts.h"
 
 namespace ember {
 namespace {
@@ -85,15 +84,8 @@ void Run(const ffi::AnyBuffer& table, const Plan& plan, int64_t bags, int64_t wi
   const T* t = static_cast<const T*>(table.untyped_data());
   const int64_t d = table.dimensions()[1];
   float* o = static_cast<float*>(out.untyped_data());
-  const int64_t work = bags * (width + 1) * d;
-  const int64_t threads = work < kParallelWork ? 1 : PoolThreads();
-  const int64_t parts = std::min<int64_t>(bags, threads * kPartsPerThread);
-  if (parts <= 1) {
-    Bags<T>(t, plan, 0, bags, width, d, order, mean, o);
-    return;
-  }
-  PoolRun(parts, [&](int64_t part) {
-    Bags<T>(t, plan, bags * part / parts, bags * (part + 1) / parts, width, d, order, mean, o);
+  RunBagParts(bags, width, d, [&](int64_t b0, int64_t b1) {
+    Bags<T>(t, plan, b0, b1, width, d, order, mean, o);
   });
 }
 
@@ -110,13 +102,9 @@ ffi::Error RunWindowedPaddedSum(const ffi::AnyBuffer& table, const Plan& plan, i
         "ember.padded_bag: the vector8 and tree32 orders are for unweighted sum/mean bags "
         "starting at 0");
   const bool mean = opt.combiner == Combiner::kMean;
-  switch (table.element_type()) {
-    case ffi::DataType::F32: Run<float>(table, plan, bags, width, order, mean, out); break;
-    case ffi::DataType::BF16: Run<bf16>(table, plan, bags, width, order, mean, out); break;
-    case ffi::DataType::F16: Run<f16>(table, plan, bags, width, order, mean, out); break;
-    default: return ffi::Error::InvalidArgument("ember.padded_bag: unsupported table type");
-  }
-  return ffi::Error::Success();
+  return WithTableType(table.element_type(), [&](auto tag) {
+    Run<decltype(tag)>(table, plan, bags, width, order, mean, out);
+  });
 }
 
 }  // namespace ember
