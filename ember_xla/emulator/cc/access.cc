@@ -48,6 +48,7 @@ class AccessRun {
   static int64_t Int(const Value& v, const char* what) {
     if (!v.set || v.lanes == -1)
       throw RunError(std::string(what) + ": a stream read before it has a value");
+    if (!v.known) throw AddressesUnsupported(std::string(what) + " depends on data");
     return v.I(0);
   }
   // Lane l of an index/operand value (a scalar broadcasts; too few lanes is an error).
@@ -55,6 +56,7 @@ class AccessRun {
     if (!v.set || v.lanes == -1 || (v.lanes > 0 && l >= v.lanes))
       throw RunError(std::string(what) + ": operand without a value for lane " +
                      std::to_string(l));
+    if (!v.known) throw AddressesUnsupported(std::string(what) + " depends on data");
     return v.I(v.lanes > 0 ? l : 0);
   }
 
@@ -72,9 +74,13 @@ class AccessRun {
       const int32_t s = (int32_t)g->value;
       bool have = false;
       for (RowBuffer& rb : buffers) have |= rb.stream == s;
-      if (!have) buffers.push_back({s, NewBuffer(e_.streams[s].dtype, {std::max<int64_t>(ub, 0)})});
+      const DType dt = e_.streams[s].dtype;
+      // addresses mode: a row of table data is never computed (its buffer has no data)
+      BufferRef b = m_.addresses_ && IsFloat(dt) ? ShapeOnlyBuffer(dt, {std::max<int64_t>(ub, 0)})
+                                                 : NewBuffer(dt, {std::max<int64_t>(ub, 0)});
+      if (!have) buffers.push_back({s, b});
       else for (RowBuffer& rb : buffers)
-        if (rb.stream == s) rb.buf = NewBuffer(e_.streams[s].dtype, {std::max<int64_t>(ub, 0)});
+        if (rb.stream == s) rb.buf = b;
     }
     Fire(t, kBegin, buffers);
     const int64_t vl = u.vl;
@@ -102,6 +108,8 @@ class AccessRun {
           throw RunError("row buffer: its stream has no value of " + std::to_string(vl) +
                          " lanes");
         Buffer& b = *rb.buf;
+        if (b.data && !v.known)
+          throw AddressesUnsupported("a row buffer of integers depends on data");
         for (int64_t l = 0; l < vl; ++l) {
           const int64_t iv = base + l * st;
           if (iv >= ub) continue;
@@ -109,6 +117,7 @@ class AccessRun {
             throw RunError("row buffer: index " + std::to_string(iv) +
                            " out of bounds for dimension 0 (size " +
                            std::to_string(b.shape[0]) + ")");
+          if (!b.data) continue;
           const int64_t k = v.lanes > 0 ? l : 0;
           if (IsFloat(b.dtype)) b.SetF(iv, RoundTo(v.F(k), b.dtype));
           else b.SetI(iv, Wrap(v.I(k), b.dtype));
@@ -176,6 +185,9 @@ class AccessRun {
     }
   }
 
+  // Addresses mode: the stream's values are not read (table data, or a buffer the core writes).
+  bool Skip(const Buffer& m) const { return m_.addresses_ && (IsFloat(m.dtype) || !m.data); }
+
   const Buffer& StreamBuffer(const Stream& st) {
     const Value& v = m_.val_[st.imm[0].i];
     if (v.lanes != -1 || !v.m) throw RunError("a mem stream reads a register without a buffer");
@@ -225,7 +237,8 @@ class AccessRun {
         for (size_t j = 0; j < st.src.size(); ++j) idx[j] = Int(vals_[st.src[j]], "mem stream");
         const int64_t at = ElementIndex(m, idx, st.src.size(), "mem stream");
         out.Shape(m.dtype, 0);
-        if (IsFloat(m.dtype)) out.f[0] = m.GetF(at);
+        if (Skip(m)) out.known = false;
+        else if (IsFloat(m.dtype)) out.f[0] = m.GetF(at);
         else out.i[0] = m.GetI(at);
         src_[s] = m_.trace_->Load(m_.Address(m, at), ItemSize(m.dtype), dep, queued_[s], layer);
         return;
@@ -242,6 +255,8 @@ class AccessRun {
     const Value& mask = vals_[st.src.back()];
     if (!mask.set || mask.lanes <= 0 || IsFloat(mask.dt))
       throw RunError("vmem stream: the mask is not a vector of i1");
+    if (!mask.known) throw AddressesUnsupported("a vmem stream's mask depends on data");
+    const bool skip = Skip(m);
     const int64_t vl = mask.lanes;
     const size_t ni = st.src.size() - 1;
     if (ni > 8 || ni != m.shape.size()) throw RunError("vmem stream: wrong number of indices");
@@ -250,7 +265,8 @@ class AccessRun {
     };
     Value& tmp = scratch_;  // swapped in below: no allocation per evaluation
     tmp.Shape(m.dtype, vl);
-    if (IsFloat(m.dtype)) std::fill(tmp.f.begin(), tmp.f.end(), 0.0);  // inactive lanes: 0
+    if (skip) tmp.known = false;
+    else if (IsFloat(m.dtype)) std::fill(tmp.f.begin(), tmp.f.end(), 0.0);  // inactive lanes: 0
     else std::fill(tmp.i.begin(), tmp.i.end(), 0);
     int64_t first = -1, last = -1;
     for (int64_t l = 0; l < vl; ++l)
@@ -265,7 +281,8 @@ class AccessRun {
       const int64_t at = ElementIndex(m, idx, ni, "vmem stream");
       idx[ni - 1] += count - 1;
       ElementIndex(m, idx, ni, "vmem stream");
-      if (m.dtype == DType::F32) {
+      if (skip) {
+      } else if (m.dtype == DType::F32) {
         const float* p = reinterpret_cast<const float*>(m.data) + at - first;
         for (int64_t l = first; l <= last; ++l) tmp.f[l] = mask.i[l] ? p[l] : 0.0f;
       } else {
@@ -282,7 +299,8 @@ class AccessRun {
         if (!mask.i[l]) continue;
         lane_idx(l, idx);
         const int64_t at = ElementIndex(m, idx, ni, "vmem stream");
-        if (IsFloat(m.dtype)) tmp.f[l] = m.GetF(at);
+        if (skip) {
+        } else if (IsFloat(m.dtype)) tmp.f[l] = m.GetF(at);
         else tmp.i[l] = m.GetI(at);
         src_[s] = m_.trace_->Load(m_.Address(m, at), ItemSize(m.dtype), dep, queued_[s], layer);
       }

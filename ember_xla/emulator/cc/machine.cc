@@ -27,8 +27,9 @@ int64_t ElementIndex(const Buffer& b, const int64_t* idx, size_t n, const char* 
   return flat;
 }
 
-Machine::Machine(const Program& p, TraceBuffer* trace)
-    : p_(p), trace_(trace), val_(p.regs.size()), bound_(p.args.size(), 0) {
+Machine::Machine(const Program& p, TraceBuffer* trace, bool addresses)
+    : p_(p), trace_(trace), addresses_(addresses), val_(p.regs.size()),
+      bound_(p.args.size(), 0) {
   int64_t n = 0;
   for (const Engine& e : p.engines) {
     std::vector<int64_t> cb;
@@ -65,7 +66,9 @@ void Machine::BindArg(int64_t k, const std::vector<int64_t>& shape, void* data, 
   if (b->nbytes() != nbytes) throw RunError("argument " + a.name + ": buffer size mismatch");
   b->data = static_cast<uint8_t*>(data);
   b->readonly = !a.out;
-  if (a.out && a.init >= 0) {  // updated in place: starts as its input (a copy unless aliased)
+  if (a.out && addresses_) {  // never read nor written in addresses mode
+    b->data = nullptr;
+  } else if (a.out && a.init >= 0) {  // updated in place: starts as its input (a copy unless aliased)
     if (!bound_[a.init]) throw RunError("argument " + a.name + ": its input is not bound");
     const Buffer& src = *val_[p_.args[a.init].reg].m;
     if (src.shape != b->shape)
@@ -106,6 +109,9 @@ void Machine::RunCode(const std::vector<Instr>& code, size_t lo, size_t hi, Case
         for (int32_t r : in.src)
           if (!val_[r].set || val_[r].lanes != 0)
             throw RunError("for: bound register " + std::to_string(r) + " is not a scalar value");
+        if (addresses_)
+          for (int32_t r : in.src)
+            if (!val_[r].known) throw AddressesUnsupported("a core loop's bounds depend on data");
         const int64_t lb = val_[in.src[0]].I(0), ub = val_[in.src[1]].I(0),
                       st = val_[in.src[2]].I(0);
         const size_t n = (size_t)in.imm[0].i;
@@ -125,6 +131,7 @@ void Machine::RunCode(const std::vector<Instr>& code, size_t lo, size_t hi, Case
         const size_t nt = (size_t)in.imm[0].i, ne = (size_t)in.imm[1].i;
         const Value& c = val_[in.src[0]];
         if (!c.set || c.lanes == -1) throw RunError("if: condition is not a value");
+        if (!c.known) throw AddressesUnsupported("a core branch depends on data");
         if (IsFloat(c.dt) ? c.f[0] != 0.0 : c.i[0] != 0)
           RunCode(code, i + 1, i + 1 + nt, cnt);
         else
@@ -155,6 +162,7 @@ void Machine::RunCode(const std::vector<Instr>& code, size_t lo, size_t hi, Case
       case Op::Inc: {
         Value& v = val_[in.dst[0]];
         if (!v.set || v.lanes != 0) throw RunError("inc: register is not a scalar value");
+        if (!v.known) break;  // addresses mode: stays unknown
         const DType d = p_.regs[in.dst[0]].dtype;
         const int64_t x = v.I(0);
         v.Shape(d, 0);
@@ -167,6 +175,44 @@ void Machine::RunCode(const std::vector<Instr>& code, size_t lo, size_t hi, Case
     }
     ++i;
   }
+}
+
+// Addresses mode: skips an instruction whose result would be unknown (true: its destinations
+// become unknown), refuses one whose index, size or mask is unknown, and leaves the rest to
+// Step (false), which reads and writes nothing in buffers without data.
+bool Machine::StepUnknown(const Instr& in) {
+  const size_t n = in.src.size();
+  auto unknown = [&](size_t j) {
+    const Value& v = val_[in.src[j]];
+    return v.set && !v.known;
+  };
+  auto need = [&](size_t from, size_t to, const char* what) {
+    for (size_t j = from; j < to && j < n; ++j)
+      if (unknown(j)) throw AddressesUnsupported(std::string("a core ") + what + " depends on data");
+    return false;
+  };
+  switch (in.op) {
+    case Op::Load: return need(1, n, "load's index");
+    case Op::Store: return need(2, n, "store's index");
+    case Op::MaskedLoad: case Op::MaskedStore:
+      return need(1, n - 1, "masked access's index or mask");
+    case Op::FromBuffer: return need(1, n, "from_buffer position");
+    case Op::Alloc: return need(0, n, "alloc's size");
+    case Op::VMask: return need(0, n, "mask");
+    case Op::Dim: case Op::Unique: return false;
+    default: break;
+  }
+  bool any = false;
+  for (size_t j = 0; j < n; ++j) any |= unknown(j);
+  if (!any) return false;
+  for (int32_t d : in.dst) {
+    const Reg& r = p_.regs[d];
+    if (r.cls == 'm') throw AddressesUnsupported("a buffer computed from data");
+    Value& v = val_[d];
+    v.Shape(r.dtype, r.cls == 'v' ? r.n : 0);
+    v.known = false;
+  }
+  return true;
 }
 
 void Machine::RunCase(int64_t engine, int64_t case_id) {
