@@ -3,6 +3,8 @@
 // dtype so the outputs equal the Python reference bit for bit.
 #include "machine.h"
 
+#include "case_memo.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -41,7 +43,10 @@ Machine::Machine(const Program& p, TraceBuffer* trace, bool addresses)
     }
     cb_.push_back(cb);
   }
+  if (addresses_) memo_ = PlanCaseMemos(p);
 }
+
+Machine::~Machine() = default;
 
 void Machine::Place(Buffer& b) {
   b.base = next_base_;
@@ -219,12 +224,57 @@ void Machine::RunCase(int64_t engine, int64_t case_id) {
   const Engine& e = p_.engines[engine];
   for (size_t c = 0; c < e.cases.size(); ++c) {
     if (e.cases[c].id != case_id) continue;
-    CaseStats& s = stats_[cb_[engine][c]];
+    const int64_t num = cb_[engine][c];
+    CaseStats& s = stats_[num];
+    CaseMemo* mm = addresses_ && !memo_off_ && memo_[num].eligible ? &memo_[num] : nullptr;
+    if (mm && ReplayMemo(*mm, s)) return;
+    const bool record = mm && q_size_ >= mm->pop_dst.size();
+    std::vector<Value> regs, entries;
+    std::vector<double> before;
+    const size_t trace_before = trace_->kind.size();
+    const int64_t base_before = next_base_;
+    if (record) {
+      for (int32_t r : mm->live_in) regs.push_back(val_[r]);
+      for (size_t j = 0; j < mm->pop_dst.size(); ++j)
+        entries.push_back(queue_[(q_head_ + j) % queue_.size()]);
+      before = s.total;
+      before.resize(kNumOpClasses, 0.0);
+    }
     ++s.fired;
     RunCode(e.cases[c].code, 0, e.cases[c].code.size(), &s);
+    if (!record || memo_off_) return;
+    if (trace_->kind.size() != trace_before || next_base_ != base_before) {
+      mm->eligible = false, mm->valid = false;  // effects beyond registers: never replayed
+      return;
+    }
+    mm->key_regs = std::move(regs);
+    mm->key_entries = std::move(entries);
+    mm->result.clear();
+    for (int32_t r : mm->restore) mm->result.push_back(val_[r]);
+    mm->delta.assign(kNumOpClasses, 0.0);
+    for (int k = 0; k < kNumOpClasses && !s.total.empty(); ++k) mm->delta[k] = s.total[k] - before[k];
+    mm->valid = true;
     return;
   }
   throw RunError("no case " + std::to_string(case_id));
+}
+
+bool Machine::ReplayMemo(CaseMemo& mm, CaseStats& s) {
+  if (!mm.valid || q_size_ < mm.pop_dst.size()) return false;
+  for (size_t j = 0; j < mm.live_in.size(); ++j)
+    if (!SameValue(val_[mm.live_in[j]], mm.key_regs[j])) return false;
+  for (size_t j = 0; j < mm.pop_dst.size(); ++j)
+    if (!SameEntry(queue_[(q_head_ + j) % queue_.size()], mm.key_entries[j])) return false;
+  for (int32_t d : mm.pop_dst) {
+    std::swap(val_[d], queue_[q_head_]);
+    q_head_ = (q_head_ + 1) % queue_.size();
+    --q_size_;
+  }
+  for (size_t j = 0; j < mm.restore.size(); ++j) val_[mm.restore[j]] = mm.result[j];
+  if (s.total.empty()) s.total.assign(kNumOpClasses, 0.0);
+  for (int k = 0; k < kNumOpClasses; ++k) s.total[k] += mm.delta[k];
+  ++s.fired;
+  return true;
 }
 
 std::vector<double> Machine::CaseCycles(double dispatch, const double* op_cycles) const {

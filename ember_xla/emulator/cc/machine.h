@@ -55,9 +55,12 @@ struct CaseStats {
   }
 };
 
+struct CaseMemo;  // case_memo.h
+
 class Machine {
  public:
   Machine(const Program& p, TraceBuffer* trace, bool addresses = false);
+  ~Machine();
   // Inputs are read in place (read-only); outputs are written in place (poisoned with NaN).
   // Addresses mode: outputs are not touched (data may be null).
   void BindArg(int64_t k, const std::vector<int64_t>& shape, void* data, int64_t nbytes);
@@ -73,6 +76,7 @@ class Machine {
   void RunCode(const std::vector<Instr>& code, size_t lo, size_t hi, CaseStats* cnt);
   void Step(const Instr& in);
   bool StepUnknown(const Instr& in);  // addresses mode: true when `in` was skipped
+  bool ReplayMemo(CaseMemo& memo, CaseStats& s);  // addresses mode: true on a replay
   void RunEngine(int64_t k);
   void RunCase(int64_t engine, int64_t case_id);
   const Buffer& Mem(int32_t r, const char* what) const;
@@ -86,6 +90,8 @@ class Machine {
   int64_t next_base_ = 4096;
   std::vector<std::vector<int64_t>> cb_;  // per engine: case index -> callback number
   std::vector<CaseStats> stats_;          // per callback number
+  std::vector<CaseMemo> memo_;            // addresses mode: per callback number
+  bool memo_off_ = false;                 // a store of known data: no firing is replayed
   // the data queue of the running engine: a ring of reusable slots
   std::vector<Value> queue_;
   size_t q_head_ = 0, q_size_ = 0;

@@ -173,6 +173,7 @@ void Machine::Step(const Instr& in) {
       const int64_t at = ElementIndex(m, idx, in.src.size() - 2, "store");
       if (!m.data) return;  // addresses mode: contents not computed
       if (!x.known) throw AddressesUnsupported("data stored into a buffer the access unit reads");
+      if (addresses_) memo_off_ = true;  // memory the replays do not see changes
       if (IsFloat(m.dtype)) m.SetF(at, x.f[0]);
       else m.SetI(at, x.i[0]);
       return;
@@ -212,6 +213,7 @@ void Machine::Step(const Instr& in) {
       const int64_t last = idx[ni - 1], width = m.shape[ni - 1];
       if (m.data && !x.known && !load)
         throw AddressesUnsupported("data stored into a buffer the access unit reads");
+      if (addresses_ && m.data && !load) memo_off_ = true;  // memory the replays do not see
       if (m.data && m.dtype == DType::F32 && (load ? out.dt : x.dt) == DType::F32 &&
           (load ? out.lanes : x.lanes) == lanes && mask.lanes == lanes &&
           !IsFloat(mask.dt) && last >= 0 &&
