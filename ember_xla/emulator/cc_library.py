@@ -70,6 +70,7 @@ def load() -> ctypes.CDLL:
             lib = ctypes.CDLL(str(path))
             lib.ember_timing_simulate.restype = ctypes.c_int
             lib.ember_run_program.restype = ctypes.c_void_p
+            lib.ember_run_program_mode.restype = ctypes.c_void_p
             for f in ("ember_run_trace_size", "ember_run_n_cases", "ember_emulate_report_count"):
                 getattr(lib, f).restype = ctypes.c_int64
             _lib = lib

@@ -2,11 +2,19 @@
 from Python: run a program on numpy arrays with the reference semantics and time it on a
 target, all in C++ (``emulate_program``), or get its trace back for cross-checks
 (``run_program_fast``); the attributes of an ``ember.emulate`` custom-call and the report log
-its FFI handler fills (``emulate_attributes``, ``take_reports``)."""
+its FFI handler fills (``emulate_attributes``, ``take_reports``).
+
+Two modes of the executor (``cc/machine.h``): ``full`` computes every value; ``addresses``
+computes only what decides addresses, bounds, branches and checks (never the table rows, the
+outputs or scratch buffers), which gives the same trace and case op counts, hence the same
+timing, without the arithmetic: ``time_program`` (no outputs; the bit-exact native kernel gives
+them). A program whose addresses or control flow depend on computed data raises
+``AddressesUnsupported``: it needs the full mode."""
 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -53,9 +61,18 @@ def _program_text(program: Any) -> str:
     return to_text(program, one_line=True)
 
 
-def _run(program: Any, inputs: Sequence[Any], output_shapes: Sequence[Sequence[int]] | None
-         ) -> tuple[int, list[np.ndarray], Any]:
-    """Run the program in C++; (handle, outputs). The caller frees the handle."""
+MODES = ("full", "addresses")
+
+
+class AddressesUnsupported(ValueError):
+    """The addresses mode cannot run a program: computed data would decide an address, a
+    bound, a branch or an index (the message says which)."""
+
+
+def _run(program: Any, inputs: Sequence[Any], output_shapes: Sequence[Sequence[int]] | None,
+         mode: str = "full") -> tuple[int, list[np.ndarray], Any]:
+    """Run the program in C++; (handle, outputs). The caller frees the handle. In the
+    ``addresses`` mode no output is allocated (outputs is empty)."""
     from ember_xla.dae import from_text
     from ember_xla.dae.model import scalar_type
     from ember_xla.ir.interpreter import InterpretError
@@ -69,7 +86,8 @@ def _run(program: Any, inputs: Sequence[Any], output_shapes: Sequence[Sequence[i
     if output_shapes is not None and len(output_shapes) != len(outs_spec):
         raise InterpretError(f"{p.name}: {len(output_shapes)} output shapes for "
                              f"{len(outs_spec)} outputs")
-    arrays, outputs = [], []
+    arrays: list[Any] = []
+    outputs: list[np.ndarray] = []
     for k, a in enumerate(p.args):
         dt = numpy_dtype(scalar_type(a.dtype))
         if a.role == "in":
@@ -77,33 +95,83 @@ def _run(program: Any, inputs: Sequence[Any], output_shapes: Sequence[Sequence[i
             if x.dtype != dt or x.ndim != len(a.shape):
                 raise InterpretError(f"input {k} ({a.name}): got {x.dtype}{list(x.shape)}, the "
                                      f"program wants {a.dtype}{list(a.shape)}")
-            arrays.append(np.asarray(x, order="C"))  # (ascontiguousarray makes 0-d 1-d)
+            arrays.append(_Array(np.asarray(x, order="C")))  # (ascontiguousarray: 0-d -> 1-d)
         else:
             shape = tuple(output_shapes[k - p.num_inputs]) if output_shapes is not None \
                 else a.shape
             if len(shape) != len(a.shape) or any(d < 0 for d in shape):
                 raise InterpretError(f"output {a.name}: shape {list(shape)} unknown or of the "
                                      "wrong rank (pass output_shapes)")
+            if mode == "addresses":  # never written: only its shape and size matter
+                arrays.append(_Shape(shape, dt))
+                continue
             out = np.empty(shape, dtype=dt)
-            arrays.append(out)
+            arrays.append(_Array(out))
             outputs.append(out)
+    if mode not in MODES:
+        raise ValueError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
     lib = load()
     ranks = np.array([x.ndim for x in arrays], np.int64)
     dims = np.array([d for x in arrays for d in x.shape] or [0], np.int64)
-    ptrs = (ctypes.c_void_p * len(arrays))(*(x.ctypes.data for x in arrays))
+    ptrs = (ctypes.c_void_p * len(arrays))(*(x.data_pointer for x in arrays))
     nbytes = np.array([x.nbytes for x in arrays], np.int64)
     err = ctypes.create_string_buffer(1024)
-    h = lib.ember_run_program(text.encode(), ctypes.c_int64(len(arrays)),
-                              CPtr(ranks.ctypes.data), CPtr(dims.ctypes.data), ptrs,
-                              CPtr(nbytes.ctypes.data), err, ctypes.c_int64(len(err)))
+    h = lib.ember_run_program_mode(text.encode(), ctypes.c_int64(mode == "addresses"),
+                                   ctypes.c_int64(len(arrays)), CPtr(ranks.ctypes.data),
+                                   CPtr(dims.ctypes.data), ptrs, CPtr(nbytes.ctypes.data), err,
+                                   ctypes.c_int64(len(err)))
     if not h:
         msg = err.value.decode()
+        if msg.startswith("addresses: "):
+            raise AddressesUnsupported(f"{p.name}: the addresses mode cannot run it: "
+                                       f"{msg.removeprefix('addresses: ')}")
         if msg.startswith("program: "):
             from ember_xla.dae import ProgramError
 
             raise ProgramError(msg.removeprefix("program: "))
         raise InterpretError(msg)
     return h, outputs, lib
+
+
+@dataclasses.dataclass
+class _Array:
+    """An argument buffer handed to C++: its data pointer, shape and size."""
+
+    x: np.ndarray
+
+    @property
+    def data_pointer(self) -> int:
+        return self.x.ctypes.data
+
+    @property
+    def ndim(self) -> int:
+        return self.x.ndim
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.x.shape
+
+    @property
+    def nbytes(self) -> int:
+        return self.x.nbytes
+
+
+@dataclasses.dataclass
+class _Shape:
+    """An output the addresses mode never touches: a shape and a size, no data (null)."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    data_pointer = None
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
 
 
 def _cases(lib: ctypes.CDLL, h: int) -> dict[int, CaseCost]:
@@ -126,11 +194,12 @@ def _cases(lib: ctypes.CDLL, h: int) -> dict[int, CaseCost]:
 
 
 def run_program_fast(program: Any, inputs: Sequence[Any],
-                     output_shapes: Sequence[Sequence[int]] | None = None
+                     output_shapes: Sequence[Sequence[int]] | None = None, mode: str = "full"
                      ) -> tuple[list[np.ndarray], Trace]:
     """``reference.run_program`` in C++: the same outputs and trace (for cross-checks; the
-    trace is copied into a Python ``Trace``)."""
-    h, outputs, lib = _run(program, inputs, output_shapes)
+    trace is copied into a Python ``Trace``). ``mode="addresses"``: no outputs (empty list),
+    the same trace."""
+    h, outputs, lib = _run(program, inputs, output_shapes, mode)
     try:
         n = lib.ember_run_trace_size(CPtr(h))
         kind = np.zeros(n, np.int8)
@@ -152,11 +221,17 @@ def emulate_program(program: Any, inputs: Sequence[Any], target: Target,
     all in C++ (the trace never reaches Python): (outputs, TimingReport), equal to
     ``reference.emulate``'s. ``ProgramDoesNotFit`` when the program does not fit the target:
     the binder's static checks first (``bind_program``), then the timing core's."""
+    return _simulate(program, inputs, target, output_shapes, "full")
+
+
+def _simulate(program: Any, inputs: Sequence[Any], target: Target,
+              output_shapes: Sequence[Sequence[int]] | None, mode: str
+              ) -> tuple[list[np.ndarray], TimingReport]:
     from ember_xla.dae import from_text
     from ember_xla.dae.bind import bind_program
 
     bind_program(from_text(program) if isinstance(program, str) else program, target)
-    h, outputs, lib = _run(program, inputs, output_shapes)
+    h, outputs, lib = _run(program, inputs, output_shapes, mode)
     try:
         res = ResultStruct()
         err = ctypes.create_string_buffer(1024)
@@ -167,6 +242,14 @@ def emulate_program(program: Any, inputs: Sequence[Any], target: Target,
     if rc:
         raise ProgramDoesNotFit(f"{err.value.decode()} (target {target.name})")
     return outputs, report_of(target, res)
+
+
+def time_program(program: Any, inputs: Sequence[Any], target: Target,
+                 output_shapes: Sequence[Sequence[int]] | None = None) -> TimingReport:
+    """``emulate_program``'s TimingReport from the addresses mode: the trace the access unit
+    generates and the cases' op counts, without computing the outputs (take them from the
+    native kernel). ``AddressesUnsupported`` when the program needs the full mode."""
+    return _simulate(program, inputs, target, output_shapes, "addresses")[1]
 
 
 def take_reports() -> list[tuple[str, TimingReport]]:

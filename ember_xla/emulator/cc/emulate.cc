@@ -58,6 +58,9 @@ int Guard(char* err, int64_t errlen, Fn&& fn) {
   } catch (const RunError& e) {
     Copy(e.what(), err, errlen);
     return 3;
+  } catch (const AddressesUnsupported& e) {
+    Copy(std::string("addresses: ") + e.what(), err, errlen);
+    return 6;
   } catch (const std::bad_alloc&) {
     Copy("out of memory", err, errlen);
     return 4;
@@ -75,12 +78,14 @@ using ember_emu::Run;
 #define EMBER_EMU_EXPORT extern "C" __attribute__((visibility("default")))
 
 // Parses `program` and runs it on n_args buffers (the program's arguments in order; inputs are
-// read, outputs written in place). Returns a handle (free it with ember_run_free) or null with
-// the reason in err (rc: 2 malformed program, 3 run-time error).
-EMBER_EMU_EXPORT void* ember_run_program(const char* program, int64_t n_args,
-                                         const int64_t* ranks, const int64_t* dims,
-                                         void* const* data, const int64_t* nbytes, char* err,
-                                         int64_t errlen) {
+// read, outputs written in place). `addresses`: the addresses mode (machine.h; outputs are not
+// written and their data may be null). Returns a handle (free it with ember_run_free) or null
+// with the reason in err (rc: 2 malformed program, 3 run-time error, 6 the addresses mode
+// cannot run it).
+EMBER_EMU_EXPORT void* ember_run_program_mode(const char* program, int64_t addresses,
+                                              int64_t n_args, const int64_t* ranks,
+                                              const int64_t* dims, void* const* data,
+                                              const int64_t* nbytes, char* err, int64_t errlen) {
   Run* run = nullptr;
   const int rc = ember_emu::Guard(err, errlen, [&] {
     auto r = std::make_unique<Run>();
@@ -88,7 +93,7 @@ EMBER_EMU_EXPORT void* ember_run_program(const char* program, int64_t n_args,
     if ((int64_t)r->program.args.size() != n_args)
       throw ember_emu::RunError("the program takes " + std::to_string(r->program.args.size()) +
                                 " arguments, got " + std::to_string(n_args));
-    r->machine = std::make_unique<ember_emu::Machine>(r->program, &r->trace);
+    r->machine = std::make_unique<ember_emu::Machine>(r->program, &r->trace, addresses != 0);
     int64_t at = 0;
     for (int64_t k = 0; k < n_args; ++k) {
       std::vector<int64_t> shape(dims + at, dims + at + ranks[k]);
@@ -99,6 +104,14 @@ EMBER_EMU_EXPORT void* ember_run_program(const char* program, int64_t n_args,
     run = r.release();
   });
   return rc ? nullptr : run;
+}
+
+// ember_run_program_mode in the full mode.
+EMBER_EMU_EXPORT void* ember_run_program(const char* program, int64_t n_args,
+                                         const int64_t* ranks, const int64_t* dims,
+                                         void* const* data, const int64_t* nbytes, char* err,
+                                         int64_t errlen) {
+  return ember_run_program_mode(program, 0, n_args, ranks, dims, data, nbytes, err, errlen);
 }
 
 EMBER_EMU_EXPORT void ember_run_free(void* h) { delete static_cast<Run*>(h); }

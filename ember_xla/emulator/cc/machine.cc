@@ -3,6 +3,8 @@
 // dtype so the outputs equal the Python reference bit for bit.
 #include "machine.h"
 
+#include "case_memo.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -27,8 +29,9 @@ int64_t ElementIndex(const Buffer& b, const int64_t* idx, size_t n, const char* 
   return flat;
 }
 
-Machine::Machine(const Program& p, TraceBuffer* trace)
-    : p_(p), trace_(trace), val_(p.regs.size()), bound_(p.args.size(), 0) {
+Machine::Machine(const Program& p, TraceBuffer* trace, bool addresses)
+    : p_(p), trace_(trace), addresses_(addresses), val_(p.regs.size()),
+      bound_(p.args.size(), 0) {
   int64_t n = 0;
   for (const Engine& e : p.engines) {
     std::vector<int64_t> cb;
@@ -40,7 +43,10 @@ Machine::Machine(const Program& p, TraceBuffer* trace)
     }
     cb_.push_back(cb);
   }
+  if (addresses_) memo_ = PlanCaseMemos(p);
 }
+
+Machine::~Machine() = default;
 
 void Machine::Place(Buffer& b) {
   b.base = next_base_;
@@ -65,7 +71,9 @@ void Machine::BindArg(int64_t k, const std::vector<int64_t>& shape, void* data, 
   if (b->nbytes() != nbytes) throw RunError("argument " + a.name + ": buffer size mismatch");
   b->data = static_cast<uint8_t*>(data);
   b->readonly = !a.out;
-  if (a.out && a.init >= 0) {  // updated in place: starts as its input (a copy unless aliased)
+  if (a.out && addresses_) {  // never read nor written in addresses mode
+    b->data = nullptr;
+  } else if (a.out && a.init >= 0) {  // updated in place: starts as its input (a copy unless aliased)
     if (!bound_[a.init]) throw RunError("argument " + a.name + ": its input is not bound");
     const Buffer& src = *val_[p_.args[a.init].reg].m;
     if (src.shape != b->shape)
@@ -106,6 +114,9 @@ void Machine::RunCode(const std::vector<Instr>& code, size_t lo, size_t hi, Case
         for (int32_t r : in.src)
           if (!val_[r].set || val_[r].lanes != 0)
             throw RunError("for: bound register " + std::to_string(r) + " is not a scalar value");
+        if (addresses_)
+          for (int32_t r : in.src)
+            if (!val_[r].known) throw AddressesUnsupported("a core loop's bounds depend on data");
         const int64_t lb = val_[in.src[0]].I(0), ub = val_[in.src[1]].I(0),
                       st = val_[in.src[2]].I(0);
         const size_t n = (size_t)in.imm[0].i;
@@ -125,6 +136,7 @@ void Machine::RunCode(const std::vector<Instr>& code, size_t lo, size_t hi, Case
         const size_t nt = (size_t)in.imm[0].i, ne = (size_t)in.imm[1].i;
         const Value& c = val_[in.src[0]];
         if (!c.set || c.lanes == -1) throw RunError("if: condition is not a value");
+        if (!c.known) throw AddressesUnsupported("a core branch depends on data");
         if (IsFloat(c.dt) ? c.f[0] != 0.0 : c.i[0] != 0)
           RunCode(code, i + 1, i + 1 + nt, cnt);
         else
@@ -155,6 +167,7 @@ void Machine::RunCode(const std::vector<Instr>& code, size_t lo, size_t hi, Case
       case Op::Inc: {
         Value& v = val_[in.dst[0]];
         if (!v.set || v.lanes != 0) throw RunError("inc: register is not a scalar value");
+        if (!v.known) break;  // addresses mode: stays unknown
         const DType d = p_.regs[in.dst[0]].dtype;
         const int64_t x = v.I(0);
         v.Shape(d, 0);
@@ -169,16 +182,99 @@ void Machine::RunCode(const std::vector<Instr>& code, size_t lo, size_t hi, Case
   }
 }
 
+// Addresses mode: skips an instruction whose result would be unknown (true: its destinations
+// become unknown), refuses one whose index, size or mask is unknown, and leaves the rest to
+// Step (false), which reads and writes nothing in buffers without data.
+bool Machine::StepUnknown(const Instr& in) {
+  const size_t n = in.src.size();
+  auto unknown = [&](size_t j) {
+    const Value& v = val_[in.src[j]];
+    return v.set && !v.known;
+  };
+  auto need = [&](size_t from, size_t to, const char* what) {
+    for (size_t j = from; j < to && j < n; ++j)
+      if (unknown(j)) throw AddressesUnsupported(std::string("a core ") + what + " depends on data");
+    return false;
+  };
+  switch (in.op) {
+    case Op::Load: return need(1, n, "load's index");
+    case Op::Store: return need(2, n, "store's index");
+    case Op::MaskedLoad: case Op::MaskedStore:
+      return need(1, n - 1, "masked access's index or mask");
+    case Op::FromBuffer: return need(1, n, "from_buffer position");
+    case Op::Alloc: return need(0, n, "alloc's size");
+    case Op::VMask: return need(0, n, "mask");
+    case Op::Dim: case Op::Unique: return false;
+    default: break;
+  }
+  bool any = false;
+  for (size_t j = 0; j < n; ++j) any |= unknown(j);
+  if (!any) return false;
+  for (int32_t d : in.dst) {
+    const Reg& r = p_.regs[d];
+    if (r.cls == 'm') throw AddressesUnsupported("a buffer computed from data");
+    Value& v = val_[d];
+    v.Shape(r.dtype, r.cls == 'v' ? r.n : 0);
+    v.known = false;
+  }
+  return true;
+}
+
 void Machine::RunCase(int64_t engine, int64_t case_id) {
   const Engine& e = p_.engines[engine];
   for (size_t c = 0; c < e.cases.size(); ++c) {
     if (e.cases[c].id != case_id) continue;
-    CaseStats& s = stats_[cb_[engine][c]];
+    const int64_t num = cb_[engine][c];
+    CaseStats& s = stats_[num];
+    CaseMemo* mm = addresses_ && !memo_off_ && memo_[num].eligible ? &memo_[num] : nullptr;
+    if (mm && ReplayMemo(*mm, s)) return;
+    const bool record = mm && q_size_ >= mm->pop_dst.size();
+    std::vector<Value> regs, entries;
+    std::vector<double> before;
+    const size_t trace_before = trace_->kind.size();
+    const int64_t base_before = next_base_;
+    if (record) {
+      for (int32_t r : mm->live_in) regs.push_back(val_[r]);
+      for (size_t j = 0; j < mm->pop_dst.size(); ++j)
+        entries.push_back(queue_[(q_head_ + j) % queue_.size()]);
+      before = s.total;
+      before.resize(kNumOpClasses, 0.0);
+    }
     ++s.fired;
     RunCode(e.cases[c].code, 0, e.cases[c].code.size(), &s);
+    if (!record || memo_off_) return;
+    if (trace_->kind.size() != trace_before || next_base_ != base_before) {
+      mm->eligible = false, mm->valid = false;  // effects beyond registers: never replayed
+      return;
+    }
+    mm->key_regs = std::move(regs);
+    mm->key_entries = std::move(entries);
+    mm->result.clear();
+    for (int32_t r : mm->restore) mm->result.push_back(val_[r]);
+    mm->delta.assign(kNumOpClasses, 0.0);
+    for (int k = 0; k < kNumOpClasses && !s.total.empty(); ++k) mm->delta[k] = s.total[k] - before[k];
+    mm->valid = true;
     return;
   }
   throw RunError("no case " + std::to_string(case_id));
+}
+
+bool Machine::ReplayMemo(CaseMemo& mm, CaseStats& s) {
+  if (!mm.valid || q_size_ < mm.pop_dst.size()) return false;
+  for (size_t j = 0; j < mm.live_in.size(); ++j)
+    if (!SameValue(val_[mm.live_in[j]], mm.key_regs[j])) return false;
+  for (size_t j = 0; j < mm.pop_dst.size(); ++j)
+    if (!SameEntry(queue_[(q_head_ + j) % queue_.size()], mm.key_entries[j])) return false;
+  for (int32_t d : mm.pop_dst) {
+    std::swap(val_[d], queue_[q_head_]);
+    q_head_ = (q_head_ + 1) % queue_.size();
+    --q_size_;
+  }
+  for (size_t j = 0; j < mm.restore.size(); ++j) val_[mm.restore[j]] = mm.result[j];
+  if (s.total.empty()) s.total.assign(kNumOpClasses, 0.0);
+  for (int k = 0; k < kNumOpClasses; ++k) s.total[k] += mm.delta[k];
+  ++s.fired;
+  return true;
 }
 
 std::vector<double> Machine::CaseCycles(double dispatch, const double* op_cycles) const {

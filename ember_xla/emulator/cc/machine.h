@@ -1,10 +1,18 @@
 // The C++ executor of DAE programs: the semantics of ember_xla/emulator/reference.py (core,
 // machine.cc) and reference_access.py (access engine, access.cc), value for value and trace
 // event for event, recording into a TraceBuffer the timing core replays directly.
+//
+// Two modes. Full: every value is computed (the outputs are the program's results). Addresses:
+// only what decides addresses, loop bounds, branches and bounds checks is computed; table rows,
+// outputs and scratch buffers are never read or written (their values are "unknown"), so the
+// run yields the full mode's trace and per-case op counts without executing the arithmetic.
+// Whenever an unknown value would decide an address, a bound, a branch or an index, the run
+// stops with AddressesUnsupported (the program needs the full mode); it never guesses.
 #ifndef EMBER_XLA_EMULATOR_NATIVE_MACHINE_H_
 #define EMBER_XLA_EMULATOR_NATIVE_MACHINE_H_
 
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 #include "program.h"
@@ -21,11 +29,12 @@ struct Value {
   std::vector<int64_t> i;  // integer lanes (integer dtypes, i1 as 0/1)
   BufferRef m;
   bool set = false;
+  bool known = true;       // addresses mode: false when the value was not computed
   int64_t n() const { return lanes > 0 ? lanes : 1; }
   double F(int64_t k) const { return IsFloat(dt) ? f[k] : (double)i[k]; }
   int64_t I(int64_t k) const { return IsFloat(dt) ? (int64_t)f[k] : i[k]; }
   void Shape(DType d, int64_t l) {
-    dt = d, lanes = l, set = true, m.reset();
+    dt = d, lanes = l, set = true, known = true, m.reset();
     if (IsFloat(d)) f.resize((size_t)std::max<int64_t>(l, 1));
     else i.resize((size_t)std::max<int64_t>(l, 1));
   }
@@ -46,10 +55,14 @@ struct CaseStats {
   }
 };
 
+struct CaseMemo;  // case_memo.h
+
 class Machine {
  public:
-  Machine(const Program& p, TraceBuffer* trace);
+  Machine(const Program& p, TraceBuffer* trace, bool addresses = false);
+  ~Machine();
   // Inputs are read in place (read-only); outputs are written in place (poisoned with NaN).
+  // Addresses mode: outputs are not touched (data may be null).
   void BindArg(int64_t k, const std::vector<int64_t>& shape, void* data, int64_t nbytes);
   void Run();
   const std::vector<CaseStats>& cases() const { return stats_; }
@@ -62,6 +75,8 @@ class Machine {
   void Place(Buffer& b);
   void RunCode(const std::vector<Instr>& code, size_t lo, size_t hi, CaseStats* cnt);
   void Step(const Instr& in);
+  bool StepUnknown(const Instr& in);  // addresses mode: true when `in` was skipped
+  bool ReplayMemo(CaseMemo& memo, CaseStats& s);  // addresses mode: true on a replay
   void RunEngine(int64_t k);
   void RunCase(int64_t engine, int64_t case_id);
   const Buffer& Mem(int32_t r, const char* what) const;
@@ -69,15 +84,23 @@ class Machine {
 
   const Program& p_;
   TraceBuffer* trace_;
+  const bool addresses_;
   std::vector<Value> val_;
   Value out_;  // scratch result
   int64_t next_base_ = 4096;
   std::vector<std::vector<int64_t>> cb_;  // per engine: case index -> callback number
   std::vector<CaseStats> stats_;          // per callback number
+  std::vector<CaseMemo> memo_;            // addresses mode: per callback number
+  bool memo_off_ = false;                 // a store of known data: no firing is replayed
   // the data queue of the running engine: a ring of reusable slots
   std::vector<Value> queue_;
   size_t q_head_ = 0, q_size_ = 0;
   std::vector<int8_t> bound_;
+};
+
+// Addresses mode: an unknown value would decide an address, a bound, a branch or an index.
+struct AddressesUnsupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 // Flat index of `idx` (one per dim) into b, checked like element_index (RunError outside).

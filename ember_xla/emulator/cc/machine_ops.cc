@@ -13,6 +13,7 @@
 namespace ember_emu {
 
 void Machine::Step(const Instr& in) {
+  if (addresses_ && StepUnknown(in)) return;
   auto V = [&](size_t j) -> const Value& {
     const Value& v = val_[in.src[j]];
     if (!v.set)
@@ -153,7 +154,8 @@ void Machine::Step(const Instr& in) {
       for (size_t j = 1; j < in.src.size(); ++j) idx[j - 1] = V(j).I(0);
       const int64_t at = ElementIndex(m, idx, in.src.size() - 1, "load");
       out.Shape(m.dtype, 0);
-      if (IsFloat(m.dtype)) out.f[0] = m.GetF(at);
+      if (!m.data) out.known = false;  // addresses mode: contents not computed
+      else if (IsFloat(m.dtype)) out.f[0] = m.GetF(at);
       else out.i[0] = m.GetI(at);
       return commit();
     }
@@ -169,6 +171,9 @@ void Machine::Step(const Instr& in) {
       if (in.src.size() - 2 > 8) throw RunError("store: rank > 8");
       for (size_t j = 2; j < in.src.size(); ++j) idx[j - 2] = V(j).I(0);
       const int64_t at = ElementIndex(m, idx, in.src.size() - 2, "store");
+      if (!m.data) return;  // addresses mode: contents not computed
+      if (!x.known) throw AddressesUnsupported("data stored into a buffer the access unit reads");
+      if (addresses_) memo_off_ = true;  // memory the replays do not see changes
       if (IsFloat(m.dtype)) m.SetF(at, x.f[0]);
       else m.SetI(at, x.i[0]);
       return;
@@ -206,7 +211,10 @@ void Machine::Step(const Instr& in) {
         row = row * m.shape[j] + idx[j];
       }
       const int64_t last = idx[ni - 1], width = m.shape[ni - 1];
-      if (m.dtype == DType::F32 && (load ? out.dt : x.dt) == DType::F32 &&
+      if (m.data && !x.known && !load)
+        throw AddressesUnsupported("data stored into a buffer the access unit reads");
+      if (addresses_ && m.data && !load) memo_off_ = true;  // memory the replays do not see
+      if (m.data && m.dtype == DType::F32 && (load ? out.dt : x.dt) == DType::F32 &&
           (load ? out.lanes : x.lanes) == lanes && mask.lanes == lanes &&
           !IsFloat(mask.dt) && last >= 0 &&
           last + lanes <= width) {  // f32 rows, every lane inside: no per-lane checks
@@ -226,6 +234,7 @@ void Machine::Step(const Instr& in) {
           idx[ni - 1] = col;
           ElementIndex(m, idx, ni, what);
         }
+        if (!m.data) continue;  // addresses mode: bounds checked, contents not computed
         const int64_t at = row * width + col;
         if (load) {
           if (IsFloat(out.dt)) out.f[out.lanes > 0 ? l : 0] = RoundTo(m.GetF(at), out.dt);
@@ -235,6 +244,7 @@ void Machine::Step(const Instr& in) {
           else m.SetI(at, Wrap(LI(x, l), m.dtype));
         }
       }
+      if (load && !m.data) out.known = false;
       if (load) return commit();
       return;
     }
@@ -279,8 +289,8 @@ void Machine::Step(const Instr& in) {
         }
         if (shape.back() < 0) throw RunError("alloc: negative size");
       }
-      BufferRef b = NewBuffer(dr->dtype, shape);
-      for (int64_t e = 0; e < b->numel(); ++e) {
+      BufferRef b = addresses_ ? ShapeOnlyBuffer(dr->dtype, shape) : NewBuffer(dr->dtype, shape);
+      for (int64_t e = 0; b->data && e < b->numel(); ++e) {
         if (IsFloat(b->dtype)) b->SetF(e, std::numeric_limits<double>::quiet_NaN());
         else b->SetI(e, b->dtype == DType::I1 ? 0 : Wrap(-0x5EED, b->dtype));
       }
@@ -298,6 +308,10 @@ void Machine::Step(const Instr& in) {
       if (i < 0) throw ProgramError("from_buffer: negative position " + std::to_string(i));
       if (b.shape.size() != 1) throw RunError("from_buffer: the buffer is not 1-D");
       out.Shape(b.dtype, dl);
+      if (!b.data) {  // addresses mode: contents not computed
+        out.known = false;
+        return commit();
+      }
       if (b.dtype == DType::F32 && i + dl <= b.shape[0]) {
         const float* p = reinterpret_cast<const float*>(b.data) + i;
         for (int64_t k = 0; k < dl; ++k) out.f[k] = p[k];
@@ -321,6 +335,7 @@ void Machine::Step(const Instr& in) {
     }
     case Op::Unique: {
       const Buffer& ids = Mem(in.src[0], "unique");
+      if (!ids.data) throw AddressesUnsupported("unique over a buffer the core writes");
       const int64_t n = ids.numel();
       for (int64_t k = 0; k < n; ++k)
         trace_->Load(Address(ids, k), ItemSize(ids.dtype), -1, false, 0);

@@ -72,4 +72,12 @@ BufferRef NewBuffer(DType d, std::vector<int64_t> shape) {
   return b;
 }
 
+BufferRef ShapeOnlyBuffer(DType d, std::vector<int64_t> shape) {
+  auto b = std::make_shared<Buffer>();
+  b->dtype = d;
+  b->shape = std::move(shape);
+  if (b->nbytes() < 0) throw RunError("negative buffer size");
+  return b;
+}
+
 }  // namespace ember_emu

@@ -69,6 +69,8 @@ struct Buffer {
 using BufferRef = std::shared_ptr<Buffer>;
 
 BufferRef NewBuffer(DType d, std::vector<int64_t> shape);
+// A buffer with a shape and no data (addresses mode: contents never computed).
+BufferRef ShapeOnlyBuffer(DType d, std::vector<int64_t> shape);
 
 inline double RoundTo(double x, DType d) {
   switch (d) {

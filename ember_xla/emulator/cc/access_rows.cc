@@ -1,0 +1,96 @@
+// The addresses mode's fast path of the access side (access_run.h): a TU that only loads rows
+// of table data in contiguous chunks records the loads of its iterations in one tight loop.
+#include <algorithm>
+#include <vector>
+
+#include "access_run.h"
+
+namespace ember_emu {
+
+int64_t AccessRun::FastRows(int32_t t, int64_t lb, int64_t ub, int64_t vl, int64_t stride) {
+  int64_t base = lb;
+  if (ub - base <= stride) return base;
+  struct Load {
+    const Buffer* m;
+    int64_t idx[8], dep;
+    size_t ni, ind;  // ind: position of the TU's index among the indices, or ni (none)
+    int64_t bytes;
+    bool queued;
+    int32_t s;
+  };
+  Load loads[8];
+  size_t n = 0;
+  for (int32_t s : owned_[t + 1]) {
+    const Stream& st = e_.streams[s];
+    if (st.kind != StreamKind::VMem) continue;
+    if (n == 8) return base;
+    Load& ld = loads[n++];
+    ld.m = &StreamBuffer(st);
+    if (!Skip(*ld.m)) return base;
+    ld.ni = st.src.size() - 1;
+    if (ld.ni == 0 || ld.ni > 8 || ld.ni != ld.m->shape.size()) return base;
+    ld.ind = ld.ni;
+    ld.dep = tu_src_[t];
+    for (size_t j = 0; j < ld.ni; ++j) {
+      const int32_t x = st.src[j];
+      if (e_.streams[x].owner == t) {
+        ld.ind = j;
+        continue;
+      }
+      const Value& v = vals_[x];
+      if (!v.set || v.lanes == -1 || !v.known) return base;
+      ld.idx[j] = v.I(0);
+      ld.dep = std::max(ld.dep, src_[x]);
+    }
+    ld.bytes = vl * ItemSize(ld.m->dtype);
+    ld.queued = queued_[s] != 0;
+    ld.s = s;
+  }
+  const int layer = depth_[t];
+  for (; ub - base > stride; base += stride) {  // not the last: all vl lanes active
+    for (size_t k = 0; k < n; ++k) {
+      Load& ld = loads[k];
+      if (ld.ind < ld.ni) ld.idx[ld.ind] = base;
+      int64_t flat = 0;
+      for (size_t d = 0; d < ld.ni; ++d) {
+        const int64_t x = ld.idx[d], dim = ld.m->shape[d];
+        const int64_t hi = d + 1 == ld.ni ? x + vl - 1 : x;
+        if (x < 0 || hi >= dim) return base;
+        flat = flat * dim + x;
+      }
+      src_[ld.s] = m_.trace_->Load(m_.Address(*ld.m, flat), ld.bytes, ld.dep, ld.queued, layer);
+    }
+  }
+  return base;
+}
+
+bool AccessRun::RowsOnly(int32_t t) const {
+  const TU& u = e_.tus[t];
+  if (!u.vl || !children_[t + 1].empty() || !at_[t * 3 + kIter].empty()) return false;
+  std::vector<int32_t> seen;
+  bool any = false;
+  for (int32_t s : owned_[t + 1]) {
+    const Stream& st = e_.streams[s];
+    if (st.kind == StreamKind::VMem) {
+      if (st.src.size() < 2 || st.imm.size() < 2 || st.imm[1].kind != Imm::kInt || !st.imm[1].i)
+        return false;
+      for (size_t j = 0; j < st.src.size(); ++j) {
+        const int32_t x = st.src[j];
+        const bool mine = e_.streams[x].owner == t;
+        const bool last = j + 1 == st.src.size();
+        if (mine && std::find(seen.begin(), seen.end(), x) == seen.end()) return false;
+        if (last != (mine && e_.streams[x].kind == StreamKind::Mask)) return false;
+        if (mine && !last && e_.streams[x].kind != StreamKind::Ind) return false;
+      }
+      any = true;
+    } else if (st.kind != StreamKind::Ind && st.kind != StreamKind::Mask) {
+      return false;
+    }
+    seen.push_back(s);
+  }
+  for (const Registration* g : at_[t * 3 + kEnd])
+    if (g->what == kBufferWhat && e_.streams[g->value].kind != StreamKind::VMem) return false;
+  return any;
+}
+
+}  // namespace ember_emu
