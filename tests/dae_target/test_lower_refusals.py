@@ -75,9 +75,9 @@ def test_weights_that_are_not_one_per_lookup():
 
 def test_padded_bag_order_on_the_dae_machine():
     """A DAE rewrite gives padded bags the programs' own order (sequential), while the CPU
-    rewrite gives a bag of >= 4096 elements XLA:CPU's blocked order; that call still lowers
-    (a DAE program adds the rows one after the other; check.py compares it with the kernel
-    in that order)."""
+    rewrite gives a bag of >= 4096 elements XLA:CPU's blocked order; that call is refused with
+    the reason (a DAE program adds the rows one after the other: lowered, it would differ from
+    its kernel), and the DAE rewrite's call lowers."""
     import jax.numpy as jnp
     import numpy as np
 
@@ -92,3 +92,16 @@ def test_padded_bag_order_on_the_dae_machine():
     (cpu,) = ember_calls(rewrite_for(m, "cpu", cost_model=False).module)
     assert call_attributes(cpu)["sum_order"] == "blocked"
     assert cluster_spec(cpu).sum_order == "blocked"
+    with pytest.raises(LoweringRefused, match="XLA:CPU's blocked order .*one after the other"):
+        lower_to_slc(cluster_spec(cpu))
+    lower_to_slc(cluster_spec(dae))
+
+
+@pytest.mark.parametrize("order", ["blocked", "vector8", "tree32"])
+def test_every_xla_order_is_refused(order):
+    spec = slc_specs.make_spec("padded_bag", [(10, 4, "f32", "f32")], 0, 3, "sum", "clip",
+                               False, 32, "s32", bag_width=20)
+    lower_to_slc(spec)
+    spec = dataclasses.replace(spec, sum_order=order)
+    with pytest.raises(LoweringRefused, match=f"sum_order={order}"):
+        lower_to_slc(spec)

@@ -58,10 +58,24 @@ class _Ctx:
         self.s1 = e.stream(self.c1)
 
 
+#: The summation orders of a padded bag's kernel (``custom_calls.SUM_ORDERS``) whose programs
+#: add in the same order: the rows one after the other, a weighted f32 row with one fused
+#: multiply-add under ``sequential_fma`` (``emit.add_lookup``). The others are XLA:CPU's
+#: blocked (YNNPACK), vector8 and tree32 orders of the CPU rewrite: refused, never lowered in
+#: another order.
+LOWERED_SUM_ORDERS = ("sequential", "sequential_fma")
+
+
 def lower_to_slc(spec: ClusterSpec) -> Module:
     """The SLC module of one cluster (``LoweringRefused`` when a form is not supported)."""
     import ember_xla.dae_target.dialects  # noqa: F401  (registers the dialects)
 
+    if spec.kind == "padded_bag" and spec.sum_order not in LOWERED_SUM_ORDERS:
+        raise LoweringRefused(f"{spec.name}: its kernel adds each bag's rows in XLA:CPU's "
+                              f"{spec.sum_order} order (sum_order={spec.sum_order}, the CPU "
+                              "rewrite's), which the DAE programs do not reproduce (they add "
+                              "the rows one after the other); emulate the original model, "
+                              "which is rewritten for the DAE machine in that order")
     if spec.kind == "grouped_segment_reduce_concat":
         raise LoweringRefused(f"{spec.name}: the concatenating grouped target is not lowered to "
                               "a DAE program (its tables' results share one output; rewrite "
