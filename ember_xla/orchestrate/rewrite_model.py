@@ -62,7 +62,8 @@ def rewrite_for(module: Module, machine: str, *, group: bool = True,
 def rewrite_for_placement(module: Module) -> RewriteResult:
     """The DAE rewrite for a placement run (multi-core DAE targets, the NPU): every table its
     own call, whatever ``--group_tables`` says, since the mapper spreads the tables over the
-    cores and a grouped call would run whole on one core."""
+    cores (a grouped call on DAE cores can only be cut by batch, all its tables together; on
+    the NPU it is placed whole)."""
     return rewrite_for(module, "dae", group=False)
 
 
