@@ -236,3 +236,37 @@ def test_cpu_rewritten_calls(case):
         em = emulate_module(m.module, cpu, inputs, EmulateOptions(tmu, level, "xla"))
         _assert_clusters_exact(em.report.verify["clusters_vs_native"])
         assert em.ok and em.report.verify["model"]["bitwise_equal"], em.report.verify
+
+
+def test_cpu_blocked_order_is_refused_not_lowered_otherwise():
+    """A padded bag the CPU rewrite gave XLA:CPU's blocked order (YNNPACK's, >= 4096
+    elements) is refused on tmu and on tmu8's cores with that reason (a sequential program
+    would differ from its kernel in the last bits); with ``native_fallback`` it runs on its
+    kernel, equal to XLA:CPU, and is listed."""
+    import jax.numpy as jnp
+
+    from ember_xla.call_specs import call_attributes, ember_calls
+    from ember_xla.orchestrate.emulate_cores import NotPlaceable, emulate_on_cores
+    from ember_xla.orchestrate.emulate_model import (
+        ClusterRefused,
+        EmulateOptions,
+        emulate_module,
+    )
+    from ember_xla.orchestrate.rewrite_model import rewrite_for
+
+    rng = np.random.default_rng(5)
+    inputs = [rng.standard_normal((100, 16)).astype(np.float32),
+              rng.integers(-3, 103, (64, 64)).astype(np.int32)]
+    m = from_jax(lambda t, i: jnp.take(t, i, axis=0).sum(1), *inputs)
+    cpu = rewrite_for(m.module, "cpu", cost_model=False).module
+    (call,) = ember_calls(cpu)
+    assert call_attributes(call)["sum_order"] == "blocked"
+    tmu = load_target("tmu")
+    with pytest.raises(ClusterRefused, match="XLA:CPU's blocked order") as e:
+        emulate_module(m.module, cpu, inputs, EmulateOptions(tmu, 3, "xla"))
+    assert "\n" not in str(e.value)
+    em = emulate_module(m.module, cpu, inputs, EmulateOptions(tmu, 3, "xla", native_fallback=True))
+    assert [c.refused is not None for c in em.report.clusters] == [True]
+    assert em.ok and em.report.verify["model"]["bitwise_equal"]
+    with pytest.raises(NotPlaceable, match="XLA:CPU's blocked order"):
+        emulate_on_cores(m.module, cpu, inputs, load_target("tmu8"), "auto")
