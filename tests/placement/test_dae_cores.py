@@ -100,3 +100,25 @@ def test_segment_shares_sorted_or_not(auto_run):
     keep = (seg[order] >= 10) & (seg[order] < 20)
     assert np.array_equal(sh2.operands[1], np.asarray(w.operands[1])[order][keep])
     assert np.array_equal(sh2.operands[2], seg[order][keep] - 10)
+
+
+def test_memory_headroom_names_what_a_memory_variant_could_gain(auto_run):
+    """On tmu8 every piece is execute-bound (headroom < 1: no variant that only changes how
+    rows reach the core can shorten one); with DRAM 100x slower the same pieces are
+    memory-bound (headroom > 1) and their predicted bound says so."""
+    import dataclasses
+
+    from ember_xla.placement.dae.cost import level_shares, memory_headroom, piece_cost
+
+    run = auto_run
+    loads = [(p.core, run.works[p.cluster].load(p.variant, p.start, p.stop))
+             for p in run.plan.pieces]
+    h = memory_headroom(TMU8, run.plan.cores, loads)
+    assert 0 < h < 1
+    assert all(piece_cost(TMU8, p, sh).bound == "execute"
+               for (_, p), sh in zip(loads, level_shares(TMU8, run.plan.cores, loads),
+                                     strict=True))
+    slow = dataclasses.replace(TMU8, dram=dataclasses.replace(
+        TMU8.dram, bandwidth_gb_per_s=TMU8.dram.bandwidth_gb_per_s / 100,
+        latency_ns=TMU8.dram.latency_ns * 100))
+    assert memory_headroom(slow, run.plan.cores, loads) > 1
