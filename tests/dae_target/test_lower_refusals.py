@@ -95,8 +95,8 @@ def test_padded_bag_order_on_the_dae_machine():
     lower_to_slc(cluster_spec(dae))
 
 
-@pytest.mark.parametrize("order", ["vector8", "tree32"])
-def test_xla_loop_orders_are_refused(order):
+@pytest.mark.parametrize("order", ["zigzag"])
+def test_an_order_without_a_lowering_is_refused(order):
     spec = slc_specs.make_spec("padded_bag", [(10, 4, "f32", "f32")], 0, 3, "sum", "clip",
                                False, 32, "s32", bag_width=20)
     lower_to_slc(spec)
@@ -105,9 +105,12 @@ def test_xla_loop_orders_are_refused(order):
         lower_to_slc(spec)
 
 
-@pytest.mark.parametrize("combiner, weights", [("max", None), ("sum", "f32")])
-def test_blocked_order_outside_the_kernels_forms(combiner, weights):
-    spec = slc_specs.make_spec("padded_bag", [(10, 4, "f32", "f32")], 0, 3, combiner, "clip",
-                               False, 32, "s32", bag_width=20, weights=weights)
-    with pytest.raises(LoweringRefused, match="blocked-order bag"):
-        lower_to_slc(dataclasses.replace(spec, sum_order="blocked"))
+@pytest.mark.parametrize("order, combiner, weights", [
+    ("blocked", "max", None), ("blocked", "sum", "f32"), ("vector8", "sqrt_n", None),
+    ("tree32", "sum", "f32"), ("vector8", "sum", "f16")])
+def test_xla_orders_outside_the_kernels_forms(order, combiner, weights):
+    spec = slc_specs.make_spec("padded_bag", [(10, 4, "f16" if weights == "f16" else "f32",
+                                               "f32")], 0, 3, combiner, "clip", False, 32,
+                               "s32", bag_width=28, weights=weights)
+    with pytest.raises(LoweringRefused, match=f"{order}-order bag"):
+        lower_to_slc(dataclasses.replace(spec, sum_order=order))
