@@ -7,7 +7,10 @@ makespan of auto, symmetric and greedy placement side by side (and auto restrict
 default -O3 VL-8 program, which symmetric and greedy use: what placement alone gains), auto's
 scaling over 1 core and its efficiency, auto / symmetric and auto / greedy, the worst per-core
 |predicted / emulated - 1| over all plans and what bounds auto's busiest core; every plan's
-outputs verified bit for bit.
+outputs verified bit for bit. On 8 cores also the memory-side headroom of auto's pieces (with
+its variants, and with the default program only): the cost model's largest memory term
+(address generation, latency, DRAM transfer) over the piece's execute term, which bounds what
+a variant that only changes how rows reach the core could gain.
 
     python benchmarks/bench_multicore.py [--batch 256] [--cap 20000] [--plot mc_load.png]
         [--trace mc_trace.json] [--target tmu8|FILE.toml] [--example_batch 1024]
@@ -33,6 +36,7 @@ from ember_xla.machines.config import load_target
 from ember_xla.orchestrate.emulate_cores import cluster_works, plan_for, run_plan
 from ember_xla.orchestrate.rewrite_model import rewrite_for_placement
 from ember_xla.placement.dae import report
+from ember_xla.placement.dae.cost import memory_headroom
 from ember_xla.placement.dae.variants import DEFAULT
 from ember_xla.placement.distributions import DLRM_POOLING, DLRM_ROWS, ZipfRows
 
@@ -117,6 +121,15 @@ def run_model(name: str, model: Any, args: list[Any], base: Any, plot: str | Non
           f"{dram / (timing.makespan / (base.clock_ghz * 1e9)) / 1e9:.1f} GB/s of "
           f"{base.dram.bandwidth_gb_per_s:.1f}; variants: "
           + ", ".join(sorted({p.variant for p in plan.pieces})))
+    heads = []
+    for policy in ("auto", "auto-O3"):
+        ws = default_only if policy == "auto-O3" else works
+        pl = results[8][policy][0]
+        loads = [(p.core, ws[p.cluster].load(p.variant, p.start, p.stop)) for p in pl.pieces]
+        heads.append(f"{policy} {memory_headroom(t8, 8, loads):.2f}")
+    print("  8 cores, memory-side headroom (largest memory term / execute term of a piece; "
+          "< 1: pinning hot rows or a deeper prefetch cannot shorten any piece): "
+          + ", ".join(heads))
     if plot:
         report.plot_cores([results[8][p][:2] for p in POLICIES[:3]], plot,
                           f"{name}: per-core load on 8 cores")

@@ -100,7 +100,8 @@ def run_model(path: str, settings: JobSettings, out_dir: str,
             sub = os.path.join(out_dir, m.source.rsplit("[", 1)[-1].rstrip("]"))
         report, rewritten = rewrite_one(m, sub, "verify" in acts, settings.seed, say=say,
                                         group=settings.group_tables,
-                                        verify_atol=settings.verify_atol)
+                                        verify_atol=settings.verify_atol,
+                                        verify_rtol=settings.verify_rtol)
         row["instructions"] += sum(len(g.ops) for g in m.module.graphs)
         row["clusters"] += len(report["clusters"])
         row["near_misses"] += len(report["near_misses"])
@@ -119,7 +120,9 @@ def run_model(path: str, settings: JobSettings, out_dir: str,
             for a in plugged:
                 fn = plugin(a)
                 assert fn is not None  # validated before the job started
-                extra = fn(m, rewritten, sub, dict(settings.extra))
+                extra = fn(m, rewritten, sub, {**dict(settings.extra),  # and the one tolerance
+                                                "verify_atol": settings.verify_atol,
+                                                "verify_rtol": settings.verify_rtol})
                 for k, val in extra.items():
                     row[k] = val if row.get(k) is None else row[k] + val
     if "verify" in acts:

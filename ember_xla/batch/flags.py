@@ -9,6 +9,7 @@ import os
 from absl import flags
 
 from ember_xla.batch.settings import RUNNERS, JobSettings
+from ember_xla.runtime.compare import VERIFY_ATOL, VERIFY_RTOL
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("actions", ["rewrite", "verify"], "batch: what to do to each model, in "
@@ -31,9 +32,13 @@ flags.DEFINE_enum("progress", "auto", ["auto", "bar", "log", "none"], "batch: a 
                   "terminal, log otherwise.")
 flags.DEFINE_bool("retry_failed", True, "batch: rerun models that failed last time (models "
                   "finished with valid outputs are always kept).")
-flags.DEFINE_float("verify_atol", 1e-4, "rewrite --verify, batch, emulate: largest difference "
-                   "between original and rewritten outputs that still counts as verified "
-                   "(beyond it the command exits 1 and writes nothing).", lower_bound=0.0)
+flags.DEFINE_float("verify_atol", VERIFY_ATOL, "rewrite --verify, batch, emulate, place: the "
+                   "absolute part of the tolerance: an output element counts as verified when "
+                   "it differs from the original's by at most verify_atol + verify_rtol x "
+                   "|original| (beyond it the command exits 1 and writes nothing).",
+                   lower_bound=0.0)
+flags.DEFINE_float("verify_rtol", VERIFY_RTOL, "rewrite --verify, batch, emulate, place: the "
+                   "relative part of the tolerance (see --verify_atol).", lower_bound=0.0)
 
 # Settings of plugged-in actions, read when the flags exist (defined by those commands).
 PLUGIN_FLAGS = ("target", "opt_level", "O", "pipeline")
@@ -51,5 +56,6 @@ def settings_from_flags() -> JobSettings:
         runner=FLAGS.runner, seed=FLAGS.seed, group_tables=FLAGS.group_tables,
         signature=FLAGS.signature, unknown_dim=FLAGS.unknown_dim,
         timing_repeats=FLAGS.timing_repeats, verify_atol=FLAGS.verify_atol,
+        verify_rtol=FLAGS.verify_rtol,
         retry_failed=FLAGS.retry_failed, progress=FLAGS.progress,
         beam_options=FLAGS.beam_options, extra=extra)

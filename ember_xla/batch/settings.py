@@ -7,6 +7,8 @@ import hashlib
 import json
 from typing import Any
 
+from ember_xla.runtime.compare import VERIFY_ATOL, VERIFY_RTOL
+
 RUNNERS = ("local", "beam")
 
 
@@ -24,7 +26,8 @@ class JobSettings:
     signature: str | None = None
     unknown_dim: int = 8
     timing_repeats: int = 10
-    verify_atol: float = 1e-4
+    verify_atol: float = VERIFY_ATOL
+    verify_rtol: float = VERIFY_RTOL
     retry_failed: bool = True
     progress: str = "auto"                  # auto | bar | log | none
     beam_options: str = ""
@@ -36,7 +39,8 @@ class JobSettings:
 
         d = {"actions": list(self.actions), "seed": self.seed, "group_tables": self.group_tables,
              "signature": self.signature, "unknown_dim": self.unknown_dim,
-             "verify_atol": self.verify_atol, "extra": [list(kv) for kv in self.extra],
+             "verify_atol": self.verify_atol, "verify_rtol": self.verify_rtol,
+             "extra": [list(kv) for kv in self.extra],
              "ember_xla": __version__}
         if "time" in self.actions:
             d["timing_repeats"] = self.timing_repeats

@@ -5,7 +5,8 @@ against the original module and print the per-cluster timing report (a text tabl
 with ``total_cycles`` and one entry per cluster). Progress and verification go to stderr, the
 report to stdout.
 
-Exit codes: 0 verified; 1 the outputs differ (original vs emulated beyond ``--verify_atol``, or
+Exit codes: 0 verified; 1 the outputs differ (original vs emulated beyond ``--verify_atol +
+--verify_rtol x |original|``, the rule of ``rewrite --verify`` and ``batch``, or
 an emulated cluster vs its native kernel in any bit): the lines name the output and the index
 that differs most, and nothing is written (no report, trace, plot or plan); 2 bad input: a bad
 target file, a program that does not fit the target, a cluster the lowering refuses (unless
@@ -119,7 +120,8 @@ def emulate_main(args: list[str], flags_: Any) -> int:
 
     em = emulate_model(model, target_name, level, inputs, engine=flags_.engine,
                        native_fallback=flags_.native_fallback, trace=flags_.trace,
-                       group=flags_.group_tables, verify_atol=flags_.verify_atol, say=say)
+                       group=flags_.group_tables, verify_atol=flags_.verify_atol,
+                       verify_rtol=flags_.verify_rtol, say=say)
     _say_verify(em, say)
     if not em.ok:
         say("emulate: verification FAILED: nothing written")
@@ -156,7 +158,7 @@ def _emulate_on_cores(model: Any, target: Any, inputs: Any, flags_: Any, say: An
     result = rewrite_for_placement(model.module)
     run = emulate_on_cores(model.module, result.module, inputs, target, flags_.placement,
                            native_fallback=flags_.native_fallback, baselines=bool(flags_.plot),
-                           verify_atol=flags_.verify_atol)
+                           verify_atol=flags_.verify_atol, verify_rtol=flags_.verify_rtol)
     say(f"{model.source}: {len(result.clusters)} embedding cluster(s) rewritten, "
         f"{len(run.works)} placed on the {run.plan.cores} core(s) of {target.name} "
         f"({target.source}) by --placement={flags_.placement}")
@@ -208,7 +210,8 @@ def _emulate_placed(model: Any, target: Any, inputs: Any, flags_: Any, say: Any)
     result = rewrite_for_placement(model.module)
     run = emulate_placed(model.module, result.module, inputs, target, flags_.placement,
                          preload=flags_.preload, native_fallback=flags_.native_fallback,
-                         baselines=bool(flags_.plot), verify_atol=flags_.verify_atol)
+                         baselines=bool(flags_.plot), verify_atol=flags_.verify_atol,
+                         verify_rtol=flags_.verify_rtol)
     say(f"{model.source}: {len(result.clusters)} embedding cluster(s) rewritten, "
         f"{sum(len(c.tables) for c in run.clusters)} table(s) placed on {target.name} "
         f"({target.source}) by --placement={flags_.placement}")

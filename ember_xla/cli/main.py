@@ -110,7 +110,8 @@ def _cmd_rewrite(args: list[str]) -> int:
     models = load_arg(args[0], FLAGS)
     rewrite_all(models, FLAGS.out, FLAGS.verify, FLAGS.seed, group=FLAGS.group_tables,
                 cost_model=False if FLAGS.rewrite_all else None,
-                assume_finite_tables=FLAGS.assume_finite_tables, verify_atol=FLAGS.verify_atol)
+                assume_finite_tables=FLAGS.assume_finite_tables, verify_atol=FLAGS.verify_atol,
+                verify_rtol=FLAGS.verify_rtol)
     return 0
 
 

@@ -162,13 +162,6 @@ def kernel_reference(spec: ClusterSpec) -> Callable[[list[np.ndarray]], list[np.
     call = jax.ffi.ffi_call(target_of_kind(spec.kind).name,
                             outs if len(outs) > 1 else outs[0])
     attrs = {} if spec.kind in BACKWARD_ROLES else dict(spec.attrs)
-    if spec.kind == "padded_bag" and attrs.get("sum_order") != "sequential_fma":
-        # the DAE programs add a bag's rows one after the other (weighted f32 rows with one
-        # fused multiply-add under sequential_fma, as the kernel); a blocked call's program
-        # adds them in sequence too: the kernel in that order is its bit-exact reference (XLA's
-        # own order, which the CPU rewrite reproduces, is compared with a tolerance:
-        # exact_vs_xla)
-        attrs["sum_order"] = "sequential"
 
     def run_kernel(inputs: list[np.ndarray]) -> list[np.ndarray]:
         with jax.enable_x64(True):

@@ -10,7 +10,7 @@ or a file) cuts the clusters into pieces; each piece's program runs on its share
 in the C++ executor, the shares' outputs stacked must equal the native kernel's bit for bit,
 and all pieces are timed together on the cores (``emulator/cores.py``). The model's outputs
 (the native kernels', equal to the pieces') are compared with the original module's on XLA:CPU
-by the one rule (``verify_outputs``)."""
+by the one rule (``verify_outputs``: ``--verify_atol + --verify_rtol x |original|``)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from ember_xla.machines.config import Target
 from ember_xla.placement.dae.mapper import make_plan, price
 from ember_xla.placement.dae.plan import DaePlan, check_plan, read_plan
 from ember_xla.placement.dae.workload import ClusterWork, cluster_work
+from ember_xla.runtime.compare import VERIFY_ATOL, VERIFY_RTOL
 
 
 class NotPlaceable(ValueError):
@@ -80,7 +81,7 @@ def run_plan(target: Target, works: list[ClusterWork], plan: DaePlan
             stacked = [np.zeros(o.shape, o.dtype) for o in c.results]
         else:
             stacked = [np.concatenate([q[i] for q in parts]) for i in range(len(c.results))]
-        v = verify_outputs(c.results, stacked, 0.0)
+        v = verify_outputs(c.results, stacked, 0.0, 0.0)
         checks.append({"index": c.index, "custom_call": c.name,
                        "bitwise_equal": v["bitwise_equal"], "max_abs_diff": v["max_abs_diff"],
                        "pieces": len(parts), **({"worst": v["worst"]} if "worst" in v else {})})
@@ -120,8 +121,8 @@ def cluster_works(rewritten: Module, cap: Any, target: Target, native_fallback: 
 
 def emulate_on_cores(original: Module, rewritten: Module, inputs: list[np.ndarray],
                      target: Target, placement: str, *, native_fallback: bool = False,
-                     baselines: bool = False, verify_atol: float = 1e-4,
-                     cores: int | None = None) -> CoresRun:
+                     baselines: bool = False, verify_atol: float = VERIFY_ATOL,
+                     verify_rtol: float = VERIFY_RTOL, cores: int | None = None) -> CoresRun:
     """Place and emulate ``rewritten``'s clusters on ``target``'s cores (or ``cores``);
     ``baselines``: also run the symmetric and greedy plans (for the per-core load plot)."""
     from ember_xla.emulator.capture import capture
@@ -137,7 +138,8 @@ def emulate_on_cores(original: Module, rewritten: Module, inputs: list[np.ndarra
         raise ModelFailed(f"emulate: {e}; nothing written") from None
     plan = plan_for(target, works, placement, cores)
     timing, checks = run_plan(target, works, plan)
-    model_check = verify_outputs(run_module(original, inputs), cap.outputs, verify_atol)
+    model_check = verify_outputs(run_module(original, inputs), cap.outputs, verify_atol,
+                                 verify_rtol)
     verify = {"model": model_check, "clusters_vs_native": checks,
               "ok": model_check["ok"] and all(c["bitwise_equal"] for c in checks)}
     base = []

@@ -15,8 +15,10 @@ Each cluster is compiled to a bound DAE program (``compile.py``). Engines:
   model's outputs with the emulated clusters are the ones computed).
 
 Either way the model's outputs are compared with the original module's on XLA:CPU by the one
-rule of ``runtime.compare`` (``verify_outputs``: bit for bit, or within ``--verify_atol``),
-each check naming the output and index that differ most; and
+rule of ``runtime.compare`` (``verify_outputs``: bit for bit, or every element within
+``--verify_atol + --verify_rtol x |original|``; the dense part of a model may round
+differently around the rewritten clusters), each check naming the output and the index beyond
+the tolerance by most; and
 ``--trace`` re-runs each cluster on the Python reference with the timing model recording
 events (with the xla engine its cycles must equal the C++ emulator's, else the run fails).
 A cluster the lowering refuses is an error unless ``native_fallback``: then it runs on the
@@ -34,6 +36,7 @@ from ember_xla.emulator.report import ClusterResult, EmulationReport
 from ember_xla.ir.graph import Module
 from ember_xla.machines.config import Target
 from ember_xla.orchestrate.compile_clusters import CompiledCluster, compile_clusters
+from ember_xla.runtime.compare import VERIFY_ATOL, VERIFY_RTOL
 from ember_xla.util import strict_json
 
 ENGINES = ("auto", "xla", "python")
@@ -50,7 +53,8 @@ class EmulateOptions:
     engine: str = "auto"
     native_fallback: bool = False
     trace_path: str | None = None
-    verify_atol: float = 1e-4
+    verify_atol: float = VERIFY_ATOL
+    verify_rtol: float = VERIFY_RTOL
     max_trace_events: int = 500_000
 
 
@@ -93,7 +97,7 @@ def _compare_cluster(c: CompiledCluster, got: list[np.ndarray], want: list[np.nd
     ``worst`` says which output differs most and where."""
     from ember_xla.runtime.compare import verify_outputs
 
-    v = verify_outputs(want, got, 0.0)
+    v = verify_outputs(want, got, 0.0, 0.0)
     check = {"index": c.index, "custom_call": c.name, "bitwise_equal": v["bitwise_equal"],
              "max_abs_diff": v["max_abs_diff"]}
     if "worst" in v:
@@ -160,7 +164,7 @@ def emulate_module(original: Module, rewritten: Module, inputs: list[np.ndarray]
             if rec is not None:
                 recorders[c.index] = (rec, timing.cycles)
     want = run_module(original, inputs)
-    model_check = verify_outputs(want, outputs, opts.verify_atol)
+    model_check = verify_outputs(want, outputs, opts.verify_atol, opts.verify_rtol)
     model_ok = model_check["ok"]
     clusters_ok = all(x["bitwise_equal"] and x.get("cpp_cycles_equal", True)
                       for x in cluster_checks)
@@ -186,7 +190,8 @@ DEFAULT_LEVEL = 3
 
 def emulate_model(model: Any, target_name: str, level: int, inputs: Any, *, engine: str = "auto",
                   native_fallback: bool = False, trace: str | None = None,
-                  group: bool = True, verify_atol: float = 1e-4, say: Any = None) -> Any:
+                  group: bool = True, verify_atol: float = VERIFY_ATOL,
+                  verify_rtol: float = VERIFY_RTOL, say: Any = None) -> Any:
     """Rewrite (every cluster: the DAE machine is the target, not the CPU cost model),
     compile, emulate and verify one imported model; returns ``Emulated``."""
     from ember_xla.machines.config import load_target
@@ -194,7 +199,8 @@ def emulate_model(model: Any, target_name: str, level: int, inputs: Any, *, engi
 
     target = load_target(target_name)
     result = rewrite_for(model.module, "dae", group=group)
-    opts = EmulateOptions(target, level, engine, native_fallback, trace, verify_atol)
+    opts = EmulateOptions(target, level, engine, native_fallback, trace, verify_atol,
+                          verify_rtol)
     em = emulate_module(model.module, result.module, inputs, opts, source=model.source)
     if say:  # after the run: an error is then the only line on stderr
         say(f"{model.source}: {len(result.clusters)} embedding cluster(s) rewritten, emulated "
@@ -215,13 +221,15 @@ def batch_action(model: Any, rewritten: Any, out_dir: str, options: dict[str, An
     from ember_xla.util.atomic import write_atomic
 
     inputs = random_inputs(model.module, 0, model.bound)
+    tol = {k: float(options.get(k, d)) for k, d in (("verify_atol", VERIFY_ATOL),
+                                                      ("verify_rtol", VERIFY_RTOL))}
     target = load_target(options.get("target") or DEFAULT_TARGET)
     if target.npu is not None:  # a multi-core NPU: the tables placed by the auto mapper
         from ember_xla.orchestrate.place_model import emulate_placed
         from ember_xla.orchestrate.rewrite_model import rewrite_for_placement
 
         every = rewrite_for_placement(model.module).module
-        run = emulate_placed(model.module, every, inputs, target, "auto")
+        run = emulate_placed(model.module, every, inputs, target, "auto", **tol)
         write_atomic(os.path.join(out_dir, "emulate.json"),
                      strict_json.dumps(run.as_dict(), indent=1) + "\n")
         if not run.ok:
@@ -234,7 +242,7 @@ def batch_action(model: Any, rewritten: Any, out_dir: str, options: dict[str, An
         from ember_xla.placement.dae import report
 
         every = rewrite_for_placement(model.module).module
-        cores = emulate_on_cores(model.module, every, inputs, target, "auto")
+        cores = emulate_on_cores(model.module, every, inputs, target, "auto", **tol)
         d = report.as_dict(target, cores.works, cores.plan, cores.timing)
         d["verify"] = cores.verify
         write_atomic(os.path.join(out_dir, "emulate.json"),
@@ -245,7 +253,7 @@ def batch_action(model: Any, rewritten: Any, out_dir: str, options: dict[str, An
         return {"emulated_cycles": cores.makespan}
     level = options.get("opt_level")
     level = DEFAULT_LEVEL if level is None else int(level)
-    em = emulate_model(model, options.get("target") or DEFAULT_TARGET, level, inputs)
+    em = emulate_model(model, options.get("target") or DEFAULT_TARGET, level, inputs, **tol)
     write_atomic(os.path.join(out_dir, "emulate.json"), em.report.to_json() + "\n")
     if not em.ok:
         raise ModelFailed(f"{model.source}: emulate: the emulated outputs differ "

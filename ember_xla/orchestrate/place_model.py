@@ -32,6 +32,7 @@ from ember_xla.placement.from_model import (
 )
 from ember_xla.placement.model import workload
 from ember_xla.placement.plan import Plan
+from ember_xla.runtime.compare import VERIFY_ATOL, VERIFY_RTOL
 
 
 @dataclasses.dataclass
@@ -89,7 +90,8 @@ def same_values(a: np.ndarray, b: np.ndarray) -> bool:
 def emulate_placed(original: Module, rewritten: Module, inputs: list[np.ndarray],
                    target: Target, placement: str, *, preload: str | None = None,
                    native_fallback: bool = False, baselines: bool = False,
-                   verify_atol: float = 1e-4) -> PlacedRun:
+                   verify_atol: float = VERIFY_ATOL, verify_rtol: float = VERIFY_RTOL
+                   ) -> PlacedRun:
     """Place and emulate ``rewritten``'s clusters; ``baselines``: also emulate the symmetric
     and greedy plans (for the per-core load plot and the report)."""
     from ember_xla.emulator.capture import capture
@@ -126,7 +128,8 @@ def emulate_placed(original: Module, rewritten: Module, inputs: list[np.ndarray]
         cluster_outputs[c.spec.name] = got
         checks.append({"custom_call": c.spec.name,
                        "equal": all(same_values(x, y) for x, y in zip(want, got, strict=True))})
-    model_check = verify_outputs(run_module(original, inputs), cap.outputs, verify_atol)
+    model_check = verify_outputs(run_module(original, inputs), cap.outputs, verify_atol,
+                                 verify_rtol)
     model_ok = model_check["ok"]
     verify = {"model": model_check,
               "clusters_vs_native": checks,

@@ -21,14 +21,12 @@ from ember_xla.ir.graph import Module
 from ember_xla.orchestrate.errors import ModelFailed, UsageError
 from ember_xla.rewrites.patterns import DAE_PATTERNS
 from ember_xla.rewrites.pipeline import RewriteResult, rewrite_module
+from ember_xla.runtime.compare import VERIFY_ATOL, VERIFY_RTOL
 from ember_xla.util import strict_json
 from ember_xla.util.atomic import check_removable, resolve_output, write_folder_atomic
 
 OUTPUTS = ("rewritten.pb", "rewritten.hlo", "report.json", PARAMS_FILE, OUTPUTS_FILE)
 
-#: The largest difference ``--verify`` accepts between the original's and the rewritten
-#: module's outputs when they are not bit for bit equal (``--verify_atol``; README).
-VERIFY_ATOL = 1e-4
 
 #: The rewrite a DAE machine is given: every cluster (the machine is the target, never the
 #: CPU's cost model), one call per reduction (the DAE lowering has no multi-output form) and
@@ -64,7 +62,8 @@ def rewrite_for(module: Module, machine: str, *, group: bool = True,
 def rewrite_for_placement(module: Module) -> RewriteResult:
     """The DAE rewrite for a placement run (multi-core DAE targets, the NPU): every table its
     own call, whatever ``--group_tables`` says, since the mapper spreads the tables over the
-    cores and a grouped call would run whole on one core."""
+    cores (a grouped call on DAE cores can only be cut by batch, all its tables together; on
+    the NPU it is placed whole)."""
     return rewrite_for(module, "dae", group=False)
 
 
@@ -86,14 +85,14 @@ def check_out_dir(out_dir: str) -> None:
 
 def rewrite_one(model: Model, out_dir: str, verify: bool, seed: int,
                 say: Any = print, group: bool = True, cost_model: bool | None = None,
-                assume_finite_tables: bool = False, verify_atol: float = VERIFY_ATOL
-                ) -> tuple[dict[str, Any], Module]:
+                assume_finite_tables: bool = False, verify_atol: float = VERIFY_ATOL,
+                verify_rtol: float = VERIFY_RTOL) -> tuple[dict[str, Any], Module]:
     """Rewrite one model and write its outputs into ``out_dir``; (the report, the rewritten
     module)."""
     out_dir = resolve_output(out_dir)
     check_out_dir(out_dir)
     report, files, result = prepare(model, verify, seed, say, group, cost_model,
-                                    assume_finite_tables, verify_atol)
+                                    assume_finite_tables, verify_atol, verify_rtol)
     say(f"[3/3] writing {out_dir}")
     write_folder_atomic(out_dir, files)
     return report, result.module
@@ -101,7 +100,8 @@ def rewrite_one(model: Model, out_dir: str, verify: bool, seed: int,
 
 def rewrite_all(models: list[Model], out_dir: str, verify: bool, seed: int,
                 group: bool = True, cost_model: bool | None = None,
-                assume_finite_tables: bool = False, verify_atol: float = VERIFY_ATOL) -> None:
+                assume_finite_tables: bool = False, verify_atol: float = VERIFY_ATOL,
+                verify_rtol: float = VERIFY_RTOL) -> None:
     """Rewrite every model, then write all outputs as one atomic folder replacement."""
     out_dir = resolve_output(out_dir)
     check_out_dir(out_dir)
@@ -111,7 +111,7 @@ def rewrite_all(models: list[Model], out_dir: str, verify: bool, seed: int,
         if sub and (sub in ("", ".", "..") or "/" in sub or sub in OUTPUTS):
             raise UsageError(f"{m.source}: signature name {sub!r} cannot name an output folder")
         _, out, _ = prepare(m, verify, seed, print, group, cost_model, assume_finite_tables,
-                            verify_atol)
+                            verify_atol, verify_rtol)
         files.update({os.path.join(sub, k) if sub else k: v for k, v in out.items()})
     print(f"[3/3] writing {out_dir}")
     write_folder_atomic(out_dir, files)
@@ -119,12 +119,13 @@ def rewrite_all(models: list[Model], out_dir: str, verify: bool, seed: int,
 
 def prepare(model: Model, verify: bool, seed: int, say: Any = print,
             group: bool = True, cost_model: bool | None = None,
-            assume_finite_tables: bool = False, verify_atol: float = VERIFY_ATOL
+            assume_finite_tables: bool = False, verify_atol: float = VERIFY_ATOL,
+            verify_rtol: float = VERIFY_RTOL
             ) -> tuple[dict[str, Any], dict[str, bytes | str], RewriteResult]:
     """The report, the output files and the rewrite of one model, all in memory. With
     ``verify``, a rewritten module whose outputs differ from the original's beyond
-    ``verify_atol`` (``runtime.compare.within_tolerance``) raises ``ModelFailed`` before
-    anything is written."""
+    ``verify_atol + verify_rtol * |original|`` (``runtime.compare.within_tolerance``) raises
+    ``ModelFailed`` before anything is written."""
     say(f"[1/3] finding embedding clusters in {model.source} "
         f"({sum(len(g.ops) for g in model.module.graphs)} instructions)")
     result = rewrite_for(model.module, "cpu", group=group, cost_model=cost_model,
@@ -164,11 +165,11 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
         inputs = random_inputs(model.module, seed, model.bound)
         cases = edge_id_inputs(model.module, inputs, seed)
         report["verify"] = {"seed": seed, **verify_rewrite(model.module, result.module, inputs,
-                                                          cases)}
+                                                          cases, verify_atol, verify_rtol)}
         v = report["verify"]
         say(f"  outputs bitwise equal: {v['bitwise_equal']}, max abs difference "
             f"{v['max_abs_diff']:.3g}" + (f" over {len(cases) + 1} input sets" if cases else ""))
-        if not within_tolerance(v, verify_atol):
+        if not within_tolerance(v):
             raise ModelFailed(f"{model.source}: verify: {mismatch_line(v, verify_atol)}; "
                               "nothing written")
     else:

@@ -1,5 +1,12 @@
-"""Run an original and a rewritten module on the same inputs and compare the outputs; time
-modules side by side."""
+"""Run an original and a rewritten module on the same inputs and compare the outputs by the one
+verdict rule of every model-level verification (``rewrite --verify``, ``batch``, ``emulate``,
+``place``); time modules side by side.
+
+The rule: an output passes when it equals the original's bit for bit, or when every element
+``g`` of it and ``w`` of the original's are the same value (equal infinities, NaN where NaN) or
+``|g - w| <= atol + rtol * |w|`` (``--verify_atol``, ``--verify_rtol``; defaults
+``VERIFY_ATOL``, ``VERIFY_RTOL``). An emulated cluster against its native kernel is checked
+bit for bit (``atol = rtol = 0`` and ``bitwise_equal``)."""
 
 from __future__ import annotations
 
@@ -11,6 +18,12 @@ import numpy as np
 
 from ember_xla.ir.graph import Module
 from ember_xla.runtime.execute import compile_module
+
+#: The absolute part of the tolerance: an output element near zero may differ by this much.
+VERIFY_ATOL = 1e-4
+#: The relative part: ``rtol * |original|`` more (1e-5 is about 84 f32 ulp of the element):
+#: what reassociated or differently fused dense layers around the rewritten clusters round to.
+VERIFY_RTOL = 1e-5
 
 
 def _float_diffs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -29,93 +42,150 @@ def max_float_diff(a: np.ndarray, b: np.ndarray) -> float:
     return float(diff.max()) if diff.size else 0.0
 
 
-def _where_largest(a: np.ndarray, b: np.ndarray) -> list[int]:
-    """The index of the largest of ``_float_diffs(a, b)``."""
-    diff = _float_diffs(a, b)
-    return [int(k) for k in np.unravel_index(int(np.argmax(diff)), a.shape)]
+def _diffs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind in "fc" or str(a.dtype) == "bfloat16":
+        return _float_diffs(a, b)
+    return np.abs(a.astype(np.int64) - b.astype(np.int64)).astype(np.float64)
 
 
-def compare_outputs(want: list[np.ndarray], got: list[np.ndarray]) -> dict[str, Any]:
+def _ratios(a: np.ndarray, diff: np.ndarray, atol: float, rtol: float) -> np.ndarray:
+    """Each element's difference over what the rule allows it (> 1: beyond the tolerance)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        mag = np.abs(a.astype(np.float64))
+        allowed = atol + rtol * np.where(np.isfinite(mag), mag, 0.0)
+        out = np.where(diff == 0, 0.0, np.where(allowed > 0, diff / np.where(allowed > 0,
+                                                                             allowed, 1.0),
+                                               np.inf))
+    return np.where(np.isnan(out), np.inf, out)
+
+
+def _index(flat: int, shape: tuple[int, ...]) -> list[int]:
+    return [int(k) for k in np.unravel_index(flat, shape)]
+
+
+def compare_outputs(want: list[np.ndarray], got: list[np.ndarray], atol: float = VERIFY_ATOL,
+                    rtol: float = VERIFY_RTOL) -> dict[str, Any]:
+    """Per output: bit equality, the largest difference and where, and ``tolerance_ratio``
+    (the largest difference over ``atol + rtol * |original|``, at ``beyond`` when > 1)."""
     rows = []
     for i, (a, b) in enumerate(zip(want, got, strict=True)):
         same_bits = a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
-        if a.dtype.kind in "fc" or str(a.dtype) == "bfloat16":
-            max_diff = max_float_diff(a, b)
-        else:
-            max_diff = float(np.abs(a.astype(np.int64) - b.astype(np.int64)).max()) if a.size \
-                else 0.0
-        row = {"output": i, "shape": list(a.shape), "dtype": str(a.dtype),
-               "bitwise_equal": bool(same_bits), "max_abs_diff": max_diff}
-        if max_diff > 0 and a.shape == b.shape:
-            row["where"] = _where_largest(a, b)
+        row: dict[str, Any] = {"output": i, "shape": list(a.shape), "dtype": str(a.dtype),
+                               "bitwise_equal": bool(same_bits), "max_abs_diff": 0.0,
+                               "tolerance_ratio": 0.0}
+        if a.shape != b.shape:
+            row["max_abs_diff"] = row["tolerance_ratio"] = float("inf")
+        elif a.size and not same_bits:
+            diff = _diffs(a, b)
+            ratio = _ratios(a, diff, atol, rtol)
+            k, r = int(np.argmax(diff)), int(np.argmax(ratio))
+            row["max_abs_diff"], row["tolerance_ratio"] = float(diff.flat[k]), float(ratio.flat[r])
+            if row["max_abs_diff"] > 0:
+                row["where"] = _index(k, a.shape)
+            if row["tolerance_ratio"] > 1:
+                at = _index(r, a.shape)
+                row["beyond"] = {"where": at, "diff": float(diff.flat[r]),
+                                 "original": float(np.asarray(a, np.float64).flat[r])}
         rows.append(row)
     return {"outputs": rows,
             "bitwise_equal": all(r["bitwise_equal"] for r in rows),
-            "max_abs_diff": max((r["max_abs_diff"] for r in rows), default=0.0)}
+            "max_abs_diff": max((r["max_abs_diff"] for r in rows), default=0.0),
+            "tolerance_ratio": max((r["tolerance_ratio"] for r in rows), default=0.0)}
 
 
-def within_tolerance(check: dict[str, Any], atol: float) -> bool:
-    """The one tolerance rule of a model's verification: bit for bit, or every output within
-    ``atol`` of the original's."""
-    return bool(check["bitwise_equal"] or check["max_abs_diff"] <= atol)
+def within_tolerance(check: dict[str, Any]) -> bool:
+    """The one tolerance rule of a model's verification: bit for bit, or every element of
+    every output within ``atol + rtol * |original|`` of the original's (``compare_outputs``'s
+    ``tolerance_ratio`` at most 1)."""
+    return bool(check["bitwise_equal"] or check["tolerance_ratio"] <= 1.0)
 
 
-def verify_outputs(want: list[np.ndarray], got: list[np.ndarray], atol: float
-                   ) -> dict[str, Any]:
-    """``compare_outputs`` plus the verdict: ``ok`` (``within_tolerance``), ``atol`` and, when
-    an output differs, ``worst`` (which output differs most, by how much, where)."""
-    check = compare_outputs(want, got)
+def verify_outputs(want: list[np.ndarray], got: list[np.ndarray], atol: float,
+                   rtol: float = VERIFY_RTOL) -> dict[str, Any]:
+    """``compare_outputs`` plus the verdict: ``ok`` (``within_tolerance``), ``atol``, ``rtol``
+    and, when an output differs, ``worst`` (the output beyond the tolerance by most, else the
+    one that differs most: by how much, where)."""
+    check = compare_outputs(want, got, atol, rtol)
     worst = _worst(check, None)
     if worst is not None:
         check["worst"] = worst
-    return {**check, "ok": within_tolerance(check, atol), "atol": atol}
+    return {**check, "ok": within_tolerance(check), "atol": atol, "rtol": rtol}
+
+
+_TOTALS = ("bitwise_equal", "max_abs_diff", "tolerance_ratio")
 
 
 def verify_rewrite(original: Module, rewritten: Module,
                    inputs: list[np.ndarray],
-                   id_cases: dict[str, list[np.ndarray]] | None = None) -> dict[str, Any]:
+                   id_cases: dict[str, list[np.ndarray]] | None = None,
+                   atol: float = VERIFY_ATOL, rtol: float = VERIFY_RTOL) -> dict[str, Any]:
     """Compare on ``inputs`` and on each of ``id_cases`` (the same inputs with edge-case ids,
     ``runtime.inputs.edge_id_inputs``); the result's totals cover every case, ``cases``
     lists each one's."""
     a, b = compile_module(original), compile_module(rewritten)
-    result = compare_outputs(a.run(inputs), b.run(inputs))
+    result = compare_outputs(a.run(inputs), b.run(inputs), atol, rtol)
     worst = _worst(result, "in_range")
     if id_cases:
-        cases = {"in_range": {k: result[k] for k in ("bitwise_equal", "max_abs_diff")}}
+        cases = {"in_range": {k: result[k] for k in _TOTALS}}
         for name, xs in id_cases.items():
-            r = compare_outputs(a.run(xs), b.run(xs))
-            cases[name] = {k: r[k] for k in ("bitwise_equal", "max_abs_diff")}
-            if r["max_abs_diff"] > (worst or {}).get("max_abs_diff", 0.0):
-                worst = _worst(r, name)
-        result["bitwise_equal"] = all(c["bitwise_equal"] for c in cases.values())
-        result["max_abs_diff"] = max(c["max_abs_diff"] for c in cases.values())
+            r = compare_outputs(a.run(xs), b.run(xs), atol, rtol)
+            cases[name] = {k: r[k] for k in _TOTALS}
+            w = _worst(r, name)
+            if w is not None and _rank(w) > _rank(worst):
+                worst = w
+        for k in _TOTALS:
+            result[k] = (all(c[k] for c in cases.values()) if k == "bitwise_equal"
+                         else max(c[k] for c in cases.values()))
         result["cases"] = cases
     if worst is not None:
         result["worst"] = worst
+    result["atol"], result["rtol"] = atol, rtol
     return result
 
 
+def _rank(w: dict[str, Any] | None) -> tuple[bool, float]:
+    """Worse first: beyond the tolerance, then by how much (ratio, else difference)."""
+    if w is None:
+        return (False, 0.0)
+    beyond = w["tolerance_ratio"] > 1
+    return (beyond, w["tolerance_ratio"] if beyond else w["max_abs_diff"])
+
+
 def _worst(check: dict[str, Any], case: str | None) -> dict[str, Any] | None:
-    """Where ``check``'s largest difference is (case, output, index), or None if there is none."""
-    rows = [r for r in check["outputs"] if r["max_abs_diff"] > 0]
+    """The output beyond the tolerance by most (case, output, index, difference, the
+    original's value), else the one whose difference is largest; None if none differs."""
+    rows = [r for r in check["outputs"] if r["max_abs_diff"] > 0 or not r["bitwise_equal"]]
     if not rows:
         return None
+    beyond = [r for r in rows if r["tolerance_ratio"] > 1]
+    if beyond:
+        r = max(beyond, key=lambda r: r["tolerance_ratio"])
+        b = r.get("beyond") or {}
+        return {"case": case, "output": r["output"], "where": b.get("where"),
+                "max_abs_diff": b.get("diff", r["max_abs_diff"]),
+                "original": b.get("original"), "tolerance_ratio": r["tolerance_ratio"]}
     r = max(rows, key=lambda r: r["max_abs_diff"])
     return {"case": case, "output": r["output"], "where": r.get("where"),
-            "max_abs_diff": r["max_abs_diff"]}
+            "max_abs_diff": r["max_abs_diff"], "tolerance_ratio": r["tolerance_ratio"]}
 
 
 def mismatch_line(check: dict[str, Any], atol: float | None,
-                  against: str = "the original's") -> str:
-    """One line saying how far and where a verification that failed ``within_tolerance``
-    differs (``atol`` None: a bit-for-bit check, e.g. an emulated cluster against its native
-    kernel)."""
+                  against: str = "the original's", rtol: float | None = None) -> str:
+    """One line saying which output, where and by how much a verification that failed
+    ``within_tolerance`` differs (``atol`` None: a bit-for-bit check, e.g. an emulated cluster
+    against its native kernel; ``rtol`` None: the check's own)."""
     w = check.get("worst") or {}
     at = "" if w.get("where") is None else f" at index {w['where']}"
     case = f" ({w['case'].replace('_', ' ')} ids)" if w.get("case") else ""
-    rule = " (bit for bit expected)" if atol is None else f" (> --verify_atol={atol:g})"
+    if atol is None:
+        rule = " (bit for bit expected)"
+    else:
+        r = check.get("rtol", VERIFY_RTOL) if rtol is None else rtol
+        was = "" if w.get("original") is None else f"{against} {w['original']:.6g}, "
+        rule = f" ({was}> --verify_atol={atol:g} + --verify_rtol={r:g} x |original|)"
+    diff = w.get("max_abs_diff", check["max_abs_diff"])
     return (f"output {w.get('output', '?')} differs from {against} by "
-            f"{check['max_abs_diff']:.3g}{at}{case}{rule}")
+            f"{diff:.3g}{at}{case}{rule}")
 
 
 def time_modules(modules: dict[str, Module], inputs: list[np.ndarray],

@@ -47,7 +47,7 @@ def test_rewrite_verify_mismatch_exits_1_and_writes_nothing(bag_model, tmp_path,
     line = lines[0]
     assert line.startswith("ember-xla: error: ") and str(bag_model) in line
     assert "output 0 differs" in line and "at index [0, 0]" in line and "nothing written" in line
-    assert "--verify_atol=0.0001" in line
+    assert "> --verify_atol=0.0001 + --verify_rtol=1e-05 x |original|)" in line
     assert not out.exists()
     assert not [n for n in os.listdir(tmp_path) if "ember-new" in n]
 
@@ -107,7 +107,8 @@ def test_emulate_cluster_mismatch_exits_1_and_writes_nothing(bag_model, tmp_path
     assert len(model) == (engine == "python"), p.stderr
     if model:
         assert ("output 0 differs from the original's by inf at index [0, 0] "
-                "(> --verify_atol=0.0001)") in model[0]
+                "(the original's ") in model[0]
+        assert "> --verify_atol=0.0001 + --verify_rtol=1e-05 x |original|)" in model[0]
     bad = [ln for ln in bad if ln not in model]
     assert len(bad) == 1, p.stderr
     assert bad[0].startswith("verify: cluster 0 (%")

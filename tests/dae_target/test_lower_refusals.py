@@ -75,9 +75,8 @@ def test_weights_that_are_not_one_per_lookup():
 
 def test_padded_bag_order_on_the_dae_machine():
     """A DAE rewrite gives padded bags the programs' own order (sequential), while the CPU
-    rewrite gives a bag of >= 4096 elements XLA:CPU's blocked order; that call still lowers
-    (a DAE program adds the rows one after the other; check.py compares it with the kernel
-    in that order)."""
+    rewrite gives a bag of >= 4096 elements XLA:CPU's blocked order, lowered in that order
+    (tests/emulator/test_kinds_on_targets.py checks it bit for bit)."""
     import jax.numpy as jnp
     import numpy as np
 
@@ -92,3 +91,26 @@ def test_padded_bag_order_on_the_dae_machine():
     (cpu,) = ember_calls(rewrite_for(m, "cpu", cost_model=False).module)
     assert call_attributes(cpu)["sum_order"] == "blocked"
     assert cluster_spec(cpu).sum_order == "blocked"
+    lower_to_slc(cluster_spec(cpu))
+    lower_to_slc(cluster_spec(dae))
+
+
+@pytest.mark.parametrize("order", ["zigzag"])
+def test_an_order_without_a_lowering_is_refused(order):
+    spec = slc_specs.make_spec("padded_bag", [(10, 4, "f32", "f32")], 0, 3, "sum", "clip",
+                               False, 32, "s32", bag_width=20)
+    lower_to_slc(spec)
+    spec = dataclasses.replace(spec, sum_order=order)
+    with pytest.raises(LoweringRefused, match=f"sum_order={order}"):
+        lower_to_slc(spec)
+
+
+@pytest.mark.parametrize("order, combiner, weights", [
+    ("blocked", "max", None), ("blocked", "sum", "f32"), ("vector8", "sqrt_n", None),
+    ("tree32", "sum", "f32"), ("vector8", "sum", "f16")])
+def test_xla_orders_outside_the_kernels_forms(order, combiner, weights):
+    spec = slc_specs.make_spec("padded_bag", [(10, 4, "f16" if weights == "f16" else "f32",
+                                               "f32")], 0, 3, combiner, "clip", False, 32,
+                               "s32", bag_width=28, weights=weights)
+    with pytest.raises(LoweringRefused, match=f"{order}-order bag"):
+        lower_to_slc(dataclasses.replace(spec, sum_order=order))

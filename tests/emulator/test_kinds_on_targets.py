@@ -236,3 +236,73 @@ def test_cpu_rewritten_calls(case):
         em = emulate_module(m.module, cpu, inputs, EmulateOptions(tmu, level, "xla"))
         _assert_clusters_exact(em.report.verify["clusters_vs_native"])
         assert em.ok and em.report.verify["model"]["bitwise_equal"], em.report.verify
+
+
+
+
+#: the CPU rewrite's XLA:CPU orders: (ids shape, wrapped t[ids] rather than jnp.take, mean)
+ORDER_CASES = {"blocked": ((64, 64), False, False), "blocked_mean": ((16, 300), False, True),
+               "blocked_weighted_f16": ((64, 64), False, False),
+               "vector8": ((8, 28), True, False), "vector8_mean": ((4, 32), True, True),
+               "tree32": ((2, 100), True, False), "tree32_mean": ((2, 64), True, True)}
+
+
+@pytest.mark.parametrize("case", sorted(ORDER_CASES))
+def test_cpu_xla_orders_lower_in_that_order(case):
+    """A padded bag the CPU rewrite gave one of XLA:CPU's orders (YNNPACK's blocked sum from
+    4096 elements, a weighted f16 bag's products rounded to f16 first; the vectorized loop's
+    vector8 for 25-32 rows; the tree-reduction windows' tree32 beyond) lowers to programs that
+    add in that order: emulated at -O0..-O4 (both engines at -O0 and -O3) and on tmu8's cores,
+    every cluster equal to its kernel and the model to XLA:CPU bit for bit. Adding the rows
+    one after the other gives other bits on these inputs (checked), so the check can fail."""
+    import jax.numpy as jnp
+
+    from ember_xla.call_specs import call_attributes, ember_calls
+    from ember_xla.orchestrate.emulate_cores import emulate_on_cores
+    from ember_xla.orchestrate.emulate_model import EmulateOptions, emulate_module
+    from ember_xla.orchestrate.rewrite_model import rewrite_for
+    from ember_xla.runtime.execute import run_module
+
+    (b, p), wrapped, mean = ORDER_CASES[case]
+    weighted = case.endswith("f16")
+    rng = np.random.default_rng(5)
+    dt = np.float16 if weighted else np.float32
+    inputs = [(rng.standard_normal((100, 16)) * (1 if weighted else 100)).astype(dt),
+              rng.integers(-3 if wrapped else 0, 100, (b, p)).astype(np.int32)]
+    if not wrapped:
+        inputs[1][1, 7] = 100                               # one NaN row (fill mode)
+    red = (lambda x: x.mean(1)) if mean else (lambda x: x.sum(1))
+    if weighted:
+        inputs.append(rng.standard_normal((b, p)).astype(np.float16))
+        m = from_jax(lambda t, i, w: jnp.sum(jnp.take(t, i, axis=0) * w[..., None], axis=1,
+                                             dtype=jnp.float32), *inputs)
+    elif wrapped:
+        m = from_jax(lambda t, i: red(t[i]), *inputs)
+    else:
+        m = from_jax(lambda t, i: red(jnp.take(t, i, axis=0)), *inputs)
+    cpu = rewrite_for(m.module, "cpu", cost_model=False).module
+    (call,) = ember_calls(cpu)
+    assert call_attributes(call)["sum_order"] == case.split("_")[0]
+    rows = inputs[0][np.where(inputs[1] < 0, inputs[1] + 100, inputs[1]).clip(0, 99)]
+    rows = rows.astype(np.float32)
+    if weighted:
+        rows = (rows * inputs[2][..., None].astype(np.float32)).astype(np.float16)
+    seq = np.zeros((b, 16), np.float32)
+    for k in range(p):
+        seq = seq + rows[:, k].astype(np.float32)
+    if mean:
+        seq = seq * np.float32(1.0 / p)
+    want = run_module(m.module, inputs)[0]
+    if not wrapped:
+        seq[1] = np.nan
+    assert not np.array_equal(seq, want, equal_nan=True)   # the orders differ here
+    tmu = load_target("tmu")
+    for level in range(5):
+        for engine in ("xla", "python") if level in (0, 3) else ("xla",):
+            em = emulate_module(m.module, cpu, inputs, EmulateOptions(tmu, level, engine))
+            _assert_clusters_exact(em.report.verify["clusters_vs_native"])
+            assert em.ok and em.report.verify["model"]["bitwise_equal"], (level, engine)
+    run = emulate_on_cores(m.module, cpu, inputs, load_target("tmu8"), "symmetric")
+    _assert_clusters_exact(run.verify["clusters_vs_native"])
+    assert run.ok  # symmetric cuts a batch of >= 8 bags into 8 shares, runs fewer whole
+    assert run.verify["clusters_vs_native"][0]["pieces"] == (8 if b >= 8 else 1)

@@ -83,7 +83,8 @@ def test_bad_plans_are_one_line_errors(auto_run, tmp_path, edit, match):
     assert "\n" not in str(e.value)
 
 
-def test_segment_shares_need_sorted_ids(auto_run):
+def test_segment_shares_sorted_or_not(auto_run):
+    """A share holds the lookups of its segments in their order, sorted ids or not."""
     w = auto_run.works[0]
     seg = np.asarray(w.operands[2]).copy()
     assert whole_only(w.spec, w.operands) is None
@@ -91,7 +92,33 @@ def test_segment_shares_need_sorted_ids(auto_run):
     assert pre[0] == 0 and pre[-1] == len(seg) and np.all(np.diff(pre) >= 0)
     sh = share(w.spec, w.operands, 10, 20)
     assert len(sh.lookups) == pre[20] - pre[10] and sh.output_shapes[0][0] == 10
-    shuffled = [w.operands[0], w.operands[1], seg[::-1].copy()]
-    assert whole_only(w.spec, shuffled) == "its segment ids are not sorted"
-    with pytest.raises(ValueError, match="cannot be split by batch: its segment ids"):
-        share(w.spec, shuffled, 0, 5)
+    order = np.random.default_rng(3).permutation(len(seg))
+    shuffled = [w.operands[0], np.asarray(w.operands[1])[order], seg[order]]
+    assert whole_only(w.spec, shuffled) is None
+    assert np.array_equal(ids_prefix(w.spec, shuffled), pre)
+    sh2 = share(w.spec, shuffled, 10, 20)
+    keep = (seg[order] >= 10) & (seg[order] < 20)
+    assert np.array_equal(sh2.operands[1], np.asarray(w.operands[1])[order][keep])
+    assert np.array_equal(sh2.operands[2], seg[order][keep] - 10)
+
+
+def test_memory_headroom_names_what_a_memory_variant_could_gain(auto_run):
+    """On tmu8 every piece is execute-bound (headroom < 1: no variant that only changes how
+    rows reach the core can shorten one); with DRAM 100x slower the same pieces are
+    memory-bound (headroom > 1) and their predicted bound says so."""
+    import dataclasses
+
+    from ember_xla.placement.dae.cost import level_shares, memory_headroom, piece_cost
+
+    run = auto_run
+    loads = [(p.core, run.works[p.cluster].load(p.variant, p.start, p.stop))
+             for p in run.plan.pieces]
+    h = memory_headroom(TMU8, run.plan.cores, loads)
+    assert 0 < h < 1
+    assert all(piece_cost(TMU8, p, sh).bound == "execute"
+               for (_, p), sh in zip(loads, level_shares(TMU8, run.plan.cores, loads),
+                                     strict=True))
+    slow = dataclasses.replace(TMU8, dram=dataclasses.replace(
+        TMU8.dram, bandwidth_gb_per_s=TMU8.dram.bandwidth_gb_per_s / 100,
+        latency_ns=TMU8.dram.latency_ns * 100))
+    assert memory_headroom(slow, run.plan.cores, loads) > 1

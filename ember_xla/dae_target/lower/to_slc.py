@@ -37,8 +37,17 @@ from ember_xla.dae_target.lower.emit import (
     elem_type,
     fill_row,
     finish_row,
+    looked_up_value,
     preprocess_index,
     start_value,
+)
+from ember_xla.dae_target.lower.sum_orders import (
+    PARTIALS,
+    add_to_partial,
+    check_order,
+    fold_callback,
+    scratch,
+    zero_partials,
 )
 from ember_xla.dae_target.lower.to_slc_grad import lower_backward
 from ember_xla.ir.graph import Graph, Module
@@ -58,10 +67,28 @@ class _Ctx:
         self.s1 = e.stream(self.c1)
 
 
+#: The summation orders of a padded bag's kernel (``custom_calls.SUM_ORDERS``) whose programs
+#: add in the same order: the rows one after the other, a weighted f32 row with one fused
+#: multiply-add under ``sequential_fma`` (``emit.add_lookup``), and the CPU rewrite's
+#: XLA:CPU orders (YNNPACK's blocked, the vectorized loop's vector8, the tree-reduction
+#: windows' tree32: ``sum_orders.py``). Any other order is refused, never lowered in another
+#: order than its kernel's.
+LOWERED_SUM_ORDERS = ("sequential", "sequential_fma", *PARTIALS)
+
+
 def lower_to_slc(spec: ClusterSpec) -> Module:
     """The SLC module of one cluster (``LoweringRefused`` when a form is not supported)."""
     import ember_xla.dae_target.dialects  # noqa: F401  (registers the dialects)
 
+    if spec.kind == "padded_bag" and spec.sum_order not in LOWERED_SUM_ORDERS:
+        raise LoweringRefused(f"{spec.name}: its kernel adds each bag's rows in XLA:CPU's "
+                              f"{spec.sum_order} order (sum_order={spec.sum_order}, the CPU "
+                              "rewrite's), which the DAE programs do not reproduce (they add "
+                              "the rows in the orders of LOWERED_SUM_ORDERS); emulate the "
+                              "original model, which is rewritten for the DAE machine in the "
+                              "programs' order")
+    if spec.kind == "padded_bag" and spec.sum_order in PARTIALS:
+        check_order(spec)
     if spec.kind == "grouped_segment_reduce_concat":
         raise LoweringRefused(f"{spec.name}: the concatenating grouped target is not lowered to "
                               "a DAE program (its tables' results share one output; rewrite "
@@ -124,9 +151,11 @@ def _check_rows(spec: ClusterSpec, part: Part, lookups: int) -> int:
 
 def _lookup_body(ctx: _Ctx, spec: ClusterSpec, part: Part, table: Value, raw: Value,
                  w: Value | None, out: Value, row_of: Value, s_n: Value, s_d: Value,
-                 d: Value, guard: Value | None = None) -> None:
+                 d: Value, guard: Value | None = None,
+                 partial: tuple[Value, Value] | None = None) -> None:
     """Index preprocessing of one lookup, then ``for k in [0,D)``: the row element stream and
-    one callback per element accumulating into ``out[row_of, k]``."""
+    one callback per element accumulating into ``out[row_of, k]`` (``partial`` = (buffer,
+    lookup stream): into a partial sum of ``spec.sum_order`` instead, ``sum_orders.py``)."""
     e = ctx.e
     n = _check_rows(spec, part, _size(part.lookups.shape))
     row_idx, ok = preprocess_index(e, raw, spec, s_n, n)
@@ -142,19 +171,27 @@ def _lookup_body(ctx: _Ctx, spec: ClusterSpec, part: Part, table: Value, raw: Va
                 with e.into(cond.then_block):
                     add_lookup(e, spec, out, r, c, v, ok, w, table.type.elem)
                     e.end(scf.YieldOp, cond.then_block)
+            elif partial is not None:
+                add_to_partial(e, spec.sum_order, partial[0], e.read(partial[1]),
+                               _width(part), c, looked_up_value(e, v, ok, w, table.type.elem,
+                                                                out.type.elem))
             else:
                 add_lookup(e, spec, out, r, c, v, ok, w, table.type.elem)
             e.end(slc.YieldOp, cb.body)
         e.end(slc.YieldOp, inner.body)
 
 
-def _begin_row(ctx: _Ctx, spec: ClusterSpec, out: Value, row: Value, d: Value) -> None:
-    """A callback writing the start value into ``out[row, :]``."""
+def _begin_row(ctx: _Ctx, spec: ClusterSpec, out: Value, row: Value, d: Value,
+               block: Value | None = None) -> None:
+    """A callback writing the start value into ``out[row, :]`` (and zeroing the partial sums
+    ``block`` of ``spec.sum_order``)."""
     e = ctx.e
     cb = e.callback()
     with e.into(cb.body):
         o = out.type.elem
         fill_row(e, out, e.read(row), d, e.const(start_value(spec, o), o), ctx.c0, ctx.c1)
+        if block is not None:
+            zero_partials(e, spec.sum_order, block, d, ctx.c0, ctx.c1)
         e.end(slc.YieldOp, cb.body)
 
 
@@ -205,16 +242,22 @@ def _offsets_bag(ctx: _Ctx, spec: ClusterSpec, part: Part, table: Value, indices
         e.end(slc.YieldOp, bags.body)
 
 
+def _width(part: Part) -> int:
+    """A padded bag's rows per bag (static)."""
+    return int(part.lookups.shape[1]) if len(part.lookups.shape) > 1 else 1
+
+
 def _padded_bag(ctx: _Ctx, spec: ClusterSpec, part: Part, table: Value, ids: Value,
                 w: Value | None, out: Value) -> None:
     e = ctx.e
     _, d, s_n, s_d = _dims(ctx, table)
     nb = e.dim(out, 0, "B")
     p = e.dim(ids, 1, "P") if len(part.lookups.shape) > 1 else e.const(1, INDEX, "P")
+    block = scratch(e, spec.sum_order, d) if spec.sum_order in PARTIALS else None
     bags = e.slc_for(ctx.s0, e.stream(nb), ctx.s1, "b")
     with e.into(bags.body):
         b = bags.iv
-        _begin_row(ctx, spec, out, b, d)
+        _begin_row(ctx, spec, out, b, d, block)
         lookups = e.slc_for(ctx.s0, e.stream(p), ctx.s1, "p")
         with e.into(lookups.body):
             natural = (part.out.shape[0], part.lookups.shape[1] if len(part.lookups.shape) > 1
@@ -223,7 +266,11 @@ def _padded_bag(ctx: _Ctx, spec: ClusterSpec, part: Part, table: Value, ids: Val
             raw = e.mem(ids, coords(e, ids, part.lookups.shape, natural, at, ctx.s0))
             ws = (e.mem(w, coords(e, w, part.weights.shape, natural, at, ctx.s0))
                   if w is not None else None)
-            _lookup_body(ctx, spec, part, table, raw, ws, out, b, s_n, s_d, d)
+            _lookup_body(ctx, spec, part, table, raw, ws, out, b, s_n, s_d, d,
+                         partial=None if block is None else (block, lookups.iv))
+            if block is not None:
+                fold_callback(e, spec.sum_order, block, out, b, lookups.iv, _width(part), d,
+                              ctx.c0, ctx.c1)
             e.end(slc.YieldOp, lookups.body)
         _end_bag(ctx, spec, out, b, d, lambda: p)
         e.end(slc.YieldOp, bags.body)

@@ -75,6 +75,7 @@ class PieceCost:
     cycles: float
     dram_lines: float
     bound: str
+    terms: dict[str, float] = dataclasses.field(default_factory=dict)  # cycles of each bound
 
 
 def piece_cost(t: Target, p: PieceLoad, level_share: Sequence[float],
@@ -116,7 +117,7 @@ def piece_cost(t: Target, p: PieceLoad, level_share: Sequence[float],
     }
     bound = max(terms, key=lambda k: terms[k])
     fill = d.latency + d.transfer + row_time if p.n_ids else 0.0
-    return PieceCost(terms[bound] + fill, dram_lines, bound)
+    return PieceCost(terms[bound] + fill, dram_lines, bound, terms)
 
 
 def fluid(busy: Sequence[float], dram: Sequence[float]) -> list[float]:
@@ -148,6 +149,35 @@ def fluid(busy: Sequence[float], dram: Sequence[float]) -> list[float]:
                 left[k], done[k] = 0.0, now
 
 
+def level_shares(t: Target, cores: int, pieces: Sequence[tuple[int, PieceLoad]]
+                 ) -> list[list[float]]:
+    """Per piece, the fraction of each cache level its rows may use: a private level among
+    the core's pieces, a shared level among the clusters, both in proportion to distinct
+    rows."""
+    own = [float(len(p.counts)) for _, p in pieces]
+    per_core = [0.0] * cores
+    for (k, _), n in zip(pieces, own, strict=True):
+        per_core[k] += n
+    clusters = {p.cluster: float(len(p.whole)) for _, p in pieces}
+    total = sum(clusters.values()) or 1.0
+    return [[clusters[p.cluster] / total if c.shared else n / (per_core[k] or 1.0)
+             for c in t.caches] for (k, p), n in zip(pieces, own, strict=True)]
+
+
+def memory_headroom(t: Target, cores: int, pieces: Sequence[tuple[int, PieceLoad]]) -> float:
+    """The largest ratio, over the pieces, of a memory-side term (address generation, memory
+    latency, DRAM transfer) to the piece's execute term: below 1, no program variant that
+    only changes how rows reach the core (hot rows pinned in the private caches, a deeper
+    prefetch) can shorten any piece."""
+    worst = 0.0
+    for (_, p), sh in zip(pieces, level_shares(t, cores, pieces), strict=True):
+        terms = piece_cost(t, p, sh).terms
+        ex = terms["execute"]
+        mem = max(v for k, v in terms.items() if k != "execute")
+        worst = max(worst, mem / ex if ex > 0 else (float("inf") if mem > 0 else 0.0))
+    return worst
+
+
 def predict(t: Target, cores: int, pieces: Sequence[tuple[int, PieceLoad]]
             ) -> tuple[list[float], float, str]:
     """(predicted cycles per core, makespan, what bounds it) of pieces placed as
@@ -157,14 +187,7 @@ def predict(t: Target, cores: int, pieces: Sequence[tuple[int, PieceLoad]]
     cores share the channels' bandwidth (``fluid``): a fixed point of the makespan and the
     utilisation."""
     d = dram_timing(t)
-    own = [float(len(p.counts)) for _, p in pieces]
-    per_core = [0.0] * cores
-    for (k, _), n in zip(pieces, own, strict=True):
-        per_core[k] += n
-    clusters = {p.cluster: float(len(p.whole)) for _, p in pieces}
-    total = sum(clusters.values()) or 1.0
-    shares = [[clusters[p.cluster] / total if c.shared else n / (per_core[k] or 1.0)
-               for c in t.caches] for (k, p), n in zip(pieces, own, strict=True)]
+    shares = level_shares(t, cores, pieces)
     wait = 0.0
     done = [0.0] * cores
     dram = [0.0] * cores

@@ -1,14 +1,18 @@
-"""Shares of one cluster's batch: the operands of the output rows ``[start, stop)`` of a
-single-table cluster, so that a share is the cluster's own program run on them and the shares'
-outputs, stacked in row order, are the cluster's output bit for bit.
+"""Shares of one cluster's batch: the operands of the output rows ``[start, stop)``, so that a
+share is the cluster's own program run on them and the shares' outputs, stacked in row order
+(each output on its own), are the cluster's outputs bit for bit.
 
 - ``padded_bag``: the rows of the ids (and weights) matrix.
 - ``offsets_bag``: the offsets ``[start, stop]`` (they index the whole indices array).
-- ``segment_reduce`` with non-decreasing segment ids: the lookups of segments
-  ``[start, stop)``, their ids rebased to ``start`` (lookups outside ``[0, segments)`` are
-  dropped by the reduction and belong to no share).
-Every other cluster (several tables, several outputs, unsorted segment ids) runs whole; the
-reason is ``whole_only``."""
+- ``segment_reduce`` and ``grouped_segment_reduce`` (a table-batched call: every table's
+  result has the same rows, each table's share is cut alike): the lookups whose segment id
+  is in ``[start, stop)``, in their original order (sorted or not: a segment's lookups keep
+  their order, so its reduction adds them as the whole call does), their ids rebased to
+  ``start`` (lookups outside ``[0, segments)`` are dropped by the reduction and belong to no
+  share).
+Every other cluster (the backward kinds, a grouped call whose tables' results differ in rows)
+runs whole; the reason is ``whole_only``. Lookups of several tables are told apart as rows of
+one address space (``lookups``: table k's ids offset by the rows of the tables before it)."""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ import numpy as np
 
 from ember_xla.call_specs import ClusterSpec
 
-SHAREABLE = ("padded_bag", "offsets_bag", "segment_reduce")
+SHAREABLE = ("padded_bag", "offsets_bag", "segment_reduce", "grouped_segment_reduce")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,12 +36,9 @@ def whole_only(spec: ClusterSpec, operands: list[np.ndarray]) -> str | None:
     """Why the cluster cannot be split by batch (None: it can)."""
     if spec.kind not in SHAREABLE:
         return f"{spec.kind} calls run whole"
-    if len(spec.outputs) != 1:
-        return "a call with several outputs runs whole"
-    if spec.kind == "segment_reduce":
-        seg = np.asarray(operands[2]).reshape(-1)
-        if seg.size > 1 and np.any(seg[1:] < seg[:-1]):
-            return "its segment ids are not sorted"
+    n = rows(spec)
+    if any(int(o.shape[0]) != n for o in spec.outputs):
+        return "its tables' results differ in rows"
     return None
 
 
@@ -51,7 +52,6 @@ def share(spec: ClusterSpec, operands: list[np.ndarray], start: int, stop: int) 
     n = rows(spec)
     if not 0 <= start <= stop <= n:
         raise ValueError(f"share [{start}, {stop}) is not within the {n} rows of %{spec.name}")
-    dim = spec.outputs[0].shape[1:]
     if start == 0 and stop == n:
         return Share(list(operands), [tuple(o.shape) for o in spec.outputs],
                      _ids(spec, operands))
@@ -59,46 +59,71 @@ def share(spec: ClusterSpec, operands: list[np.ndarray], start: int, stop: int) 
     if why is not None:
         raise ValueError(f"%{spec.name} cannot be split by batch: {why}")
     ops = list(operands)
-    w = 3 if spec.kind != "padded_bag" else 2
-    weighted = len(ops) > w
-    if spec.kind == "padded_bag":
-        ops[1] = np.ascontiguousarray(ops[1][start:stop])
-        if weighted:
-            ops[2] = np.ascontiguousarray(ops[2][start:stop])
-        ids = ops[1]
-    elif spec.kind == "offsets_bag":
-        off = np.asarray(ops[2])
-        ops[2] = np.ascontiguousarray(off[start:stop + 1])
-        ids = np.asarray(ops[1]).reshape(-1)[int(off[start]):int(off[stop])]
-    else:
-        seg = np.asarray(ops[2])
-        flat = seg.reshape(-1)
-        lo, hi = (int(x) for x in np.searchsorted(flat, [start, stop], side="left"))
-        ops[1] = np.ascontiguousarray(np.asarray(ops[1])[lo:hi])
-        ops[2] = np.ascontiguousarray((seg[lo:hi] - seg.dtype.type(start)).astype(seg.dtype))
-        if weighted:
-            ops[3] = np.ascontiguousarray(np.asarray(ops[3])[lo:hi])
-        ids = ops[1]
-    return Share(ops, [(stop - start, *dim)], np.asarray(ids).reshape(-1))
+    wk = len(ops) - 1 if spec.weighted else None
+    looked: list[np.ndarray] = []
+    for part in spec.parts:
+        k = part.first_operand
+        if spec.kind == "padded_bag":
+            ops[k + 1] = np.ascontiguousarray(ops[k + 1][start:stop])
+            if wk is not None:
+                ops[wk] = np.ascontiguousarray(ops[wk][start:stop])
+            looked.append(np.asarray(ops[k + 1]).reshape(-1))
+        elif spec.kind == "offsets_bag":
+            off = np.asarray(ops[k + 2])
+            ops[k + 2] = np.ascontiguousarray(off[start:stop + 1])
+            looked.append(np.asarray(ops[k + 1]).reshape(-1)[int(off[start]):int(off[stop])])
+        else:
+            seg = np.asarray(ops[k + 2])
+            flat = seg.reshape(-1)
+            keep = (flat >= start) & (flat < stop)
+            ops[k + 1] = _kept(ops[k + 1], keep)
+            ops[k + 2] = _kept((seg - seg.dtype.type(start)).astype(seg.dtype), keep)
+            if wk is not None:
+                ops[wk] = _kept(ops[wk], keep)
+            looked.append(ops[k + 1])
+    shapes = [(stop - start, *o.shape[1:]) for o in spec.outputs]
+    return Share(ops, shapes, _flat_rows(spec, looked))
+
+
+def _kept(a: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """The lookups ``keep`` selects of a per-lookup operand, its shape kept but the first."""
+    a = np.asarray(a)
+    if a.ndim and a.shape[0] == keep.size:
+        return np.ascontiguousarray(a[keep])
+    return np.ascontiguousarray(a.reshape(-1)[keep])
+
+
+def _flat_rows(spec: ClusterSpec, ids: list[np.ndarray]) -> np.ndarray:
+    """The parts' ids as rows of one address space (table k's offset by the rows before it)."""
+    if not ids:
+        return np.zeros(0, np.int64)
+    base = np.cumsum([0] + [int(p.table.shape[0]) for p in spec.parts])
+    return np.concatenate([np.asarray(x).reshape(-1).astype(np.int64) + int(b)
+                           for x, b in zip(ids, base, strict=False)])
 
 
 def _ids(spec: ClusterSpec, operands: list[np.ndarray]) -> np.ndarray:
-    out = [np.asarray(operands[p.first_operand + 1]).reshape(-1) for p in spec.parts]
-    return np.concatenate(out) if out else np.zeros(0, np.int64)
+    return _flat_rows(spec, [np.asarray(operands[p.first_operand + 1]).reshape(-1)
+                             for p in spec.parts])
 
 
 def ids_prefix(spec: ClusterSpec, operands: list[np.ndarray]) -> np.ndarray:
     """``p[r]``: the lookups of output rows ``[0, r)`` (``rows + 1`` entries)."""
     n = rows(spec)
-    if spec.kind == "padded_bag":
-        per = int(np.asarray(operands[1]).size // max(n, 1))
-        return np.arange(n + 1, dtype=np.int64) * per
-    if spec.kind == "offsets_bag":
-        off = np.asarray(operands[2]).astype(np.int64)
-        return off - off[0]
-    if spec.kind == "segment_reduce" and whole_only(spec, operands) is None:
-        flat = np.asarray(operands[2]).reshape(-1)
-        return np.searchsorted(flat, np.arange(n + 1), side="left").astype(np.int64) - \
-            int(np.searchsorted(flat, 0, side="left"))
-    total = len(_ids(spec, operands))
-    return np.round(np.linspace(0, total, n + 1)).astype(np.int64)
+    if whole_only(spec, operands) is not None:
+        total = len(_ids(spec, operands))
+        return np.round(np.linspace(0, total, n + 1)).astype(np.int64)
+    out = np.zeros(n + 1, np.int64)
+    for part in spec.parts:
+        k = part.first_operand
+        if spec.kind == "padded_bag":
+            per = int(np.asarray(operands[k + 1]).size // max(n, 1))
+            out += np.arange(n + 1, dtype=np.int64) * per
+        elif spec.kind == "offsets_bag":
+            off = np.asarray(operands[k + 2]).astype(np.int64)
+            out += off - off[0]
+        else:
+            seg = np.asarray(operands[k + 2]).reshape(-1).astype(np.int64)
+            seg = seg[(seg >= 0) & (seg < n)]
+            out[1:] += np.cumsum(np.bincount(seg, minlength=n)[:n])
+    return out

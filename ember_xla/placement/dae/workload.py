@@ -122,9 +122,11 @@ def profile_of(c: ClusterWork, run: KeptRun, target: Target) -> Profile:
             per_row += fired * cyc
         else:
             per_id += fired * cyc
-    table_row_bytes = c.operands[c.spec.parts[0].first_operand].itemsize * \
-        int(c.spec.parts[0].table.shape[1])
-    row_lines = float(np.ceil(table_row_bytes / line))
+    per_part = [(int(np.asarray(c.operands[p.first_operand + 1]).size),
+                 np.ceil(c.operands[p.first_operand].itemsize * int(p.table.shape[1]) / line))
+                for p in c.spec.parts]  # a table's lookups and the lines of one of its rows
+    row_lines = float(sum(n * r for n, r in per_part) / n_ids) if sum(n for n, _ in per_part) \
+        else float(per_part[0][1])
     first = a[~in_table] // line
     last = (a[~in_table] + b[~in_table] - 1) // line
     touched = np.unique(np.concatenate([first, last])) if len(first) else first
@@ -147,7 +149,7 @@ def cluster_work(index: int, spec: ClusterSpec, operands: list[np.ndarray],
         except (ProgramDoesNotFit, ValueError, LookupError) as e:
             c.dropped[v] = " ".join(str(e).split())
             continue
-        check = verify_outputs(c.results, run.outputs, 0.0)
+        check = verify_outputs(c.results, run.outputs, 0.0, 0.0)
         if not check["bitwise_equal"]:
             run.close()
             raise VariantMismatch(f"cluster %{spec.name}: the {v} program's "
