@@ -65,12 +65,7 @@ ffi::Error ScatterGradImpl(ffi::AnyBuffer indices, ffi::AnyBuffer updates,
 }  // namespace
 }  // namespace ember
 
-EMBER_EXPORT XLA_FFI_Error* EmberScatterGrad(XLA_FFI_CallFrame* call_frame);
-
-XLA_FFI_DEFINE_HANDLER_SYMBOL(EmberScatterGrad, ember::ScatterGradImpl,
-                              xla::ffi::Ffi::Bind()
-                                  .Arg<xla::ffi::AnyBuffer>()
-                                  .Arg<xla::ffi::AnyBuffer>()
-                                  .RemainingArgs()
-                                  .Ret<xla::ffi::AnyBuffer>()
-                                  .Ctx<xla::ffi::ThreadPool>());
+EMBER_HANDLER(EmberScatterGrad, ember::ScatterGradImpl,
+              EMBER_ARRAYS_2.RemainingArgs()
+                  .Ret<xla::ffi::AnyBuffer>()
+                  .Ctx<xla::ffi::ThreadPool>());

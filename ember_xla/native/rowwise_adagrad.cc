@@ -140,18 +140,12 @@ EMBER_EXPORT void EmberRowMeanSquaresProbe(const float* g, int64_t rows, int64_t
                  : std::nanf("");
 }
 
-EMBER_EXPORT XLA_FFI_Error* EmberSparseRowwiseAdagrad(XLA_FFI_CallFrame* call_frame);
-
-XLA_FFI_DEFINE_HANDLER_SYMBOL(EmberSparseRowwiseAdagrad, ember::SparseRowwiseAdagradImpl,
-                              xla::ffi::Ffi::Bind()
-                                  .Arg<xla::ffi::AnyBuffer>()
-                                  .Arg<xla::ffi::AnyBuffer>()
-                                  .Arg<xla::ffi::AnyBuffer>()
-                                  .Arg<xla::ffi::AnyBuffer>()
-                                  .Arg<xla::ffi::AnyBuffer>()
-                                  .Arg<xla::ffi::AnyBuffer>()
-                                  .RemainingArgs()
-                                  .Ret<xla::ffi::AnyBuffer>()
-                                  .Ret<xla::ffi::AnyBuffer>()
-                                  .Ctx<xla::ffi::ThreadPool>()
-                                  .Attr<bool>("lr_folded"));
+EMBER_HANDLER(EmberSparseRowwiseAdagrad, ember::SparseRowwiseAdagradImpl,
+              EMBER_ARRAYS_3.Arg<xla::ffi::AnyBuffer>()
+                  .Arg<xla::ffi::AnyBuffer>()
+                  .Arg<xla::ffi::AnyBuffer>()
+                  .RemainingArgs()
+                  .Ret<xla::ffi::AnyBuffer>()
+                  .Ret<xla::ffi::AnyBuffer>()
+                  .Ctx<xla::ffi::ThreadPool>()
+                  .Attr<bool>("lr_folded"));
