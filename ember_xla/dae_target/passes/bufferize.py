@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ember_xla.dae_target.dialects import arith, scf, slc, slcv
-from ember_xla.dae_target.passes.pattern_pass import PatternPass
+from ember_xla.dae_target.passes.pattern_pass import ReportingPatternPass
 from ember_xla.dae_target.passes.slcv_util import PassReport, constant_of, op_label
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
@@ -128,7 +128,7 @@ class BufferizeRows(RewritePattern):
 
 
 @register_pass
-class Bufferize(PatternPass):
+class Bufferize(ReportingPatternPass):
     """Row buffers in the queue and one callback per row."""
 
     name: ClassVar[str] = "bufferize"

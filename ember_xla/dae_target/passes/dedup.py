@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ember_xla.dae_target.dialects import arith, memref, slc, slcv
-from ember_xla.dae_target.passes.pattern_pass import PatternPass
+from ember_xla.dae_target.passes.pattern_pass import ReportingPatternPass
 from ember_xla.dae_target.passes.slcv_util import PassReport, defined_inside
 from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.operation import Operation
@@ -183,7 +183,7 @@ class DedupRows(RewritePattern):
 
 
 @register_pass
-class Dedup(PatternPass):
+class Dedup(ReportingPatternPass):
     """Fetch each distinct row once; re-expand on the core."""
 
     name: ClassVar[str] = "dedup"

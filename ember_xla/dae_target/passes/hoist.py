@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ember_xla.dae_target.passes.pattern_pass import PatternPass
+from ember_xla.dae_target.passes.pattern_pass import ReportingPatternPass
 from ember_xla.dae_target.passes.slcv_util import PassReport, defined_inside
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
@@ -57,7 +57,7 @@ class HoistInvariants(RewritePattern):
 
 
 @register_pass
-class Hoist(PatternPass):
+class Hoist(ReportingPatternPass):
     """Loop-invariant stream and core computations out of their loops."""
 
     name: ClassVar[str] = "hoist"

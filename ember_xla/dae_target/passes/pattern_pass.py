@@ -15,7 +15,7 @@ from ember_xla.ir.rewriter import RewritePattern, count_edits
 
 
 @dataclasses.dataclass(frozen=True)
-class PatternPass(ModulePass):
+class ReportingPatternPass(ModulePass):
     """Base class: a subclass names the pass (``name``) and its pattern (``pattern``, called
     with the report). A subclass without options of its own is still a frozen dataclass (it
     inherits this one's), so it needs no decorator but ``register_pass``."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ember_xla.dae_target.dialects.slcv import stream_elem
-from ember_xla.dae_target.passes.pattern_pass import PatternPass
+from ember_xla.dae_target.passes.pattern_pass import ReportingPatternPass
 from ember_xla.dae_target.passes.slcv_util import PassReport, constant_of
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
@@ -54,7 +54,7 @@ class ContiguousLoads(RewritePattern):
 
 
 @register_pass
-class SimplifyMem(PatternPass):
+class SimplifyMem(ReportingPatternPass):
     """Sequential-index gathers -> contiguous vector loads."""
 
     name: ClassVar[str] = "simplify-mem"
