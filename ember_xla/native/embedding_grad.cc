@@ -16,9 +16,10 @@ void Run(const RowGroups& g, const UpdateRows& upd, int64_t v, int64_t d, T* out
   ParallelRows(v, 4096, [&](int64_t r0, int64_t r1) {
     std::memset(out + r0 * d, 0, static_cast<size_t>((r1 - r0) * d) * sizeof(T));
   });
+  const GroupedRows rows = ResolveRows(g, upd);
   ParallelGroups(g, [&](int64_t k0, int64_t k1) {
     ForGroupRange<T>(
-        g, upd, d, k0, k1, [&](int64_t k) { __builtin_prefetch(out + g.rows[k] * d, 1); },
+        g, rows, d, k0, k1, [&](int64_t k) { __builtin_prefetch(out + g.rows[k] * d, 1); },
         [&](int64_t k, const float* acc) {
           T* o = out + g.rows[k] * d;
           for (int64_t j = 0; j < d; ++j) o[j] = Elem<T>::Store(acc[j]);
@@ -65,12 +66,7 @@ ffi::Error ScatterGradImpl(ffi::AnyBuffer indices, ffi::AnyBuffer updates,
 }  // namespace
 }  // namespace ember
 
-EMBER_EXPORT XLA_FFI_Error* EmberScatterGrad(XLA_FFI_CallFrame* call_frame);
-
-XLA_FFI_DEFINE_HANDLER_SYMBOL(EmberScatterGrad, ember::ScatterGradImpl,
-                              xla::ffi::Ffi::Bind()
-                                  .Arg<xla::ffi::AnyBuffer>()
-                                  .Arg<xla::ffi::AnyBuffer>()
-                                  .RemainingArgs()
-                                  .Ret<xla::ffi::AnyBuffer>()
-                                  .Ctx<xla::ffi::ThreadPool>());
+EMBER_HANDLER(EmberScatterGrad, ember::ScatterGradImpl,
+              EMBER_ARRAYS_2.RemainingArgs()
+                  .Ret<xla::ffi::AnyBuffer>()
+                  .Ctx<xla::ffi::ThreadPool>());

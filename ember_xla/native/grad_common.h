@@ -4,9 +4,12 @@
 #define EMBER_XLA_NATIVE_GRAD_COMMON_H_
 
 #include <algorithm>
+#include <climits>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "common.h"
 #include "pool.h"
@@ -31,20 +34,6 @@ struct UpdateRows {
   bool rows32 = true;
   int64_t source_count = 0;
   const uint8_t* mask = nullptr;      // nullptr: every update counts
-  // Where update i's row is, mask ignored (for prefetching).
-  template <typename T>
-  const T* Address(int64_t i, int64_t d) const {
-    if (!source_rows) return static_cast<const T*>(base) + i * d;
-    int64_t r = rows32 ? static_cast<const int32_t*>(source_rows)[i]
-                       : static_cast<const int64_t*>(source_rows)[i];
-    r = std::min<int64_t>(std::max<int64_t>(r, 0), source_count - 1);
-    return static_cast<const T*>(base) + r * d;
-  }
-  template <typename T>
-  const T* Row(int64_t i, int64_t d) const {
-    if (mask && !mask[i]) return nullptr;
-    return Address<T>(i, d);
-  }
 };
 
 
@@ -110,63 +99,6 @@ inline bool HaveAvx2() {
   return ok;
 }
 
-// Sums the f32 updates at positions pos[0..cnt) into out[off, off + 8R) in their order
-// (((0 + u_1) + u_2) + ..., plain IEEE adds, 8 floats per add), the R accumulators in
-// registers, the update rows a few positions ahead prefetched.
-template <int R>
-__attribute__((target("avx2"))) inline void SumChunkAvx2(const int32_t* pos, int64_t cnt,
-                                                         const UpdateRows& upd, int64_t d,
-                                                         int64_t off, float* out) {
-  __m256 a[R];
-  for (int r = 0; r < R; ++r) a[r] = _mm256_setzero_ps();
-  constexpr int64_t kAhead = 8;
-  for (int64_t j = 0; j < cnt; ++j) {
-    if (j + kAhead < cnt) __builtin_prefetch(upd.Address<float>(pos[j + kAhead], d) + off);
-    const float* u = upd.Row<float>(pos[j], d);
-    if (!u) continue;
-    u += off;
-    for (int r = 0; r < R; ++r) a[r] = _mm256_add_ps(a[r], _mm256_loadu_ps(u + 8 * r));
-  }
-  for (int r = 0; r < R; ++r) _mm256_storeu_ps(out + off + 8 * r, a[r]);
-}
-
-// Row k's updates summed in XLA's order into acc[0, d) (float; for bf16/f16 updates each add
-// rounded to T, as XLA's scatter does).
-template <typename T>
-inline void SumGroup(const RowGroups& g, const UpdateRows& upd, int64_t d, int64_t k,
-                     float* acc) {
-  const int32_t* pos = g.order.data() + g.start[k];
-  const int64_t cnt = g.count(k);
-  int64_t off = 0;
-  if constexpr (std::is_same_v<T, float>) {
-    if (HaveAvx2()) {
-      for (; off + 64 <= d; off += 64) SumChunkAvx2<8>(pos, cnt, upd, d, off, acc);
-      for (; off + 8 <= d; off += 8) SumChunkAvx2<1>(pos, cnt, upd, d, off, acc);
-    }
-  }
-  if (off == d) return;
-  for (int64_t j = off; j < d; ++j) acc[j] = 0.0f;
-  for (int64_t i = 0; i < cnt; ++i) {
-    const T* u = upd.Row<T>(pos[i], d);
-    if (!u) continue;
-    for (int64_t j = off; j < d; ++j)
-      acc[j] = Elem<T>::Round(acc[j] + Elem<T>::Load(u[j]));
-  }
-}
-
-// For the groups [k0, k1): fn(k, acc) with acc row k's summed updates (SumGroup); before
-// that, ahead(k + 2) so the caller can prefetch what fn(k + 2, ...) will touch.
-template <typename T, typename Ahead, typename Fn>
-inline void ForGroupRange(const RowGroups& g, const UpdateRows& upd, int64_t d, int64_t k0,
-                          int64_t k1, const Ahead& ahead, const Fn& fn) {
-  std::vector<float> acc(static_cast<size_t>(d));
-  for (int64_t k = k0; k < k1; ++k) {
-    if (k + 2 < k1) ahead(k + 2);
-    SumGroup<T>(g, upd, d, k, acc.data());
-    fn(k, acc.data());
-  }
-}
-
 // Runs fn(cut[p], cut[p + 1]) for every non-empty part on the pool, each with the caller's
 // MXCSR (XLA:CPU's flush-to-zero / denormals-are-zero), so results never depend on the thread.
 inline void RunCuts(const std::vector<int64_t>& cut,
@@ -200,6 +132,104 @@ inline void ParallelGroups(const RowGroups& g, const std::function<void(int64_t,
   const int64_t n = static_cast<int64_t>(g.rows.size());
   const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(PoolThreads() * 2, n / 16));
   RunCuts(GroupCuts(g, parts), fn);
+}
+
+// The grouped updates as the sums read them: entry e of the groups (g.order[e]) adds row
+// src[e] of base[*, d], or nothing where src[e] < 0 (a masked update: a zero row). Resolving
+// the gathered form's source_rows (clamped) and mask once per call, in the groups' order and
+// across the pool, keeps those random reads out of the dependent chain of the sums.
+struct GroupedRows {
+  const void* base = nullptr;
+  const int32_t* src = nullptr;
+};
+
+inline GroupedRows ResolveRows(const RowGroups& g, const UpdateRows& upd) {
+  if (!upd.source_rows) return {upd.base, g.order.data()};  // per position: row = position
+  if (upd.source_count > INT32_MAX) throw std::length_error("more than 2^31 source rows");
+  thread_local std::vector<int32_t> scratch;
+  const int64_t n = static_cast<int64_t>(g.order.size());
+  scratch.resize(static_cast<size_t>(n));
+  int32_t* out = scratch.data();
+  const int32_t* order = g.order.data();
+  ParallelRows(n, 1 << 14, [&](int64_t e0, int64_t e1) {
+    for (int64_t e = e0; e < e1; ++e) {
+      const int64_t p = order[e];
+      if (upd.mask && !upd.mask[p]) {
+        out[e] = -1;
+        continue;
+      }
+      int64_t r = upd.rows32 ? static_cast<const int32_t*>(upd.source_rows)[p]
+                             : static_cast<const int64_t*>(upd.source_rows)[p];
+      out[e] = static_cast<int32_t>(std::min<int64_t>(std::max<int64_t>(r, 0),
+                                                      upd.source_count - 1));
+    }
+  });
+  return {upd.base, out};
+}
+
+// Sums the f32 rows src[0..cnt) of base (skipping src < 0) into out[off, off + 8R) in their
+// order (((0 + u_1) + u_2) + ..., plain IEEE adds, 8 floats per add), the R accumulators in
+// registers (R = 16: a whole 128-float row in one pass), every cache line of the row kAhead
+// entries ahead prefetched.
+template <int R>
+__attribute__((target("avx2"))) inline void SumChunkAvx2(const float* base, const int32_t* src,
+                                                         int64_t cnt, int64_t d, int64_t off,
+                                                         float* out) {
+  __m256 a[R];
+  for (int r = 0; r < R; ++r) a[r] = _mm256_setzero_ps();
+  constexpr int64_t kAhead = 6;
+  base += off;
+  for (int64_t j = 0; j < cnt; ++j) {
+    if (j + kAhead < cnt && src[j + kAhead] >= 0) {
+      const float* p = base + static_cast<int64_t>(src[j + kAhead]) * d;
+      for (int r = 0; r < R; r += 2) __builtin_prefetch(p + 8 * r);
+    }
+    if (src[j] < 0) continue;
+    const float* u = base + static_cast<int64_t>(src[j]) * d;
+    for (int r = 0; r < R; ++r) a[r] = _mm256_add_ps(a[r], _mm256_loadu_ps(u + 8 * r));
+  }
+  for (int r = 0; r < R; ++r) _mm256_storeu_ps(out + off + 8 * r, a[r]);
+}
+
+// Row k's updates summed in XLA's order into acc[0, d) (float; for bf16/f16 updates each add
+// rounded to T, as XLA's scatter does).
+template <typename T>
+inline void SumGroup(const RowGroups& g, const GroupedRows& rows, int64_t d, int64_t k,
+                     float* acc) {
+  const int32_t* src = rows.src + g.start[k];
+  const int64_t cnt = g.count(k);
+  const T* base = static_cast<const T*>(rows.base);
+  int64_t off = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    if (HaveAvx2()) {
+      for (; off + 128 <= d; off += 128) SumChunkAvx2<16>(base, src, cnt, d, off, acc);
+      for (; off + 64 <= d; off += 64) SumChunkAvx2<8>(base, src, cnt, d, off, acc);
+      for (; off + 8 <= d; off += 8) SumChunkAvx2<1>(base, src, cnt, d, off, acc);
+    }
+  }
+  if (off == d) return;
+  for (int64_t j = off; j < d; ++j) acc[j] = 0.0f;
+  for (int64_t i = 0; i < cnt; ++i) {
+    if (src[i] < 0) continue;
+    const T* u = base + static_cast<int64_t>(src[i]) * d;
+    for (int64_t j = off; j < d; ++j)
+      acc[j] = Elem<T>::Round(acc[j] + Elem<T>::Load(u[j]));
+  }
+}
+
+// For the groups [k0, k1): fn(k, acc) with acc row k's summed updates (SumGroup); before
+// that, ahead(k + kAheadGroups) so the caller can prefetch what that later fn will touch.
+template <typename T, typename Ahead, typename Fn>
+inline void ForGroupRange(const RowGroups& g, const GroupedRows& rows, int64_t d, int64_t k0,
+                          int64_t k1, const Ahead& ahead, const Fn& fn) {
+  constexpr int64_t kAheadGroups = 4;
+  std::vector<float> acc(static_cast<size_t>(d));
+  for (int64_t k = k0; k < std::min(k1, k0 + kAheadGroups); ++k) ahead(k);
+  for (int64_t k = k0; k < k1; ++k) {
+    if (k + kAheadGroups < k1) ahead(k + kAheadGroups);
+    SumGroup<T>(g, rows, d, k, acc.data());
+    fn(k, acc.data());
+  }
 }
 
 }  // namespace ember

@@ -147,28 +147,17 @@ EMBER_EXPORT void EmberRsqrtProbe(const float* x, float* y, int64_t n) {
   for (; i < n; ++i) y[i] = ember::XlaRsqrt(x[i]);
 }
 
-EMBER_EXPORT XLA_FFI_Error* EmberSparseSgd(XLA_FFI_CallFrame* call_frame);
-EMBER_EXPORT XLA_FFI_Error* EmberSparseAdagrad(XLA_FFI_CallFrame* call_frame);
+EMBER_HANDLER(EmberSparseSgd, ember::SparseSgdImpl,
+              EMBER_ARRAYS_3.Arg<xla::ffi::AnyBuffer>()
+                  .RemainingArgs()
+                  .Ret<xla::ffi::AnyBuffer>()
+                  .Ctx<xla::ffi::ThreadPool>());
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(EmberSparseSgd, ember::SparseSgdImpl,
-                              xla::ffi::Ffi::Bind()
-                                  .Arg<xla::ffi::AnyBuffer>()
-                                  .Arg<xla::ffi::AnyBuffer>()
-                                  .Arg<xla::ffi::AnyBuffer>()
-                                  .Arg<xla::ffi::AnyBuffer>()
-                                  .RemainingArgs()
-                                  .Ret<xla::ffi::AnyBuffer>()
-                                  .Ctx<xla::ffi::ThreadPool>());
-
-XLA_FFI_DEFINE_HANDLER_SYMBOL(EmberSparseAdagrad, ember::SparseAdagradImpl,
-                              xla::ffi::Ffi::Bind()
-                                  .Arg<xla::ffi::AnyBuffer>()
-                                  .Arg<xla::ffi::AnyBuffer>()
-                                  .Arg<xla::ffi::AnyBuffer>()
-                                  .Arg<xla::ffi::AnyBuffer>()
-                                  .Arg<xla::ffi::AnyBuffer>()
-                                  .Arg<xla::ffi::AnyBuffer>()
-                                  .RemainingArgs()
-                                  .Ret<xla::ffi::AnyBuffer>()
-                                  .Ret<xla::ffi::AnyBuffer>()
-                                  .Ctx<xla::ffi::ThreadPool>());
+EMBER_HANDLER(EmberSparseAdagrad, ember::SparseAdagradImpl,
+              EMBER_ARRAYS_3.Arg<xla::ffi::AnyBuffer>()
+                  .Arg<xla::ffi::AnyBuffer>()
+                  .Arg<xla::ffi::AnyBuffer>()
+                  .RemainingArgs()
+                  .Ret<xla::ffi::AnyBuffer>()
+                  .Ret<xla::ffi::AnyBuffer>()
+                  .Ctx<xla::ffi::ThreadPool>());

@@ -73,19 +73,21 @@ inline bool UntouchedUnchanged(float scale) {
 
 // What the dense update does to a row without gradient: nothing (kIdentity), something
 // (kDense: row_fn(row, 0) for every untouched row, XLA's result), or it depends on the row
-// (kCheck: row_fn(row, 0) for the untouched rows where changes(row) is true).
+// (kCheck: row_fn(row, 0) for the untouched rows the update changes; first_changed(q, end)
+// returns the first such row in [q, end), or end).
 enum class Untouched { kIdentity, kDense, kCheck };
 
 // Runs row_fn(row, grad) for the touched rows, grad the row's summed gradient (SumGroup, XLA's
-// order), with ahead(row) first for a row two groups later (prefetch). Then the untouched rows
+// order), with ahead(row) first for a row a few groups later (prefetch). Then the untouched rows
 // as `mode` says; those left alone have each distinct pair of `arrays` copied (in runs).
-template <typename AheadFn, typename RowFn, typename ChangesFn>
+template <typename AheadFn, typename RowFn, typename FirstChangedFn>
 void ForRows(const RowGroups& g, const UpdateRows& upd, int64_t v, int64_t d, Untouched mode,
              const std::vector<RowArray>& arrays, const AheadFn& ahead, const RowFn& row_fn,
-             const ChangesFn& changes) {
+             const FirstChangedFn& first_changed) {
+  const GroupedRows rows = ResolveRows(g, upd);
   ParallelGroups(g, [&](int64_t k0, int64_t k1) {
     ForGroupRange<float>(
-        g, upd, d, k0, k1, [&](int64_t k) { ahead(g.rows[k]); },
+        g, rows, d, k0, k1, [&](int64_t k) { ahead(g.rows[k]); },
         [&](int64_t k, const float* acc) { row_fn(g.rows[k], acc); });
   });
   bool copy = false;
@@ -93,29 +95,22 @@ void ForRows(const RowGroups& g, const UpdateRows& upd, int64_t v, int64_t d, Un
   if (mode == Untouched::kIdentity && !copy) return;
   const int64_t n = static_cast<int64_t>(g.rows.size());
   const std::vector<float> zero(static_cast<size_t>(d), 0.0f);
-  auto changed = [&](int64_t q) {
-    return mode == Untouched::kDense || (mode == Untouched::kCheck && changes(q));
-  };
   ParallelRows(v, 4096, [&](int64_t r0, int64_t r1) {
     int64_t k = g.first_at_or_after(r0);
     for (int64_t r = r0; r < r1;) {
       const int64_t next = k < n ? std::min(g.rows[k], r1) : r1;  // untouched: [r, next)
       for (int64_t q = r; q < next;) {
-        if (changed(q)) {
-          row_fn(q, zero.data());
-          ++q;
-          continue;
-        }
-        int64_t e = q + 1;  // [q, e): a run of rows left alone
-        if (mode == Untouched::kCheck)
-          while (e < next && !changes(e)) ++e;
-        else
-          e = next;
-        for (const RowArray& a : arrays)
-          if (a.distinct())
-            std::memcpy(a.dst + q * a.width, a.src + q * a.width,
-                        static_cast<size_t>((e - q) * a.width) * sizeof(float));
-        q = e;
+        // [q, c): a run of rows left alone; c < next: a row the update changes
+        const int64_t c = mode == Untouched::kDense   ? q
+                          : mode == Untouched::kCheck ? first_changed(q, next)
+                                                      : next;
+        if (c > q)
+          for (const RowArray& a : arrays)
+            if (a.distinct())
+              std::memcpy(a.dst + q * a.width, a.src + q * a.width,
+                          static_cast<size_t>((c - q) * a.width) * sizeof(float));
+        if (c < next) row_fn(c, zero.data());
+        q = c + 1;
       }
       r = next + 1;  // skip the touched row (or step past r1)
       ++k;
@@ -128,7 +123,7 @@ template <typename AheadFn, typename RowFn>
 void ForRows(const RowGroups& g, const UpdateRows& upd, int64_t v, int64_t d, bool dense,
              const std::vector<RowArray>& arrays, const AheadFn& ahead, const RowFn& row_fn) {
   ForRows(g, upd, v, d, dense ? Untouched::kDense : Untouched::kIdentity, arrays, ahead, row_fn,
-          [](int64_t) { return false; });
+          [](int64_t, int64_t end) { return end; });
 }
 
 }  // namespace ember
