@@ -224,6 +224,9 @@ def _backward_spec(op: Operation, kind: str, where: str) -> ClusterSpec:
         raise LoweringRefused(f"{where}: the fused {kind} update has no DAE lowering (its "
                               "row-wise mean of g * g is a reduction over D in XLA:CPU's lane "
                               "order, which the DAE callbacks do not state); it runs natively")
+    if kind == "ordered_scatter":
+        raise LoweringRefused(f"{where}: the TF/Keras sparse apply (ember.ordered_scatter) has "
+                              "no DAE lowering yet; it runs natively")
     if kind not in BACKWARD_LOWERED:
         raise LoweringRefused(f"{where}: the fused {kind} update has no DAE lowering (XLA's "
                               "rsqrt is the CPU's rsqrtss estimate refined by Newton-Raphson, "

@@ -83,6 +83,13 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
            ("table", "accumulator", "indices", "updates", "scale", "eps"),
            "EmberSparseRowwiseAdagrad", weights=False, attributes=("lr_folded",),
            direction="backward"),
+    # a TF/Keras optimizer's sparse apply: whole rows scattered straight into a variable
+    # (ResourceScatterSub / ResourceScatterAdd), the updates applied one by one in index
+    # order as XLA's scatter applies them; the result aliases the operand
+    # (rewrites/patterns/sparse_apply.py, native/ordered_scatter.cc)
+    Target("ember.ordered_scatter", "ordered_scatter", ("operand", "indices", "updates"),
+           "EmberOrderedScatter", weights=False, attributes=("combiner",),
+           direction="backward"),
     # emulate mode: the cluster's operands in, its results out; runs the cluster's DAE program
     # on the C++ emulator (docs/DAE_PROGRAM.md, "The FFI target"). Not a kernel cluster.
     Target("ember.emulate", "emulate", (), "EmberEmulate", weights=False,
@@ -100,6 +107,7 @@ SCATTER_GRAD = TARGETS["ember.scatter_grad"]
 SPARSE_SGD = TARGETS["ember.sparse_sgd"]
 SPARSE_ADAGRAD = TARGETS["ember.sparse_adagrad"]
 SPARSE_ROWWISE_ADAGRAD = TARGETS["ember.sparse_rowwise_adagrad"]
+ORDERED_SCATTER = TARGETS["ember.ordered_scatter"]
 
 
 def target_of_kind(kind: str) -> Target:

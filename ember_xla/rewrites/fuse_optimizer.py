@@ -27,6 +27,7 @@ import numpy as np
 
 from ember_xla.custom_calls import (
     ATTRS_KEY,
+    ORDERED_SCATTER,
     SCATTER_GRAD,
     SPARSE_ADAGRAD,
     SPARSE_ROWWISE_ADAGRAD,
@@ -251,7 +252,7 @@ def _reference(module: Module, f: FusedUpdate, gcall: Operation, shapes: list[Sh
 
 
 def fuse(module: Module, gcall: Operation, index: int, rw: PatternRewriter,
-         adagrad_ok: bool) -> dict[str, Any]:
+         adagrad_ok: bool | None) -> dict[str, Any]:
     """Fuse the update consuming ``gcall``'s gradient if it is exact; returns the report's
     ``optimizer`` fields."""
     reasons = []
@@ -342,16 +343,38 @@ def _replace(module: Module, gcall: Operation, f: FusedUpdate, index: int,
             "outlined_computation": comp.name}
 
 
+SLOT_SCATTER = ("a TF/Keras optimizer slot's scatter-add (Keras Adagrad's accumulator += g * g "
+                "per contribution) rewritten in place; the table's own update is reported "
+                "apart")
+
+
+def alias_sparse_apply(module: Module, cc: Operation) -> dict[str, Any]:
+    """An ``ember.ordered_scatter`` (a TF/Keras sparse apply) updates its variable in place
+    unless that is an entry parameter the caller keeps; its report fields: ``sgd`` for the
+    table's scatter-subtract of ``lr * g`` (Keras/TF SGD), none for a slot's scatter-add."""
+    if in_place(module, cc.operands[0]):
+        cc.attributes["output_operand_aliasing"] = [
+            {"output_shape_index": [], "operand_index": 0, "operand_shape_index": []}]
+    if cc.attributes[ATTRS_KEY]["combiner"] == "subtract":
+        return {"optimizer": "sgd"}
+    return {"optimizer": None, "optimizer_reason": SLOT_SCATTER}
+
+
 def fuse_optimizers(module: Module, rw: PatternRewriter,
                     adagrad_ok: bool | None = None) -> dict[str, dict[str, Any]]:
-    """Fuse every exact update; per gradient call name, its report fields."""
-    if adagrad_ok is None:
-        from ember_xla.native.rsqrt_probe import rsqrt_matches_xla
-
-        adagrad_ok = rsqrt_matches_xla()
+    """Fuse every exact update (and alias every TF/Keras sparse apply with its variable); per
+    gradient call name, its report fields."""
     out = {}
     calls = [op for op in module.entry.ops if op.opcode == "custom-call"
              and op.attributes.get("custom_call_target") == SCATTER_GRAD.name]
+    if adagrad_ok is None and calls:
+        from ember_xla.native.rsqrt_probe import rsqrt_matches_xla
+
+        adagrad_ok = rsqrt_matches_xla()
     for i, gcall in enumerate(calls):
         out[gcall.name] = fuse(module, gcall, i, rw, adagrad_ok)
+    for op in module.entry.ops:
+        if (op.opcode == "custom-call"
+                and op.attributes.get("custom_call_target") == ORDERED_SCATTER.name):
+            out[op.name] = alias_sparse_apply(module, op)
     return out

@@ -6,13 +6,13 @@ and ``row_grads`` holds one gradient row per lookup (the pooled gradient broadca
 bag axis, gathered by segment id, times weights ... computed by XLA as before).
 
 A TF/Keras optimizer's sparse apply (the IndexedSlices gradient scattered straight into the
-variable or its slot, sparse_apply.py) is reported as a backward near-miss with the reason
-it stays in XLA. The transpose of a vmapped lookup (equinox) reaches this pattern as a row
-scatter once ``squeeze-scatter`` has run. Not matched, with a reason: scatters into a
-non-zero operand, scatters that do not write whole rows of a rank-2 result (optax's
-integer-label cross-entropy writes single elements; GNN degree counting adds ones into a [N]
-vector) and zero-initialised scatter-adds whose ids
-no row gather of a table of the result's shape reads (not the gradient of a lookup)."""
+variable or its slot, sparse_apply.py) becomes an ``ember.ordered_scatter`` cluster, or a
+backward near-miss with the reason it stays in XLA. The transpose of a vmapped lookup
+(equinox) reaches this pattern as a row scatter once ``squeeze-scatter`` has run. Not
+matched, with a reason: scatters into a non-zero operand, scatters that do not write whole
+rows of a rank-2 result (optax's integer-label cross-entropy writes single elements; GNN
+degree counting adds ones into a [N] vector) and zero-initialised scatter-adds whose ids no
+row gather of a table of the result's shape reads (not the gradient of a lookup)."""
 
 from __future__ import annotations
 
@@ -139,7 +139,9 @@ class ScatterGrad(Pattern):
         if len(op.operands) != 3:
             raise NoMatch(f"variadic scatter with {len(op.operands)} operands")
         applied = sparse_apply(op)
-        if applied is not None:  # a TF/Keras optimizer's scatter into the variable
+        if isinstance(applied, Cluster):  # a TF/Keras optimizer's scatter into the variable
+            return applied
+        if applied is not None:
             miss = NoMatch(applied)
             miss.report, miss.direction = True, "backward"
             raise miss
