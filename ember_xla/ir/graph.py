@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ember_xla.ir.block import Block
@@ -238,18 +238,26 @@ class Module:
         for g in self.graphs:
             yield from g.walk()
 
-    def remove_unreachable_graphs(self) -> int:
-        """Drop graphs no longer called from the entry; returns how many were removed."""
-        if self.entry is None:
-            return 0
+    @staticmethod
+    def reachable(roots: Iterable[Graph],
+                  through: Callable[[Operation], bool] = lambda op: True) -> set[int]:
+        """Ids of ``roots`` and of every graph they call, transitively, stepping only into the
+        callees of ops ``through`` accepts."""
         reach: set[int] = set()
-        stack = [self.entry]
+        stack = list(roots)
         while stack:
             g = stack.pop()
             if id(g) in reach:
                 continue
             reach.add(id(g))
-            stack.extend(c for op in g.ops for c in op.callees)
+            stack.extend(c for op in g.ops if through(op) for c in op.callees)
+        return reach
+
+    def remove_unreachable_graphs(self) -> int:
+        """Drop graphs no longer called from the entry; returns how many were removed."""
+        if self.entry is None:
+            return 0
+        reach = self.reachable([self.entry])
         before = len(self.graphs)
         self.graphs = [g for g in self.graphs if id(g) in reach]
         return before - len(self.graphs)

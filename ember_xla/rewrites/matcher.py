@@ -8,7 +8,7 @@ import collections
 import dataclasses
 
 from ember_xla.custom_calls import is_ember_call, is_emulate_call
-from ember_xla.ir.graph import Graph, Module
+from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.cluster import Cluster, NearMiss
 from ember_xla.rewrites.walk import NoMatch
@@ -60,27 +60,14 @@ def call_bodies(module: Module) -> set[int]:
     """Ids of the graphs only the ember calls of an already rewritten module reach (each
     call's reference body and what it calls): the cluster there was rewritten already, so
     matching it again would emulate or rewrite one cluster twice."""
-    def callees(g: Graph, skip_ember: bool) -> list[Graph]:
-        return [c for op in g.ops
-                if not (skip_ember and (is_ember_call(op) or is_emulate_call(op)))
-                for c in op.callees]
+    def ember(op: Operation) -> bool:
+        return is_ember_call(op) or is_emulate_call(op)
 
-    def reach(roots: list[Graph], skip_ember: bool) -> set[int]:
-        seen: set[int] = set()
-        todo = list(roots)
-        while todo:
-            g = todo.pop()
-            if id(g) not in seen:
-                seen.add(id(g))
-                todo.extend(callees(g, skip_ember))
-        return seen
-
-    bodies = [c for g in module.graphs for op in g.ops
-              if is_ember_call(op) or is_emulate_call(op) for c in op.callees]
+    bodies = [c for g in module.graphs for op in g.ops if ember(op) for c in op.callees]
     if not bodies:
         return set()
-    live = reach([module.entry] if module.entry is not None else [], skip_ember=True)
-    return reach(bodies, skip_ember=False) - live
+    entry = [module.entry] if module.entry is not None else []
+    return Module.reachable(bodies) - Module.reachable(entry, lambda op: not ember(op))
 
 
 def find_clusters(module: Module, patterns: list[Pattern]) -> MatchResult:
