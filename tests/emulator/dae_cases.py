@@ -57,3 +57,30 @@ def dlc(case: str, level: int):
 
     _, spec = pass_cases.lowered(case)
     return parse_module(_dlc_text(case, level)), spec
+
+
+TRACE_FIELDS = ("kind", "a", "b", "c", "layer", "queued")
+
+
+def assert_same_trace(got, want) -> None:
+    """Two executors' traces: event for event, with the same case costs."""
+    for f in TRACE_FIELDS:
+        assert getattr(got, f) == getattr(want, f), f"trace field {f} differs"
+    assert got.cases == want.cases
+
+
+def assert_same_timing(want_report, got_report, targets) -> None:
+    """``want_report(target)`` and ``got_report(target)`` give equal timing reports on every
+    target, or both raise ``ProgramDoesNotFit``."""
+    import pytest
+
+    from ember_xla.dae.errors import ProgramDoesNotFit
+
+    for target in targets:
+        try:
+            want = want_report(target)
+        except ProgramDoesNotFit:
+            with pytest.raises(ProgramDoesNotFit):
+                got_report(target)
+            continue
+        assert got_report(target) == want

@@ -39,18 +39,10 @@ def same_run(program, inputs, shapes=None):
     got, t_fast = run_program_fast(program, inputs, shapes)
     for w, g in zip(want, got, strict=True):
         assert bits_equal(w, g), f"outputs differ\n{w}\n{g}"
-    for f in ("kind", "a", "b", "c", "layer", "queued"):
-        assert getattr(t_fast, f) == getattr(t_ref, f), f"trace field {f} differs"
-    assert t_fast.cases == t_ref.cases
-    for target in (TMU, TINY):
-        try:
-            _, r_ref = emulate(program, inputs, target, shapes)
-        except ProgramDoesNotFit:
-            with pytest.raises(ProgramDoesNotFit):
-                emulate_program(program, inputs, target, shapes)
-            continue
-        _, r_fast = emulate_program(program, inputs, target, shapes)
-        assert r_fast == r_ref
+    dae_cases.assert_same_trace(t_fast, t_ref)
+    dae_cases.assert_same_timing(lambda t: emulate(program, inputs, t, shapes)[1],
+                                 lambda t: emulate_program(program, inputs, t, shapes)[1],
+                                 (TMU, TINY))
     return t_ref
 
 
