@@ -50,12 +50,10 @@ def _diffs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _ratios(a: np.ndarray, diff: np.ndarray, atol: float, rtol: float) -> np.ndarray:
     """Each element's difference over what the rule allows it (> 1: beyond the tolerance)."""
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         mag = np.abs(a.astype(np.float64))
         allowed = atol + rtol * np.where(np.isfinite(mag), mag, 0.0)
-        out = np.where(diff == 0, 0.0, np.where(allowed > 0, diff / np.where(allowed > 0,
-                                                                             allowed, 1.0),
-                                               np.inf))
+        out = np.where(diff == 0, 0.0, diff / allowed)  # nothing allowed: inf
     return np.where(np.isnan(out), np.inf, out)
 
 
