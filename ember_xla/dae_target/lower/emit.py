@@ -88,6 +88,15 @@ class Emitter:
         self.block.append(op)
         return op
 
+    @contextlib.contextmanager
+    def then(self, cond: Value) -> Iterator[None]:
+        """``with e.then(cond):`` the ops emitted in the block run when ``cond`` (an
+        ``scf.if`` without else, its yield added at the end)."""
+        op = self.scf_if(cond)
+        with self.into(op.then_block):
+            yield
+        self.end(scf.YieldOp, op.then_block)
+
     def end(self, yield_cls: type[OpDef], block: Block) -> None:
         """Terminate ``block`` with an empty yield."""
         block.append(yield_cls.create([]))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ember_xla.call_specs import ClusterSpec, LoweringRefused
 from ember_xla.dae_target.dialects import arith, memref, scf, slc
-from ember_xla.dae_target.lower.emit import Emitter, accumulate
+from ember_xla.dae_target.lower.emit import Emitter, accumulate, fill_row
 from ember_xla.ir.types import F32, I1, INDEX, MemRefType
 from ember_xla.ir.value import Value
 
@@ -56,11 +56,7 @@ def zero_partials(e: Emitter, order: str, part: Value, d: Value, c0: Value, c1: 
     """Inside a callback: every partial row = 0."""
     zero = e.const(0.0, F32)
     for k in range(PARTIALS[order]):
-        r = e.const(k, INDEX)
-        loop = e.scf_for(c0, d, c1)
-        with e.into(loop.body):
-            e.op(memref.StoreOp, [zero, part, r, loop.iv])
-            e.end(scf.YieldOp, loop.body)
+        fill_row(e, part, e.const(k, INDEX), d, zero, c0, c1)
 
 
 def add_to_partial(e: Emitter, order: str, part: Value, p: Value, width: int, c: Value,
@@ -87,7 +83,7 @@ def fold_callback(e: Emitter, order: str, part: Value, out: Value, row: Value, p
         if order == "blocked":
             for mask, src, dst in BLOCK_FOLDS:
                 hit = _eq(e, e.v(arith.AndIOp, [pv, e.const(mask, INDEX)], INDEX), mask)
-                with _if(e, e.v(arith.OrIOp, [hit, last], I1)):
+                with e.then(e.v(arith.OrIOp, [hit, last], I1)):
                     _fold(e, part, src, out if dst is None else part,
                           r if dst is None else e.const(dst, INDEX), d, c0, c1)
         elif order == "tree32":
@@ -95,36 +91,21 @@ def fold_callback(e: Emitter, order: str, part: Value, out: Value, row: Value, p
             shifted = e.v(arith.AddIOp, [pv, e.const(low, INDEX)], INDEX)
             hit = _eq(e, e.v(arith.AndIOp, [shifted, e.const(WINDOW - 1, INDEX)], INDEX),
                       WINDOW - 1)
-            with _if(e, e.v(arith.OrIOp, [hit, last], I1)):
+            with e.then(e.v(arith.OrIOp, [hit, last], I1)):
                 _fold(e, part, 0, out, r, d, c0, c1)
         else:
             full = width // LANES * LANES
             if full:
-                with _if(e, _eq(e, pv, full - 1)):
+                with e.then(_eq(e, pv, full - 1)):
                     half = LANES // 2
                     while half:
                         for j in range(half):
                             _fold(e, part, j + half, part, e.const(j, INDEX), d, c0, c1,
                                   clear=False)
                         half //= 2
-            with _if(e, last):
+            with e.then(last):
                 _copy(e, part, out, r, d, c0, c1)
         e.end(slc.YieldOp, cb.body)
-
-
-class _if:
-    """``with _if(e, cond):`` the ops of the block run when ``cond``."""
-
-    def __init__(self, e: Emitter, cond: Value) -> None:
-        self.e, self.op = e, e.scf_if(cond)
-
-    def __enter__(self) -> None:
-        self._ctx = self.e.into(self.op.then_block)
-        self._ctx.__enter__()
-
-    def __exit__(self, *exc: object) -> None:
-        self.e.end(scf.YieldOp, self.op.then_block)
-        self._ctx.__exit__(*exc)
 
 
 def _eq(e: Emitter, v: Value, k: int) -> Value:
