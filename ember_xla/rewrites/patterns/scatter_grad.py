@@ -24,7 +24,11 @@ from ember_xla.ir.operation import Operation
 from ember_xla.ir.value import Value
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.matcher import Pattern, looks_like_lookup
-from ember_xla.rewrites.patterns.sparse_apply import sparse_apply
+from ember_xla.rewrites.patterns.sparse_apply import (
+    one_row_id_per_update,
+    scatters_whole_rows,
+    sparse_apply,
+)
 from ember_xla.rewrites.refs import Ref, binary_combiner, resolve, scalar_constant
 from ember_xla.rewrites.walk import NoMatch, Walk
 
@@ -149,21 +153,12 @@ class ScatterGrad(Pattern):
         if out.rank != 2 or out.element_type not in GRAD_TYPES:
             raise NoMatch(f"scatter result {out} is not a float [V, D] table gradient")
         ids, upd = op.operands[1], op.operands[2]
-        dn = op.attributes.get("scatter_dimension_numbers", {})
-        ivd = dn.get("index_vector_dim", 0)
         lookup_dims = tuple(upd.type.dims[:-1])
-        rows_ok = (dn.get("update_window_dims", []) == [upd.type.rank - 1]
-                   and dn.get("inserted_window_dims", []) == [0]
-                   and dn.get("scatter_dims_to_operand_dims", []) == [0]
-                   and not dn.get("input_batching_dims") and upd.type.rank >= 2
-                   and upd.type.dims[-1] == out.dims[1])
-        if not rows_ok:
+        if not scatters_whole_rows(op):
+            dn = op.attributes.get("scatter_dimension_numbers", {})
             raise NoMatch(f"scatter {op.name} does not add whole rows of {out} (dimension "
                           f"numbers {dn}, updates {upd.type})")
-        idx_ok = (tuple(ids.type.dims[:ivd]) == lookup_dims
-                  and (ivd == ids.type.rank or (ivd == ids.type.rank - 1
-                                                and ids.type.dims[-1] == 1)))
-        if not idx_ok or ids.type.element_type not in ("s32", "s64"):
+        if not one_row_id_per_update(op):
             raise NoMatch(f"scatter indices {ids.type} are not one s32/s64 row id per update")
         if binary_combiner(op) != "add":
             raise NoMatch(f"scatter {op.name} does not combine with add")

@@ -77,18 +77,24 @@ def _looked_up_table(ids: Value, dims: tuple[int, ...]) -> Value | None:
     return None
 
 
-def _row_scatter(op: Operation) -> bool:
-    """Does ``op`` scatter whole rows (one id per update row) into a rank-2 operand?"""
-    dest, ids, upd = op.operands
+def scatters_whole_rows(op: Operation) -> bool:
+    """Does scatter ``op`` write whole rows (its updates' last dimension) of a rank-2
+    operand, one row per update row?"""
+    dest, _, upd = op.operands
     dn = op.attributes.get("scatter_dimension_numbers", {})
-    ivd = dn.get("index_vector_dim", 0)
-    r = ids.type
     return (dn.get("update_window_dims", []) == [upd.type.rank - 1]
             and dn.get("inserted_window_dims", []) == [0]
             and dn.get("scatter_dims_to_operand_dims", []) == [0]
             and not dn.get("input_batching_dims") and upd.type.rank >= 2
-            and upd.type.dims[-1] == dest.type.dims[1]
-            and tuple(r.dims[:ivd]) == tuple(upd.type.dims[:-1])
+            and upd.type.dims[-1] == dest.type.dims[1])
+
+
+def one_row_id_per_update(op: Operation) -> bool:
+    """Are scatter ``op``'s indices one s32/s64 row id per update row?"""
+    _, ids, upd = op.operands
+    ivd = op.attributes.get("scatter_dimension_numbers", {}).get("index_vector_dim", 0)
+    r = ids.type
+    return (tuple(r.dims[:ivd]) == tuple(upd.type.dims[:-1])
             and (ivd == r.rank or (ivd == r.rank - 1 and r.dims[-1] == 1))
             and r.element_type in ("s32", "s64"))
 
@@ -108,7 +114,7 @@ def sparse_apply(op: Operation) -> Cluster | str | None:
     table = _looked_up_table(ids, tuple(dest.type.dims))
     if table is None or (combiner == "subtract") != (table is dest) or dynamic:
         return None
-    if not _row_scatter(op):
+    if not (scatters_whole_rows(op) and one_row_id_per_update(op)):
         return None
     if {dest.type.element_type, upd.type.element_type} != {"f32"}:
         return TYPE_REASON.format(dtype=dest.type.element_type)
