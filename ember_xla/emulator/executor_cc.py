@@ -14,7 +14,6 @@ them). A program whose addresses or control flow depend on computed data raises
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -86,7 +85,12 @@ def _run(program: Any, inputs: Sequence[Any], output_shapes: Sequence[Sequence[i
     if output_shapes is not None and len(output_shapes) != len(outs_spec):
         raise InterpretError(f"{p.name}: {len(output_shapes)} output shapes for "
                              f"{len(outs_spec)} outputs")
-    arrays: list[Any] = []
+    if mode not in MODES:
+        raise ValueError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
+    held: list[np.ndarray] = []  # the buffers C++ reads or writes, alive until the call returns
+    ptrs_list: list[int | None] = []  # None: an output the addresses mode never touches
+    shapes: list[tuple[int, ...]] = []
+    sizes: list[int] = []
     outputs: list[np.ndarray] = []
     for k, a in enumerate(p.args):
         dt = numpy_dtype(scalar_type(a.dtype))
@@ -95,7 +99,7 @@ def _run(program: Any, inputs: Sequence[Any], output_shapes: Sequence[Sequence[i
             if x.dtype != dt or x.ndim != len(a.shape):
                 raise InterpretError(f"input {k} ({a.name}): got {x.dtype}{list(x.shape)}, the "
                                      f"program wants {a.dtype}{list(a.shape)}")
-            arrays.append(_Array(np.asarray(x, order="C")))  # (ascontiguousarray: 0-d -> 1-d)
+            buf = np.asarray(x, order="C")  # (ascontiguousarray would make 0-d 1-d)
         else:
             shape = tuple(output_shapes[k - p.num_inputs]) if output_shapes is not None \
                 else a.shape
@@ -103,21 +107,24 @@ def _run(program: Any, inputs: Sequence[Any], output_shapes: Sequence[Sequence[i
                 raise InterpretError(f"output {a.name}: shape {list(shape)} unknown or of the "
                                      "wrong rank (pass output_shapes)")
             if mode == "addresses":  # never written: only its shape and size matter
-                arrays.append(_Shape(shape, dt))
+                ptrs_list.append(None)
+                shapes.append(shape)
+                sizes.append(int(np.prod(shape, dtype=np.int64)) * np.dtype(dt).itemsize)
                 continue
-            out = np.empty(shape, dtype=dt)
-            arrays.append(_Array(out))
-            outputs.append(out)
-    if mode not in MODES:
-        raise ValueError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
+            buf = np.empty(shape, dtype=dt)
+            outputs.append(buf)
+        held.append(buf)
+        ptrs_list.append(buf.ctypes.data)
+        shapes.append(buf.shape)
+        sizes.append(buf.nbytes)
     lib = load()
-    ranks = np.array([x.ndim for x in arrays], np.int64)
-    dims = np.array([d for x in arrays for d in x.shape] or [0], np.int64)
-    ptrs = (ctypes.c_void_p * len(arrays))(*(x.data_pointer for x in arrays))
-    nbytes = np.array([x.nbytes for x in arrays], np.int64)
+    ranks = np.array([len(sh) for sh in shapes], np.int64)
+    dims = np.array([d for sh in shapes for d in sh] or [0], np.int64)
+    ptrs = (ctypes.c_void_p * len(ptrs_list))(*ptrs_list)
+    nbytes = np.array(sizes, np.int64)
     err = ctypes.create_string_buffer(1024)
     h = lib.ember_run_program_mode(text.encode(), ctypes.c_int64(mode == "addresses"),
-                                   ctypes.c_int64(len(arrays)), CPtr(ranks.ctypes.data),
+                                   ctypes.c_int64(len(ptrs_list)), CPtr(ranks.ctypes.data),
                                    CPtr(dims.ctypes.data), ptrs, CPtr(nbytes.ctypes.data), err,
                                    ctypes.c_int64(len(err)))
     if not h:
@@ -131,47 +138,6 @@ def _run(program: Any, inputs: Sequence[Any], output_shapes: Sequence[Sequence[i
             raise ProgramError(msg.removeprefix("program: "))
         raise InterpretError(msg)
     return h, outputs, lib
-
-
-@dataclasses.dataclass
-class _Array:
-    """An argument buffer handed to C++: its data pointer, shape and size."""
-
-    x: np.ndarray
-
-    @property
-    def data_pointer(self) -> int:
-        return self.x.ctypes.data
-
-    @property
-    def ndim(self) -> int:
-        return self.x.ndim
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.x.shape
-
-    @property
-    def nbytes(self) -> int:
-        return self.x.nbytes
-
-
-@dataclasses.dataclass
-class _Shape:
-    """An output the addresses mode never touches: a shape and a size, no data (null)."""
-
-    shape: tuple[int, ...]
-    dtype: np.dtype
-
-    data_pointer = None
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
 
 
 def _cases(lib: ctypes.CDLL, h: int) -> dict[int, CaseCost]:
