@@ -12,7 +12,12 @@ the scale is finite and of the right sign, for optax's ``adagrad`` also when ``e
 kernels check both at run time and otherwise apply the update with ``g = 0`` to every row, as
 XLA does. XLA:CPU contracts ``t + g * s`` into an FMA, and so do the kernels. Adagrad also
 needs XLA's own ``rsqrt`` (an estimate refined by Newton-Raphson); it is fused only when
-``native.rsqrt_probe`` finds the kernel's reproduction bit-identical on this machine.
+``native.rsqrt_probe`` finds the kernel's reproduction bit-identical on this machine. Rowwise
+Adagrad needs XLA:CPU's order of the row-wise ``mean(g * g)`` (native/row_mean_order.py).
+
+A TF/Keras sparse apply (``ember.ordered_scatter``, patterns/sparse_apply.py) is already the
+update itself: its result is aliased with the variable, and the table's scatter-subtract of
+``lr * g`` is reported as the fused ``sgd``.
 
 Anything else (Adam, momentum, weight decay, clipping by global norm, a gradient also used
 elsewhere) keeps its update in XLA, and the entry says why."""
@@ -40,7 +45,7 @@ from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.rewriter import PatternRewriter
 from ember_xla.ir.value import Value
-from ember_xla.rewrites.fuse_rowwise import row_chain, row_value, rowwise_refused
+from ember_xla.rewrites.fuse_rowwise import row_chain, row_value, rowwise_sum_order
 from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
 from ember_xla.rewrites.walk import NoMatch
 
@@ -266,8 +271,11 @@ def fuse(module: Module, gcall: Operation, index: int, rw: PatternRewriter,
             return {"optimizer": None, "optimizer_reason": (
                 "adagrad: the kernel's rsqrt does not reproduce XLA:CPU's on this machine, so "
                 "the update stays in XLA")}
-        if f.optimizer == "rowwise_adagrad" and (why := rowwise_refused(gcall)):
-            return {"optimizer": None, "optimizer_reason": why}
+        if f.optimizer == "rowwise_adagrad":
+            order, why = rowwise_sum_order(gcall)
+            if order is None:
+                return {"optimizer": None, "optimizer_reason": why}
+            f.attrs["sum_order"] = order
         return _replace(module, gcall, f, index, rw)
     return {"optimizer": None, "optimizer_reason": REFUSED + " (" + "; ".join(reasons) + ")"}
 

@@ -108,8 +108,6 @@ def test_steps_really_train():
 BACKWARD_GAPS = {
     "flax_linen_bf16_bag_sum_sgd": "the bf16 table's gradient is found, its SGD is not fused "
                                    "(the sparse SGD kernel is f32 only)",
-    "jnp_take_two_tables_rowwise_adagrad": "both gradients are found, the hand-written "
-                                           "rowwise Adagrad is not fused",
 }
 
 
