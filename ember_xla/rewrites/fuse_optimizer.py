@@ -256,10 +256,31 @@ def _reference(module: Module, f: FusedUpdate, gcall: Operation, shapes: list[Sh
     return comp
 
 
+def non_f32_table(gcall: Operation) -> str | None:
+    """Why the update of this gradient cannot be fused because its table is not f32 (a bf16
+    or f16 gradient, or an f32 one converted to the table's type, as JAX transposes an
+    ``astype(float32)`` of the table), or None."""
+    g = gcall.result
+    et = g.type.element_type
+    users = g.owner.users
+    if et == "f32" and users and all(u.opcode == "convert" for u in users):
+        et = users[0].result.type.element_type
+        how = f"the f32 gradient is converted to the {et} table's type before its update"
+    else:
+        how = f"the gradient and its table are {et}"
+    if et == "f32":
+        return None
+    return (f"{how}: the fused updates (ember.sparse_sgd, ember.sparse_adagrad, "
+            "ember.sparse_rowwise_adagrad) take f32 tables only, so the update stays in XLA "
+            "and the gradient kernel replaces the scatter")
+
+
 def fuse(module: Module, gcall: Operation, index: int, rw: PatternRewriter,
          adagrad_ok: bool | None) -> dict[str, Any]:
     """Fuse the update consuming ``gcall``'s gradient if it is exact; returns the report's
     ``optimizer`` fields."""
+    if why := non_f32_table(gcall):
+        return {"optimizer": None, "optimizer_reason": why}
     reasons = []
     for matcher in (match_sgd, match_adagrad, match_rowwise_adagrad):
         try:

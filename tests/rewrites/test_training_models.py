@@ -105,10 +105,7 @@ def test_steps_really_train():
 # Steps whose backward the rewrite does not yet give as recorded (what it gives instead); each
 # is an expected failure, strict: once the rewrite gets it right the test fails until the entry
 # is removed here.
-BACKWARD_GAPS = {
-    "flax_linen_bf16_bag_sum_sgd": "the bf16 table's gradient is found, its SGD is not fused "
-                                   "(the sparse SGD kernel is f32 only)",
-}
+BACKWARD_GAPS: dict[str, str] = {}
 
 
 def _backward_record(name: str):

@@ -80,9 +80,11 @@ def _flax_bf16_build():
     return _jax_step(loss, tx), [params, tx.init(params), ids, y]
 
 
-reg(TrainStep("flax_linen_bf16_bag_sum_sgd", "flax", "sgd", "jax", ("padded_bag",), ("sgd",),
-              _flax_bf16_build, _bag_inputs,
-              notes="bf16 table (param_dtype): bf16 bag sum, bf16 gradient and update"))
+reg(TrainStep("flax_linen_bf16_bag_sum_sgd", "flax", "sgd", "jax", ("padded_bag",), (None,),
+              _flax_bf16_build, _bag_inputs, refusal="take f32 tables only",
+              notes="bf16 table (param_dtype): bf16 bag sum, bf16 gradient and update; the "
+                    "gradient is rewritten (a bf16 ember.scatter_grad), its SGD stays in XLA "
+                    "(the fused update kernels are f32 only)"))
 
 
 # ---------------------------------------------------------------------------------------
