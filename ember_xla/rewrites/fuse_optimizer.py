@@ -166,7 +166,8 @@ def match_adagrad(gcall: Operation) -> FusedUpdate:
 
 def match_rowwise_adagrad(gcall: Operation) -> FusedUpdate:
     """Rowwise Adagrad as written by hand (FBGEMM's EXACT_ROWWISE_ADAGRAD):
-    ``a = a0 + mean(g * g, axis=1); t - lr * g / (sqrt(a)[:, None] + eps)``."""
+    ``a = a0 + mean(g * g, axis=1); t - lr * g / (sqrt(a)[:, None] + eps)``, or as an optax
+    transformation's update added to the table, ``t + (-lr) * g / (sqrt(a)[:, None] + eps)``."""
     g = gcall.result
     v_rows, d = g.type.dims
     sq, lg = _square_and_scaled(g)
@@ -202,10 +203,17 @@ def match_rowwise_adagrad(gcall: Operation) -> FusedUpdate:
     eps = _scalar(_other(plus, s_in), "eps")
     if row_value(s_in, v_rows, "sqrt(a)") is not rt.result:
         raise NoMatch("the denominator is not sqrt(a) + eps of the new accumulator")
-    upd = _only_user(div.result, "subtract", "lr * g / (sqrt(a) + eps)")
-    if upd.operands[1] is not div.result:
-        raise NoMatch(f"{upd.name} subtracts the table from the update")
-    table = _table(upd.operands[0], g, "the updated value")
+    users = div.users
+    upd = users[0] if len(users) == 1 else None
+    if upd is not None and upd.opcode == "subtract" and upd.operands[1] is div.result:
+        table, negate = _table(upd.operands[0], g, "the updated value"), False
+    elif upd is not None and upd.opcode == "add" and upd.operands[0] is not upd.operands[1]:
+        # an optax-style transformation: u = -lr * g / (sqrt(a) + eps), then t + u (the kernel
+        # gets lr = -s: t + (s * g) * r is t - ((-s) * g) * r bit for bit)
+        table, negate = _table(_other(upd, div.result), g, "the updated value"), True
+    else:
+        found = ", ".join(f"{u.opcode} {u.name}" for u in users) or "nothing"
+        raise NoMatch(f"lr * g / (sqrt(a) + eps) feeds {found}, not t - it or t + it")
     idx, rows, *extra = gcall.operands
     chain = row_chain(div.operands[1], plus_out) + [plus] + row_chain(s_in, rt.result)
     owned = [upd, div, *chain, rt, acc, mean, red, sq, lg, gcall]
@@ -213,7 +221,7 @@ def match_rowwise_adagrad(gcall: Operation) -> FusedUpdate:
     folded = scalar_constant(Ref(lr)) is not None
     return FusedUpdate(SPARSE_ROWWISE_ADAGRAD, "rowwise_adagrad",
                        [table, accum, idx, rows, lr, eps, *extra], [upd.result, acc.result],
-                       owned, attrs={"lr_folded": folded})
+                       owned, negate, attrs={"lr_folded": folded})
 
 
 def _reference(module: Module, f: FusedUpdate, gcall: Operation, shapes: list[Shape],

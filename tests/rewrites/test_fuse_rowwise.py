@@ -1,5 +1,6 @@
-"""Rowwise Adagrad (FBGEMM's EXACT_ROWWISE_ADAGRAD written by hand in JAX) fused into the
-lookup's gradient as ``ember.sparse_rowwise_adagrad``: whole steps bit-identical to XLA's under
+"""Rowwise Adagrad (FBGEMM's EXACT_ROWWISE_ADAGRAD written by hand in JAX, or as an optax
+transformation whose update ``optax.apply_updates`` adds) fused into the lookup's gradient as
+``ember.sparse_rowwise_adagrad``: whole steps bit-identical to XLA's under
 both excess-precision settings (loss, table, per-row accumulator), untouched rows that the
 dense update would change updated as XLA does, and the update left in XLA, with the reason,
 where the kernel's row-wise mean of squares is not XLA:CPU's."""
@@ -37,6 +38,31 @@ def rowwise_step_lr_arg(loss):
         value, g = jax.value_and_grad(loss)(table, *batch)
         accum = accum + jnp.mean(g * g, axis=1)
         return value, table - lr * g / (jnp.sqrt(accum)[:, None] + eps), accum
+    return step
+
+
+def optax_rowwise(lr, eps=1e-8):
+    """Rowwise Adagrad as an optax transformation: its update ``-lr * g / (sqrt(a) + eps)`` is
+    added to the table by ``optax.apply_updates``."""
+    import optax
+
+    def init(p):
+        return jax.tree.map(lambda x: jnp.zeros(x.shape[:1], x.dtype), p)
+
+    def update(g, acc, params=None):
+        acc = jax.tree.map(lambda a, g: a + jnp.mean(g * g, axis=1), acc, g)
+        return jax.tree.map(lambda g, a: -lr * g / (jnp.sqrt(a)[:, None] + eps), g, acc), acc
+
+    return optax.GradientTransformation(init, update)
+
+
+def optax_rowwise_lr_arg(loss):
+    import optax
+
+    def step(table, accum, lr, eps, *batch):
+        value, g = jax.value_and_grad(loss)(table, *batch)
+        updates, accum = optax_rowwise(lr, eps).update(g, accum)
+        return value, optax.apply_updates(table, updates), accum
     return step
 
 
@@ -86,6 +112,29 @@ def test_runtime_lr_and_eps_untouched_rows_as_xla(lr, eps):
     accum[V - 3:] = [0.0, -0.0, np.nan]
     accum[V - 6:V - 3] = [0.25, 1.0, np.inf]
     r = ts.check_step(rowwise_step_lr_arg(ts.bag_index(w)), t, accum, np.float32(lr),
+                      np.float32(eps), ids, y)
+    assert fused(r) == ["rowwise_adagrad"]
+
+
+@needs_order
+@pytest.mark.parametrize("lo,hi", [(0, 40), (-400, 400)])
+def test_optax_transformation_form(lo, hi):
+    w, t, accum, ids, y = setup(7, lo=lo, hi=hi)
+    opt = optax_rowwise(0.05)
+    r = ts.check_step(ts.optax_step(ts.bag_index(w), opt), t, accum, ids, y)
+    assert fused(r) == ["rowwise_adagrad"]
+
+
+@needs_order
+@pytest.mark.parametrize("lr,eps", [(0.05, 1e-8), (0.0, 1e-8), (-0.05, 1e-8), (0.05, 0.0),
+                                    (np.inf, 1e-8), (np.nan, 1e-8), (0.05, -1.0)])
+def test_optax_transformation_runtime_lr_untouched_rows_as_xla(lr, eps):
+    # the optax form adds (-lr) * g / den: the kernel gets lr back, and rows without gradient
+    # come out as XLA's where the dense update changes them (lr < 0, inf, NaN; eps <= 0)
+    w, t, accum, ids, y = setup(8)
+    accum[V - 3:] = [0.0, -0.0, np.nan]
+    accum[V - 6:V - 3] = [0.25, 1.0, np.inf]
+    r = ts.check_step(optax_rowwise_lr_arg(ts.bag_index(w)), t, accum, np.float32(lr),
                       np.float32(eps), ids, y)
     assert fused(r) == ["rowwise_adagrad"]
 
