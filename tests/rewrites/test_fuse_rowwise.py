@@ -103,20 +103,6 @@ def test_hand_written_rowwise_adagrad(lo, hi, kind):
 
 
 @needs_order
-@pytest.mark.parametrize("lr,eps", [(0.05, 1e-8), (0.0, 1e-8), (-0.05, 1e-8), (0.05, 0.0),
-                                    (np.inf, 1e-8), (np.nan, 1e-8), (0.05, -1.0)])
-def test_runtime_lr_and_eps_untouched_rows_as_xla(lr, eps):
-    # lr < 0, inf, NaN; eps = 0 with a zero accumulator (0 / 0); eps < 0: the dense update
-    # changes rows without gradient, and the kernel changes them the same way
-    w, t, accum, ids, y = setup(2)
-    accum[V - 3:] = [0.0, -0.0, np.nan]
-    accum[V - 6:V - 3] = [0.25, 1.0, np.inf]
-    r = ts.check_step(rowwise_step_lr_arg(ts.bag_index(w)), t, accum, np.float32(lr),
-                      np.float32(eps), ids, y)
-    assert fused(r) == ["rowwise_adagrad"]
-
-
-@needs_order
 @pytest.mark.parametrize("lo,hi", [(0, 40), (-400, 400)])
 def test_optax_transformation_form(lo, hi):
     w, t, accum, ids, y = setup(7, lo=lo, hi=hi)
@@ -126,16 +112,18 @@ def test_optax_transformation_form(lo, hi):
 
 
 @needs_order
+@pytest.mark.parametrize("form", ["hand_written", "optax"])
 @pytest.mark.parametrize("lr,eps", [(0.05, 1e-8), (0.0, 1e-8), (-0.05, 1e-8), (0.05, 0.0),
                                     (np.inf, 1e-8), (np.nan, 1e-8), (0.05, -1.0)])
-def test_optax_transformation_runtime_lr_untouched_rows_as_xla(lr, eps):
-    # the optax form adds (-lr) * g / den: the kernel gets lr back, and rows without gradient
-    # come out as XLA's where the dense update changes them (lr < 0, inf, NaN; eps <= 0)
-    w, t, accum, ids, y = setup(8)
+def test_runtime_lr_and_eps_untouched_rows_as_xla(lr, eps, form):
+    # lr < 0, inf, NaN; eps = 0 with a zero accumulator (0 / 0); eps < 0: the dense update
+    # changes rows without gradient, and the kernel changes them the same way (the optax form
+    # adds (-lr) * g / den: the kernel gets lr back)
+    w, t, accum, ids, y = setup(2)
     accum[V - 3:] = [0.0, -0.0, np.nan]
     accum[V - 6:V - 3] = [0.25, 1.0, np.inf]
-    r = ts.check_step(optax_rowwise_lr_arg(ts.bag_index(w)), t, accum, np.float32(lr),
-                      np.float32(eps), ids, y)
+    make = rowwise_step_lr_arg if form == "hand_written" else optax_rowwise_lr_arg
+    r = ts.check_step(make(ts.bag_index(w)), t, accum, np.float32(lr), np.float32(eps), ids, y)
     assert fused(r) == ["rowwise_adagrad"]
 
 
