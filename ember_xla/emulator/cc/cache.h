@@ -2,9 +2,11 @@
 // set-associative LRU cache levels (a hit makes the line most recent, a miss does not fill;
 // fills go into the levels that missed) in front of one DRAM channel (latency + bandwidth).
 //
-// Each set is a flat array of `ways` line numbers in recency order (most recent first, empty
-// slots at the end), so a lookup scans one contiguous run and an LRU update is a short move —
-// no allocation, no pointers.
+// Each set is a flat array of `ways` tags in recency order (most recent first, empty slots at
+// the end), so a lookup scans one contiguous run and an LRU update is a short move, with no
+// allocation and no pointers. A tag is the line number without its set bits, kept in 32 bits
+// (a 16-way set is one 64-byte host line, compared and moved with vector instructions) until a
+// line needs more: the level then keeps whole line numbers from that access on.
 #ifndef EMBER_XLA_EMULATOR_NATIVE_CACHE_H_
 #define EMBER_XLA_EMULATOR_NATIVE_CACHE_H_
 
@@ -14,6 +16,10 @@
 #include <limits>
 #include <memory>
 #include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "timing.h"
 
@@ -31,50 +37,108 @@ inline int64_t FloorMod(int64_t x, int64_t d) {
 
 class CacheLevel {
  public:
-  static constexpr int64_t kEmpty = std::numeric_limits<int64_t>::min();
-
   explicit CacheLevel(const CacheSpec& s)
       : sets_(s.sets), ways_(s.ways), latency_(s.latency),
-        mask_((s.sets & (s.sets - 1)) == 0 ? s.sets - 1 : -1),
-        tags_((size_t)(s.sets * s.ways), kEmpty) {}
+        shift_((s.sets & (s.sets - 1)) == 0 ? __builtin_ctzll((uint64_t)s.sets) : -1),
+        narrow_((size_t)(s.sets * s.ways), kEmpty32) {}
 
-  // True on a hit (the line becomes most recent).
-  bool Lookup(int64_t line) {
-    int64_t* set = Set(line);
-    for (int64_t w = 0; w < ways_; ++w) {
-      if (set[w] == line) {
-        for (int64_t v = w; v > 0; --v) set[v] = set[v - 1];
-        set[0] = line;
-        ++hits;
-        return true;
+  // Looks `line` up: true on a hit (the line becomes most recent); on a miss the line is
+  // filled (it becomes most recent, the least recent line of a full set leaves). A miss
+  // filling at once is what the levels that missed get in the end: no other access to this
+  // level comes between a lookup and the fill of the levels that missed.
+  bool Access(int64_t line) {
+    int64_t set, tag;
+    Split(line, &set, &tag);
+    if (wide_.empty()) {
+      if (tag > kEmpty32 && tag <= std::numeric_limits<int32_t>::max()) {
+        int32_t* p = narrow_.data() + set * ways_;
+        switch (ways_) {
+          case 4: return MoveToFront<4>(p, (int32_t)tag);
+          case 8: return MoveToFront<8>(p, (int32_t)tag);
+          case 16: return MoveToFront<16>(p, (int32_t)tag);
+          default: return MoveToFront<0>(p, (int32_t)tag);
+        }
       }
+      Widen();
     }
-    ++misses;
-    return false;
-  }
-  // Insert a line that missed: it becomes most recent, the least recent one (if full) leaves.
-  void Fill(int64_t line) {
-    int64_t* set = Set(line);
-    for (int64_t v = ways_ - 1; v > 0; --v) set[v] = set[v - 1];
-    set[0] = line;
+    int64_t* p = wide_.data() + set * ways_;
+    int64_t w = 0;
+    while (w < ways_ - 1 && p[w] != line) ++w;
+    const bool hit = p[w] == line;
+    for (int64_t v = w; v > 0; --v) p[v] = p[v - 1];
+    p[0] = line;
+    return hit;
   }
   int64_t latency() const { return latency_; }
-  // Hint the host cache to fetch the set of `line` (the emulated cache's state, not data).
-  void Prefetch(int64_t line) const {
-    const int64_t* set = tags_.data() + SetIndex(line) * ways_;
-    __builtin_prefetch(set);
-    if (ways_ > 8) __builtin_prefetch(set + 8);
-  }
-
-  int64_t hits = 0, misses = 0;
-
  private:
-  int64_t SetIndex(int64_t line) const {
-    return mask_ >= 0 ? (line & mask_) : FloorMod(line, sets_);
+  static constexpr int32_t kEmpty32 = std::numeric_limits<int32_t>::min();
+  static constexpr int64_t kEmpty64 = std::numeric_limits<int64_t>::min();
+
+  // A line is its set and its tag (the line divided by the number of sets, floored): the tag
+  // alone identifies it within its set.
+  void Split(int64_t line, int64_t* set, int64_t* tag) const {
+    if (shift_ >= 0) {
+      *set = line & (sets_ - 1);
+      *tag = line >> shift_;  // arithmetic: the floor, also for negative lines
+    } else {
+      *set = FloorMod(line, sets_);
+      *tag = FloorDiv(line, sets_);
+    }
   }
-  int64_t* Set(int64_t line) { return tags_.data() + SetIndex(line) * ways_; }
-  int64_t sets_, ways_, latency_, mask_;
-  std::vector<int64_t> tags_;
+
+  // One set of narrow tags in recency order (most recent first, empty slots at the end):
+  // true on a hit; the tag is moved (hit) or inserted (miss) to the front. W: the ways when
+  // known at compile time (0: ways_).
+  template <int W>
+  bool MoveToFront(int32_t* p, int32_t tag) const {
+    if (p[0] == tag) return true;
+#if defined(__SSE2__)
+    if constexpr (W >= 4 && W % 4 == 0) {
+      // the set in W/4 vectors (16-byte aligned: the sets of W ways start at multiples of W)
+      __m128i v[W / 4];
+      const __m128i t = _mm_set1_epi32(tag);
+      uint32_t mask = 0;
+      for (int k = 0; k < W / 4; ++k) {
+        v[k] = _mm_load_si128(reinterpret_cast<const __m128i*>(p + 4 * k));
+        mask |= (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(v[k], t))) << 4 * k;
+      }
+      if (mask) {
+        for (int w = __builtin_ctz(mask); w > 0; --w) p[w] = p[w - 1];
+        p[0] = tag;
+        return true;
+      }
+      // a miss: every tag moves back one way (the last leaves), the new one comes first
+      __m128i carry = _mm_cvtsi32_si128(tag);
+      for (int k = 0; k < W / 4; ++k) {
+        const __m128i moved = _mm_or_si128(_mm_slli_si128(v[k], 4), carry);
+        carry = _mm_srli_si128(v[k], 12);
+        _mm_store_si128(reinterpret_cast<__m128i*>(p + 4 * k), moved);
+      }
+      return false;
+    }
+#endif
+    const int64_t ways = W ? W : ways_;
+    int64_t w = 1;
+    while (w < ways && p[w] != tag) ++w;
+    const bool hit = w < ways;
+    if (!hit) w = ways - 1;
+    for (; w > 0; --w) p[w] = p[w - 1];
+    p[0] = tag;
+    return hit;
+  }
+  // From then on every set keeps whole line numbers (a tag outside the narrow range came).
+  void Widen() {
+    wide_.assign(narrow_.size(), kEmpty64);
+    for (int64_t s = 0; s < sets_; ++s)
+      for (int64_t w = 0; w < ways_; ++w) {
+        const int32_t tag = narrow_[(size_t)(s * ways_ + w)];
+        if (tag != kEmpty32) wide_[(size_t)(s * ways_ + w)] = (int64_t)tag * sets_ + s;
+      }
+  }
+
+  int64_t sets_, ways_, latency_, shift_;
+  std::vector<int32_t> narrow_;  // sets x ways tags, most recent first (kEmpty32: empty)
+  std::vector<int64_t> wide_;    // once widened: sets x ways line numbers, most recent first
 };
 
 // The DRAM behind the caches. Without a bank model (banks == 0): one channel, a load-to-use
@@ -147,19 +211,14 @@ class SharedMemory {
   // completion, *ordered as Dram::Access). Levels that missed are filled.
   int Access(int64_t line, double t, double* done, bool* ordered) {
     for (size_t i = 0; i < levels.size(); ++i) {
-      if (levels[i].Lookup(line)) {
-        for (size_t u = 0; u < i; ++u) levels[u].Fill(line);
+      if (levels[i].Access(line)) {
         *done = t + (double)levels[i].latency();
         *ordered = false;
         return (int)i;
       }
     }
-    for (CacheLevel& lv : levels) lv.Fill(line);
     *done = dram.Access(line, t, ordered);
     return -1;
-  }
-  void Prefetch(int64_t line) const {
-    for (const CacheLevel& lv : levels) lv.Prefetch(line);
   }
   std::vector<CacheLevel> levels;
   Dram dram;
@@ -185,15 +244,13 @@ class MemorySystem {
   double Access(int64_t line, double t, bool* dram) {
     const size_t n = levels_.size();
     for (size_t i = 0; i < n; ++i) {
-      if (levels_[i].Lookup(line)) {
-        for (size_t u = 0; u < i; ++u) levels_[u].Fill(line);
+      if (levels_[i].Access(line)) {
         *dram = false;
         ++stats_[i].hits;
         return t + (double)levels_[i].latency();
       }
       ++stats_[i].misses;
     }
-    for (CacheLevel& lv : levels_) lv.Fill(line);
     double done;
     bool ordered;
     const int hit = shared_->Access(line, t, &done, &ordered);
@@ -216,10 +273,6 @@ class MemorySystem {
     int64_t hits = 0, misses = 0;
   };
   const std::vector<Stats>& stats() const { return stats_; }
-  void Prefetch(int64_t line) const {
-    for (size_t i = 1; i < levels_.size(); ++i) levels_[i].Prefetch(line);
-    shared_->Prefetch(line);
-  }
 
   int64_t dram_lines = 0;
   double dram_busy = 0.0;  // this core's transfer cycles, per channel of the machine

@@ -20,7 +20,9 @@ class Sim {
   Sim(const TimingTarget& t, const TraceView& tr, std::string* err,
       SharedMemory* shared = nullptr, size_t n_private = 0)
       : t_(t), tr_(tr), err_(err), mem_(t, shared, n_private),
-        heap_(std::max<int64_t>(t.outstanding, 1)) {}
+        heap_(std::max<int64_t>(t.outstanding, 1)),
+        line_shift_(t.line_bytes > 0 && (t.line_bytes & (t.line_bytes - 1)) == 0
+                        ? __builtin_ctzll((uint64_t)t.line_bytes) : -1) {}
 
   bool Run(TimingResult* out) {
     if (!Index()) return false;
@@ -153,10 +155,10 @@ class Sim {
     }
     lc.pos = pos;
     lc.pushes = pushes;
-    // the emulated caches' sets this load will look up: fetch them into the host's cache now
-    const int64_t lb = t_.line_bytes, addr = tr_.a[pos];
-    const int64_t first = FloorDiv(addr, lb), last = FloorDiv(addr + std::max<int64_t>(tr_.b[pos], 1) - 1, lb);
-    for (int64_t line = first; line <= last && line < first + 8; ++line) mem_.Prefetch(line);
+  }
+  // The cache line of a byte address (floored, also below address 0).
+  int64_t LineOf(int64_t addr) const {
+    return line_shift_ >= 0 ? addr >> line_shift_ : FloorDiv(addr, t_.line_bytes);
   }
   // The entry of the load under a cursor, or -1 (address-only, or never pushed).
   int64_t EntryOf(const LayerCursor& lc) const {
@@ -237,9 +239,8 @@ class Sim {
       used_ += entry_bytes_[e];
       ++reserved_;
     }
-    const int64_t lb = t_.line_bytes;
     const int64_t addr = tr_.a[i], nb = std::max<int64_t>(tr_.b[i], 1);
-    const int64_t first = FloorDiv(addr, lb), last = FloorDiv(addr + nb - 1, lb);
+    const int64_t first = LineOf(addr), last = LineOf(addr + nb - 1);
     const double step = t_.agen_step;
     const int64_t cap = t_.outstanding;
     double done = t;
@@ -369,6 +370,7 @@ class Sim {
   std::string* err_;
   MemorySystem mem_;
   InFlight heap_;
+  const int line_shift_;  // log2 of the line size, or -1 when it is not a power of two
 
   std::vector<LayerCursor> layers_;  // in first-appearance order (the reference's dict order)
   std::vector<double> done_;         // per event: completion of a load, -1 before it issues
