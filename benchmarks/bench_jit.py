@@ -9,10 +9,11 @@ parameters live on the device (as a server keeps them), each call gets the batch
 arrays (as a request brings it).
 
 For every batch size, in one process, ``jax.jit(model)`` and ``ember_xla.jit(model)``
-alternate (``--rounds`` rounds of ``--calls`` calls each, one untimed warm-up); medians of the
-per-round mean call times. The per-call overhead is timed the same way on a function that
-takes the same 19 arguments (``keep_unused=True``, so every one is transferred or passed
-through) and returns one of them: what the dispatch costs beyond the program. One call of each
+alternate (``--rounds`` rounds of at least ``--calls`` calls and about 5 ms each, the order
+rotated every round, after untimed warm-up calls); medians of the per-round mean call
+times. The per-call overhead is timed the same way on a function that takes the same 19
+arguments (``keep_unused=True``, so every one is transferred or passed through) and returns
+one of them: what the dispatch costs beyond the program. One call of each
 is compared bit for bit before timing (the largest difference printed if any). The training
 row: ``value_and_grad`` of an MSE loss and an SGD update of every parameter,
 ``donate_argnums=0``; each variant consumes its own previous
@@ -81,13 +82,18 @@ def timed(fn, args, calls: int) -> float:
     return (time.perf_counter() - t0) / calls
 
 
-def alternate(fns: dict, args, rounds: int, calls: int) -> dict[str, float]:
-    for fn in fns.values():
-        timed(fn, args, 1)
+def alternate(fns: dict, args, rounds: int, calls: int,
+              round_s: float = 5e-3) -> dict[str, float]:
+    """Medians of per-round mean call times; each round at least ``calls`` calls and about
+    ``round_s`` seconds long (short rounds of a fast call measure the machine's noise, not
+    the call), the order of the variants rotated every round (none always runs first)."""
+    single = max(timed(fn, args, 3) for fn in fns.values())
+    calls = max(calls, int(round_s / max(single, 1e-7)))
     runs: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(rounds):
-        for k, fn in fns.items():
-            runs[k].append(timed(fn, args, calls))
+    order = list(fns)
+    for r in range(rounds):
+        for k in order[r % len(order):] + order[:r % len(order)]:
+            runs[k].append(timed(fns[k], args, calls))
     return {k: statistics.median(v) for k, v in runs.items()}
 
 
@@ -180,8 +186,8 @@ def main() -> None:
 
     model = build_model()
     params = jax.device_put(model.init(jax.random.key(0), *batch(np.random.default_rng(0), 2)))
-    print(f"flax DLRM-like: tables {ROWS} x D={DIM}, pooling {POOL}; {args.rounds} rounds x "
-          f"{args.calls} calls, medians; load {os.getloadavg()[0]:.1f}")
+    print(f"flax DLRM-like: tables {ROWS} x D={DIM}, pooling {POOL}; {args.rounds} rounds of >= "
+          f"{args.calls} calls and ~5 ms, order rotated, medians; load {os.getloadavg()[0]:.1f}")
     for b in args.batches:
         serve(model, params, b, args)
     if args.train_batch:

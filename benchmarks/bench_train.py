@@ -34,6 +34,10 @@ Peak RSS per variant (``--rss``): each variant alone in a fresh process, built (
 outputs dropped) and then run 3 times; its peak resident set while running (sampled every ms)
 minus the resident set once the shared numpy data exist and the frameworks are imported: the
 variant's own copy of the tables and state, its compiled code and every step's buffers count.
+Page faults and system CPU time per step (getrusage over 3 more steps of each variant): what
+the first writes into memory mapped anew for a step cost (fresh result tables without
+donation; XLA:CPU's per-execution temporary buffer, mapped anew when it exceeds the
+allocator's mmap threshold).
 
 Breakdown: after timing, the donated steps (XLA's and ours) run 3 more times under
 ``jax.profiler`` and the time of XLA:CPU's thunks is printed per part of the step (forward
@@ -59,7 +63,14 @@ import time
 
 from bench_embedding import BLOCK
 from stage_model import POOLING
-from train_memory import copy_bytes, copy_floor, peak_rss, peak_rss_child, xla_new_tables
+from train_memory import (
+    copy_bytes,
+    copy_floor,
+    faults,
+    peak_rss,
+    peak_rss_child,
+    xla_new_tables,
+)
 from train_profile import breakdown_line, profile
 from train_sequential import available_bytes, estimate_bytes, run_sequential
 from train_torch import check_torch
@@ -116,7 +127,8 @@ def time_variants(variants: dict, reps: int) -> tuple[dict, dict]:
 
 def interleaved(args, argv, data, optimizer: str, rows):
     """Every variant alive at once, timed interleaved in blocks: (medians, minimums, labels,
-    peak RSS GiB per variant (each in a fresh process, --rss), profiles, load average)."""
+    peak RSS GiB per variant (each in a fresh process, --rss), profiles, load average,
+    (page faults, system CPU ms) per step of each variant)."""
     runs, names, outs = {}, {}, {}
     for name in args.variants:
         runs[name], names[name], outs[name] = make_variant(args, data, optimizer, name)
@@ -132,9 +144,10 @@ def interleaved(args, argv, data, optimizer: str, rows):
     med, mins = time_variants(runs, args.reps)
     load = os.getloadavg()[0]
     prof = {k: profile(runs[k]) for k in ("xla_donated", "ember_donated") if k in runs}
+    flt = {k: faults(runs[k]) for k in args.variants}
     del runs, outs
     peaks = {k: peak_rss(argv, optimizer, k) for k in args.variants} if args.rss else {}
-    return med, mins, names, peaks, prof, load
+    return med, mins, names, peaks, prof, load, flt
 
 
 def check(outs: dict) -> list[str]:
@@ -178,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         if one:
             print(f"\n{optimizer}: one variant at a time (all at once would need about "
                   f"{need / 2**30:.1f} GiB, {have / 2**30:.1f} GiB available)")
-            med, mins, names, peaks, prof, lines, loads = run_sequential(args, data, optimizer)
+            med, mins, names, peaks, prof, lines, loads, flt = run_sequential(
+                args, data, optimizer)
             for line in lines:
                 print(line)
                 ok = ok and line.endswith("True")
@@ -188,21 +202,23 @@ def main(argv: list[str] | None = None) -> int:
                 f"{k} {v:.1f}" for k, v in loads.items()))
             load = max(loads.values())
         else:
-            med, mins, names, peaks, prof, load = interleaved(args, argv, data, optimizer, rows)
+            med, mins, names, peaks, prof, load, flt = interleaved(args, argv, data, optimizer,
+                                                                   rows)
             ok = ok and not args.failed
         slots = 0 if optimizer == "sgd" else sum(rows) * 4 / 2**30
         print(f"\n{optimizer}: {args.reps} repetitions of blocks of {BLOCK} (first untimed, "
               f"order rotated); load average {load:.2f}; tables {gib:.2f} GiB + optimizer "
               f"state {slots:.3f} GiB")
         print("| variant | median ms | min ms | vs XLA:CPU | vs XLA:CPU donated | vs TBE | "
-              "peak RSS GiB |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
+              "peak RSS GiB | page faults / step | system CPU ms / step |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         ref_donated = med.get("xla_donated", float("nan"))
         for k in args.variants:
             peak = peaks.get(k)
             print(f"| {names[k]} | {med[k] * 1e3:.1f} | {mins[k] * 1e3:.1f} | "
                   f"{med['xla'] / med[k]:.2f}x | {ref_donated / med[k]:.2f}x | "
-                  f"{med['tbe'] / med[k]:.2f}x | {'-' if peak is None else f'{peak:.2f}'} |")
+                  f"{med['tbe'] / med[k]:.2f}x | {'-' if peak is None else f'{peak:.2f}'} | "
+                  f"{flt[k][0]:.0f} | {flt[k][1]:.1f} |")
         tbe_med[optimizer] = med["tbe"]
         if "ember_donated" in med:
             ours[optimizer] = med["ember_donated"]

@@ -182,15 +182,16 @@ def refit(source: Path, out: Path, argv: list[str] | None) -> int:
         doc["grouped"] = grouped_entry(doc["grouped"]["points"], doc["families"],
                                        doc["module_floor_s"]["value_s"])
     doc["model"] = MODEL
-    doc["fitted_by"] = "python benchmarks/calibrate_cost_model.py " + " ".join(
-        argv if argv is not None else sys.argv[1:])
+    doc["fitted_by"] = _command(argv)
     return _write(doc, out)
 
 
 GROUPED_K = (2, 8, 26)
 GROUPED_BATCHES = (1, 16, 256, 2048)
 GROUPED_POOLINGS = (1, 10)
-GROUPED_DIMS = (16, 64)
+# D=128 is the DLRM stage's: its 26 tables of 20k rows (266 MB) are read from DRAM, where
+# the single-cluster work terms (one 20k-row table, in L3) would only be extrapolated.
+GROUPED_DIMS = (16, 64, 128)
 
 
 def _alternate(exes: dict, on_device: list, reps: int) -> dict[str, list[float]]:
@@ -317,7 +318,10 @@ def grouped_entry(points: list[dict], families: dict, floor_s: float) -> dict:
     return entry
 
 
-def calibrate_grouped(doc: dict, reps: int, rng) -> None:
+def calibrate_grouped(doc: dict, reps: int, rng, argv: list[str] | None) -> None:
+    """The module floor and the grouped calls, measured and fitted into ``doc`` with the
+    command, date and load average of this measurement."""
+    load0 = os.getloadavg()[0]
     floor = measure_floor(reps * 10)
     print(f"module floor {floor['value_s'] * 1e6:.2f} us (median {floor['median_s'] * 1e6:.2f})")
     points = []
@@ -333,6 +337,18 @@ def calibrate_grouped(doc: dict, reps: int, rng) -> None:
                           f"{m['xla_s'] / m['ember_s']:.2f}x", flush=True)
     doc["module_floor_s"] = floor
     doc["grouped"] = grouped_entry(points, doc["families"], floor["value_s"])
+    doc["grouped_command"] = _command(argv)
+    doc["grouped_date"] = _now()
+    doc["grouped_load_average"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
+
+
+def _command(argv: list[str] | None) -> str:
+    return "python benchmarks/calibrate_cost_model.py " + " ".join(
+        argv if argv is not None else sys.argv[1:])
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -355,11 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     load0 = os.getloadavg()[0]
     if args.grouped_only:
         doc = json.loads((args.out if args.out.exists() else OUT).read_text())
-        calibrate_grouped(doc, args.reps, rng)
-        doc["grouped_command"] = ("python benchmarks/calibrate_cost_model.py "
-                                  + " ".join(argv if argv is not None else sys.argv[1:]))
-        doc["grouped_date"] = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-        doc["grouped_load_average"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
+        calibrate_grouped(doc, args.reps, rng, argv)
         return 0 if args.show else _write(doc, args.out)
     families = {}
     for fam in args.families.split(","):
@@ -377,8 +389,8 @@ def main(argv: list[str] | None = None) -> int:
     doc = {
         "format": 1,
         "model": MODEL,
-        "command": "python benchmarks/calibrate_cost_model.py " + " ".join(argv or sys.argv[1:]),
-        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": _command(argv),
+        "date": _now(),
         "machine": f"{platform.machine()} {os.cpu_count()} cpus",
         "load_average": [round(load0, 2), round(os.getloadavg()[0], 2)],
         "table_rows": ROWS,
@@ -386,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
         "families": families,
     }
     if "segment_reduce/sum" in families:
-        calibrate_grouped(doc, args.reps, rng)
+        calibrate_grouped(doc, args.reps, rng, argv)
     return 0 if args.show else _write(doc, args.out)
 
 

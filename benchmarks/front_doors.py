@@ -1,11 +1,12 @@
 """Every speed goal of the front doors in one command: the 26-table stage as ``ember-xla
 rewrite`` writes it vs XLA:CPU and vs torch (medians of 3 process runs), the 8-table model at
-B=256, the batch sweep, the idiom corpus and ``ember_xla.jit`` vs ``jax.jit`` at B=1, 64 and
-1024 with the per-call overhead. Each benchmark runs in its own process, one after the other,
+B=256, the batch sweep, the idiom corpus, ``ember_xla.jit`` vs ``jax.jit`` at B=1, 64 and
+1024 with the per-call overhead, and ``ember_xla.embedding_bag`` against the JAX code it
+replaces. Each benchmark runs in its own process, one after the other,
 with the load average printed before and after it; its full output is passed through, and the
 lines that carry a goal's ratio are repeated at the end. A benchmark driver, not a test.
 
-    cd /tmp && python /path/to/benchmarks/front_doors.py            # everything (~30-60 min)
+    cd /tmp && python /path/to/benchmarks/front_doors.py            # everything (~6 min at load 5-10)
     python benchmarks/front_doors.py --quick                         # fewer reps (a smoke run)
 """
 
@@ -35,6 +36,8 @@ RUNS = [
      ("rows below", "| ")),
     ("ember_xla.jit vs jax.jit", "bench_jit.py", ["--rounds", "31", "--train-batch", "0"],
      ["--rounds", "9", "--train-batch", "0"], ("B=", "  jax.jit", "  ember_xla.jit", "  speedup")),
+    ("ember_xla.embedding_bag vs the JAX code it replaces", "bench_embedding_bag.py",
+     ["--rounds", "21"], ["--rounds", "5"], ("rows below", "| offsets", "| padded")),
 ]
 
 

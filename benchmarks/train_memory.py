@@ -1,6 +1,7 @@
 """Memory and bandwidth floors of benchmarks/bench_train.py: each variant's peak resident set
 (measured alone in a fresh process), the numpy copy floor of a step that is not donated, and
-XLA:CPU writing new tables into fresh output buffers."""
+XLA:CPU writing new tables into fresh output buffers, and the page faults of a step (the first
+touch of memory mapped anew for it)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,19 @@ import sys
 import numpy as np
 from bench_embedding import BLOCK
 from train_variants import make_variant
+
+
+def faults(run, steps: int = 3) -> tuple[float, float]:
+    """(minor page faults, system CPU ms) per step of ``run`` (warm), this process: what the
+    first writes into freshly mapped buffers cost (the kernel maps and zeroes each page)."""
+    import resource
+
+    run()
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
+    for _ in range(steps):
+        run()
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    return (r1.ru_minflt - r0.ru_minflt) / steps, (r1.ru_stime - r0.ru_stime) * 1e3 / steps
 
 
 def rss() -> int:

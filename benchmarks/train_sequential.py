@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 from bench_embedding import BLOCK
-from train_memory import PeakRss, copy_floor, rss, xla_new_tables
+from train_memory import PeakRss, copy_floor, faults, rss, xla_new_tables
 from train_profile import profile
 from train_variants import make_variant
 
@@ -69,8 +69,9 @@ def settle() -> None:
 
 
 def run_sequential(args, data, optimizer: str):
-    """(medians, minimums, labels, peak RSS GiB, profiles, check lines, load per variant)."""
-    med, mins, names, peaks, prof, load = {}, {}, {}, {}, {}, {}
+    """(medians, minimums, labels, peak RSS GiB, profiles, check lines, load per variant,
+    (page faults, system CPU ms) per step of each variant)."""
+    med, mins, names, peaks, prof, load, flt = {}, {}, {}, {}, {}, {}, {}
     checks, ref = [], None
     for name in [*args.variants, "copy", "xla_copy"]:
         settle()
@@ -97,7 +98,9 @@ def run_sequential(args, data, optimizer: str):
         peaks[name] = (p.top - base) / 2**30 if name in args.variants else None
         med[name], mins[name] = statistics.median(times), min(times)
         load[name] = os.getloadavg()[0]
+        if name in args.variants:
+            flt[name] = faults(run)
         if name in ("xla_donated", "ember_donated"):
             prof[name] = profile(run, steps=2)
         del run
-    return med, mins, names, peaks, prof, checks, load
+    return med, mins, names, peaks, prof, checks, load, flt

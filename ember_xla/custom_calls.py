@@ -78,10 +78,11 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
            weights=False, attributes=(), direction="backward"),
     # rowwise Adagrad (one accumulator per row: FBGEMM's EXACT_ROWWISE_ADAGRAD); the results
     # alias the table and its accumulator[V]; lr_folded: lr is a constant XLA multiplies into
-    # the per-row reciprocal (t - g * (r * lr)), else t - (lr * g) * r
+    # the per-row reciprocal (t - g * (r * lr)), else t - (lr * g) * r; sum_order: the order
+    # of sum(g * g) over a row (native/row_mean_order.py: XLA:CPU's for the shape)
     Target("ember.sparse_rowwise_adagrad", "sparse_rowwise_adagrad",
            ("table", "accumulator", "indices", "updates", "scale", "eps"),
-           "EmberSparseRowwiseAdagrad", weights=False, attributes=("lr_folded",),
+           "EmberSparseRowwiseAdagrad", weights=False, attributes=("lr_folded", "sum_order"),
            direction="backward"),
     # a TF/Keras optimizer's sparse apply: whole rows scattered straight into a variable
     # (ResourceScatterSub / ResourceScatterAdd), the updates applied one by one in index

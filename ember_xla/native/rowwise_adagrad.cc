@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "handler.h"
@@ -22,11 +23,11 @@ namespace ember {
 namespace {
 
 // sum(g[j] * g[j]) in the order XLA:CPU's YNNPACK fusion reduces a row of g * g along D
-// (measured, jax/jaxlib 0.10.2, AVX-512 CPU; the rewrite checks it per D with
-// EmberRowMeanSquaresProbe before fusing): each square rounded; 16 lanes, lane l of block b
+// (measured, jax/jaxlib 0.10.2, AVX-512 CPU; native/row_mean_order.py says for which shapes it
+// is XLA's, tests/native/test_row_mean_order.py holds it to XLA): each square rounded; 16 lanes, lane l of block b
 // summing the squares 64 b + l, + 16, + 32, + 48 from zero; the blocks' lanes added in order;
 // then the lanes halved: l + (l + 8), then + 4, + 2, + 1. D must be a multiple of 16.
-__attribute__((target("avx2"))) float RowSumSquares(const float* g, int64_t d) {
+__attribute__((target("avx2"))) float BlockedSumSquares(const float* g, int64_t d) {
   __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
   for (int64_t b = 0; b < d; b += 64) {
     __m256 blo = _mm256_setzero_ps(), bhi = _mm256_setzero_ps();
@@ -45,15 +46,34 @@ __attribute__((target("avx2"))) float RowSumSquares(const float* g, int64_t d) {
   return _mm_cvtss_f32(s1);
 }
 
+// The orders of sum(g * g) over a row that the rewrite reproduces (native/row_mean_order.py
+// says which is XLA:CPU's for a shape): kBlocked16 (YNNPACK's, above) and kSequential
+// (0 + g0 * g0 + g1 * g1 + ..., each square rounded: XLA's own loop for D = 1).
+enum class SumOrder { kBlocked16, kSequential };
+
+bool ParseSumOrder(std::string_view s, SumOrder* out) {
+  if (s == "blocked16") return *out = SumOrder::kBlocked16, true;
+  if (s == "sequential") return *out = SumOrder::kSequential, true;
+  return false;
+}
+
+float RowSumSquares(const float* g, int64_t d, SumOrder order) {
+  if (order == SumOrder::kBlocked16) return BlockedSumSquares(g, d);
+  float s = 0.0f;
+  for (int64_t j = 0; j < d; ++j) s = s + g[j] * g[j];
+  return s;
+}
+
 // XLA:CPU's algebraic simplifier turns the divide by the row-broadcast denominator into a
 // multiply by its reciprocal, and its LLVM contracts t - (lr * g) * r into one FMA.
 // With a constant lr XLA also reassociates (g * lr) * r into g * (r * lr) (`folded`).
 __attribute__((target("avx2,fma"))) void RowUpdate(const RowArray& t, const RowArray& a,
                                                    int64_t r, const float* g, float lr,
-                                                   float eps, bool folded, int64_t d) {
+                                                   float eps, bool folded, SumOrder order,
+                                                   int64_t d) {
   // jnp.mean's divide by D: XLA makes a power-of-two D a multiply by 1 / D and contracts it
   // with the add into one FMA
-  const float s = RowSumSquares(g, d);
+  const float s = RowSumSquares(g, d, order);
   const bool pow2 = (d & (d - 1)) == 0;
   const float acc = pow2 ? __builtin_fmaf(s, 1.0f / static_cast<float>(d), a.src[r])
                          : a.src[r] + s / static_cast<float>(d);
@@ -119,7 +139,8 @@ ffi::Error SparseRowwiseAdagradImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum,
                                     ffi::RemainingArgs rest,
                                     ffi::Result<ffi::AnyBuffer> out_table,
                                     ffi::Result<ffi::AnyBuffer> out_accum,
-                                    ffi::ThreadPool xla_pool, bool folded) {
+                                    ffi::ThreadPool xla_pool, bool folded,
+                                    std::string_view sum_order) {
   XlaPoolScope pool_scope(&xla_pool);
   const char* kind = "sparse_rowwise_adagrad";
   return Guarded(kind, [&]() -> ffi::Error {
@@ -135,9 +156,14 @@ ffi::Error SparseRowwiseAdagradImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum,
     if (auto e = ScalarF32(kind, eps_buf, &eps); e.failure()) return e;
     if (!Fma())
       return ffi::Error::Internal("ember.sparse_rowwise_adagrad: needs a CPU with AVX2 and FMA");
-    if (d % 16 != 0)
+    SumOrder order;
+    if (!ParseSumOrder(sum_order, &order))
+      return ffi::Error::InvalidArgument("ember.sparse_rowwise_adagrad: unknown sum_order " +
+                                         std::string(sum_order));
+    if (order == SumOrder::kBlocked16 && d % 16 != 0)
       return ffi::Error::InvalidArgument(
-          "ember.sparse_rowwise_adagrad: D must be a multiple of 16, got " + std::to_string(d));
+          "ember.sparse_rowwise_adagrad: D must be a multiple of 16 for sum_order blocked16, "
+          "got " + std::to_string(d));
     RowGroups& g = ScratchGroups();
     BuildRowGroups(indices.untyped_data(), indices.element_type() == ffi::DataType::S32,
                    indices.dimensions()[0], v, &g);
@@ -148,7 +174,9 @@ ffi::Error SparseRowwiseAdagradImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum,
               PrefetchRow(t.dst + r * d, d);
               __builtin_prefetch(a.dst + r, 1);
             },
-            [&](int64_t r, const float* grad) { RowUpdate(t, a, r, grad, lr, eps, folded, d); },
+            [&](int64_t r, const float* grad) {
+              RowUpdate(t, a, r, grad, lr, eps, folded, order, d);
+            },
             [&](int64_t q, int64_t end) {
               return FirstChanged(a.src, q, end, eps, lr, folded);
             });
@@ -159,13 +187,15 @@ ffi::Error SparseRowwiseAdagradImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum,
 }  // namespace
 }  // namespace ember
 
-// The kernel's mean(g * g) over each of `rows` rows of width d (a multiple of 16; ctypes: the
-// rewrite checks it against XLA:CPU for the table's D before fusing a rowwise Adagrad update).
-EMBER_EXPORT void EmberRowMeanSquaresProbe(const float* g, int64_t rows, int64_t d, float* out) {
+// The kernel's mean(g * g) over each of `rows` rows of width d in the order `order` (a
+// SumOrder; blocked16 needs AVX2 and a multiple of 16, else NaN), for the tests that hold
+// native/row_mean_order.py's rule against XLA:CPU (ctypes).
+EMBER_EXPORT void EmberRowMeanSquares(const float* g, int64_t rows, int64_t d, int order,
+                                      float* out) {
+  const auto o = static_cast<ember::SumOrder>(order);
+  const bool ok = o != ember::SumOrder::kBlocked16 || (ember::HaveAvx2() && d % 16 == 0);
   for (int64_t r = 0; r < rows; ++r)
-    out[r] = ember::HaveAvx2() && d % 16 == 0
-                 ? ember::RowSumSquares(g + r * d, d) / static_cast<float>(d)
-                 : std::nanf("");
+    out[r] = ok ? ember::RowSumSquares(g + r * d, d, o) / static_cast<float>(d) : std::nanf("");
 }
 
 EMBER_HANDLER(EmberSparseRowwiseAdagrad, ember::SparseRowwiseAdagradImpl,
@@ -176,4 +206,5 @@ EMBER_HANDLER(EmberSparseRowwiseAdagrad, ember::SparseRowwiseAdagradImpl,
                   .Ret<xla::ffi::AnyBuffer>()
                   .Ret<xla::ffi::AnyBuffer>()
                   .Ctx<xla::ffi::ThreadPool>()
-                  .Attr<bool>("lr_folded"));
+                  .Attr<bool>("lr_folded")
+                  .Attr<std::string_view>("sum_order"));

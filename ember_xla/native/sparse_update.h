@@ -4,7 +4,8 @@
 // The results may alias the operands (output_to_operand_aliasing: a donated table is updated
 // in place) or be separate buffers (the rewrite does not alias a table parameter the caller
 // keeps, so XLA does not copy it first): then every byte of the results is written once, the
-// touched rows by the update (reading the operand rows), the untouched ones copied in runs.
+// touched rows by the update (reading the operand rows), the untouched ones copied in runs,
+// after the results' fresh pages are mapped in one system call per chunk (fresh_pages.h).
 #ifndef EMBER_XLA_NATIVE_SPARSE_UPDATE_H_
 #define EMBER_XLA_NATIVE_SPARSE_UPDATE_H_
 
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "fresh_pages.h"
 #include "grad_common.h"
 
 namespace ember {
@@ -84,14 +86,21 @@ template <typename AheadFn, typename RowFn, typename FirstChangedFn>
 void ForRows(const RowGroups& g, const UpdateRows& upd, int64_t v, int64_t d, Untouched mode,
              const std::vector<RowArray>& arrays, const AheadFn& ahead, const RowFn& row_fn,
              const FirstChangedFn& first_changed) {
+  bool copy = false;
+  for (const RowArray& a : arrays) copy = copy || a.distinct();
+  if (copy)  // every byte of a distinct result is written below: map its fresh pages first
+    ParallelRows(v, 1 << 16, [&](int64_t r0, int64_t r1) {
+      for (const RowArray& a : arrays)
+        if (a.distinct())
+          PopulateForWrite(a.dst + r0 * a.width,
+                           static_cast<size_t>((r1 - r0) * a.width) * sizeof(float));
+    });
   const GroupedRows rows = ResolveRows(g, upd);
   ParallelGroups(g, [&](int64_t k0, int64_t k1) {
     ForGroupRange<float>(
         g, rows, d, k0, k1, [&](int64_t k) { ahead(g.rows[k]); },
         [&](int64_t k, const float* acc) { row_fn(g.rows[k], acc); });
   });
-  bool copy = false;
-  for (const RowArray& a : arrays) copy = copy || a.distinct();
   if (mode == Untouched::kIdentity && !copy) return;
   const int64_t n = static_cast<int64_t>(g.rows.size());
   const std::vector<float> zero(static_cast<size_t>(d), 0.0f);

@@ -12,7 +12,12 @@ the scale is finite and of the right sign, for optax's ``adagrad`` also when ``e
 kernels check both at run time and otherwise apply the update with ``g = 0`` to every row, as
 XLA does. XLA:CPU contracts ``t + g * s`` into an FMA, and so do the kernels. Adagrad also
 needs XLA's own ``rsqrt`` (an estimate refined by Newton-Raphson); it is fused only when
-``native.rsqrt_probe`` finds the kernel's reproduction bit-identical on this machine.
+``native.rsqrt_probe`` finds the kernel's reproduction bit-identical on this machine. Rowwise
+Adagrad needs XLA:CPU's order of the row-wise ``mean(g * g)`` (native/row_mean_order.py).
+
+A TF/Keras sparse apply (``ember.ordered_scatter``, patterns/sparse_apply.py) is already the
+update itself: its result is aliased with the variable, and the table's scatter-subtract of
+``lr * g`` is reported as the fused ``sgd``.
 
 Anything else (Adam, momentum, weight decay, clipping by global norm, a gradient also used
 elsewhere) keeps its update in XLA, and the entry says why."""
@@ -40,7 +45,7 @@ from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.rewriter import PatternRewriter
 from ember_xla.ir.value import Value
-from ember_xla.rewrites.fuse_rowwise import row_chain, row_value, rowwise_refused
+from ember_xla.rewrites.fuse_rowwise import row_chain, row_value, rowwise_sum_order
 from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
 from ember_xla.rewrites.walk import NoMatch
 
@@ -161,7 +166,8 @@ def match_adagrad(gcall: Operation) -> FusedUpdate:
 
 def match_rowwise_adagrad(gcall: Operation) -> FusedUpdate:
     """Rowwise Adagrad as written by hand (FBGEMM's EXACT_ROWWISE_ADAGRAD):
-    ``a = a0 + mean(g * g, axis=1); t - lr * g / (sqrt(a)[:, None] + eps)``."""
+    ``a = a0 + mean(g * g, axis=1); t - lr * g / (sqrt(a)[:, None] + eps)``, or as an optax
+    transformation's update added to the table, ``t + (-lr) * g / (sqrt(a)[:, None] + eps)``."""
     g = gcall.result
     v_rows, d = g.type.dims
     sq, lg = _square_and_scaled(g)
@@ -197,10 +203,17 @@ def match_rowwise_adagrad(gcall: Operation) -> FusedUpdate:
     eps = _scalar(_other(plus, s_in), "eps")
     if row_value(s_in, v_rows, "sqrt(a)") is not rt.result:
         raise NoMatch("the denominator is not sqrt(a) + eps of the new accumulator")
-    upd = _only_user(div.result, "subtract", "lr * g / (sqrt(a) + eps)")
-    if upd.operands[1] is not div.result:
-        raise NoMatch(f"{upd.name} subtracts the table from the update")
-    table = _table(upd.operands[0], g, "the updated value")
+    users = div.users
+    upd = users[0] if len(users) == 1 else None
+    if upd is not None and upd.opcode == "subtract" and upd.operands[1] is div.result:
+        table, negate = _table(upd.operands[0], g, "the updated value"), False
+    elif upd is not None and upd.opcode == "add" and upd.operands[0] is not upd.operands[1]:
+        # an optax-style transformation: u = -lr * g / (sqrt(a) + eps), then t + u (the kernel
+        # gets lr = -s: t + (s * g) * r is t - ((-s) * g) * r bit for bit)
+        table, negate = _table(_other(upd, div.result), g, "the updated value"), True
+    else:
+        found = ", ".join(f"{u.opcode} {u.name}" for u in users) or "nothing"
+        raise NoMatch(f"lr * g / (sqrt(a) + eps) feeds {found}, not t - it or t + it")
     idx, rows, *extra = gcall.operands
     chain = row_chain(div.operands[1], plus_out) + [plus] + row_chain(s_in, rt.result)
     owned = [upd, div, *chain, rt, acc, mean, red, sq, lg, gcall]
@@ -208,7 +221,7 @@ def match_rowwise_adagrad(gcall: Operation) -> FusedUpdate:
     folded = scalar_constant(Ref(lr)) is not None
     return FusedUpdate(SPARSE_ROWWISE_ADAGRAD, "rowwise_adagrad",
                        [table, accum, idx, rows, lr, eps, *extra], [upd.result, acc.result],
-                       owned, attrs={"lr_folded": folded})
+                       owned, negate, attrs={"lr_folded": folded})
 
 
 def _reference(module: Module, f: FusedUpdate, gcall: Operation, shapes: list[Shape],
@@ -251,10 +264,31 @@ def _reference(module: Module, f: FusedUpdate, gcall: Operation, shapes: list[Sh
     return comp
 
 
+def non_f32_table(gcall: Operation) -> str | None:
+    """Why the update of this gradient cannot be fused because its table is not f32 (a bf16
+    or f16 gradient, or an f32 one converted to the table's type, as JAX transposes an
+    ``astype(float32)`` of the table), or None."""
+    g = gcall.result
+    et = g.type.element_type
+    users = g.owner.users
+    if et == "f32" and users and all(u.opcode == "convert" for u in users):
+        et = users[0].result.type.element_type
+        how = f"the f32 gradient is converted to the {et} table's type before its update"
+    else:
+        how = f"the gradient and its table are {et}"
+    if et == "f32":
+        return None
+    return (f"{how}: the fused updates (ember.sparse_sgd, ember.sparse_adagrad, "
+            "ember.sparse_rowwise_adagrad) take f32 tables only, so the update stays in XLA "
+            "and the gradient kernel replaces the scatter")
+
+
 def fuse(module: Module, gcall: Operation, index: int, rw: PatternRewriter,
          adagrad_ok: bool | None) -> dict[str, Any]:
     """Fuse the update consuming ``gcall``'s gradient if it is exact; returns the report's
     ``optimizer`` fields."""
+    if why := non_f32_table(gcall):
+        return {"optimizer": None, "optimizer_reason": why}
     reasons = []
     for matcher in (match_sgd, match_adagrad, match_rowwise_adagrad):
         try:
@@ -266,8 +300,11 @@ def fuse(module: Module, gcall: Operation, index: int, rw: PatternRewriter,
             return {"optimizer": None, "optimizer_reason": (
                 "adagrad: the kernel's rsqrt does not reproduce XLA:CPU's on this machine, so "
                 "the update stays in XLA")}
-        if f.optimizer == "rowwise_adagrad" and (why := rowwise_refused(gcall)):
-            return {"optimizer": None, "optimizer_reason": why}
+        if f.optimizer == "rowwise_adagrad":
+            order, why = rowwise_sum_order(gcall)
+            if order is None:
+                return {"optimizer": None, "optimizer_reason": why}
+            f.attrs["sum_order"] = order
         return _replace(module, gcall, f, index, rw)
     return {"optimizer": None, "optimizer_reason": REFUSED + " (" + "; ".join(reasons) + ")"}
 

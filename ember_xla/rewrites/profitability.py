@@ -10,7 +10,8 @@ is per family (kind x combiner class) and per backend:
 per-call overhead, gather-and-reduce work, output work, per-index work. A cluster is rewritten
 only when the kernel is predicted faster by more than ``MARGIN`` (predicted ember time
 <= 0.75 x XLA's, i.e. >= 1.33x faster): the
-XLA fits' median relative residual is 0.32-0.37, and clusters predicted 1.06-1.3x faster
+XLA fits' median relative residual is 0.28-0.30 (0.32-0.37 in an earlier calibration on
+another machine), and clusters predicted 1.06-1.3x faster
 measured 0.77-1.0x (the B=1 26-table stage, segment_max D=256: docs/BENCHMARKS.md); ties and
 near-ties stay in XLA. The environment variable ``EMBER_XLA_COST_MODEL=off``
 (or ``rewrite_module(..., cost_model=False)``, ``ember-xla rewrite --rewrite_all``) rewrites

@@ -23,6 +23,7 @@ from ember_xla.dae.numerics import fma
 from ember_xla.dae_target.check import check_lowered, summary
 from ember_xla.dae_target.passes.levels import lower_cluster
 from ember_xla.hlo_import.jax_source import from_jax
+from ember_xla.native.rsqrt_probe import rsqrt_matches_xla
 from ember_xla.orchestrate.rewrite_model import rewrite_for
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "rewrites"))
@@ -126,6 +127,8 @@ def test_sparse_sgd(step):
     assert spec.roles[:3] == ("table", "indices", "updates")
 
 
+@pytest.mark.skipif(not rsqrt_matches_xla(), reason="the kernel's rsqrt is not XLA:CPU's on "
+                    "this CPU, so the CPU rewrite keeps Adagrad in XLA: no sparse_adagrad call")
 def test_sparse_adagrad_refused_with_reason():
     t = ts.table(RNG)
     opt = optax.adagrad(0.1)

@@ -1,5 +1,6 @@
-"""Rowwise Adagrad (FBGEMM's EXACT_ROWWISE_ADAGRAD written by hand in JAX) fused into the
-lookup's gradient as ``ember.sparse_rowwise_adagrad``: whole steps bit-identical to XLA's under
+"""Rowwise Adagrad (FBGEMM's EXACT_ROWWISE_ADAGRAD written by hand in JAX, or as an optax
+transformation whose update ``optax.apply_updates`` adds) fused into the lookup's gradient as
+``ember.sparse_rowwise_adagrad``: whole steps bit-identical to XLA's under
 both excess-precision settings (loss, table, per-row accumulator), untouched rows that the
 dense update would change updated as XLA does, and the update left in XLA, with the reason,
 where the kernel's row-wise mean of squares is not XLA:CPU's."""
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 import training_steps as ts
 
-from ember_xla.native.row_mean_probe import row_mean_matches_xla
+from ember_xla.native.row_mean_order import OrderNotReproduced, row_mean_order
 
 native = pytest.importorskip("ember_xla.native")
 try:
@@ -40,6 +41,31 @@ def rowwise_step_lr_arg(loss):
     return step
 
 
+def optax_rowwise(lr, eps=1e-8):
+    """Rowwise Adagrad as an optax transformation: its update ``-lr * g / (sqrt(a) + eps)`` is
+    added to the table by ``optax.apply_updates``."""
+    import optax
+
+    def init(p):
+        return jax.tree.map(lambda x: jnp.zeros(x.shape[:1], x.dtype), p)
+
+    def update(g, acc, params=None):
+        acc = jax.tree.map(lambda a, g: a + jnp.mean(g * g, axis=1), acc, g)
+        return jax.tree.map(lambda g, a: -lr * g / (jnp.sqrt(a)[:, None] + eps), g, acc), acc
+
+    return optax.GradientTransformation(init, update)
+
+
+def optax_rowwise_lr_arg(loss):
+    import optax
+
+    def step(table, accum, lr, eps, *batch):
+        value, g = jax.value_and_grad(loss)(table, *batch)
+        updates, accum = optax_rowwise(lr, eps).update(g, accum)
+        return value, optax.apply_updates(table, updates), accum
+    return step
+
+
 def setup(seed, v=V, d=D, lo=0, hi=40):
     rng = np.random.default_rng(seed)
     w, t = ts.head(rng, d), ts.table(rng, v, d)
@@ -53,7 +79,14 @@ def fused(r):
     return [c.get("optimizer") for c in ts.backward(r)]
 
 
-needs_order = pytest.mark.skipif(not row_mean_matches_xla(V, D), reason=(
+def _reproduced(v: int, d: int) -> bool:
+    try:
+        return bool(row_mean_order(v, d))
+    except OrderNotReproduced:
+        return False
+
+
+needs_order = pytest.mark.skipif(not _reproduced(V, D), reason=(
     "the kernel's row-wise mean of squares is not XLA:CPU's on this CPU (see the refusal test)"))
 
 
@@ -84,21 +117,67 @@ def test_runtime_lr_and_eps_untouched_rows_as_xla(lr, eps):
 
 
 @needs_order
-@pytest.mark.parametrize("d", [32, 64, 128])
-def test_widths(d):
-    w, t, accum, ids, y = setup(3, v=max(64, 8192 // d), d=d)  # >= 4096 elements
+@pytest.mark.parametrize("lo,hi", [(0, 40), (-400, 400)])
+def test_optax_transformation_form(lo, hi):
+    w, t, accum, ids, y = setup(7, lo=lo, hi=hi)
+    opt = optax_rowwise(0.05)
+    r = ts.check_step(ts.optax_step(ts.bag_index(w), opt), t, accum, ids, y)
+    assert fused(r) == ["rowwise_adagrad"]
+
+
+@needs_order
+@pytest.mark.parametrize("lr,eps", [(0.05, 1e-8), (0.0, 1e-8), (-0.05, 1e-8), (0.05, 0.0),
+                                    (np.inf, 1e-8), (np.nan, 1e-8), (0.05, -1.0)])
+def test_optax_transformation_runtime_lr_untouched_rows_as_xla(lr, eps):
+    # the optax form adds (-lr) * g / den: the kernel gets lr back, and rows without gradient
+    # come out as XLA's where the dense update changes them (lr < 0, inf, NaN; eps <= 0)
+    w, t, accum, ids, y = setup(8)
+    accum[V - 3:] = [0.0, -0.0, np.nan]
+    accum[V - 6:V - 3] = [0.25, 1.0, np.inf]
+    r = ts.check_step(optax_rowwise_lr_arg(ts.bag_index(w)), t, accum, np.float32(lr),
+                      np.float32(eps), ids, y)
+    assert fused(r) == ["rowwise_adagrad"]
+
+
+@pytest.mark.parametrize("v,d", [(256, 32), (128, 64), (64, 128), (512, 16), (64, 256),
+                                 (2048, 2)])
+def test_widths(v, d):
+    # every class native/row_mean_order.py reproduces for D > 1, as a whole step: YNNPACK
+    # sizes (>= 4096 elements) with D = 16 .. 256 (blocked16) and D = 2
+    if not _reproduced(v, d):
+        pytest.skip(f"[{v}, {d}]: not reproduced on this CPU (native/row_mean_order.py)")
+    w, t, accum, ids, y = setup(3, v=v, d=d)
     r = ts.check_step(rowwise_step(ts.bag_index(w)), t, accum, ids, y)
     assert fused(r) == ["rowwise_adagrad"]
 
 
+@pytest.mark.parametrize("v", [60, 5000])
+def test_one_column_tables_stay_in_xla(v):
+    w, t, accum, ids, y = setup(4, v=v, d=1)
+    r = ts.check_step(rowwise_step(ts.bag_index(w)), t, accum, ids, y)
+    (e,) = ts.backward(r)
+    assert e["optimizer"] is None and "[V, 1] table" in e["optimizer_reason"]
+
+
 def test_small_or_unreproduced_shapes_stay_in_xla():
-    # [60, 8]: below YNNPACK's size XLA's own loop sums the row in another order; D = 8 is no
-    # multiple of the kernel's 16 lanes
+    # [60, 8]: below YNNPACK's size XLA's own loop, vectorized across rows by LLVM, sums some
+    # rows in one order and the others in another
     w, t, accum, ids, y = setup(4, v=60, d=8)
     r = ts.check_step(rowwise_step(ts.bag_index(w)), t, accum, ids, y)
     (e,) = ts.backward(r)
     assert e["optimizer"] is None and "row-wise mean" in e["optimizer_reason"]
     assert e["custom_call"].startswith("ember_scatter_grad")
+
+
+@pytest.mark.parametrize("v,d", [(300, 48), (300, 192)])
+def test_ynnpack_widths_not_reproduced_stay_in_xla(v, d):
+    # YNNPACK sums rows of these widths in an order the kernel does not reproduce: the step is
+    # still bit-identical (the gradient rewritten, the update in XLA) and the report says why
+    w, t, accum, ids, y = setup(6, v=v, d=d)
+    r = ts.check_step(rowwise_step(ts.bag_index(w)), t, accum, ids, y)
+    (e,) = ts.backward(r)
+    assert e["optimizer"] is None and e["custom_call"].startswith("ember_scatter_grad")
+    assert "rowwise_adagrad: the row-wise mean of g * g over" in e["optimizer_reason"]
 
 
 def test_other_spellings_are_not_taken_for_rowwise():

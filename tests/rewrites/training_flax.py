@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 from training_corpus import (
+    LR,
     D,
     E,
     N,
     TrainStep,
     V,
     _bag_inputs,
+    _ids,
     _jax_step,
     _optax,
     reg,
@@ -80,9 +82,72 @@ def _flax_bf16_build():
     return _jax_step(loss, tx), [params, tx.init(params), ids, y]
 
 
-reg(TrainStep("flax_linen_bf16_bag_sum_sgd", "flax", "sgd", "jax", ("padded_bag",), ("sgd",),
-              _flax_bf16_build, _bag_inputs,
-              notes="bf16 table (param_dtype): bf16 bag sum, bf16 gradient and update"))
+reg(TrainStep("flax_linen_bf16_bag_sum_sgd", "flax", "sgd", "jax", ("padded_bag",), (None,),
+              _flax_bf16_build, _bag_inputs, refusal="take f32 tables only",
+              notes="bf16 table (param_dtype): bf16 bag sum, bf16 gradient and update; the "
+                    "gradient is rewritten (a bf16 ember.scatter_grad), its SGD stays in XLA "
+                    "(the fused update kernels are f32 only)"))
+
+
+# ---------------------------------------------------------------------------------------
+# flax linen + optax: rowwise Adagrad as an optax transformation on the embedding (optax.
+# multi_transform; SGD on the head), tables large enough for YNNPACK's row-wise mean
+# ---------------------------------------------------------------------------------------
+
+N_RW, D_RW, B_RW, P_RW = 256, 32, 128, 32
+
+
+def _rowwise_bag_inputs(case, rng):
+    return [_ids(rng, case, shape=(B_RW, P_RW), n=N_RW),
+            rng.standard_normal((B_RW, 1)).astype(np.float32)]
+
+
+def _optax_rowwise_adagrad(lr: float, eps: float = 1e-8):
+    """FBGEMM's EXACT_ROWWISE_ADAGRAD as a user writes it for optax (accumulators from 0)."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    def init(p):
+        return jax.tree.map(lambda x: jnp.zeros(x.shape[:1], x.dtype), p)
+
+    def update(g, acc, params=None):
+        acc = jax.tree.map(lambda a, g: a + jnp.mean(g * g, axis=1), acc, g)
+        return jax.tree.map(lambda g, a: -lr * g / (jnp.sqrt(a)[:, None] + eps), g, acc), acc
+
+    return optax.GradientTransformation(init, update)
+
+
+def _flax_rowwise_build():
+    import flax.linen as nn
+    import jax
+    import optax
+
+    class BagRegressor(nn.Module):
+        @nn.compact
+        def __call__(self, ids):
+            return nn.Dense(1)(nn.Embed(N_RW, D_RW)(ids).sum(1))
+
+    model = BagRegressor()
+    ids, y = _rowwise_bag_inputs("random", np.random.default_rng(0))
+    params = model.init(jax.random.key(5), ids)
+    labels = jax.tree_util.tree_map_with_path(
+        lambda path, _: "embed" if "Embed" in jax.tree_util.keystr(path) else "head", params)
+    tx = optax.multi_transform({"embed": _optax_rowwise_adagrad(LR), "head": optax.sgd(LR)},
+                               labels)
+
+    def loss(p, ids, y):
+        return ((model.apply(p, ids) - y) ** 2).mean()
+
+    return _jax_step(loss, tx), [params, tx.init(params), ids, y]
+
+
+reg(TrainStep("flax_linen_bag_sum_optax_rowwise_adagrad", "flax", "rowwise_adagrad", "jax",
+              ("padded_bag",), ("rowwise_adagrad",), _flax_rowwise_build, _rowwise_bag_inputs,
+              donate=(0, 1),
+              notes="rowwise Adagrad written as an optax GradientTransformation on nn.Embed's "
+                    "[256, 32] table (optax.multi_transform, SGD on the head): its update "
+                    "-lr * g / (sqrt(a) + eps) is added by optax.apply_updates; fused in place"))
 
 
 # ---------------------------------------------------------------------------------------

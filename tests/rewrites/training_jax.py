@@ -62,12 +62,67 @@ def _two_tables_build():
 _READOUT2 = np.linspace(-1.0, 1.0, 2 * D, dtype=np.float32)[:, None]
 
 reg(TrainStep("jnp_take_two_tables_rowwise_adagrad", "jax.numpy", "rowwise_adagrad", "jax",
-              ("segment_reduce", "segment_reduce"), ("rowwise_adagrad", "rowwise_adagrad"),
+              ("segment_reduce", "segment_reduce"), (None, None),
               _two_tables_build, _two_table_inputs, donate=(0, 1), tolerance=TOL_READOUT_DOT,
+              refusal="LLVM vectorizes across rows",
               notes="jnp.take (fill mode) under value_and_grad: jvp_jit__take__ returns the "
                     "rows and the indices; the transposes are transpose_jvp_jit__take___ "
                     "calls; rowwise Adagrad written by hand, initial accumulator 0.1; "
-                    "tables and accumulators donated"))
+                    "tables and accumulators donated. The [20, 8] and [10, 8] gradients are "
+                    "below YNNPACK's 4096 elements: XLA's own loop sums each row's squares "
+                    "in an order that depends on the row (native/row_mean_order.py), so "
+                    "both updates stay in XLA with that reason (the gradients are rewritten)"))
+
+
+# ---------------------------------------------------------------------------------------
+# jax.numpy: the same hand-written rowwise Adagrad on tables large enough for XLA:CPU to sum
+# the row-wise mean of g * g with YNNPACK, whose order the kernel reproduces: fused
+# ---------------------------------------------------------------------------------------
+
+N_RW, D_RW = 256, 32          # 8192 elements: YNNPACK's reduce (native/row_mean_order.py)
+N_RW2, D_RW2 = 128, 64        # a second width in the same step
+B_RW, P_RW = 128, 32         # a batch the cost model finds worth a native forward
+
+
+def _rowwise_inputs(case, rng):
+    return [_ids(rng, case, shape=(B_RW, P_RW), n=N_RW),
+            _ids(rng, case, shape=(B_RW, P_RW), n=N_RW2),
+            rng.standard_normal((B_RW, 1)).astype(np.float32)]
+
+
+def _rowwise_build():
+    import jax
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(7)
+    params = {"a": (rng.standard_normal((N_RW, D_RW)) * 0.5).astype(np.float32),
+              "b": (rng.standard_normal((N_RW2, D_RW2)) * 0.5).astype(np.float32)}
+    slots = {k: np.zeros(v.shape[0], np.float32) for k, v in params.items()}
+    read = {"a": np.linspace(-1.0, 1.0, D_RW, dtype=np.float32)[:, None],
+            "b": np.linspace(1.0, -1.0, D_RW2, dtype=np.float32)[:, None]}
+
+    def loss(p, ids_a, ids_b, y):
+        pred = (p["a"][ids_a].sum(1) @ read["a"]                         # table[ids]
+                + jnp.take(p["b"], ids_b, axis=0).sum(1) @ read["b"])     # jnp.take (fill)
+        return ((pred - y) ** 2).mean()
+
+    def train_step(p, acc, ids_a, ids_b, y):
+        value, g = jax.value_and_grad(loss)(p, ids_a, ids_b, y)
+        acc = {k: acc[k] + jnp.mean(g[k] * g[k], axis=1) for k in p}
+        new = {k: p[k] - LR * g[k] / (jnp.sqrt(acc[k])[:, None] + 1e-8) for k in p}
+        return new, acc, value
+
+    return train_step, [params, slots, *_rowwise_inputs("random", rng)]
+
+
+reg(TrainStep("jax_two_tables_rowwise_adagrad_fused", "jax.numpy", "rowwise_adagrad", "jax",
+              ("padded_bag", "padded_bag"), ("rowwise_adagrad", "rowwise_adagrad"),
+              _rowwise_build, _rowwise_inputs, donate=(0, 1),
+              notes="hand-written rowwise Adagrad (FBGEMM's EXACT_ROWWISE_ADAGRAD, accumulators "
+                    "from 0) over a [256, 32] table read with table[ids] and a [128, 64] one "
+                    "read with jnp.take: both gradients >= 4096 elements, so XLA:CPU sums "
+                    "each row's squares with YNNPACK in the order the kernel reproduces; both "
+                    "updates fused in place (tables and accumulators donated)"))
 
 
 # ---------------------------------------------------------------------------------------
