@@ -150,11 +150,14 @@ def emulate_module(original: Module, rewritten: Module, inputs: list[np.ndarray]
     try:  # the native kernels: each cluster's reference
         cap = capture(rewritten, inputs,
                       engine in ("python", "fast") or opts.trace_path is not None)
-    except NotCapturable:
+    except NotCapturable as e:
         if engine == "fast" and opts.engine == "auto" and opts.trace_path is None \
                 and xla_engine_available():
             engine = "xla"  # the nested clusters are emulated inside the model
-        elif engine in ("python", "fast") or opts.trace_path is not None:
+        elif engine == "fast":
+            raise NotCapturable(f"{e}: the fast engine times each cluster on its captured "
+                                "operands (--engine=xla emulates it inside the model)") from None
+        elif engine == "python" or opts.trace_path is not None:
             raise
         cap = None  # the model's check only (listed in the report as unchecked)
     recorders: dict[int, Any] = {}

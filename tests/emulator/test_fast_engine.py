@@ -111,3 +111,32 @@ def test_a_program_the_addresses_mode_refuses_is_timed_in_full_and_checked():
     ft = time_cluster(program, inputs, outs, TMU)
     assert ft.mode == FULL and ft.timing == timing and "addresses mode" in ft.why_full
     _same_outputs(ft.outputs, outs)
+
+
+def test_a_cluster_in_a_nested_computation_runs_on_the_xla_engine_by_default():
+    """The capture cannot reach a call inside a loop body: the default engine is then the full
+    executor inside the model (and says so); asking for the fast engine is a one-line error."""
+    import jax
+
+    from ember_xla.emulator.capture import NotCapturable
+    from ember_xla.hlo_import.jax_source import from_jax
+    from ember_xla.orchestrate.emulate_model import EmulateOptions, emulate_module
+    from ember_xla.orchestrate.rewrite_model import rewrite_for
+
+    def f(t, i):
+        def body(k, acc):
+            return acc + jax.numpy.take(t, i, axis=0).sum(1)
+        return jax.lax.fori_loop(0, 3, body, jax.numpy.zeros((i.shape[0], t.shape[1]), t.dtype))
+
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal((40, 16)).astype(np.float32),
+              rng.integers(0, 40, (6, 4)).astype(np.int32)]
+    m = from_jax(f, *inputs)
+    rewritten = rewrite_for(m.module, "dae").module
+    em = emulate_module(m.module, rewritten, inputs, EmulateOptions(TMU, 3))
+    assert em.ok and em.report.engine == "C++ in XLA"
+    assert em.report.verify["clusters_unchecked"] and em.report.total_cycles > 0
+    with pytest.raises(NotCapturable, match="inside a nested computation: the fast engine.*"
+                                            r"--engine=xla") as e:
+        emulate_module(m.module, rewritten, inputs, EmulateOptions(TMU, 3, "fast"))
+    assert "\n" not in str(e.value)
