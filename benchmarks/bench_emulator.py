@@ -11,11 +11,11 @@ in one process; medians of ``repeats`` runs.
     PYTHONPATH=. python benchmarks/bench_emulator.py [--batch 2048] [--pooling 20] [--repeats 3]
 
 With ``--program`` the whole emulate path of a bag program is timed two ways: the full
-engine (``executor_cc.emulate_program``: every value executed, trace, timing) and the fast
-engine (outputs from the bit-exact native kernel ``ember.offsets_bag``, timing from the
-executor's addresses mode, ``executor_cc.time_program``); both must give the same cycles and
-outputs. CPU seconds (``time.process_time``) are printed beside wall seconds: the machine is
-shared.
+engine (``executor_cc.emulate_program``: every value executed, trace, timing; ``ember-xla
+emulate --engine=xla``) and the fast engine, ``ember-xla emulate``'s default (outputs from the
+bit-exact native kernel ``ember.offsets_bag``, timing from the executor's addresses mode,
+``fast_engine.time_cluster``); both must give the same cycles and outputs. CPU seconds
+(``time.process_time``) are printed beside wall seconds: the machine is shared.
 
 ``measure_speed(...)`` returns the numbers as a dict (bench_ladder imports it)."""
 
@@ -131,7 +131,8 @@ def measure_program_speed(level: int | str = 3, target: str | Target = "tmu",
     """The whole emulate path on a DLRM-sized bag (one table, ``batch`` x ``pooling``
     lookups): C++ (``executor_cc.emulate_program``: execution + trace + timing, no Python in
     the loop) vs the Python reference (``reference.emulate``) on the first ``python_batch`` bags."""
-    from ember_xla.emulator.executor_cc import emulate_program, time_program
+    from ember_xla.emulator.executor_cc import emulate_program
+    from ember_xla.emulator.fast_engine import ADDRESSES, time_cluster
     from ember_xla.emulator.reference import emulate
 
     tgt = load_target(target) if isinstance(target, str) else target
@@ -147,7 +148,11 @@ def measure_program_speed(level: int | str = 3, target: str | Target = "tmu",
     native(table, ids, off)  # compile once
 
     def fast() -> tuple[np.ndarray, Any]:
-        return native(table, ids, off), time_program(program, [off, ids, table], tgt, shape)
+        out = native(table, ids, off)
+        ft = time_cluster(program, [off, ids, table], [out], tgt)
+        if ft.mode != ADDRESSES:
+            raise AssertionError(f"the bag program needs the full mode: {ft.why_full}")
+        return out, ft.timing
 
     times: dict[str, list[float]] = {"cpp": [], "python": [], "fast": []}
     cpu: list[float] = []

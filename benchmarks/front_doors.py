@@ -6,8 +6,8 @@ replaces. Each benchmark runs in its own process, one after the other,
 with the load average printed before and after it; its full output is passed through, and the
 lines that carry a goal's ratio are repeated at the end. A benchmark driver, not a test.
 
-    cd /tmp && python /path/to/benchmarks/front_doors.py            # everything (~6 min at load 5-10)
-    python benchmarks/front_doors.py --quick                         # fewer reps (a smoke run)
+    cd /tmp && python /path/to/benchmarks/front_doors.py   # everything (~6 min at load 5-10)
+    python benchmarks/front_doors.py --quick                # fewer reps (a smoke run)
 """
 
 from __future__ import annotations

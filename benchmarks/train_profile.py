@@ -48,15 +48,16 @@ def profile(run: Callable[[], object], steps: int = 3) -> tuple[float, dict[str,
     from jax._src.lib import _profile_data
 
     run()
-    out = tempfile.mkdtemp(prefix="ember_train_profile_")
-    with jax.profiler.trace(out):
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            run()
-        wall = (time.perf_counter() - t0) / steps
-    (path,) = glob.glob(out + "/**/*.xplane.pb", recursive=True)
+    with tempfile.TemporaryDirectory(prefix="ember_train_profile_") as out:
+        with jax.profiler.trace(out):
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                run()
+            wall = (time.perf_counter() - t0) / steps
+        (path,) = glob.glob(out + "/**/*.xplane.pb", recursive=True)
+        planes = _profile_data.ProfileData.from_file(path).planes
     parts: dict[str, float] = {}
-    for plane in _profile_data.ProfileData.from_file(path).planes:
+    for plane in planes:
         for line in plane.lines:
             for ev in line.events:
                 part = part_of(ev.name, getattr(run, "calls", {}))

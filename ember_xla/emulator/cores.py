@@ -24,12 +24,15 @@ ADDRESS_STRIDE = 1 << 40   # the address range of one cluster's buffers (disjoin
 
 
 class KeptRun:
-    """A finished run of one program in the C++ executor: its outputs, and its trace kept in
-    C++ for ``simulate_cores``. ``close()`` frees it (also on garbage collection)."""
+    """A finished run of one program in the C++ executor: its outputs (none in the addresses
+    mode), and its trace kept in C++ for ``simulate_cores``. ``close()`` frees it (also on
+    garbage collection)."""
 
-    def __init__(self, handle: int, outputs: list[Any], lib: ctypes.CDLL) -> None:
+    def __init__(self, handle: int, outputs: list[Any], lib: ctypes.CDLL,
+                 mode: str = "full") -> None:
         self.handle: int | None = handle
         self.outputs = outputs
+        self.mode = mode
         self._lib = lib
 
     def trace_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -73,10 +76,13 @@ class KeptRun:
 
 
 def run_kept(program: Any, inputs: Sequence[Any],
-             output_shapes: Sequence[Sequence[int]] | None = None) -> KeptRun:
-    """Run ``program`` on ``inputs`` (the reference semantics, in C++) and keep its trace."""
-    h, outputs, lib = _run(program, inputs, output_shapes)
-    return KeptRun(h, outputs, lib)
+             output_shapes: Sequence[Sequence[int]] | None = None, mode: str = "full"
+             ) -> KeptRun:
+    """Run ``program`` on ``inputs`` (the reference semantics, in C++) and keep its trace;
+    ``mode="addresses"``: the same trace without computing values (no outputs;
+    ``executor_cc.AddressesUnsupported`` when the program needs the full mode)."""
+    h, outputs, lib = _run(program, inputs, output_shapes, mode)
+    return KeptRun(h, outputs, lib, mode)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,7 +10,12 @@ or a file) cuts the clusters into pieces; each piece's program runs on its share
 in the C++ executor, the shares' outputs stacked must equal the native kernel's bit for bit,
 and all pieces are timed together on the cores (``emulator/cores.py``). The model's outputs
 (the native kernels', equal to the pieces') are compared with the original module's on XLA:CPU
-by the one rule (``verify_outputs``: ``--verify_atol + --verify_rtol x |original|``)."""
+by the one rule (``verify_outputs``: ``--verify_atol + --verify_rtol x |original|``).
+
+With ``engine="fast"`` (the ``ember-xla emulate`` default) every run is in the executor's
+addresses mode where the program allows: the same traces, hence the same timing, without
+computing values; those clusters' outputs are the native kernels' (listed in the verdict as
+``clusters_outputs_native``), the others are checked as above."""
 
 from __future__ import annotations
 
@@ -26,6 +31,9 @@ from ember_xla.placement.dae.mapper import make_plan, price
 from ember_xla.placement.dae.plan import DaePlan, check_plan, read_plan
 from ember_xla.placement.dae.workload import ClusterWork, cluster_work
 from ember_xla.runtime.compare import VERIFY_ATOL, VERIFY_RTOL
+
+#: The engines of a multi-core run (``full``: every value computed, checked per cluster).
+CORE_ENGINES = ("full", "fast")
 
 
 class NotPlaceable(ValueError):
@@ -69,13 +77,17 @@ def run_plan(target: Target, works: list[ClusterWork], plan: DaePlan
     from ember_xla.runtime.compare import verify_outputs
 
     placed, got = [], {c.index: [] for c in works}
+    modes: dict[int, list[Any]] = {c.index: [] for c in works}
     for p in plan.pieces:
         c = works[p.cluster]
         run = c.run(p.variant, p.start, p.stop, target)
         got[p.cluster].append((p.start, run.outputs))
+        modes[p.cluster].append(run)
         placed.append(OnCore(run, p.core, p.cluster))
     checks = []
     for c in works:
+        if any(run.mode != "full" for run in modes[c.index]):
+            continue  # timed from its addresses: no emulated outputs (run_checks lists it)
         parts = [outs for _, outs in sorted(got[c.index], key=lambda x: x[0])]
         if not parts:
             stacked = [np.zeros(o.shape, o.dtype) for o in c.results]
@@ -91,10 +103,11 @@ def run_plan(target: Target, works: list[ClusterWork], plan: DaePlan
     return timing, checks
 
 
-def cluster_works(rewritten: Module, cap: Any, target: Target, native_fallback: bool
-                  ) -> tuple[list[ClusterWork], list[tuple[str, str]]]:
+def cluster_works(rewritten: Module, cap: Any, target: Target, native_fallback: bool,
+                  fast: bool = False) -> tuple[list[ClusterWork], list[tuple[str, str]]]:
     """Every ember call of ``rewritten`` as placement sees it (``cap``: a captured run), and
-    the ones the DAE cores cannot run, with why (an error unless ``native_fallback``)."""
+    the ones the DAE cores cannot run, with why (an error unless ``native_fallback``);
+    ``fast``: their runs in the addresses mode where the program allows."""
     from ember_xla.call_specs import LoweringRefused, cluster_spec, ember_calls
 
     works, fallback = [], []
@@ -102,7 +115,7 @@ def cluster_works(rewritten: Module, cap: Any, target: Target, native_fallback: 
         try:
             spec = cluster_spec(call)
             w = cluster_work(len(works), spec, cap.operands[call.name], cap.results[call.name],
-                             target)
+                             target, fast=fast)
         except (LoweringRefused, ValueError) as e:
             why = " ".join(str(e).split())
             if not native_fallback:
@@ -122,26 +135,36 @@ def cluster_works(rewritten: Module, cap: Any, target: Target, native_fallback: 
 def emulate_on_cores(original: Module, rewritten: Module, inputs: list[np.ndarray],
                      target: Target, placement: str, *, native_fallback: bool = False,
                      baselines: bool = False, verify_atol: float = VERIFY_ATOL,
-                     verify_rtol: float = VERIFY_RTOL, cores: int | None = None) -> CoresRun:
+                     verify_rtol: float = VERIFY_RTOL, cores: int | None = None,
+                     engine: str = "full") -> CoresRun:
     """Place and emulate ``rewritten``'s clusters on ``target``'s cores (or ``cores``);
-    ``baselines``: also run the symmetric and greedy plans (for the per-core load plot)."""
+    ``baselines``: also run the symmetric and greedy plans (for the per-core load plot);
+    ``engine``: ``full`` (every value computed and checked) or ``fast`` (the addresses mode
+    where the programs allow)."""
     from ember_xla.emulator.capture import capture
     from ember_xla.orchestrate.errors import ModelFailed
     from ember_xla.placement.dae.workload import VariantMismatch
     from ember_xla.runtime.compare import verify_outputs
     from ember_xla.runtime.execute import run_module
 
+    if engine not in CORE_ENGINES:
+        raise ValueError(f"engine {engine!r}: expected one of {', '.join(CORE_ENGINES)}")
     cap = capture(rewritten, inputs)
     try:
-        works, fallback = cluster_works(rewritten, cap, target, native_fallback)
+        works, fallback = cluster_works(rewritten, cap, target, native_fallback,
+                                        engine == "fast")
     except VariantMismatch as e:  # a failed check, not a cluster to fall back from
         raise ModelFailed(f"emulate: {e}; nothing written") from None
     plan = plan_for(target, works, placement, cores)
     timing, checks = run_plan(target, works, plan)
     model_check = verify_outputs(run_module(original, inputs), cap.outputs, verify_atol,
                                  verify_rtol)
+    checked = {c["index"] for c in checks}
     verify = {"model": model_check, "clusters_vs_native": checks,
               "ok": model_check["ok"] and all(c["bitwise_equal"] for c in checks)}
+    if engine == "fast":
+        verify["clusters_outputs_native"] = [{"index": c.index, "custom_call": c.name}
+                                             for c in works if c.index not in checked]
     base = []
     if baselines:
         for policy in ("symmetric", "greedy", "auto"):

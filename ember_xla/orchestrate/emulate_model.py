@@ -3,7 +3,15 @@ library function behind ``ember-xla emulate`` and ``ember_xla.jit(..., mode="emu
 
 Each cluster is compiled to a bound DAE program (``compile.py``). Engines:
 
-- ``xla`` (default when the C++ emulator's FFI target is built): every ``ember.*`` call is
+- ``fast`` (the default when the C++ emulator is built): the model runs on XLA:CPU with the
+  native kernels, capturing each cluster's operands and results (``capture.py``); each
+  cluster's outputs are its native kernel's, its timing comes from the C++ executor's
+  addresses mode (``emulator/fast_engine.py``: the same trace, hence the same report, as the
+  full executor, without computing values). A program the addresses mode cannot run (its
+  addresses depend on computed data) runs in the full mode and its outputs are compared with
+  the native kernel's. When a cluster's operands cannot be captured (inside a nested
+  computation) the default is the ``xla`` engine.
+- ``xla`` (the full functional executor; ``--engine=xla``): every ``ember.*`` call is
   replaced by an ``ember.emulate`` call carrying its program and the target, and the whole
   model runs on XLA:CPU with the emulated clusters, returning each cluster's results too; the
   cycles come from the C++ emulator's per-run report log. Each cluster's emulated results
@@ -39,7 +47,9 @@ from ember_xla.orchestrate.compile_clusters import CompiledCluster, compile_clus
 from ember_xla.runtime.compare import VERIFY_ATOL, VERIFY_RTOL
 from ember_xla.util import strict_json
 
-ENGINES = ("auto", "xla", "python")
+ENGINES = ("auto", "fast", "xla", "python")
+#: The engine as reports name it.
+ENGINE_NAMES = {"fast": "C++ fast", "xla": "C++ in XLA", "python": "Python reference"}
 
 
 class ClusterRefused(ValueError):
@@ -63,6 +73,16 @@ class Emulated:
     report: EmulationReport
     outputs: list[np.ndarray]
     ok: bool                          # outputs verified
+
+
+def fast_engine_available() -> bool:
+    from ember_xla.emulator.cc_library import EmulatorLibraryMissing, load
+
+    try:
+        load()
+    except EmulatorLibraryMissing:
+        return False
+    return True
 
 
 def xla_engine_available() -> bool:
@@ -117,7 +137,7 @@ def emulate_module(original: Module, rewritten: Module, inputs: list[np.ndarray]
         raise ValueError(f"--engine={opts.engine}: expected one of {', '.join(ENGINES)}")
     engine = opts.engine
     if engine == "auto":
-        engine = "xla" if xla_engine_available() else "python"
+        engine = "fast" if fast_engine_available() else "python"
     compiled = compile_clusters(rewritten, opts.target, opts.level)
     _refusals(compiled, opts.native_fallback)
     emulated = [c for c in compiled if c.refused is None]
@@ -128,13 +148,34 @@ def emulate_module(original: Module, rewritten: Module, inputs: list[np.ndarray]
         for c in compiled}
     cluster_checks: list[dict[str, Any]] = []
     try:  # the native kernels: each cluster's reference
-        cap = capture(rewritten, inputs, engine == "python" or opts.trace_path is not None)
-    except NotCapturable:
-        if engine == "python" or opts.trace_path is not None:
+        cap = capture(rewritten, inputs,
+                      engine in ("python", "fast") or opts.trace_path is not None)
+    except NotCapturable as e:
+        if engine == "fast" and opts.engine == "auto" and opts.trace_path is None \
+                and xla_engine_available():
+            engine = "xla"  # the nested clusters are emulated inside the model
+        elif engine == "fast":
+            raise NotCapturable(f"{e}: the fast engine times each cluster on its captured "
+                                "operands (--engine=xla emulates it inside the model)") from None
+        elif engine == "python" or opts.trace_path is not None:
             raise
         cap = None  # the model's check only (listed in the report as unchecked)
     recorders: dict[int, Any] = {}
-    if engine == "xla":
+    native: list[dict[str, Any]] = []  # fast engine: clusters whose outputs are the kernels'
+    if engine == "fast":
+        from ember_xla.emulator.fast_engine import FULL, time_cluster
+
+        assert cap is not None
+        outputs = cap.outputs
+        for c in emulated:
+            ft = time_cluster(c.program, cap.operands[c.name], cap.results[c.name],
+                              opts.target)
+            results[c.index].timing = ft.timing
+            if ft.mode == FULL:
+                cluster_checks.append(_compare_cluster(c, ft.outputs, cap.results[c.name]))
+            else:
+                native.append({"index": c.index, "custom_call": c.name})
+    elif engine == "xla":
         from ember_xla.emulator.xla_call import run_emulated
 
         run, timings = run_emulated(rewritten, emulated, inputs, opts.target)
@@ -158,7 +199,7 @@ def emulate_module(original: Module, rewritten: Module, inputs: list[np.ndarray]
                 cluster_checks.append(_compare_cluster(c, got, cap.results[c.name]))
             else:  # both engines ran: the C++ emulator's cycles must be the reference's
                 equal = results[c.index].timing.cycles == timing.cycles
-                for check in cluster_checks:
+                for check in cluster_checks + native:
                     if check["index"] == c.index:
                         check["cpp_cycles_equal"] = equal
             if rec is not None:
@@ -167,14 +208,16 @@ def emulate_module(original: Module, rewritten: Module, inputs: list[np.ndarray]
     model_check = verify_outputs(want, outputs, opts.verify_atol, opts.verify_rtol)
     model_ok = model_check["ok"]
     clusters_ok = all(x["bitwise_equal"] and x.get("cpp_cycles_equal", True)
-                      for x in cluster_checks)
+                      for x in cluster_checks) and all(x.get("cpp_cycles_equal", True)
+                                                       for x in native)
     report = EmulationReport(opts.target, level, [results[c.index] for c in compiled],
-                             source=source, engine="C++ in XLA" if engine == "xla"
-                             else "Python reference")
+                             source=source, engine=ENGINE_NAMES[engine])
     unchecked = [c.name for c in emulated
-                 if not any(x["index"] == c.index for x in cluster_checks)]
+                 if not any(x["index"] == c.index for x in cluster_checks + native)]
     report.verify = {"model": model_check, "clusters_vs_native": cluster_checks,
                      "clusters_unchecked": unchecked, "ok": model_ok and clusters_ok}
+    if engine == "fast":
+        report.verify["clusters_outputs_native"] = native
     if opts.trace_path is not None and model_ok and clusters_ok:
         from ember_xla.emulator.perfetto import TracedRun, write_trace
 
@@ -242,7 +285,8 @@ def batch_action(model: Any, rewritten: Any, out_dir: str, options: dict[str, An
         from ember_xla.placement.dae import report
 
         every = rewrite_for_placement(model.module).module
-        cores = emulate_on_cores(model.module, every, inputs, target, "auto", **tol)
+        cores = emulate_on_cores(model.module, every, inputs, target, "auto", engine="fast",
+                                 **tol)
         d = report.as_dict(target, cores.works, cores.plan, cores.timing)
         d["verify"] = cores.verify
         write_atomic(os.path.join(out_dir, "emulate.json"),

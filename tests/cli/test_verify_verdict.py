@@ -82,12 +82,19 @@ def test_batch_verify_mismatch_fails_the_model(bag_model, tmp_path, cli):
 
 def test_emulate_passes_without_the_fault(bag_model, tmp_path, cli):
     trace = tmp_path / "t.json"
-    p = cli("emulate", str(bag_model), "--json", f"--trace={trace}")
+    p = cli("emulate", str(bag_model), "--json", f"--trace={trace}", "--engine=xla")
     assert p.returncode == 0, p.stderr
     rep = json.loads(p.stdout)
     checks = rep["verify"]["clusters_vs_native"]
     assert checks and all(c["bitwise_equal"] and c["cpp_cycles_equal"] for c in checks)
     assert "equal the native kernels bit for bit" in p.stderr and trace.exists()
+    # the default (fast) engine: the same cycles, checked against the Python reference too
+    q = cli("emulate", str(bag_model), "--json", f"--trace={trace}")
+    assert q.returncode == 0, q.stderr
+    fast = json.loads(q.stdout)
+    native = fast["verify"]["clusters_outputs_native"]
+    assert native and all(c["cpp_cycles_equal"] for c in native)
+    assert [c["cycles"] for c in fast["clusters"]] == [c["cycles"] for c in rep["clusters"]]
 
 
 @pytest.mark.parametrize("engine", ["xla", "python"])
@@ -120,15 +127,21 @@ def test_emulate_cluster_mismatch_exits_1_and_writes_nothing(bag_model, tmp_path
 def test_emulate_on_cores_mismatch_exits_1_and_writes_nothing(bag_model, tmp_path, cli):
     """On the cores of tmu8 an emulated program that differs from its native kernel fails the
     run (exit 1, one line naming the variant, output and index), not a dropped variant or a
-    fallback to the native kernel, even with --native_fallback."""
+    fallback to the native kernel, even with --native_fallback (the full engine: the fast one
+    computes no emulated values; its model check fails instead, below)."""
     plan, plot = tmp_path / "plan.json", tmp_path / "load.png"
     ok = cli("emulate", str(bag_model), "--target=tmu8", "--placement=auto")
     assert ok.returncode == 0, ok.stderr
     p = cli("emulate", str(bag_model), "--target=tmu8", "--placement=auto", "--native_fallback",
-            f"--save_plan={plan}", f"--plot={plot}", extra_env=WRONG)
+            f"--save_plan={plan}", f"--plot={plot}", "--engine=xla", extra_env=WRONG)
     assert p.returncode == 1, (p.stdout[-2000:], p.stderr)
     assert p.stdout == "" and not plan.exists() and not plot.exists()
     (line,) = p.stderr.strip().splitlines()
     assert line.startswith("ember-xla: error: emulate: cluster %"), line
     assert "program's output 0 differs from the native kernel's by inf at index [0, 0]" in line
     assert line.endswith("(bit for bit expected); nothing written")
+    q = cli("emulate", str(bag_model), "--target=tmu8", "--placement=auto",
+            f"--save_plan={plan}", extra_env=WRONG)
+    assert q.returncode == 1 and q.stdout == "" and not plan.exists(), q.stderr
+    assert "MISMATCH" in q.stderr
+    assert q.stderr.strip().splitlines()[-1] == "emulate: verification FAILED: nothing written"

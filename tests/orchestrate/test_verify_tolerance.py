@@ -59,10 +59,11 @@ def dense_model(tmp_path_factory):
 
 
 def _emulate(dense_model, **tol):
+    """The full functional engine: each cluster's emulated outputs are checked."""
     model, inputs, _ = dense_model
     rewritten = rewrite_for(model.module, "dae").module
     return emulate_module(model.module, rewritten, inputs,
-                          EmulateOptions(load_target("tmu"), 3, **tol))
+                          EmulateOptions(load_target("tmu"), 3, "xla", **tol))
 
 
 def test_clusters_bit_exact_dense_part_rounds_and_passes(dense_model):

@@ -15,7 +15,8 @@ def test_emulate_on_tmu8_reports_traces_plots_and_reloads(cli, tmp_path):
     p = cli("emulate", MODEL, "--target=tmu8", f"--trace={trace}", f"--plot={png}",
             f"--save_plan={plan}")
     assert p.returncode == 0, p.stderr
-    assert "auto placement on tmu8:" in p.stdout and "equal the native kernels" in p.stderr
+    assert "auto placement on tmu8:" in p.stdout
+    assert "timed from their addresses: their outputs are the native kernels'" in p.stderr
     events = json.loads(trace.read_text())["traceEvents"]
     assert {e["args"]["name"] for e in events if e["name"] == "process_name"} == {
         f"core {k}" for k in range(8)}
@@ -26,6 +27,10 @@ def test_emulate_on_tmu8_reports_traces_plots_and_reloads(cli, tmp_path):
     assert d["cores"] == 8 and len(d["per_core"]) == 8 and d["verify"]["ok"]
     first = p.stdout.split("makespan ")[1].split(" cycles")[0].replace(",", "")
     assert round(d["makespan_cycles"]) == int(first)
+    full = cli("emulate", MODEL, "--target=tmu8", f"--placement={plan}", "--engine=xla")
+    assert full.returncode == 0, full.stderr
+    assert "equal the native kernels bit for bit" in full.stderr
+    assert f"makespan {int(first):,} cycles" in full.stdout  # the same timing
 
 
 def test_flags_that_do_not_apply_on_dae_cores(cli, error_line):
