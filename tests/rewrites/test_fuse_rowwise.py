@@ -41,27 +41,12 @@ def rowwise_step_lr_arg(loss):
     return step
 
 
-def optax_rowwise(lr, eps=1e-8):
-    """Rowwise Adagrad as an optax transformation: its update ``-lr * g / (sqrt(a) + eps)`` is
-    added to the table by ``optax.apply_updates``."""
-    import optax
-
-    def init(p):
-        return jax.tree.map(lambda x: jnp.zeros(x.shape[:1], x.dtype), p)
-
-    def update(g, acc, params=None):
-        acc = jax.tree.map(lambda a, g: a + jnp.mean(g * g, axis=1), acc, g)
-        return jax.tree.map(lambda g, a: -lr * g / (jnp.sqrt(a)[:, None] + eps), g, acc), acc
-
-    return optax.GradientTransformation(init, update)
-
-
 def optax_rowwise_lr_arg(loss):
     import optax
 
     def step(table, accum, lr, eps, *batch):
         value, g = jax.value_and_grad(loss)(table, *batch)
-        updates, accum = optax_rowwise(lr, eps).update(g, accum)
+        updates, accum = ts.optax_rowwise_adagrad(lr, eps).update(g, accum)
         return value, optax.apply_updates(table, updates), accum
     return step
 
@@ -106,7 +91,7 @@ def test_hand_written_rowwise_adagrad(lo, hi, kind):
 @pytest.mark.parametrize("lo,hi", [(0, 40), (-400, 400)])
 def test_optax_transformation_form(lo, hi):
     w, t, accum, ids, y = setup(7, lo=lo, hi=hi)
-    opt = optax_rowwise(0.05)
+    opt = ts.optax_rowwise_adagrad(0.05)
     r = ts.check_step(ts.optax_step(ts.bag_index(w), opt), t, accum, ids, y)
     assert fused(r) == ["rowwise_adagrad"]
 

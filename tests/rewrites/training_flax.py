@@ -102,26 +102,11 @@ def _rowwise_bag_inputs(case, rng):
             rng.standard_normal((B_RW, 1)).astype(np.float32)]
 
 
-def _optax_rowwise_adagrad(lr: float, eps: float = 1e-8):
-    """FBGEMM's EXACT_ROWWISE_ADAGRAD as a user writes it for optax (accumulators from 0)."""
-    import jax
-    import jax.numpy as jnp
-    import optax
-
-    def init(p):
-        return jax.tree.map(lambda x: jnp.zeros(x.shape[:1], x.dtype), p)
-
-    def update(g, acc, params=None):
-        acc = jax.tree.map(lambda a, g: a + jnp.mean(g * g, axis=1), acc, g)
-        return jax.tree.map(lambda g, a: -lr * g / (jnp.sqrt(a)[:, None] + eps), g, acc), acc
-
-    return optax.GradientTransformation(init, update)
-
-
 def _flax_rowwise_build():
     import flax.linen as nn
     import jax
     import optax
+    from training_steps import optax_rowwise_adagrad
 
     class BagRegressor(nn.Module):
         @nn.compact
@@ -133,7 +118,7 @@ def _flax_rowwise_build():
     params = model.init(jax.random.key(5), ids)
     labels = jax.tree_util.tree_map_with_path(
         lambda path, _: "embed" if "Embed" in jax.tree_util.keystr(path) else "head", params)
-    tx = optax.multi_transform({"embed": _optax_rowwise_adagrad(LR), "head": optax.sgd(LR)},
+    tx = optax.multi_transform({"embed": optax_rowwise_adagrad(LR), "head": optax.sgd(LR)},
                                labels)
 
     def loss(p, ids, y):

@@ -102,6 +102,20 @@ def optax_step(loss: Callable, opt: optax.GradientTransformation) -> Callable:
     return step
 
 
+def optax_rowwise_adagrad(lr: float, eps: float = 1e-8) -> optax.GradientTransformation:
+    """Rowwise Adagrad (FBGEMM's EXACT_ROWWISE_ADAGRAD) as a user writes it for optax, the
+    accumulators from 0: its update ``-lr * g / (sqrt(a) + eps)`` is added to the table by
+    ``optax.apply_updates``."""
+    def init(p):
+        return jax.tree.map(lambda x: jnp.zeros(x.shape[:1], x.dtype), p)
+
+    def update(g, acc, params=None):
+        acc = jax.tree.map(lambda a, g: a + jnp.mean(g * g, axis=1), acc, g)
+        return jax.tree.map(lambda g, a: -lr * g / (jnp.sqrt(a)[:, None] + eps), g, acc), acc
+
+    return optax.GradientTransformation(init, update)
+
+
 def sgd_step(loss: Callable, lr: float) -> Callable:
     def step(table, *batch):
         value, g = jax.value_and_grad(loss)(table, *batch)
