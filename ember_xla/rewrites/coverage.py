@@ -2,7 +2,8 @@
 reported. ``lookup_reductions`` follows each gather of a [N,D] float table forward through
 shape and elementwise ops (and into called computations) to the reductions it reaches (a
 ``dot`` counts when it contracts the bag axis of the rows, ``patterns/dot_bag.py``);
-``uncovered`` turns those the matcher neither clustered nor reported into near-misses."""
+``uncovered`` turns those the matcher neither clustered nor reported into near-misses, saying
+whether the reduction itself is in a cluster (then only the gather stays in XLA)."""
 
 from __future__ import annotations
 
@@ -83,6 +84,11 @@ def uncovered(module: Module, clusters: list[Cluster],
         if gather.parent is not None and any(id(o) in owned for o in gather.users):
             continue  # the rows are consumed inside a cluster (e.g. a call it steps into)
         reported.add(id(red))
-        out.append(NearMiss("coverage", red, f"gather {gather.name} feeds {red.opcode} "
-                                             f"{red.name}, which no cluster pattern matches"))
+        if id(red) in owned:  # the reduction is a cluster's; the gather before it is not
+            reason = (f"gather {gather.name} feeds {red.opcode} {red.name}, whose cluster "
+                      f"takes the gathered rows as a computed operand (the gather stays in XLA)")
+        else:
+            reason = (f"gather {gather.name} feeds {red.opcode} {red.name}, which no cluster "
+                      f"pattern matches")
+        out.append(NearMiss("coverage", red, reason))
     return out
