@@ -31,7 +31,8 @@ OUTPUTS = ("rewritten.pb", "rewritten.hlo", "report.json", PARAMS_FILE, OUTPUTS_
 #: The rewrite a DAE machine is given: every cluster (the machine is the target, never the
 #: CPU's cost model), one call per reduction (the DAE lowering has no multi-output form) and
 #: grouped calls that return their tables' tuple (the lowering has no concatenating form).
-DAE_OPTIONS = {"cost_model": False, "multi_output": False, "group_concat": False}
+DAE_OPTIONS = {"cost_model": False, "multi_output": False, "group_concat": False,
+               "xla_order": False}
 
 
 _MACHINE_DEFAULT: Any = object()

@@ -77,6 +77,7 @@ class RewriteClusters(ModulePass):
     group_concat: bool = True
     canonical: bool = True
     assume_finite_tables: bool = False
+    xla_order: bool = True
     cost_model: str = "env"
     multi_output: bool = True
     fuse_optimizer: bool = True
@@ -87,7 +88,8 @@ class RewriteClusters(ModulePass):
 
     def run(self, module: Module, patterns: list[Pattern] | None = None) -> RewriteResult:
         rw = PatternRewriter()
-        notes = (canonicalize(module, assume_finite_tables=self.assume_finite_tables)
+        notes = (canonicalize(module, assume_finite_tables=self.assume_finite_tables,
+                              xla_order=self.xla_order)
                  if self.canonical else [])
         found = find_clusters(module, list(patterns or ALL_PATTERNS))
         entries, misses = [], [near_miss_entry(n) for n in found.near_misses]
@@ -167,13 +169,15 @@ def rewrite_module(module: Module, patterns: list[Pattern] | None = None,
                    group: bool = True, cost_model: bool | None = None,
                    canonical: bool = True, assume_finite_tables: bool = False,
                    multi_output: bool = True, fuse_optimizer: bool = True,
-                   group_concat: bool = True, excess_precision: bool | None = None
-                   ) -> RewriteResult:
+                   group_concat: bool = True, excess_precision: bool | None = None,
+                   xla_order: bool = True) -> RewriteResult:
     """Rewrite every cluster of a copy of ``module`` (the input is left untouched); the
     result's module is the copy, or ``module`` itself when nothing was rewritten. With
     ``cost_model`` (default: on unless EMBER_XLA_COST_MODEL=off) clusters predicted faster
     in XLA stay there. ``excess_precision``: the ``xla_allow_excess_precision`` the module
-    will be compiled with (default: as XLA_FLAGS says, else true)."""
+    will be compiled with (default: as XLA_FLAGS says, else true). ``xla_order``: bags are
+    rewritten only where the kernel adds their rows in XLA:CPU's order (False: the DAE
+    machines, whose programs add them in order and are compared to a tolerance)."""
     work = module.clone()
     cost = "env" if cost_model is None else ("on" if cost_model else "off")
     excess = (precision.excess_precision_from_env() if excess_precision is None
@@ -182,7 +186,7 @@ def rewrite_module(module: Module, patterns: list[Pattern] | None = None,
                              cost_model=cost,
                              assume_finite_tables=assume_finite_tables,
                              multi_output=multi_output,
-                             fuse_optimizer=fuse_optimizer,
+                             fuse_optimizer=fuse_optimizer, xla_order=xla_order,
                              excess_precision=str(excess).lower()).run(work, patterns)
     if not result.clusters:
         result.module = module

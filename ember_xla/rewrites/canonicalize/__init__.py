@@ -22,7 +22,7 @@ from ember_xla.rewrites.canonicalize import (  # noqa: F401  (registers the pass
 from ember_xla.rewrites.canonicalize.notes import CanonNote, collecting
 
 
-def default_pipeline(assume_finite_tables: bool = False) -> str:
+def default_pipeline(assume_finite_tables: bool = False, xla_order: bool = True) -> str:
     return ",".join([
         "inline-calls",
         "fold-tuple-index",
@@ -33,16 +33,19 @@ def default_pipeline(assume_finite_tables: bool = False) -> str:
         f"onehot-dot-to-gather{{assume_finite_tables={assume_finite_tables}}}",
         "split-shared-lookup",
         "scale-to-weights",
-        "masked-bag-to-segments",
+        f"masked-bag-to-segments{{xla_order={xla_order}}}",
     ])
 
 
 def canonicalize(module: Module, pipeline: str | None = None,
-                 assume_finite_tables: bool = False) -> list[CanonNote]:
+                 assume_finite_tables: bool = False, xla_order: bool = True
+                 ) -> list[CanonNote]:
     """Run ``pipeline`` (default: ``default_pipeline``) on ``module`` in place; return the
-    refusals the passes recorded."""
+    refusals the passes recorded. ``xla_order``: the rewrite must add rows in XLA:CPU's order
+    (the CPU kernels; False for the DAE machines)."""
+    spec = pipeline or default_pipeline(assume_finite_tables, xla_order)
     with collecting() as notes:
-        PassPipeline.from_spec(pipeline or default_pipeline(assume_finite_tables)).apply(module)
+        PassPipeline.from_spec(spec).apply(module)
     return list(notes)
 
 

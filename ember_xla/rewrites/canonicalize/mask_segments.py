@@ -17,19 +17,27 @@ masked-out lookup then adds nothing (``x + 0 = x`` for the sum, whose accumulato
 and so is never -0; ``max(x, -inf) = x``), and ``scatter`` drops out-of-range ids, which is
 also what ``ember.segment_reduce`` does. Unlike rewriting the mask into a multiply, this stays
 exact for tables holding Inf/NaN. The mask must be provably the same along the row dim D.
+
+The segment form adds a bag's rows one after the other. With ``xla_order`` (the CPU rewrite,
+compared bit for bit with XLA:CPU) a bag that XLA:CPU adds in another order
+(``native/padded_order.sum_order`` of the reduce: YNNPACK's blocked order at most real sizes)
+is left as it is, with that reason; the DAE machines (``xla_order=false``), whose programs add
+rows in order and are compared to a tolerance, take every masked bag.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from ember_xla.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
 from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
+from ember_xla.native.padded_order import BagSum, OrderNotReproduced, sum_order
 from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit, constant_along_last
-from ember_xla.rewrites.canonicalize.lookups import lookup_ids, relookup, row_lookup
+from ember_xla.rewrites.canonicalize.lookups import RowLookup, lookup_ids, relookup, row_lookup
 from ember_xla.rewrites.canonicalize.notes import note
 from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
 
@@ -37,7 +45,26 @@ PASS = "masked-bag-to-segments"
 _IDENTITY = {"add": 0.0, "maximum": -math.inf, "minimum": math.inf}
 
 
+def _xla_order(dt: str, b: int, p: int, d: int, weighted: bool, lk: RowLookup) -> str:
+    """The order XLA:CPU adds the rows of the masked bag's reduce in (the padded bag's rule;
+    the wrap of negative ids, which the rule may weigh, is taken both ways), or why it is not
+    reproduced."""
+    mode = "clip" if lk.fill_and is None else "fill"
+    index_type = lk.gather.operands[1].type.element_type
+    orders = set()
+    for wrap in (False, True):
+        try:
+            orders.add(sum_order(BagSum(b, p, d, dt, "sum", 0.0, weighted, dt, index_type,
+                                        mode, wrap)))
+        except OrderNotReproduced as e:
+            orders.add(str(e))
+    return orders.pop() if len(orders) == 1 else " or ".join(sorted(orders))
+
+
 class MaskedBag(RewritePattern):
+    def __init__(self, xla_order: bool = True) -> None:
+        self.xla_order = xla_order
+
     def match_and_rewrite(self, op: Operation, rw: PatternRewriter) -> None:
         if op.opcode != "reduce" or len(op.operands) != 2:
             return
@@ -100,6 +127,13 @@ class MaskedBag(RewritePattern):
         bsz, p, d = x.type.dims
         if lk.lead != (bsz, p):
             return
+        if self.xla_order:
+            order = _xla_order(x.type.element_type, bsz, p, d, weights is not None, lk)
+            if order != "sequential":
+                note(PASS, op, f"{where}: XLA:CPU adds its {p} rows per bag in the order "
+                               f"{order!r}, not one after the other as the segment form does, "
+                               "so the cluster stays in XLA")
+                return
         n_l = bsz * p
         emit = Emit(rw, op)
         rows2 = relookup(emit, lk, emit.reshape(lookup_ids(emit, lk), (n_l,)))   # [L,D]
@@ -127,6 +161,10 @@ class MaskedBag(RewritePattern):
 
 
 @register_pass
+@dataclasses.dataclass(frozen=True)
 class MaskedBagPass(PatternPass):
     name = PASS
-    rewrites = (MaskedBag,)
+    xla_order: bool = True
+
+    def patterns(self) -> list[RewritePattern]:
+        return [MaskedBag(self.xla_order)]

@@ -96,3 +96,30 @@ def test_mask_over_take_fill(canon):
 
     work, notes = canon(f, [canon.table(), IDS, MASK], "inline-calls,masked-bag-to-segments")
     assert "scatter" in canon.opcodes(work) and not notes
+
+
+def test_masked_bag_in_a_blocked_order_stays_in_xla_on_the_cpu():
+    """At YNNPACK sizes XLA:CPU adds a masked bag's rows in its blocked order, which the
+    segment form does not reproduce: the CPU rewrite keeps the bag in XLA and says why (and the
+    module stays bit-equal); the DAE rewrite, which adds rows in order, takes it."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from ember_xla.hlo_import.proto import module_from_proto
+    from ember_xla.orchestrate.rewrite_model import rewrite_for
+
+    rng = np.random.default_rng(0)
+    t = rng.normal(size=(500, 16)).astype(np.float32)
+    ids = rng.integers(0, 500, (64, 10)).astype(np.int32)
+    mask = rng.random((64, 10)) < 0.7
+
+    def f(t, ids, mask):
+        return jnp.where(mask[..., None], t[ids], 0.0).sum(1)
+
+    proto = jax.jit(f).lower(t, ids, mask).compiler_ir("hlo").as_serialized_hlo_module_proto()
+    cpu = rewrite_for(module_from_proto(proto, "masked"), "cpu", cost_model=False)
+    assert not cpu.clusters
+    assert any("in the order 'blocked'" in n["reason"] for n in cpu.near_misses), cpu.near_misses
+    dae = rewrite_for(module_from_proto(proto, "masked"), "dae")
+    assert [c["kind"] for c in dae.clusters] == ["segment_reduce"]
