@@ -66,6 +66,19 @@ class ClusterSpec:
     # one after the other whatever it says; dae_target/check.py compares it with the kernel
     # in that order, and with XLA to a tolerance)
     sum_order: str = "sequential"
+    # multi_segment_reduce: (combiner, init) per result (``combiner``/``init``: the first's)
+    combiners: tuple[tuple[str, float], ...] = ()
+
+    def members(self) -> tuple[ClusterSpec, ...]:
+        """A multi_segment_reduce call as the segment_reduce of each of its results (what
+        the kernel computes for each, bit for bit); any other call: itself."""
+        if self.kind != "multi_segment_reduce":
+            return (self,)
+        part = self.parts[0]
+        return tuple(dataclasses.replace(
+            self, kind="segment_reduce", outputs=(o,), combiner=c, init=v, combiners=(),
+            parts=(dataclasses.replace(part, out=o),)) for o, (c, v) in
+            zip(self.outputs, self.combiners, strict=True))
 
     @property
     def attrs(self) -> dict[str, Any]:
@@ -148,22 +161,24 @@ def cluster_spec(op: Operation) -> ClusterSpec:
     where = f"{target.name} %{op.name}"
     if target.direction == "backward":
         return _backward_spec(op, target.kind, where)
-    if "combiner" not in target.attributes:  # ember.multi_segment_reduce: several combiners
-        raise LoweringRefused(f"{where}: a call with one result per combiner "
-                              f"({', '.join(target.attributes)}) has no DAE lowering; rewrite "
-                              "with multi_output off to lower its reductions one by one")
     try:
         attrs = call_attributes(op)
     except ValueError as e:
         raise LoweringRefused(f"{where}: {e}") from None
-    missing = [k for k in target.attributes if k not in attrs]
+    combiners = _multi_combiners(attrs, where) if "combiner" not in target.attributes else ()
+    if combiners:  # ember.multi_segment_reduce: one result per combiner
+        attrs = {**attrs, "combiner": combiners[0][0], "init": combiners[0][1]}
+        missing_multi = [k for k in target.attributes if k not in attrs]
+        if missing_multi:
+            raise LoweringRefused(f"{where}: attributes missing: {', '.join(missing_multi)}")
+    missing = [k for k in target.attributes if k not in attrs] if not combiners else []
     if missing:
         raise LoweringRefused(f"{where}: attributes missing: {', '.join(missing)}")
     combiner, mode, bits = attrs["combiner"], attrs["index_mode"], attrs["index_bits"]
     if attrs.get("sum_order", "sequential") not in SUM_ORDERS:
         raise LoweringRefused(f"{where}: sum_order={attrs['sum_order']!r} is not one of "
                               f"{', '.join(SUM_ORDERS)}")
-    if combiner not in COMBINERS:
+    if any(c not in COMBINERS for c, _ in combiners) or combiner not in COMBINERS:
         raise LoweringRefused(f"{where}: combiner {combiner!r} not in {COMBINERS}")
     if mode not in INDEX_MODES:
         raise LoweringRefused(f"{where}: index_mode {mode!r} not in {INDEX_MODES}")
@@ -175,8 +190,10 @@ def cluster_spec(op: Operation) -> ClusterSpec:
         outs = _concat_parts(_array(rt, f"{where} result"), operands,
                              len(target.operand_roles), where)
     else:
-        outs = (tuple(_array(s, f"{where} result") for s in rt.tuple_shapes) if target.grouped
-                else (_array(rt, f"{where} result"),))
+        outs = (tuple(_array(s, f"{where} result") for s in rt.tuple_shapes)
+                if target.grouped or combiners else (_array(rt, f"{where} result"),))
+    if combiners and len(combiners) != len(outs):
+        raise LoweringRefused(f"{where}: {len(combiners)} combiners for {len(outs)} results")
     weighted = bool(attrs["weighted"])
     n_roles = len(target.operand_roles)
     if target.grouped:
@@ -191,17 +208,31 @@ def cluster_spec(op: Operation) -> ClusterSpec:
                                   f"expected {n_roles + int(weighted)}")
         roles = target.operand_roles + (("weights",) if weighted else ())
     parts = []
-    for k in range(len(outs)):
+    for k in range(1 if combiners else len(outs)):
         base = k * n_roles
         layout = operands[base + 2] if n_roles == 3 else None
         w = operands[-1] if weighted else None
         part = Part(operands[base], operands[base + 1], layout, w, outs[k], base)
         _check_part(target.kind, part, where + (f" table {k}" if target.grouped else ""))
         parts.append(part)
+    for k, o in enumerate(outs[1:] if combiners else ()):  # every result as the first
+        _check_part(target.kind, dataclasses.replace(parts[0], out=o), f"{where} result {k + 1}")
     return ClusterSpec(target.kind, op.name, operands, tuple(roles), outs, combiner, mode,
                        bool(attrs["wrap_negative"]), weighted, float(attrs["init"]), int(bits),
                        tuple(parts), op.callees[0].name if op.callees else None,
-                       str(attrs.get("sum_order", "sequential")))
+                       str(attrs.get("sum_order", "sequential")), combiners)
+
+
+def _multi_combiners(attrs: dict[str, Any], where: str) -> tuple[tuple[str, float], ...]:
+    """``combiners="sum,max"``, ``inits="0.0,-inf"`` as ((combiner, init), ...)."""
+    try:
+        names = str(attrs["combiners"]).split(",")
+        inits = [float(x) for x in str(attrs["inits"]).split(",")]
+    except (KeyError, ValueError) as e:
+        raise LoweringRefused(f"{where}: combiners/inits unreadable ({e})") from None
+    if len(names) != len(inits) or not names:
+        raise LoweringRefused(f"{where}: {len(names)} combiners, {len(inits)} inits")
+    return tuple(zip((n.strip() for n in names), inits, strict=True))
 
 
 #: Operand roles of the backward targets: the plain form, then the gathered form's extra

@@ -89,6 +89,9 @@ def refusal(spec: ClusterSpec) -> str | None:
     if spec.kind in BACKWARD_ROLES:
         return (f"the backward of a lookup ({spec.kind}: a gradient scatter-add; the NPU "
                 "strategies pool forward bags)")
+    if spec.combiners:
+        return (f"a multi-output call ({spec.kind}: one result per combiner; the NPU "
+                "strategies pool one result per call)")
     if spec.weighted:
         return "weighted lookups (the NPU strategies pool unweighted bags)"
     if spec.combiner not in ("sum", "mean"):

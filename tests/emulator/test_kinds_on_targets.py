@@ -5,8 +5,9 @@ max/min, mean/sqrt_n, bf16/f16 tables, a lookup reduced twice, grouped tables, a
 backward with its fused SGD update (corpus steps, their edge ids). Each emulated cluster equals
 its native kernel bit for bit and the model verifies; no cluster falls back (a refused one would
 be listed with its one-line reason). The CPU rewrite's own forms: the weighted bag's
-``sequential_fma`` order emulates bit-equal; the multi-output and concatenating grouped calls
-are refused with their reason and run natively under ``native_fallback``."""
+``sequential_fma`` order and the multi-output call (one pass over the rows, a result per
+combiner) emulate bit-equal on tmu and tmu8; the concatenating grouped call is refused with its
+reason and runs natively under ``native_fallback``."""
 
 from __future__ import annotations
 
@@ -191,12 +192,14 @@ def test_multi_core(model):
     assert not run.fallback, run.fallback
     _assert_clusters_exact(run.verify["clusters_vs_native"])
     assert run.ok, run.verify["model"]
+    # every cluster is placeable by share (the backward by rows of the table)
+    assert all(w.whole_reason is None for w in run.works), [w.whole_reason for w in run.works]
 
 
 #: CPU-rewritten forms: the kind of the call and whether the DAE lowering takes it
 CPU_FORMS = {"weighted": ("padded_bag", True),          # sum_order = sequential_fma
              "concatenated": ("grouped_segment_reduce_concat", False),
-             "reduced_twice": ("multi_segment_reduce", False)}
+             "reduced_twice": ("multi_segment_reduce", True)}
 
 
 @pytest.mark.parametrize("case", sorted(CPU_FORMS))
@@ -236,6 +239,12 @@ def test_cpu_rewritten_calls(case):
         em = emulate_module(m.module, cpu, inputs, EmulateOptions(tmu, level, "xla"))
         _assert_clusters_exact(em.report.verify["clusters_vs_native"])
         assert em.ok and em.report.verify["model"]["bitwise_equal"], em.report.verify
+    from ember_xla.orchestrate.emulate_cores import emulate_on_cores
+
+    run = emulate_on_cores(m.module, cpu, inputs, load_target("tmu8"), "auto", engine="full")
+    assert not run.fallback
+    _assert_clusters_exact(run.verify["clusters_vs_native"])
+    assert run.ok
 
 
 
@@ -306,3 +315,27 @@ def test_cpu_xla_orders_lower_in_that_order(case):
     _assert_clusters_exact(run.verify["clusters_vs_native"])
     assert run.ok  # symmetric cuts a batch of >= 8 bags into 8 shares, runs fewer whole
     assert run.verify["clusters_vs_native"][0]["pieces"] == (8 if b >= 8 else 1)
+
+
+@pytest.mark.parametrize("step", ["jraph_gcn_node_embed_sgd", "lm_token_embedding_tied_sgd"])
+def test_backward_split_by_table_rows(step):
+    """The backward kinds cut by rows of the table over all 8 cores (symmetric): the gathered
+    and the plain scatter_grad form and the fused SGD update, edge ids (duplicates, negative,
+    out of range), every share's rows stacked bit-equal to the native kernel."""
+    from ember_xla.orchestrate.emulate_cores import emulate_on_cores
+    from ember_xla.orchestrate.rewrite_model import rewrite_for_placement
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "rewrites"))
+    import training_models as tm
+
+    m = tm.export(step)[0].module
+    inputs = tm.inputs(step, "edge")
+    run = emulate_on_cores(m, rewrite_for_placement(m).module, inputs, load_target("tmu8"),
+                           "symmetric", engine="full")
+    assert not run.fallback and run.ok
+    checks = {c["custom_call"]: c for c in run.verify["clusters_vs_native"]}
+    back = [w for w in run.works if w.spec.kind in ("scatter_grad", "sparse_sgd")]
+    assert back
+    for w in back:
+        assert checks[w.name]["bitwise_equal"]
+        assert checks[w.name]["pieces"] == (8 if w.rows >= 8 else 1), (w.name, w.rows)

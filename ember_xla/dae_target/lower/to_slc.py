@@ -15,6 +15,10 @@ Per table (k sub-programs, one after the other, for ``grouped_segment_reduce``):
   segment-id mem streams, an in-range flag for the segment id: ids outside [0,S) are dropped)
   -> ``for k in [0,D)`` with one callback per element into ``out[seg[j], k]``; mean/sqrt_n
   keep per-row counts in a core buffer and finish with a loop over the rows.
+- ``multi_segment_reduce`` (one lookup, one result per combiner): the same single pass over
+  the lookups, each element's callback combining it into every result (each with its own
+  combiner, start value and finish: ``ClusterSpec.members``), the rows read once; the
+  averaged results share the per-row counts.
 Numerics are those of docs/CUSTOM_CALL.md (see ``lower/emit.py``).
 """
 
@@ -98,7 +102,8 @@ def lower_to_slc(spec: ClusterSpec) -> Module:
     g = Graph(spec.kind, {"kind": spec.kind, "num_inputs": len(ins),
                           "output_shapes": [list(o.shape) for o in spec.outputs]},
               ins + outs)
-    grouped = len(spec.parts) > 1 or spec.kind == "grouped_segment_reduce"
+    grouped = len(spec.parts) > 1 or spec.kind in ("grouped_segment_reduce",
+                                                   "multi_segment_reduce")
     for i, role in enumerate(spec.roles):
         suffix = str(i // 3) if grouped else ""
         g.args[i].name_hint = role + suffix
@@ -119,12 +124,15 @@ def lower_to_slc(spec: ClusterSpec) -> Module:
         args = g.args[part.first_operand:part.first_operand + 3]
         w = g.args[len(ins) - 1] if spec.weighted else None
         out = g.args[len(ins) + k]
-        if spec.kind == "padded_bag":
+        if spec.kind == "multi_segment_reduce":
+            outs_k = list(zip(spec.members(), g.args[len(ins):], strict=True))
+            _segment_reduce(ctx, spec, part, args[0], args[1], args[2], w, outs_k)
+        elif spec.kind == "padded_bag":
             _padded_bag(ctx, spec, part, args[0], args[1], w, out)
         elif spec.kind == "offsets_bag":
             _offsets_bag(ctx, spec, part, args[0], args[1], args[2], w, out)
         else:
-            _segment_reduce(ctx, spec, part, args[0], args[1], args[2], w, out)
+            _segment_reduce(ctx, spec, part, args[0], args[1], args[2], w, [(spec, out)])
     g.append(func.ReturnOp.create([]))
     return m
 
@@ -152,10 +160,12 @@ def _check_rows(spec: ClusterSpec, part: Part, lookups: int) -> int:
 def _lookup_body(ctx: _Ctx, spec: ClusterSpec, part: Part, table: Value, raw: Value,
                  w: Value | None, out: Value, row_of: Value, s_n: Value, s_d: Value,
                  d: Value, guard: Value | None = None,
-                 partial: tuple[Value, Value] | None = None) -> None:
+                 partial: tuple[Value, Value] | None = None,
+                 more: tuple[tuple[ClusterSpec, Value], ...] = ()) -> None:
     """Index preprocessing of one lookup, then ``for k in [0,D)``: the row element stream and
     one callback per element accumulating into ``out[row_of, k]`` (``partial`` = (buffer,
-    lookup stream): into a partial sum of ``spec.sum_order`` instead, ``sum_orders.py``)."""
+    lookup stream): into a partial sum of ``spec.sum_order`` instead, ``sum_orders.py``;
+    ``more``: further (spec, result) pairs the element is combined into, under ``guard``)."""
     e = ctx.e
     n = _check_rows(spec, part, _size(part.lookups.shape))
     row_idx, ok = preprocess_index(e, raw, spec, s_n, n)
@@ -169,7 +179,8 @@ def _lookup_body(ctx: _Ctx, spec: ClusterSpec, part: Part, table: Value, raw: Va
             if guard is not None:
                 cond = e.scf_if(e.read(guard))
                 with e.into(cond.then_block):
-                    add_lookup(e, spec, out, r, c, v, ok, w, table.type.elem)
+                    for sp, o in ((spec, out), *more):
+                        add_lookup(e, sp, o, r, c, v, ok, w, table.type.elem)
                     e.end(scf.YieldOp, cond.then_block)
             elif partial is not None:
                 add_to_partial(e, spec.sum_order, partial[0], e.read(partial[1]),
@@ -277,20 +288,23 @@ def _padded_bag(ctx: _Ctx, spec: ClusterSpec, part: Part, table: Value, ids: Val
 
 
 def _segment_reduce(ctx: _Ctx, spec: ClusterSpec, part: Part, table: Value, indices: Value,
-                    seg: Value, w: Value | None, out: Value) -> None:
+                    seg: Value, w: Value | None,
+                    outs: list[tuple[ClusterSpec, Value]]) -> None:
+    """One pass over the lookups into each of ``outs`` (spec of its reduction, result)."""
     e = ctx.e
     _, d, s_n, s_d = _dims(ctx, table)
-    s = e.dim(out, 0, "S")
+    s = e.dim(outs[0][1], 0, "S")
     s_s = e.stream(s)
-    averaged = spec.combiner in ("mean", "sqrt_n")
+    averaged = [(sp, o) for sp, o in outs if sp.combiner in ("mean", "sqrt_n")]
     counts = e.v(memref.AllocOp, [s], MemRefType((None,), I64), "counts") if averaged else None
     rows = e.slc_for(ctx.s0, s_s, ctx.s1, "r")  # init: the start value of every row
     with e.into(rows.body):
         cb = e.callback()
         with e.into(cb.body):
-            o = out.type.elem
             r = e.read(rows.iv)
-            fill_row(e, out, r, d, e.const(start_value(spec, o), o), ctx.c0, ctx.c1)
+            for sp, out in outs:
+                o = out.type.elem
+                fill_row(e, out, r, d, e.const(start_value(sp, o), o), ctx.c0, ctx.c1)
             if counts is not None:
                 e.op(memref.StoreOp, [e.const(0, I64), counts, r])
             e.end(slc.YieldOp, cb.body)
@@ -315,7 +329,9 @@ def _segment_reduce(ctx: _Ctx, spec: ClusterSpec, part: Part, table: Value, indi
                     e.op(memref.StoreOp, [e.v(arith.AddIOp, [old, one], I64), counts, sv])
                     e.end(scf.YieldOp, cond.then_block)
                 e.end(slc.YieldOp, cb.body)
-        _lookup_body(ctx, spec, part, table, raw, ws, out, sid, s_n, s_d, d, guard=keep)
+        (sp0, out0), *more = outs
+        _lookup_body(ctx, sp0, part, table, raw, ws, out0, sid, s_n, s_d, d, guard=keep,
+                     more=tuple(more))
         e.end(slc.YieldOp, lookups.body)
     if counts is not None:
         fin = e.slc_for(ctx.s0, s_s, ctx.s1, "r")
@@ -324,6 +340,7 @@ def _segment_reduce(ctx: _Ctx, spec: ClusterSpec, part: Part, table: Value, indi
             with e.into(cb.body):
                 r = e.read(fin.iv)
                 cnt = e.v(memref.LoadOp, [counts, r], I64)
-                finish_row(e, spec, out, r, cnt, d, ctx.c0, ctx.c1)
+                for sp, out in averaged:
+                    finish_row(e, sp, out, r, cnt, d, ctx.c0, ctx.c1)
                 e.end(slc.YieldOp, cb.body)
             e.end(slc.YieldOp, fin.body)

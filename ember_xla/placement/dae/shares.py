@@ -10,9 +10,17 @@ share is the cluster's own program run on them and the shares' outputs, stacked 
   their order, so its reduction adds them as the whole call does), their ids rebased to
   ``start`` (lookups outside ``[0, segments)`` are dropped by the reduction and belong to no
   share).
-Every other cluster (the backward kinds, a grouped call whose tables' results differ in rows)
-runs whole; the reason is ``whole_only``. Lookups of several tables are told apart as rows of
-one address space (``lookups``: table k's ids offset by the rows of the tables before it)."""
+- ``scatter_grad`` and ``sparse_sgd`` (the backward: a ``[V, D]`` result written at the ids)
+  are cut by rows of the table, not by batch: a share owns the result rows ``[start, stop)``
+  and gets the updates whose id is in that range, in their original order, their ids rebased
+  to ``start`` (with their source rows, mask or update rows; the gathered form's source
+  stays whole), and ``sparse_sgd`` the table's rows ``[start, stop)``. No two shares write
+  one row, so there is no read-modify-write hazard across cores, and every duplicate id is
+  added on one core in XLA's order (ids outside ``[0, V)`` are dropped by every share, as by
+  the whole call). A share's ``lookups`` are its ids in the table's own numbering.
+Every other cluster (a grouped call whose tables' results differ in rows) runs whole; the
+reason is ``whole_only``. Lookups of several tables are told apart as rows of one address
+space (``lookups``: table k's ids offset by the rows of the tables before it)."""
 
 from __future__ import annotations
 
@@ -22,7 +30,12 @@ import numpy as np
 
 from ember_xla.call_specs import ClusterSpec
 
-SHAREABLE = ("padded_bag", "offsets_bag", "segment_reduce", "grouped_segment_reduce")
+#: cut by rows of the table (the result rows they write), not by batch
+BY_TABLE_ROWS = ("scatter_grad", "sparse_sgd")
+SHAREABLE = ("padded_bag", "offsets_bag", "segment_reduce", "grouped_segment_reduce",
+             "multi_segment_reduce", *BY_TABLE_ROWS)
+#: the per-update operands of a backward call (cut alike, in their order)
+_PER_UPDATE = ("indices", "updates", "source_rows", "mask")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +71,8 @@ def share(spec: ClusterSpec, operands: list[np.ndarray], start: int, stop: int) 
     why = whole_only(spec, operands)
     if why is not None:
         raise ValueError(f"%{spec.name} cannot be split by batch: {why}")
+    if spec.kind in BY_TABLE_ROWS:
+        return _table_rows_share(spec, operands, start, stop)
     ops = list(operands)
     wk = len(ops) - 1 if spec.weighted else None
     looked: list[np.ndarray] = []
@@ -85,6 +100,31 @@ def share(spec: ClusterSpec, operands: list[np.ndarray], start: int, stop: int) 
     return Share(ops, shapes, _flat_rows(spec, looked))
 
 
+def lookup_operand(spec: ClusterSpec, k: int) -> int:
+    """The operand holding part ``k``'s ids (a backward call's: the rows it writes)."""
+    if spec.kind in BY_TABLE_ROWS:
+        return spec.roles.index("indices")
+    return spec.parts[k].first_operand + 1
+
+
+def _table_rows_share(spec: ClusterSpec, operands: list[np.ndarray], start: int,
+                      stop: int) -> Share:
+    """A backward call's share: the result rows ``[start, stop)`` and the updates they get."""
+    ops = list(operands)
+    ids = np.asarray(ops[spec.roles.index("indices")])
+    keep = (ids >= start) & (ids < stop)
+    for i, role in enumerate(spec.roles):
+        if role in _PER_UPDATE:
+            ops[i] = _kept(ops[i], keep)
+    k = spec.roles.index("indices")
+    ops[k] = np.ascontiguousarray((ops[k] - ops[k].dtype.type(start)).astype(ids.dtype))
+    if "table" in spec.roles:
+        t = spec.roles.index("table")
+        ops[t] = np.ascontiguousarray(np.asarray(ops[t])[start:stop])
+    shapes = [(stop - start, *o.shape[1:]) for o in spec.outputs]
+    return Share(ops, shapes, ids[keep].astype(np.int64))
+
+
 def _kept(a: np.ndarray, keep: np.ndarray) -> np.ndarray:
     """The lookups ``keep`` selects of a per-lookup operand, its shape kept but the first."""
     a = np.asarray(a)
@@ -103,8 +143,11 @@ def _flat_rows(spec: ClusterSpec, ids: list[np.ndarray]) -> np.ndarray:
 
 
 def _ids(spec: ClusterSpec, operands: list[np.ndarray]) -> np.ndarray:
-    return _flat_rows(spec, [np.asarray(operands[p.first_operand + 1]).reshape(-1)
-                             for p in spec.parts])
+    if spec.kind in BY_TABLE_ROWS:
+        ids = np.asarray(operands[lookup_operand(spec, 0)]).reshape(-1).astype(np.int64)
+        return ids[(ids >= 0) & (ids < rows(spec))]
+    return _flat_rows(spec, [np.asarray(operands[lookup_operand(spec, k)]).reshape(-1)
+                             for k in range(len(spec.parts))])
 
 
 def ids_prefix(spec: ClusterSpec, operands: list[np.ndarray]) -> np.ndarray:
@@ -114,6 +157,9 @@ def ids_prefix(spec: ClusterSpec, operands: list[np.ndarray]) -> np.ndarray:
         total = len(_ids(spec, operands))
         return np.round(np.linspace(0, total, n + 1)).astype(np.int64)
     out = np.zeros(n + 1, np.int64)
+    if spec.kind in BY_TABLE_ROWS:
+        out[1:] = np.cumsum(np.bincount(_ids(spec, operands), minlength=n)[:n])
+        return out
     for part in spec.parts:
         k = part.first_operand
         if spec.kind == "padded_bag":

@@ -17,7 +17,7 @@ from ember_xla.call_specs import ClusterSpec
 from ember_xla.emulator.cores import KeptRun, run_kept
 from ember_xla.machines.config import Target
 from ember_xla.placement.dae.cost import PieceLoad, Profile, row_counts
-from ember_xla.placement.dae.shares import Share, rows, share, whole_only
+from ember_xla.placement.dae.shares import Share, lookup_operand, rows, share, whole_only
 from ember_xla.placement.dae.variants import DEFAULT, VARIANTS, pipeline
 from ember_xla.runtime.compare import mismatch_line, verify_outputs
 
@@ -124,8 +124,8 @@ def profile_of(c: ClusterWork, run: KeptRun, target: Target) -> Profile:
     for p in c.spec.parts:
         k = p.first_operand
         in_table |= (a >= bases[k]) & (a < bases[k] + args[k].nbytes)
-    n_ids = max(sum(int(np.asarray(c.operands[p.first_operand + 1]).size)
-                    for p in c.spec.parts), 1)
+    n_ids = max(sum(int(np.asarray(c.operands[lookup_operand(c.spec, k)]).size)
+                    for k in range(len(c.spec.parts))), 1)
     n_rows = max(c.rows, 1)
     per_id = per_row = 0.0
     for fired, cyc in run.case_firings(target):
@@ -133,9 +133,9 @@ def profile_of(c: ClusterWork, run: KeptRun, target: Target) -> Profile:
             per_row += fired * cyc
         else:
             per_id += fired * cyc
-    per_part = [(int(np.asarray(c.operands[p.first_operand + 1]).size),
+    per_part = [(int(np.asarray(c.operands[lookup_operand(c.spec, k)]).size),
                  np.ceil(c.operands[p.first_operand].itemsize * int(p.table.shape[1]) / line))
-                for p in c.spec.parts]  # a table's lookups and the lines of one of its rows
+                for k, p in enumerate(c.spec.parts)]  # a table's lookups, lines of one row
     row_lines = float(sum(n * r for n, r in per_part) / n_ids) if sum(n for n, _ in per_part) \
         else float(per_part[0][1])
     first = a[~in_table] // line
