@@ -4,7 +4,10 @@ ember custom-calls.
 Calls go through jax.jit's own C++ dispatch (``runtime/xla_cpu.rewriting_jit``): the same
 signature handling (``static_argnums``/``static_argnames``, ``donate_argnums``/
 ``donate_argnames``, pytrees, weak-typed Python scalars, x64 off and on), the same cache key
-and the same per-call cost; arrays already on the device are passed through. On a cache miss
+and the same per-call cost; arrays already on the device are passed through. Without static
+arguments the object returned IS jax's C++ jit function (``EmberJit.dispatcher``), so a call
+costs exactly what a ``jax.jit`` call costs; with them a thin wrapper puts jax's error about an
+unhashable static argument on one line. On a cache miss
 ``f`` is lowered exactly as ``jax.jit`` lowers it, the HLO is rewritten
 (``rewrite_for(module, "cpu")``: forward clusters, and in a training step the backward clusters
 and fused sparse optimizer updates) and the rewritten module is compiled with jax's own compile
@@ -108,10 +111,25 @@ class EmberJit:
         self.mode, self.target, self.level = mode, target, level
         self.last_report: Any = None
         self.reports: dict[str, dict[str, Any]] = {}
+        name = getattr(fn, "__name__", "fn")
         self._dispatch, self.plain = rewriting_jit(fn, jit_kwargs, rewrite_hlo,
-                                                   self.reports.__setitem__)
-        self.__name__ = getattr(fn, "__name__", "fn")
+                                                   self.reports.__setitem__,
+                                                   f"ember_xla.jit({name})")
+        self.__name__ = name
         functools.update_wrapper(self, fn, updated=())
+
+    def dispatcher(self) -> Any:
+        """jax's C++ jit function itself, carrying this object's attributes (``reports``,
+        ``lower``, ``trace``, ``eval_shape``, ``clear_cache``, ``plain``): calls then cost
+        exactly what ``jax.jit``'s cost, with no Python frame of ours in between. Only
+        without static arguments, whose unhashable values jax's C++ reports on several
+        lines (``__call__`` puts them on one)."""
+        d = self._dispatch
+        functools.update_wrapper(d, self.__wrapped__, updated=())
+        for attr in ("mode", "target", "level", "last_report", "reports", "plain", "lower",
+                     "trace", "eval_shape", "clear_cache"):
+            setattr(d, attr, getattr(self, attr))
+        return d
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.mode == "emulate":
@@ -176,5 +194,12 @@ def jit(fn: Callable | None = None, **jit_kwargs: Any) -> Any:
     ``mode="native"|"emulate"``, ``target`` (a shipped name, a .toml path or a ``Target``) and
     ``level`` (0..4) for emulate mode (see the module docstring)."""
     if fn is None:
-        return lambda f: EmberJit(f, **jit_kwargs)
-    return EmberJit(fn, **jit_kwargs)
+        return lambda f: _make(f, jit_kwargs)
+    return _make(fn, jit_kwargs)
+
+
+def _make(fn: Callable, jit_kwargs: dict[str, Any]) -> Any:
+    f = EmberJit(fn, **jit_kwargs)
+    static = jit_kwargs.get("static_argnums") is not None \
+        or jit_kwargs.get("static_argnames") is not None
+    return f if f.mode == "emulate" or static else f.dispatcher()

@@ -122,11 +122,12 @@ def _rewrite_lowering(computation: Any, hook: RewriteHook, name: str) -> tuple[A
 
 
 def rewriting_jit(fn: Callable, jit_kwargs: dict[str, Any], hook: RewriteHook,
-                  record: Callable[[str, Any], None]) -> tuple[Any, Any]:
+                  record: Callable[[str, Any], None], label: str = "jit") -> tuple[Any, Any]:
     """``(dispatcher, jax.jit(fn, **jit_kwargs))``: the dispatcher is jax's own C++ jit
     function (signature handling, cache, argument transfer and donation exactly as
     ``jax.jit``'s) whose cache miss compiles the module ``hook`` returns and ``record``s its
-    report under a signature text. Under another transformation it is ``jax.jit`` itself."""
+    report under a signature text. Under another transformation it is ``jax.jit`` itself.
+    jax's error about an argument it cannot interpret is raised on one line after ``label``."""
     import jax
     from jax._src import config, core, dispatch, pjit, tree_util
     from jax._src.interpreters import mlir, pxla
@@ -138,7 +139,12 @@ def rewriting_jit(fn: Callable, jit_kwargs: dict[str, Any], hook: RewriteHook,
     def cache_miss(*args: Any, **kwargs: Any) -> tuple[Any, Any, bool]:
         if not core.trace_state_clean() or config.debug_key_reuse.value:
             return plain(*args, **kwargs), None, False
-        p, args_flat = pjit._infer_params(fn, info, args, kwargs)
+        try:
+            p, args_flat = pjit._infer_params(fn, info, args, kwargs)
+        except (TypeError, ValueError) as e:
+            if str(e).startswith("Error interpreting argument to"):  # jax's words, one line
+                raise type(e)(f"{label}: " + " ".join(str(e).split())) from None
+            raise
         jaxpr = p.params["jaxpr"]
         if jaxpr.jaxpr.is_high:
             return plain(*args, **kwargs), None, False
