@@ -154,7 +154,7 @@ def test_dae_spec_npu_refusal_and_proto_round_trip():
     (call,) = _calls(result.module, MULTI)
     assert cluster_spec(call).combiners == (("sum", 0.0), ("max", -float("inf")))
     placed = placeable_clusters(result.module)
-    assert [(s, n) for s, n, _ in placed] == [(None, call.name)]
+    assert [n for _, n, _ in placed] == [call.name]
     assert "multi-output call" in placed[0][2]
     back = module_from_proto(module_to_proto(result.module), "round trip")
     (again,) = _calls(back, MULTI)
