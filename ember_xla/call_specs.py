@@ -168,18 +168,16 @@ def cluster_spec(op: Operation) -> ClusterSpec:
     combiners = _multi_combiners(attrs, where) if "combiner" not in target.attributes else ()
     if combiners:  # ember.multi_segment_reduce: one result per combiner
         attrs = {**attrs, "combiner": combiners[0][0], "init": combiners[0][1]}
-        missing_multi = [k for k in target.attributes if k not in attrs]
-        if missing_multi:
-            raise LoweringRefused(f"{where}: attributes missing: {', '.join(missing_multi)}")
-    missing = [k for k in target.attributes if k not in attrs] if not combiners else []
+    missing = [k for k in target.attributes if k not in attrs]
     if missing:
         raise LoweringRefused(f"{where}: attributes missing: {', '.join(missing)}")
     combiner, mode, bits = attrs["combiner"], attrs["index_mode"], attrs["index_bits"]
     if attrs.get("sum_order", "sequential") not in SUM_ORDERS:
         raise LoweringRefused(f"{where}: sum_order={attrs['sum_order']!r} is not one of "
                               f"{', '.join(SUM_ORDERS)}")
-    if any(c not in COMBINERS for c, _ in combiners) or combiner not in COMBINERS:
-        raise LoweringRefused(f"{where}: combiner {combiner!r} not in {COMBINERS}")
+    for c in [c for c, _ in combiners] or [combiner]:
+        if c not in COMBINERS:
+            raise LoweringRefused(f"{where}: combiner {c!r} not in {COMBINERS}")
     if mode not in INDEX_MODES:
         raise LoweringRefused(f"{where}: index_mode {mode!r} not in {INDEX_MODES}")
     if bits not in (32, 64):

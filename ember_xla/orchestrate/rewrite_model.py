@@ -19,7 +19,6 @@ from ember_xla.hlo_import.output_names import OUTPUTS_FILE, outputs_json
 from ember_xla.hlo_import.proto import module_to_proto
 from ember_xla.ir.graph import Module
 from ember_xla.orchestrate.errors import ModelFailed, UsageError
-from ember_xla.rewrites.patterns import DAE_PATTERNS
 from ember_xla.rewrites.pipeline import RewriteResult, rewrite_module
 from ember_xla.runtime.compare import VERIFY_ATOL, VERIFY_RTOL
 from ember_xla.util import strict_json
@@ -46,12 +45,10 @@ def rewrite_for(module: Module, machine: str, *, group: bool = True,
     cost model deciding per call unless ``cost_model`` says otherwise; ``None``:
     ``EMBER_XLA_COST_MODEL`` decides) or ``"dae"`` (``DAE_OPTIONS``: every cluster, whatever
     the CPU's cost model would say, padded bags in the programs' own order of additions
-    (``DAE_PATTERNS``); ``cost_model`` may only be False there)."""
+    (``xla_order=False``: ``DAE_PATTERNS``); ``cost_model`` may only be False there)."""
     if machine not in ("cpu", "dae"):
         raise ValueError(f"rewrite_for: unknown machine {machine!r} (cpu or dae)")
     options: dict[str, Any] = dict(DAE_OPTIONS) if machine == "dae" else {"cost_model": None}
-    if machine == "dae":
-        options["patterns"] = list(DAE_PATTERNS)
     if cost_model is not _MACHINE_DEFAULT:
         if machine == "dae" and cost_model is not False:
             raise ValueError("rewrite_for: a DAE machine never uses the CPU's cost model")

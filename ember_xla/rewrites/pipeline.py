@@ -22,7 +22,7 @@ from ember_xla.rewrites.group_tables import GROUPED, group_tables
 from ember_xla.rewrites.matcher import Pattern, find_clusters
 from ember_xla.rewrites.multi_output import merge_multi_output
 from ember_xla.rewrites.outline import outline
-from ember_xla.rewrites.patterns import ALL_PATTERNS
+from ember_xla.rewrites.patterns import ALL_PATTERNS, DAE_PATTERNS
 from ember_xla.rewrites.report import cluster_entry, near_miss_entry
 from ember_xla.rewrites.walk import NoMatch
 
@@ -91,7 +91,8 @@ class RewriteClusters(ModulePass):
         notes = (canonicalize(module, assume_finite_tables=self.assume_finite_tables,
                               xla_order=self.xla_order)
                  if self.canonical else [])
-        found = find_clusters(module, list(patterns or ALL_PATTERNS))
+        found = find_clusters(module, list(patterns or (ALL_PATTERNS if self.xla_order
+                                                        else DAE_PATTERNS)))
         entries, misses = [], [near_miss_entry(n) for n in found.near_misses]
         canon = [NearMiss(n.pass_name, n.op, n.reason) for n in notes if n.op.parent]
         misses += [near_miss_entry(n) for n in canon]
@@ -177,7 +178,8 @@ def rewrite_module(module: Module, patterns: list[Pattern] | None = None,
     in XLA stay there. ``excess_precision``: the ``xla_allow_excess_precision`` the module
     will be compiled with (default: as XLA_FLAGS says, else true). ``xla_order``: bags are
     rewritten only where the kernel adds their rows in XLA:CPU's order (False: the DAE
-    machines, whose programs add them in order and are compared to a tolerance)."""
+    machines, whose programs add them in order and are compared to a tolerance; the patterns
+    are then ``DAE_PATTERNS`` unless ``patterns`` says otherwise)."""
     work = module.clone()
     cost = "env" if cost_model is None else ("on" if cost_model else "off")
     excess = (precision.excess_precision_from_env() if excess_precision is None

@@ -117,7 +117,7 @@ def _table_rows_share(spec: ClusterSpec, operands: list[np.ndarray], start: int,
         if role in _PER_UPDATE:
             ops[i] = _kept(ops[i], keep)
     k = spec.roles.index("indices")
-    ops[k] = np.ascontiguousarray((ops[k] - ops[k].dtype.type(start)).astype(ids.dtype))
+    ops[k] = np.ascontiguousarray(ops[k] - ops[k].dtype.type(start))
     if "table" in spec.roles:
         t = spec.roles.index("table")
         ops[t] = np.ascontiguousarray(np.asarray(ops[t])[start:stop])

@@ -100,8 +100,8 @@ def test_mask_over_take_fill(canon):
 
 def test_masked_bag_in_a_blocked_order_stays_in_xla_on_the_cpu():
     """At YNNPACK sizes XLA:CPU adds a masked bag's rows in its blocked order, which the
-    segment form does not reproduce: the CPU rewrite keeps the bag in XLA and says why (and the
-    module stays bit-equal); the DAE rewrite, which adds rows in order, takes it."""
+    segment form does not reproduce: the CPU rewrite keeps the bag in XLA and says why; the DAE
+    rewrite, which adds rows in order, takes it."""
     import jax
     import jax.numpy as jnp
     import numpy as np
