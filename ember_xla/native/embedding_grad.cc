@@ -7,6 +7,7 @@
 
 #include "grad_common.h"
 #include "handler.h"
+#include "pages.h"
 
 namespace ember {
 namespace {
@@ -40,6 +41,7 @@ ffi::Error ScatterGradImpl(ffi::AnyBuffer indices, ffi::AnyBuffer updates,
       return e;
     if (updates.element_type() != out->element_type())
       return ffi::Error::InvalidArgument("ember.scatter_grad: updates and result types differ");
+    AdviseOutput(out->untyped_data(), out->size_bytes());  // fresh and written whole: huge pages
     RowGroups& g = ScratchGroups();
     BuildRowGroups(indices.untyped_data(), indices.element_type() == ffi::DataType::S32,
                    indices.dimensions()[0], v, &g);

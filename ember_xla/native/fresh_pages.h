@@ -23,7 +23,9 @@
 
 namespace ember {
 
-// Maps the whole pages inside [p, p + bytes) that are not resident yet, in 2 MiB chunks.
+// Maps the whole pages inside [p, p + bytes) that are not resident yet, in chunks that end on
+// 2 MiB boundaries (so a chunk is one huge page where the result has huge-page advice, and
+// callers splitting a result between threads share at most the huge page at each cut).
 inline void PopulateForWrite(void* p, size_t bytes) {
 #if defined(__linux__) && defined(MADV_POPULATE_WRITE)
   static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
@@ -31,8 +33,8 @@ inline void PopulateForWrite(void* p, size_t bytes) {
   const uintptr_t start = reinterpret_cast<uintptr_t>(p);
   uintptr_t b = (start + page - 1) & ~(page - 1);
   const uintptr_t e = (start + bytes) & ~(page - 1);
-  for (; b < e; b += kChunk) {
-    const uintptr_t n = std::min(kChunk, e - b);
+  for (uintptr_t n; b < e; b += n) {
+    n = std::min(((b + kChunk) & ~(kChunk - 1)) - b, e - b);
     unsigned char resident = 0;
     if (mincore(reinterpret_cast<void*>(b), page, &resident) == 0 && (resident & 1)) continue;
     if (madvise(reinterpret_cast<void*>(b), n, MADV_POPULATE_WRITE) != 0) return;  // unsupported

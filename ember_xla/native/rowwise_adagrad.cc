@@ -10,8 +10,10 @@
 // (g = +0) keeps its bits when lr is finite with its sign bit clear and the row's accumulator
 // is a non-NaN value with its sign bit clear whose 1 / (sqrt + eps) is positive or +0 and
 // finite; otherwise the kernel applies the update with g = 0 to it, as XLA does. f32 only.
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -133,6 +135,37 @@ __attribute__((target("avx2"))) int64_t FirstChanged(const float* acc, int64_t q
   return end;
 }
 
+// Does RowKept hold for exactly the accumulators whose sign bit is clear and that are not NaN?
+// Yes when eps is a positive normal float and 1 / eps (times lr when folded; lr is then
+// finite and >= 0) is finite: for such an a, sqrt(a) + eps >= eps > 0 and, rounding being
+// monotonic, 1 / (sqrt(a) + eps) <= 1 / eps (and its product with lr no larger than theirs),
+// so every factor is finite (a = +inf gives +0). Denormals-are-zero cannot touch a normal eps.
+bool KeptBySignAlone(float eps, float lr, bool folded) {
+  if (!(eps >= FLT_MIN) || !std::isfinite(eps)) return false;
+  const float r = 1.0f / eps;
+  return std::isfinite(r) && (!folded || std::isfinite(r * lr));
+}
+
+// The first accumulator in [q, end) whose sign bit is set or that is NaN (its bits above
+// +inf's as an unsigned integer), or end: FirstChanged where KeptBySignAlone holds, reading
+// the accumulators at memory speed instead of a square root and a divide per row.
+__attribute__((target("avx2"))) int64_t FirstSignedOrNaN(const float* acc, int64_t q,
+                                                         int64_t end) {
+  const __m256i inf = _mm256_set1_epi32(0x7f800000), zero = _mm256_setzero_si256();
+  for (; q + 8 <= end; q += 8) {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + q));
+    const __m256i bad = _mm256_or_si256(_mm256_cmpgt_epi32(x, inf), _mm256_cmpgt_epi32(zero, x));
+    const int m = _mm256_movemask_ps(_mm256_castsi256_ps(bad));
+    if (m != 0) return q + __builtin_ctz(m);
+  }
+  for (; q < end; ++q) {
+    uint32_t bits;
+    std::memcpy(&bits, acc + q, sizeof bits);
+    if (bits > 0x7f800000u) return q;
+  }
+  return end;
+}
+
 ffi::Error SparseRowwiseAdagradImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum,
                                     ffi::AnyBuffer indices, ffi::AnyBuffer updates,
                                     ffi::AnyBuffer lr_buf, ffi::AnyBuffer eps_buf,
@@ -169,6 +202,7 @@ ffi::Error SparseRowwiseAdagradImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum,
                    indices.dimensions()[0], v, &g);
     const RowArray t = Pair(table, *out_table, d), a = Pair(accum, *out_accum, 1);
     const bool lr_kept = std::isfinite(lr) && !std::signbit(lr);
+    const bool by_sign = lr_kept && KeptBySignAlone(eps, lr, folded);
     ForRows(g, rows, v, d, lr_kept ? Untouched::kCheck : Untouched::kDense, {t, a},
             [&](int64_t r) {
               PrefetchRow(t.dst + r * d, d);
@@ -178,7 +212,8 @@ ffi::Error SparseRowwiseAdagradImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum,
               RowUpdate(t, a, r, grad, lr, eps, folded, order, d);
             },
             [&](int64_t q, int64_t end) {
-              return FirstChanged(a.src, q, end, eps, lr, folded);
+              return by_sign ? FirstSignedOrNaN(a.src, q, end)
+                             : FirstChanged(a.src, q, end, eps, lr, folded);
             });
     return ffi::Error::Success();
   });

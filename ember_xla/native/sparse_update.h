@@ -5,7 +5,8 @@
 // in place) or be separate buffers (the rewrite does not alias a table parameter the caller
 // keeps, so XLA does not copy it first): then every byte of the results is written once, the
 // touched rows by the update (reading the operand rows), the untouched ones copied in runs,
-// after the results' fresh pages are mapped in one system call per chunk (fresh_pages.h).
+// after the results' fresh pages are given huge-page advice (pages.h: AdviseOutput) and mapped
+// in one system call per 2 MiB chunk (fresh_pages.h).
 #ifndef EMBER_XLA_NATIVE_SPARSE_UPDATE_H_
 #define EMBER_XLA_NATIVE_SPARSE_UPDATE_H_
 
@@ -16,6 +17,7 @@
 
 #include "fresh_pages.h"
 #include "grad_common.h"
+#include "pages.h"
 
 namespace ember {
 
@@ -88,13 +90,17 @@ void ForRows(const RowGroups& g, const UpdateRows& upd, int64_t v, int64_t d, Un
              const FirstChangedFn& first_changed) {
   bool copy = false;
   for (const RowArray& a : arrays) copy = copy || a.distinct();
-  if (copy)  // every byte of a distinct result is written below: map its fresh pages first
+  if (copy) {  // every byte of a distinct result is written below: map its fresh pages first,
+               // on huge pages where the system gives them (pages.h: one fault per 2 MiB)
+    for (const RowArray& a : arrays)
+      if (a.distinct()) AdviseOutput(a.dst, static_cast<size_t>(v * a.width) * sizeof(float));
     ParallelRows(v, 1 << 16, [&](int64_t r0, int64_t r1) {
       for (const RowArray& a : arrays)
         if (a.distinct())
           PopulateForWrite(a.dst + r0 * a.width,
                            static_cast<size_t>((r1 - r0) * a.width) * sizeof(float));
     });
+  }
   const GroupedRows rows = ResolveRows(g, upd);
   ParallelGroups(g, [&](int64_t k0, int64_t k1) {
     ForGroupRange<float>(
