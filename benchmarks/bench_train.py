@@ -30,6 +30,11 @@ variants) gives the machine's memory bandwidth under the same load and the floor
 that is not donated; each variant's ratio to it is printed, and to ``xla_copy``: XLA:CPU
 writing ``-t`` of every table into its fresh output buffers (what any non-donated XLA step
 pays for its new tables, allocation and first touch of the pages included).
+Table pages: before timing, each ember variant runs twice more and waits until the kernels
+have moved its large tables onto 2 MiB pages (their one-time background collapse, table_pages
+in docs/CUSTOM_CALL.md: a training run's steady state), so the timed steps, page faults and
+system CPU are the step's own and not the collapse's; TBE's, torch's and XLA's tables stay on
+the pages their allocators gave them.
 Peak RSS per variant (``--rss``): each variant alone in a fresh process, built (its check
 outputs dropped) and then run 3 times; its peak resident set while running (sampled every ms)
 minus the resident set once the shared numpy data exist and the frameworks are imported: the
