@@ -288,9 +288,13 @@ def non_f32_table(gcall: Operation) -> str | None:
     g = gcall.result
     et = g.type.element_type
     users = g.owner.users
-    if et == "f32" and users and all(u.opcode == "convert" for u in users):
+    converts = users and all(u.opcode == "convert" for u in users)
+    if et == "f32" and converts:
         et = users[0].result.type.element_type
         how = f"the f32 gradient is converted to the {et} table's type before its update"
+    elif et != "f32" and converts and users[0].result.type.element_type == "f32":
+        how = (f"the {et} gradient (of a {et} copy of the table) is converted to f32 before "
+               f"the update: XLA rounds each of its adds to {et}")
     else:
         how = f"the gradient and its table are {et}"
     if et == "f32":
@@ -300,11 +304,29 @@ def non_f32_table(gcall: Operation) -> str | None:
             "and the gradient kernel replaces the scatter")
 
 
+def summed_gradients(gcall: Operation) -> str | None:
+    """Why the update of this gradient cannot be fused because the gradient is first added to
+    the gradient of another lookup (one table looked up twice, gradients accumulated over
+    micro-batches), or None."""
+    users = gcall.result.owner.users
+    if len(users) != 1 or users[0].opcode != "add":
+        return None
+    other = _other(users[0], gcall.result).owner
+    if not (other.opcode == "custom-call"
+            and other.attributes.get("custom_call_target") == SCATTER_GRAD.name):
+        return None
+    return (f"the gradient is added to the gradient {other.name} of another lookup of the "
+            "table (the table looked up twice, or gradients accumulated over micro-batches): "
+            "XLA adds the two dense gradients element by element, the fused kernels sum one "
+            "row's updates in one sequence from +0, which rounds differently when both hit a "
+            "row, so the update stays in XLA and each gradient kernel replaces its scatter")
+
+
 def fuse(module: Module, gcall: Operation, index: int, rw: PatternRewriter,
          adagrad_ok: bool | None) -> dict[str, Any]:
     """Fuse the update consuming ``gcall``'s gradient if it is exact; returns the report's
     ``optimizer`` fields."""
-    if why := non_f32_table(gcall):
+    if why := non_f32_table(gcall) or summed_gradients(gcall):
         return {"optimizer": None, "optimizer_reason": why}
     reasons = []
     for matcher in (match_sgd, match_adagrad, match_rowwise_adagrad):
