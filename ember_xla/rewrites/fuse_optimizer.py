@@ -45,7 +45,7 @@ from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.rewriter import PatternRewriter
 from ember_xla.ir.value import Value
-from ember_xla.rewrites.fuse_rowwise import row_chain, row_value, rowwise_sum_order
+from ember_xla.rewrites.fuse_rowwise import row_chain, row_user, row_value, rowwise_sum_order
 from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
 from ember_xla.rewrites.walk import NoMatch
 
@@ -62,6 +62,9 @@ class FusedUpdate:
     replaced: list[Value]        # the dense results the call's outputs replace, in order
     owned: list[Operation]       # the ops the call replaces (the gradient call included)
     negate_scale: bool = False   # the call gets -s (for ``t - s * g``)
+    # the rowwise accumulator kept as [V, 1] (``keepdims=True``): the call reads and writes it
+    # as the [V] it is laid out like, through reshapes around the call
+    slot_as_column: bool = False
     attrs: dict[str, Any] = dataclasses.field(default_factory=dict)  # the call's attributes
 
 
@@ -177,15 +180,21 @@ def match_rowwise_adagrad(gcall: Operation) -> FusedUpdate:
             or not _is_zero(red.operands[1])
             or math.copysign(1.0, scalar_constant(Ref(red.operands[1])) or 0.0) < 0):
         raise NoMatch(f"{red.name} is not a sum of g * g over D from +0")
-    mean = _only_user(red.result, "divide", "sum(g * g)")
-    if mean.operands[0] is not red.result or scalar_constant(Ref(mean.operands[1])) != d:
+    summed, kept = row_user(red.result, v_rows)  # keepdims=True: reshaped to [V, 1]
+    mean = _only_user(summed, "divide", "sum(g * g)")
+    if mean.operands[0] is not summed or scalar_constant(Ref(mean.operands[1])) != d:
         raise NoMatch(f"{mean.name} does not divide the sum of squares by D = {d}")
     acc = _only_user(mean.result, "add", "mean(g * g)")
     accum = _other(acc, mean.result)
-    if accum.type.dims != (v_rows,) or accum.type.element_type != "f32":
-        raise NoMatch(f"the accumulator {accum.owner.name} {accum.type} is not f32[{v_rows}]")
+    if (accum.type.dims not in ((v_rows,), (v_rows, 1)) or accum.type.element_type != "f32"
+            or acc.result.type.dims != accum.type.dims):
+        raise NoMatch(f"the accumulator {accum.owner.name} {accum.type} is not f32[{v_rows}] "
+                      f"or f32[{v_rows}, 1]")
     root = gcall.parent.root
     rs = [u for u in acc.users if u is not root]
+    if len(rs) == 1 and rs[0].opcode == "add":
+        raise NoMatch(f"the new accumulator feeds add {rs[0].name}, not one sqrt: eps inside "
+                      "the square root (sqrt(a + eps)) is not the kernel's sqrt(a) + eps")
     if len(rs) != 1 or rs[0].opcode != "sqrt":
         raise NoMatch("the new accumulator does not feed one sqrt (and the outputs)")
     rt = rs[0]
@@ -216,12 +225,13 @@ def match_rowwise_adagrad(gcall: Operation) -> FusedUpdate:
         raise NoMatch(f"lr * g / (sqrt(a) + eps) feeds {found}, not t - it or t + it")
     idx, rows, *extra = gcall.operands
     chain = row_chain(div.operands[1], plus_out) + [plus] + row_chain(s_in, rt.result)
-    owned = [upd, div, *chain, rt, acc, mean, red, sq, lg, gcall]
+    owned = [upd, div, *chain, rt, acc, mean, *kept[::-1], red, sq, lg, gcall]
     # XLA folds a constant lr into the per-row reciprocal: t - g * (1 / (sqrt(a) + eps) * lr)
     folded = scalar_constant(Ref(lr)) is not None
     return FusedUpdate(SPARSE_ROWWISE_ADAGRAD, "rowwise_adagrad",
                        [table, accum, idx, rows, lr, eps, *extra], [upd.result, acc.result],
-                       owned, negate, attrs={"lr_folded": folded})
+                       owned, negate, attrs={"lr_folded": folded},
+                       slot_as_column=accum.type.rank == 2)
 
 
 def _reference(module: Module, f: FusedUpdate, gcall: Operation, shapes: list[Shape],
@@ -232,8 +242,12 @@ def _reference(module: Module, f: FusedUpdate, gcall: Operation, shapes: list[Sh
     vmap: dict[int, Value] = {}
     roles = list(f.target.operand_roles) + ["source_rows", "mask"]
     for i, (v, role) in enumerate(zip(f.inputs, roles[:len(f.inputs)], strict=True)):
-        p = comp.append(Operation("parameter", [], [v.type], {"parameter_number": i}, name=role))
+        p = comp.append(Operation("parameter", [], [shapes[i] if i < len(shapes) else v.type],
+                                  {"parameter_number": i}, name=role))
         vmap[id(v)] = p.result
+        if p.result.type != v.type:  # a [V, 1] slot passed as [V]
+            col = comp.append(Operation("reshape", [p.result], [v.type], name=f"{role}.column"))
+            vmap[id(v)] = col.result
     if f.negate_scale:  # the call's scale is -s; the dense ops use s
         scale = f.inputs[f.target.operand_roles.index("scale")]
         s = comp.append(Operation("negate", [vmap[id(scale)]], [scale.type], name="scale.neg"))
@@ -256,6 +270,9 @@ def _reference(module: Module, f: FusedUpdate, gcall: Operation, shapes: list[Sh
         return new.result
 
     outs = [value(v) for v in f.replaced]
+    for i, (v, shape) in enumerate(zip(outs, shapes, strict=True)):
+        if v.type != shape:  # a [V, 1] slot returned as [V]
+            outs[i] = comp.append(Operation("reshape", [v], [shape], name="slot.row")).result
     if len(outs) == 1:
         comp.root = outs[0].owner
     else:
@@ -271,9 +288,13 @@ def non_f32_table(gcall: Operation) -> str | None:
     g = gcall.result
     et = g.type.element_type
     users = g.owner.users
-    if et == "f32" and users and all(u.opcode == "convert" for u in users):
+    converts = users and all(u.opcode == "convert" for u in users)
+    if et == "f32" and converts:
         et = users[0].result.type.element_type
         how = f"the f32 gradient is converted to the {et} table's type before its update"
+    elif et != "f32" and converts and users[0].result.type.element_type == "f32":
+        how = (f"the {et} gradient (of a {et} copy of the table) is converted to f32 before "
+               f"the update: XLA rounds each of its adds to {et}")
     else:
         how = f"the gradient and its table are {et}"
     if et == "f32":
@@ -283,11 +304,29 @@ def non_f32_table(gcall: Operation) -> str | None:
             "and the gradient kernel replaces the scatter")
 
 
+def summed_gradients(gcall: Operation) -> str | None:
+    """Why the update of this gradient cannot be fused because the gradient is first added to
+    the gradient of another lookup (one table looked up twice, gradients accumulated over
+    micro-batches), or None."""
+    users = gcall.result.owner.users
+    if len(users) != 1 or users[0].opcode != "add":
+        return None
+    other = _other(users[0], gcall.result).owner
+    if not (other.opcode == "custom-call"
+            and other.attributes.get("custom_call_target") == SCATTER_GRAD.name):
+        return None
+    return (f"the gradient is added to the gradient {other.name} of another lookup of the "
+            "table (the table looked up twice, or gradients accumulated over micro-batches): "
+            "XLA adds the two dense gradients element by element, the fused kernels sum one "
+            "row's updates in one sequence from +0, which rounds differently when both hit a "
+            "row, so the update stays in XLA and each gradient kernel replaces its scatter")
+
+
 def fuse(module: Module, gcall: Operation, index: int, rw: PatternRewriter,
          adagrad_ok: bool | None) -> dict[str, Any]:
     """Fuse the update consuming ``gcall``'s gradient if it is exact; returns the report's
     ``optimizer`` fields."""
-    if why := non_f32_table(gcall):
+    if why := non_f32_table(gcall) or summed_gradients(gcall):
         return {"optimizer": None, "optimizer_reason": why}
     reasons = []
     for matcher in (match_sgd, match_adagrad, match_rowwise_adagrad):
@@ -342,6 +381,12 @@ def _replace(module: Module, gcall: Operation, f: FusedUpdate, index: int,
             f.inputs[i] = zero.result
     inputs = list(f.inputs)
     shapes = [v.type for v in f.replaced]
+    alias = [i for i in range(len(shapes)) if in_place(module, inputs[i])]
+    if f.slot_as_column:  # the kernel reads and writes the [V, 1] slot as the [V] it is
+        rows = Shape.array("f32", shapes[1].dims[:1])
+        row = Operation("reshape", [inputs[1]], [rows], name=g.unique_name("ember_slot"))
+        rw.insert_before(anchor, row)
+        inputs[1], shapes[1] = row.result, rows
     comp = _reference(module, f, gcall, shapes, index)
     if f.negate_scale:
         at = f.target.operand_roles.index("scale")
@@ -352,7 +397,7 @@ def _replace(module: Module, gcall: Operation, f: FusedUpdate, index: int,
     n = len(f.replaced)
     result = shapes[0] if n == 1 else Shape.tuple_of(shapes)
     alias = [{"output_shape_index": [] if n == 1 else [i], "operand_index": i,
-              "operand_shape_index": []} for i in range(n) if in_place(module, inputs[i])]
+              "operand_shape_index": []} for i in alias]
     cc = Operation("custom-call", inputs, [result], {
         "custom_call_target": f.target.name,
         "custom_call_api_version": "API_VERSION_TYPED_FFI",
@@ -368,10 +413,15 @@ def _replace(module: Module, gcall: Operation, f: FusedUpdate, index: int,
         rw.replace_all_uses(f.replaced[0], cc.result)
     else:
         for i, old in enumerate(f.replaced):
-            gte = Operation("get-tuple-element", [cc.result], [old.type], {"tuple_index": i},
+            gte = Operation("get-tuple-element", [cc.result], [shapes[i]], {"tuple_index": i},
                             name=g.unique_name(f"ember_{f.target.kind}.{i}"))
             rw.insert_after(cc, gte)
-            rw.replace_all_uses(old, gte.result)
+            out = gte
+            if shapes[i] != old.type:  # the [V, 1] slot back in its own shape
+                out = Operation("reshape", [gte.result], [old.type],
+                                name=g.unique_name(f"ember_{f.target.kind}.{i}.column"))
+                rw.insert_after(gte, out)
+            rw.replace_all_uses(old, out.result)
     for op in f.owned:
         if not op.users and op is not g.root:
             rw.erase(op)

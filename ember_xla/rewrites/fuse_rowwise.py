@@ -30,6 +30,17 @@ def row_value(v: Value, rows: int, where: str) -> Value:
     return v
 
 
+def row_user(v: Value, rows: int) -> tuple[Value, list[Operation]]:
+    """From a [V] or [V, 1] value through its single-user reshapes between [V] and [V, 1]
+    (``jnp.mean(..., keepdims=True)``): the last value and the reshapes passed."""
+    chain = []
+    while (len(v.owner.users) == 1 and v.owner.users[0].opcode == "reshape"
+           and v.owner.users[0].result.type.dims in ((rows,), (rows, 1))):
+        chain.append(v.owner.users[0])
+        v = chain[-1].result
+    return v, chain
+
+
 def row_chain(v: Value, stop: Value) -> list[Operation]:
     """The reshapes and broadcasts from ``stop`` up to ``v`` (``row_value`` checked them)."""
     ops = []

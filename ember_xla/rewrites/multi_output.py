@@ -22,29 +22,9 @@ from ember_xla.ir.rewriter import PatternRewriter
 from ember_xla.ir.value import Value
 from ember_xla.rewrites.canonicalize.base import PURE
 from ember_xla.rewrites.group_tables import _ancestors
+from ember_xla.rewrites.same_value import same_value
 
 MULTI = MULTI_SEGMENT_REDUCE.name
-_DEPTH = 64
-_IGNORED = ("metadata",)
-
-
-def same_value(a: Value, b: Value, depth: int = _DEPTH) -> bool:
-    """``a`` and ``b`` are the same value, or computed by identical pure instructions (same
-    opcode, attributes, type and callees) from the same values, up to ``depth`` steps."""
-    if a is b:
-        return True
-    oa, ob = a.owner, b.owner
-    if (depth == 0 or not isinstance(oa, Operation) or not isinstance(ob, Operation)
-            or a.index != b.index or a.type != b.type or oa.opcode != ob.opcode
-            or oa.opcode == "parameter" or oa.opcode not in PURE
-            or len(oa.operands) != len(ob.operands)
-            or [id(g) for g in oa.callees] != [id(g) for g in ob.callees]):
-        return False
-    attrs = [{k: v for k, v in o.attributes.items() if k not in _IGNORED} for o in (oa, ob)]
-    if attrs[0] != attrs[1]:
-        return False
-    return all(same_value(x, y, depth - 1) for x, y in zip(oa.operands, ob.operands,
-                                                             strict=True))
 
 
 def _key(op: Operation) -> tuple:

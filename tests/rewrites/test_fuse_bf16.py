@@ -54,3 +54,24 @@ def test_bf16_table_sgd_gradient_rewritten_update_refused(form, optimizer, ids_r
     assert e["optimizer"] is None
     assert e["optimizer_reason"].startswith(reason)
     assert "take f32 tables only" in e["optimizer_reason"]
+
+
+@pytest.mark.parametrize("optimizer", ["optax_sgd", "hand_sgd"])
+def test_f32_master_table_bf16_lookup_update_refused(optimizer):
+    # an f32 table looked up through a bf16 copy (mixed precision): a bf16 gradient, converted
+    # to f32 before the f32 table's update; XLA rounds each of its adds to bf16
+    rng = np.random.default_rng(41)
+    w, table = ts.head(rng), ts.table(rng)
+
+    def loss(table, ids, y):
+        return ts.mse(table.astype(jnp.bfloat16)[ids].sum(1).astype(jnp.float32), w, y)
+
+    ids, y = ts.batch(rng, -2 * ts.V, 2 * ts.V)
+    if optimizer == "optax_sgd":
+        opt = optax.sgd(0.1)
+        r = ts.check_step(ts.optax_step(loss, opt), table, opt.init(table), ids, y)
+    else:
+        r = ts.check_step(ts.sgd_step(loss, 0.1), table, ids, y)
+    (e,) = ts.backward(r)
+    assert e["custom_call"].startswith("ember_scatter_grad") and e["optimizer"] is None
+    assert e["optimizer_reason"].startswith("the bf16 gradient (of a bf16 copy of the table)")

@@ -25,19 +25,27 @@ except native.NativeLibraryMissing as err:  # pragma: no cover - depends on the 
 V, D = 300, 16
 
 
+def rowwise_update(table, accum, g, lr, eps):
+    """The update with the accumulator kept as [V] (``accum[:, None]`` spreads it) or as
+    [V, 1] (``keepdims=True``: it broadcasts over the row by itself)."""
+    if accum.ndim == 2:
+        accum = accum + jnp.mean(g * g, axis=1, keepdims=True)
+        return table - lr * g / (jnp.sqrt(accum) + eps), accum
+    accum = accum + jnp.mean(g * g, axis=1)
+    return table - lr * g / (jnp.sqrt(accum)[:, None] + eps), accum
+
+
 def rowwise_step(loss, lr=0.05, eps=1e-8):
     def step(table, accum, *batch):
         value, g = jax.value_and_grad(loss)(table, *batch)
-        accum = accum + jnp.mean(g * g, axis=1)
-        return value, table - lr * g / (jnp.sqrt(accum)[:, None] + eps), accum
+        return value, *rowwise_update(table, accum, g, lr, eps)
     return step
 
 
 def rowwise_step_lr_arg(loss):
     def step(table, accum, lr, eps, *batch):
         value, g = jax.value_and_grad(loss)(table, *batch)
-        accum = accum + jnp.mean(g * g, axis=1)
-        return value, table - lr * g / (jnp.sqrt(accum)[:, None] + eps), accum
+        return value, *rowwise_update(table, accum, g, lr, eps)
     return step
 
 
@@ -51,11 +59,12 @@ def optax_rowwise_lr_arg(loss):
     return step
 
 
-def setup(seed, v=V, d=D, lo=0, hi=40):
+def setup(seed, v=V, d=D, lo=0, hi=40, column=False):
+    """``column``: the accumulator kept as [V, 1] (``keepdims=True``)."""
     rng = np.random.default_rng(seed)
     w, t = ts.head(rng, d), ts.table(rng, v, d)
     t[v - 1] = -0.0  # an untouched -0 row
-    accum = rng.uniform(0, 2, v).astype(np.float32)
+    accum = rng.uniform(0, 2, (v, 1) if column else v).astype(np.float32)
     ids, y = ts.batch(rng, lo, hi)
     return w, t, accum, ids, y
 
@@ -76,10 +85,11 @@ needs_order = pytest.mark.skipif(not _reproduced(V, D), reason=(
 
 
 @needs_order
+@pytest.mark.parametrize("column", [False, True])
 @pytest.mark.parametrize("lo,hi", [(0, 40), (-400, 400)])
 @pytest.mark.parametrize("kind", ["take", "index"])
-def test_hand_written_rowwise_adagrad(lo, hi, kind):
-    w, t, accum, ids, y = setup(1, lo=lo, hi=hi)
+def test_hand_written_rowwise_adagrad(lo, hi, kind, column):
+    w, t, accum, ids, y = setup(1, lo=lo, hi=hi, column=column)
     loss = ts.bag_take(w) if kind == "take" else ts.bag_index(w)
     r = ts.check_step(rowwise_step(loss), t, accum, ids, y)
     assert fused(r) == ["rowwise_adagrad"]
@@ -97,17 +107,17 @@ def test_optax_transformation_form(lo, hi):
 
 
 @needs_order
-@pytest.mark.parametrize("form", ["hand_written", "optax"])
+@pytest.mark.parametrize("form", ["hand_written", "optax", "hand_written_column"])
 @pytest.mark.parametrize("lr,eps", [(0.05, 1e-8), (0.0, 1e-8), (-0.05, 1e-8), (0.05, 0.0),
                                     (np.inf, 1e-8), (np.nan, 1e-8), (0.05, -1.0)])
 def test_runtime_lr_and_eps_untouched_rows_as_xla(lr, eps, form):
     # lr < 0, inf, NaN; eps = 0 with a zero accumulator (0 / 0); eps < 0: the dense update
     # changes rows without gradient, and the kernel changes them the same way (the optax form
-    # adds (-lr) * g / den: the kernel gets lr back)
-    w, t, accum, ids, y = setup(2)
-    accum[V - 3:] = [0.0, -0.0, np.nan]
-    accum[V - 6:V - 3] = [0.25, 1.0, np.inf]
-    make = rowwise_step_lr_arg if form == "hand_written" else optax_rowwise_lr_arg
+    # adds (-lr) * g / den: the kernel gets lr back; the column form keeps a [V, 1] slot)
+    w, t, accum, ids, y = setup(2, column=form.endswith("column"))
+    accum[V - 3:] = np.array([0.0, -0.0, np.nan]).reshape(accum[V - 3:].shape)
+    accum[V - 6:V - 3] = np.array([0.25, 1.0, np.inf]).reshape(accum[V - 3:].shape)
+    make = optax_rowwise_lr_arg if form == "optax" else rowwise_step_lr_arg
     r = ts.check_step(make(ts.bag_index(w)), t, accum, np.float32(lr), np.float32(eps), ids, y)
     assert fused(r) == ["rowwise_adagrad"]
 
@@ -151,6 +161,52 @@ def test_ynnpack_widths_not_reproduced_stay_in_xla(v, d):
     (e,) = ts.backward(r)
     assert e["optimizer"] is None and e["custom_call"].startswith("ember_scatter_grad")
     assert "rowwise_adagrad: the row-wise mean of g * g over" in e["optimizer_reason"]
+
+
+@needs_order
+@pytest.mark.parametrize("donate", [(), (0, 1)])
+def test_column_accumulator_in_place_or_kept(donate):
+    # the [V, 1] slot goes to the kernel as [V] through reshapes (the same bytes): aliased
+    # with the call's result when donated, a separate result when the caller keeps it
+    w, t, accum, ids, y = setup(8, column=True)
+    step = jax.jit(rowwise_step(ts.bag_index(w)), donate_argnums=donate)
+    proto = step.lower(t, accum, ids, y).compiler_ir("hlo").as_serialized_hlo_module_proto()
+    from ember_xla.hlo_import.proto import module_from_proto
+    from ember_xla.rewrites.pipeline import rewrite_module
+    from ember_xla.runtime.execute import run_module
+
+    m = module_from_proto(proto, "column")
+    r = rewrite_module(m)
+    (e,) = ts.backward(r)
+    assert e["optimizer"] == "rowwise_adagrad"
+    (cc,) = [op for op in r.module.entry.ops if op.name == e["custom_call"]]
+    assert cc.operands[1].type.dims == (V,) and cc.operands[1].owner.opcode == "reshape"
+    aliased = {a["operand_index"] for a in cc.attributes.get("output_operand_aliasing", [])}
+    assert aliased == ({0, 1} if donate else set())
+    for opts in ts.OPTIONS:
+        args = [t, accum, ids, y]
+        want, got = run_module(m, args, opts), run_module(r.module, args, opts)
+        assert all(ts.same_bits(a, b) for a, b in zip(want, got, strict=True)), opts
+
+
+@needs_order
+@pytest.mark.parametrize("column", [False, True])
+def test_eps_inside_the_square_root_stays_in_xla(column):
+    # sqrt(a + eps) is not the kernel's sqrt(a) + eps: the update stays in XLA and says why
+    w, t, accum, ids, y = setup(9, column=column)
+
+    def step(table, accum, ids, y):
+        value, g = jax.value_and_grad(ts.bag_index(w))(table, ids, y)
+        if column:
+            accum = accum + jnp.mean(g * g, axis=1, keepdims=True)
+            return value, table - 0.05 * g / jnp.sqrt(accum + 1e-8), accum
+        accum = accum + jnp.mean(g * g, axis=1)
+        return value, table - 0.05 * g / jnp.sqrt(accum + 1e-8)[:, None], accum
+
+    r = ts.check_step(step, t, accum, ids, y)
+    (e,) = ts.backward(r)
+    assert e["optimizer"] is None and "sqrt(a + eps)" in e["optimizer_reason"]
+    assert e["custom_call"].startswith("ember_scatter_grad")
 
 
 def test_other_spellings_are_not_taken_for_rowwise():

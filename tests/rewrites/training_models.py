@@ -23,6 +23,7 @@ import functools
 
 import numpy as np
 import training_flax  # noqa: F401  (each registers its steps)
+import training_idioms  # noqa: F401
 import training_jax  # noqa: F401
 import training_keras  # noqa: F401
 from training_corpus import STEPS, TrainStep  # noqa: F401

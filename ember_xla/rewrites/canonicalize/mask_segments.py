@@ -18,6 +18,15 @@ and so is never -0; ``max(x, -inf) = x``), and ``scatter`` drops out-of-range id
 also what ``ember.segment_reduce`` does. Unlike rewriting the mask into a multiply, this stays
 exact for tables holding Inf/NaN. The mask must be provably the same along the row dim D.
 
+The same for a segment reduction whose rows are masked before the scatter -- ``jnp.take(...,
+mode='fill', fill_value=0)`` (or ``jnp.where(m[:, None], rows, 0)``) + ``segment_sum``:
+
+    scatter(broadcast(+0), seg, select(m, gather(T, ids), 0))        [L,D] -> [S,D]
+ => scatter(broadcast(+0), select(m[:, 0], seg, S), gather(T, ids))
+
+exact for the same reason (the accumulator starts at +0, so adding a +-0 row changes nothing);
+the scatter's order of rows is kept, so no order rule is asked.
+
 The segment form adds a bag's rows one after the other. With ``xla_order`` (the CPU rewrite,
 compared bit for bit with XLA:CPU) a bag that XLA:CPU adds in another order
 (``native/padded_order.sum_order`` of the reduce: YNNPACK's blocked order at most real sizes)
@@ -34,11 +43,13 @@ from ember_xla.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
 from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
+from ember_xla.ir.value import Value
 from ember_xla.native.padded_order import BagSum, OrderNotReproduced, sum_order
 from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit, constant_along_last
 from ember_xla.rewrites.canonicalize.lookups import RowLookup, lookup_ids, relookup, row_lookup
 from ember_xla.rewrites.canonicalize.notes import note
+from ember_xla.rewrites.patterns.scatter_grad import depends_on, forward_gather
 from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
 
 PASS = "masked-bag-to-segments"
@@ -160,6 +171,61 @@ class MaskedBag(RewritePattern):
         rw.replace_op(op, scatter)
 
 
+def _plus_zero(v: Value) -> bool:
+    c = scalar_constant(Ref(v))
+    return c is not None and c == 0.0 and math.copysign(1.0, c) > 0
+
+
+class MaskedSegments(RewritePattern):
+    """``scatter(+0, seg, select(m, rows, 0))`` add, m constant along D, rows a row lookup
+    -> ``scatter(+0, select(m, seg, S), rows)``: masked lookups dropped (module docstring)."""
+
+    def match_and_rewrite(self, op: Operation, rw: PatternRewriter) -> None:
+        if op.opcode != "scatter" or len(op.operands) != 3 or binary_combiner(op) != "add":
+            return
+        base, seg, x = op.operands
+        sel = x.owner
+        if (x.type.rank != 2 or sel.opcode != "select" or len(x.uses) != 1
+                or op.result.type.rank != 2 or row_lookup(x) is not None):
+            return  # not masked rows (or jnp.take's NaN fill, which the lookup matcher models)
+        dn = op.attributes.get("scatter_dimension_numbers", {})
+        n_l, d = x.type.dims
+        if (dn.get("update_window_dims") != [1] or dn.get("inserted_window_dims") != [0]
+                or dn.get("scatter_dims_to_operand_dims") != [0] or seg.type.size != n_l
+                or op.result.type.dims[1] != d or base.owner.opcode != "broadcast"):
+            return
+        m, a, b = sel.operands
+        lk, fill, negate = row_lookup(a), b, False
+        if lk is None:
+            lk, fill, negate = row_lookup(b), a, True
+        if lk is None or lk.value.type.dims != x.type.dims:
+            return
+        fwd = forward_gather(seg, tuple(op.result.type.dims))
+        if fwd is not None and not depends_on(fwd.operands[0], op):
+            return  # a lookup's gradient (the transpose of a segment sum): scatter_grad's
+        where = f"masked segment rows {sel.name} of scatter {op.name}"
+        c = scalar_constant(Ref(fill))
+        if c is None or c != 0.0 or not _plus_zero(base):
+            note(PASS, op, f"{where}: the masked-out value {c} or the init is not 0 from a +0 "
+                           "sum, so masked lookups are not no-ops")
+            return
+        if not constant_along_last(m):
+            note(PASS, op, f"{where}: the mask {m.owner.name} may differ along the row dim")
+            return
+        emit = Emit(rw, op)
+        keep = emit.first_along_last(m)                                 # [L]
+        if negate:
+            keep = emit.op("not", [keep], keep.type)
+        n_seg = op.result.type.dims[0]
+        flat = emit.reshape(seg, (n_l,))
+        et = seg.type.element_type
+        dropped = emit.op("select", [keep, flat, emit.splat(n_seg, et, (n_l,))],
+                          Shape.array(et, (n_l,)), name="masked.segment_ids")
+        new = op.clone([base, emit.reshape(dropped, tuple(seg.type.dims)), lk.value])
+        rw.insert_before(op, new)
+        rw.replace_op(op, new.result)
+
+
 @register_pass
 @dataclasses.dataclass(frozen=True)
 class MaskedBagPass(PatternPass):
@@ -167,4 +233,4 @@ class MaskedBagPass(PatternPass):
     xla_order: bool = True
 
     def patterns(self) -> list[RewritePattern]:
-        return [MaskedBag(self.xla_order)]
+        return [MaskedBag(self.xla_order), MaskedSegments()]

@@ -30,6 +30,7 @@ from ember_xla.rewrites.patterns.sparse_apply import (
     sparse_apply,
 )
 from ember_xla.rewrites.refs import Ref, binary_combiner, resolve, scalar_constant
+from ember_xla.rewrites.same_value import same_elements
 from ember_xla.rewrites.walk import NoMatch, Walk
 
 GRAD_TYPES = ("f32", "bf16", "f16")
@@ -45,20 +46,34 @@ def _unclamped(ids: Value, rows: int) -> Value | None:
     return op.operands[1] if lo == 0 and hi == rows - 1 else None
 
 
+def _table_gather(u: Operation, table_dims: tuple[int, ...]) -> bool:
+    """Is ``u`` a gather of whole rows of a table of shape ``table_dims``?"""
+    return (u.opcode == "gather" and tuple(u.operands[0].type.dims) == table_dims
+            and u.attributes.get("gather_dimension_numbers", {}).get(
+                "collapsed_slice_dims", []) == [0]
+            and list(u.attributes.get("gather_slice_sizes", [])) == [1, table_dims[1]])
+
+
+def row_gathers(ids: Value, table_dims: tuple[int, ...]) -> list[Operation]:
+    """The row gathers of tables of shape ``table_dims`` in ``ids``' computation."""
+    return [u for u in ids.owner.parent.ops if _table_gather(u, table_dims)]
+
+
 def forward_gather(ids: Value, table_dims: tuple[int, ...]) -> Operation | None:
     """A row gather reading ``ids`` (or the ids a clip-mode clamp clamps) as its indices from a
-    table of shape ``table_dims``."""
+    table of shape ``table_dims``: the same value, or provably the same ids in the same order
+    (``same_elements``: the index arithmetic written again, reshaped, converted there and
+    back), as a hand-built gradient ``jnp.zeros_like(t).at[ids].add(rows)`` reads them."""
     raw = _unclamped(ids, table_dims[0])
     if raw is not None:
         found = forward_gather(raw, table_dims)
         if found is not None:
             return found
     for u in ids.owner.users:
-        if (u.opcode == "gather" and u.operands[1] is ids
-                and tuple(u.operands[0].type.dims) == table_dims
-                and u.attributes.get("gather_dimension_numbers", {}).get(
-                    "collapsed_slice_dims", []) == [0]
-                and list(u.attributes.get("gather_slice_sizes", [])) == [1, table_dims[1]]):
+        if u.operands[1] is ids and _table_gather(u, table_dims):
+            return u
+    for u in row_gathers(ids, table_dims):
+        if same_elements(u.operands[1], ids):
             return u
     return None
 
@@ -167,8 +182,14 @@ class ScatterGrad(Pattern):
         _zero_operand(op)
         fwd = forward_gather(ids, tuple(out.dims))
         if fwd is None:
-            miss = NoMatch(f"no row gather of a {out} table reads the ids {ids.owner.name}: "
-                           "the zero-initialised scatter-add is not the gradient of a lookup")
+            others = ", ".join(u.name for u in row_gathers(ids, tuple(out.dims)))
+            why = (f"the row gathers of {out} tables ({others}) read ids not provably the "
+                   f"scatter's {ids.owner.name} (equal only through reshapes, converts there "
+                   "and back and identical pure arithmetic on the same parameters; two "
+                   "parameters equal in value are not)" if others else
+                   f"no row gather of a {out} table reads the ids {ids.owner.name}")
+            miss = NoMatch(f"{why}: the zero-initialised scatter-add is not the gradient of "
+                           "a lookup, so it and its update stay in XLA")
             # reported unless the updates are looked-up rows (a forward segment reduction,
             # which its own pattern reports)
             miss.report = not looks_like_lookup(op)

@@ -123,3 +123,48 @@ def test_masked_bag_in_a_blocked_order_stays_in_xla_on_the_cpu():
     assert any("in the order 'blocked'" in n["reason"] for n in cpu.near_misses), cpu.near_misses
     dae = rewrite_for(module_from_proto(proto, "masked"), "dae")
     assert [c["kind"] for c in dae.clusters] == ["segment_reduce"]
+
+
+FLAT = np.array([0, 9, -1, 4, 12, 3, 3, 3, -13, 2, 5, 7], np.int32)   # -13, 12: out of range
+SEG = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2, 3, -1, 4], np.int32)       # -1, 4: dropped
+
+
+def _segment_sum_of(rows_of):
+    def f(t, ids, seg):
+        import jax
+
+        return jax.ops.segment_sum(rows_of(t, ids), seg, num_segments=4)
+
+    return f
+
+
+@pytest.mark.parametrize("form", ["take_fill_zero", "where_in_bounds"])
+def test_masked_segment_rows_drop_their_segment(canon, form):
+    """segment_sum of jnp.take(..., mode='fill', fill_value=0) (or rows masked to 0 by
+    jnp.where): the masked lookups get an out-of-range segment id; exact also for Inf/NaN
+    rows, which the mask hides."""
+    import jax.numpy as jnp
+
+    def rows(t, ids):
+        if form == "take_fill_zero":
+            return jnp.take(t, ids, axis=0, mode="fill", fill_value=0.0)
+        return jnp.where(((ids >= 0) & (ids < 10))[:, None], t[ids], 0.0)
+
+    bad = canon.table(seed=6)
+    bad[-1, 0], bad[0, 2] = np.inf, np.nan
+    work, notes = canon(_segment_sum_of(rows), [canon.table(), FLAT, SEG],
+                        "inline-calls,masked-bag-to-segments", inputs=[[bad, FLAT, SEG]])
+    assert not notes
+    (sc,) = [op for op in work.entry.ops if op.opcode == "scatter"]
+    assert sc.operands[2].owner.opcode == "gather"
+
+
+def test_masked_segment_rows_with_a_non_zero_fill_are_a_near_miss(canon):
+    import jax.numpy as jnp
+
+    def rows(t, ids):
+        return jnp.take(t, ids, axis=0, mode="fill", fill_value=1.0)
+
+    work, notes = canon(_segment_sum_of(rows), [canon.table(), FLAT, SEG],
+                        "inline-calls,masked-bag-to-segments")
+    assert len(notes) == 1 and "not no-ops" in notes[0].reason

@@ -1,0 +1,66 @@
+"""``same_value`` / ``same_elements`` (rewrites/same_value.py) on index arithmetic as JAX
+exports it: copies of a lookup's ids are equal through reshapes, round-trip integer converts
+and rewritten identical arithmetic; different parameters, lossy converts and different
+arithmetic are not."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from ember_xla.hlo_import.jax_source import from_jax
+from ember_xla.rewrites.canonicalize import canonicalize
+from ember_xla.rewrites.same_value import same_elements, same_value
+
+IDS = np.arange(12, dtype=np.int32).reshape(3, 4) - 5
+
+
+def outputs(fn, *args):
+    """The entry root's operands (the function's outputs) of ``fn`` exported by jax.jit, its
+    calls (``jnp.where``'s ``_where``) inlined as the rewrite does first."""
+    m = from_jax(fn, *args).module
+    canonicalize(m, "inline-calls")
+    return m.entry.root.operands
+
+
+def wrap(i):
+    return jnp.where(i < 0, i + 10, i)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda i: (wrap(i), wrap(i)),  # written twice
+        lambda i: (wrap(i)[..., None], wrap(i).reshape(-1)),  # reshaped apart
+        lambda i: (wrap(i), wrap(i.astype(jnp.uint32).astype(jnp.int32))),  # there and back
+        lambda i: (wrap(i.reshape(-1)), wrap(i)),  # wrapped after a reshape
+    ],
+)
+def test_copies_are_the_same_elements(fn):
+    a, b = outputs(fn, IDS)
+    assert a is not b and same_elements(a, b)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda i: (wrap(i), jnp.clip(i, 0, 9)),  # other arithmetic
+        lambda i: (i, i.astype(jnp.int8).astype(jnp.int32)),  # a lossy convert
+        lambda i: (i, i.T),  # another order
+        lambda i: (i, i + 1),
+    ],
+)
+def test_different_values_are_not(fn):
+    a, b = outputs(fn, IDS)
+    assert not same_elements(a, b)
+
+
+def test_two_parameters_are_never_equal():
+    a, b = outputs(lambda i, j: (wrap(i), wrap(j)), IDS, IDS.copy())
+    assert not same_elements(a, b) and not same_value(a, b)
+
+
+def test_same_value_needs_the_same_shape():
+    a, b = outputs(lambda i: (wrap(i), wrap(i).reshape(-1)), IDS)
+    assert not same_value(a, b) and same_elements(a, b)
