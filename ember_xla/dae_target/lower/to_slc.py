@@ -28,6 +28,7 @@ from collections.abc import Callable
 
 from ember_xla.call_specs import (
     BACKWARD_LOWERED,
+    IN_PLACE,
     ClusterSpec,
     LoweringRefused,
     Part,
@@ -53,6 +54,7 @@ from ember_xla.dae_target.lower.sum_orders import (
     scratch,
     zero_partials,
 )
+from ember_xla.dae_target.lower.to_slc_adagrad import lower_adagrad
 from ember_xla.dae_target.lower.to_slc_grad import lower_backward
 from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.operation import Operation
@@ -113,11 +115,15 @@ def lower_to_slc(spec: ClusterSpec) -> Module:
     m.add(g, entry=True)
     e = Emitter(g)
     ctx = _Ctx(e)
-    if spec.kind == "sparse_sgd":  # the table is updated in place: its result starts as it
-        g.attributes["output_init"] = [spec.roles.index("table")]
+    if spec.kind in IN_PLACE:  # updated in place: each result starts as its operand
+        g.attributes["output_init"] = [spec.roles.index(r) for r in IN_PLACE[spec.kind]]
     if spec.kind in BACKWARD_LOWERED:
-        lower_backward(e, spec, list(g.args[:len(ins)]), g.args[len(ins)],
-                       (ctx.c0, ctx.c1, ctx.s0, ctx.s1))
+        consts = (ctx.c0, ctx.c1, ctx.s0, ctx.s1)
+        args, results = list(g.args[:len(ins)]), list(g.args[len(ins):])
+        if spec.kind in ("sparse_adagrad", "sparse_rowwise_adagrad"):
+            lower_adagrad(e, spec, dict(zip(spec.roles, args, strict=True)), results, consts)
+        else:
+            lower_backward(e, spec, args, results, consts)
         g.append(func.ReturnOp.create([]))
         return m
     for k, part in enumerate(spec.parts):
