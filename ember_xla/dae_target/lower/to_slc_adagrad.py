@@ -198,13 +198,20 @@ def _rowwise_row(e: Emitter, spec: ClusterSpec, role: dict[str, Value], outs: li
     den = e.v(arith.AddFOp, [e.v(arith.SqrtOp, [acc], F32), eps], F32)
     inv = e.v(arith.DivFOp, [e.const(1.0, F32), den], F32)
     factor = e.v(arith.MulFOp, [inv, lr], F32) if spec.lr_folded else inv
+    neg_factor = e.v(arith.NegFOp, [factor], F32)
     loop = e.scf_for(c0, d, c1)
     with e.into(loop.body):
         k = loop.iv
         g = e.v(memref.LoadOp, [grad, r, k], F32) if grad is not None else zero
         step = g if spec.lr_folded else e.v(arith.MulFOp, [lr, g], F32)
         t = e.v(memref.LoadOp, [role["table"], r, k], F32)
-        new = e.v(arith.FmaOp, [e.v(arith.NegFOp, [step], F32), factor, t], F32)
+        # t - step * factor, rounded once (the kernel's fnmadd): fma(-step, factor, t), or
+        # fma(step, -factor, t) where step is NaN (the same value; fnmadd passes a NaN
+        # operand on unnegated, so the NaN's sign is step's, as the kernel's)
+        plain = e.v(arith.FmaOp, [e.v(arith.NegFOp, [step], F32), factor, t], F32)
+        nan_step = e.v(arith.FmaOp, [step, neg_factor, t], F32)
+        is_nan = e.v(arith.CmpFOp, [step, step], I1, pred="uno")
+        new = e.v(arith.SelectOp, [is_nan, nan_step, plain], F32)
         e.op(memref.StoreOp, [new, outs[0], r, k])
         e.end(scf.YieldOp, loop.body)
     e.op(memref.StoreOp, [acc, outs[1], r])
