@@ -5,9 +5,8 @@ side's integer ALU (``slc.alu_stream``)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import ctypes
+from typing import Any
 
 import numpy as np
 

@@ -158,6 +158,8 @@ def outlined_module(module: Module, call: Operation) -> Module:
     g = m.graph(call.callees[0].name)
     m.entry = g
     m.remove_unreachable_graphs()
+    for key in ("input_output_alias", "buffer_donor"):  # the whole module's entry's
+        m.attributes.pop(key, None)
     return m
 
 

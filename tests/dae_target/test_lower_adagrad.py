@@ -28,8 +28,10 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "rewrites"))
 import test_fuse_rowwise as fr  # noqa: E402
 import training_steps as ts  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not rsqrt_matches_xla(), reason="the kernel's rsqrt is not "
-                                "XLA:CPU's on this CPU: the rewrite keeps Adagrad in XLA")
+pytestmark = pytest.mark.skipif(
+    not rsqrt_matches_xla(),
+    reason="the kernel's rsqrt is not XLA:CPU's on this CPU: the rewrite keeps Adagrad in XLA",
+)
 RNG = np.random.default_rng(0)
 
 
@@ -43,8 +45,11 @@ def _check(fn, args, kind, levels=(0, 1, 2, 3, 4)):
         for name, low in (stages[0], stages[-1]) if level == levels[0] else stages[1:]:
             # a folded lr is a constant of the module but an operand of the outlined
             # computation, which XLA then does not fold: the kernel is the reference there
-            res = (check_spec(spec, low, rounds=2) if spec.lr_folded else
-                   check_lowered(module, calls[0], low, rounds=2))
+            res = (
+                check_spec(spec, low, rounds=2)
+                if spec.lr_folded
+                else check_lowered(module, calls[0], low, rounds=2)
+            )
             assert res.ok and res.bitwise, (level, name, summary(res))
         res = check_spec(spec, stages[-1][1], rounds=2)
         assert res.reference == "kernel" and res.ok and res.bitwise, (level, summary(res))
@@ -56,8 +61,7 @@ def test_sparse_adagrad_optax():
     t = ts.table(RNG)
     opt = optax.adagrad(0.1)
     ids, y = ts.batch(RNG)
-    spec = _check(ts.optax_step(ts.bag_index(w), opt), (t, opt.init(t), ids, y),
-                  "sparse_adagrad")
+    spec = _check(ts.optax_step(ts.bag_index(w), opt), (t, opt.init(t), ids, y), "sparse_adagrad")
     assert spec.roles[:2] == ("table", "accumulator")
     assert [o.shape for o in spec.outputs] == [t.shape, t.shape]
 
@@ -70,11 +74,15 @@ def test_sparse_rowwise_adagrad(form):
     if form == "hand_written":
         fn, args = fr.rowwise_step(ts.bag_index(w)), (t, accum, ids, y)
     elif form == "optax":
-        fn, args = ts.optax_step(ts.bag_index(w), ts.optax_rowwise_adagrad(0.05)), (
-            t, accum, ids, y)
+        fn, args = (
+            ts.optax_step(ts.bag_index(w), ts.optax_rowwise_adagrad(0.05)),
+            (t, accum, ids, y),
+        )
     else:
-        fn, args = fr.rowwise_step_lr_arg(ts.bag_index(w)), (
-            t, accum, np.float32(0.05), np.float32(1e-8), ids, y)
+        fn, args = (
+            fr.rowwise_step_lr_arg(ts.bag_index(w)),
+            (t, accum, np.float32(0.05), np.float32(1e-8), ids, y),
+        )
     spec = _check(fn, args, "sparse_rowwise_adagrad", levels=(0, 3))
     assert spec.sum_order == "blocked16" and spec.lr_folded == (form != "lr_argument")
     assert [o.shape for o in spec.outputs] == [t.shape, accum.shape]

@@ -43,8 +43,13 @@ from ember_xla.ir.value import Value
 FLT_MIN = float(np.finfo(np.float32).tiny)
 
 
-def lower_adagrad(e: Emitter, spec: ClusterSpec, role: dict[str, Value], outs: list[Value],
-                  consts: tuple[Value, Value, Value, Value]) -> None:
+def lower_adagrad(
+    e: Emitter,
+    spec: ClusterSpec,
+    role: dict[str, Value],
+    outs: list[Value],
+    consts: tuple[Value, Value, Value, Value],
+) -> None:
     """Append the lowering of a fused Adagrad update (``outs``: the table, the accumulator)."""
     c0, c1, s0, s1 = consts
     out_t = outs[0]
@@ -55,8 +60,11 @@ def lower_adagrad(e: Emitter, spec: ClusterSpec, role: dict[str, Value], outs: l
     done = e.v(memref.AllocOp, [v], MemRefType((None,), I1), "done")
     no, yes = e.const(False, I1), e.const(True, I1)
     rowwise = spec.kind == "sparse_rowwise_adagrad"
-    lanes = (e.v(memref.AllocOp, [], MemRefType((16,), F32), "lanes")
-             if rowwise and spec.sum_order == "blocked16" else None)
+    lanes = (
+        e.v(memref.AllocOp, [], MemRefType((16,), F32), "lanes")
+        if rowwise and spec.sum_order == "blocked16"
+        else None
+    )
 
     def row(grad_or_none: Value | None, r: Value) -> None:
         if rowwise:
@@ -77,13 +85,14 @@ def lower_adagrad(e: Emitter, spec: ClusterSpec, role: dict[str, Value], outs: l
             row(grad, r)
 
     s_rows = s_v if rowwise else e.stream(rows_written_by_dense_update(e, role, v, c0))
-    per_row(e, s_rows, s0, s1, clear)        # every flag the row pass reads
-    per_id(e, role, s_v, s0, s1, start)      # the touched rows' gradient and flag
+    per_row(e, s_rows, s0, s1, clear)  # every flag the row pass reads
+    per_id(e, role, s_v, s0, s1, start)  # the touched rows' gradient and flag
     scatter_rows(e, role, grad, s_v, d, s0, s1)  # the gradient, in XLA's order
     per_id(e, role, s_v, s0, s1, update_once)  # each touched row updated once
     if rowwise:
         _untouched_rowwise(e, spec, role, done, s_v, s0, s1, lambda r: row(None, r))
     else:
+
         def untouched(r: Value) -> None:
             with e.then(flag_not(e, e.v(memref.LoadOp, [done, r], I1))):
                 row(None, r)
@@ -110,8 +119,16 @@ def xla_rsqrt(e: Emitter, x: Value) -> Value:
     return e.v(arith.SelectOp, [keep, guess, r], F32)
 
 
-def _adagrad_row(e: Emitter, role: dict[str, Value], outs: list[Value], grad: Value | None,
-                 r: Value, d: Value, c0: Value, c1: Value) -> None:
+def _adagrad_row(
+    e: Emitter,
+    role: dict[str, Value],
+    outs: list[Value],
+    grad: Value | None,
+    r: Value,
+    d: Value,
+    c0: Value,
+    c1: Value,
+) -> None:
     """Element-wise Adagrad of row ``r`` (``g`` = ``grad[r, :]``, or +0 when None)."""
     s = e.v(memref.LoadOp, [role["scale"]], F32)
     eps = e.v(memref.LoadOp, [role["eps"]], F32)
@@ -131,8 +148,16 @@ def _adagrad_row(e: Emitter, role: dict[str, Value], outs: list[Value], grad: Va
         e.end(scf.YieldOp, loop.body)
 
 
-def _sum_squares(e: Emitter, spec: ClusterSpec, grad: Value, lanes: Value | None, r: Value,
-                 d: Value, c0: Value, c1: Value) -> Value:
+def _sum_squares(
+    e: Emitter,
+    spec: ClusterSpec,
+    grad: Value,
+    lanes: Value | None,
+    r: Value,
+    d: Value,
+    c0: Value,
+    c1: Value,
+) -> Value:
     """sum(g * g) over row ``r`` of ``grad`` in the call's ``sum_order`` (each square
     rounded, then each add)."""
     zero = e.const(0.0, F32)
@@ -179,9 +204,18 @@ def _sum_squares(e: Emitter, spec: ClusterSpec, grad: Value, lanes: Value | None
     return e.v(arith.AddFOp, [first, e.v(memref.LoadOp, [lanes, c1], F32)], F32)
 
 
-def _rowwise_row(e: Emitter, spec: ClusterSpec, role: dict[str, Value], outs: list[Value],
-                 grad: Value | None, lanes: Value | None, r: Value, d: Value, c0: Value,
-                 c1: Value) -> None:
+def _rowwise_row(
+    e: Emitter,
+    spec: ClusterSpec,
+    role: dict[str, Value],
+    outs: list[Value],
+    grad: Value | None,
+    lanes: Value | None,
+    r: Value,
+    d: Value,
+    c0: Value,
+    c1: Value,
+) -> None:
     """Row-wise Adagrad of row ``r`` (``g`` = ``grad[r, :]``, or +0 when None)."""
     width = int(spec.outputs[0].shape[1])
     zero = e.const(0.0, F32)
@@ -193,8 +227,7 @@ def _rowwise_row(e: Emitter, spec: ClusterSpec, role: dict[str, Value], outs: li
         inv_d = float(np.float32(1.0) / np.float32(width))
         acc = e.v(arith.FmaOp, [m, e.const(inv_d, F32), a], F32)
     else:
-        acc = e.v(arith.AddFOp, [a, e.v(arith.DivFOp, [m, e.const(float(width), F32)], F32)],
-                  F32)
+        acc = e.v(arith.AddFOp, [a, e.v(arith.DivFOp, [m, e.const(float(width), F32)], F32)], F32)
     den = e.v(arith.AddFOp, [e.v(arith.SqrtOp, [acc], F32), eps], F32)
     inv = e.v(arith.DivFOp, [e.const(1.0, F32), den], F32)
     factor = e.v(arith.MulFOp, [inv, lr], F32) if spec.lr_folded else inv
@@ -231,8 +264,16 @@ def _sign_clear(e: Emitter, x: Value) -> Value:
     return e.v(arith.OrIOp, [pos, e.v(arith.AndIOp, [is_zero, plus], I1)], I1)
 
 
-def _untouched_rowwise(e: Emitter, spec: ClusterSpec, role: dict[str, Value], done: Value,
-                       s_v: Value, s0: Value, s1: Value, update: object) -> None:
+def _untouched_rowwise(
+    e: Emitter,
+    spec: ClusterSpec,
+    role: dict[str, Value],
+    done: Value,
+    s_v: Value,
+    s0: Value,
+    s1: Value,
+    update: object,
+) -> None:
     """``for r in [0, V)``: the access unit streams ``accumulator[r]``; the callback updates
     the untouched row ``r`` with ``g = 0`` unless the update provably keeps it (the kernel's
     ``RowKept`` and ``lr`` finite with its sign bit clear)."""
