@@ -4,8 +4,8 @@ multi-core (tmu8) DAE target, with edge ids (negative, out of range: NaN rows un
 max/min, mean/sqrt_n, bf16/f16 tables, a lookup reduced twice, grouped tables, and the training
 backward with its fused SGD, Adagrad and rowwise Adagrad updates and Keras's scatter into the
 variable (corpus steps, their edge and out-of-range ids, at -O0 and -O3). Each emulated cluster
-equals its native kernel bit for bit and the model verifies; no cluster falls back (a refused one would
-be listed with its one-line reason). The CPU rewrite's own forms: the weighted bag's
+equals its native kernel bit for bit and the model verifies; no cluster falls back (a refused
+one would be listed with its one-line reason). The CPU rewrite's own forms: the weighted bag's
 ``sequential_fma`` order and the multi-output call (one pass over the rows, a result per
 combiner) emulate bit-equal on tmu and tmu8; the concatenating grouped call is refused with its
 reason and runs natively under ``native_fallback``."""
