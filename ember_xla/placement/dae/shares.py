@@ -18,7 +18,8 @@ share is the cluster's own program run on them and the shares' outputs, stacked 
   the rows ``[start, stop)`` of the operands updated in place (table, accumulator, operand).
   No two shares write one row, so there is no read-modify-write hazard across cores, and
   every duplicate id is added on one core in XLA's order (ids outside ``[0, V)`` are dropped
-  by every share, as by the whole call). A share's ``lookups`` are its ids in the table's own numbering.
+  by every share, as by the whole call). A share's ``lookups`` are its ids in the table's own
+  numbering.
 Every other cluster (a grouped call whose tables' results differ in rows) runs whole; the
 reason is ``whole_only``. Lookups of several tables are told apart as rows of one address
 space (``lookups``: table k's ids offset by the rows of the tables before it)."""
