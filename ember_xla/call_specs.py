@@ -53,7 +53,8 @@ class ClusterSpec:
     name: str                        # the custom-call's instruction name
     operands: tuple[ArraySpec, ...]
     roles: tuple[str, ...]
-    outputs: tuple[ArraySpec, ...]
+    outputs: tuple[ArraySpec, ...]   # the call's results (concat: one; its parts' slices in
+                                     # ``parts[k].out``)
     combiner: str
     index_mode: str
     wrap_negative: bool
@@ -186,9 +187,10 @@ def cluster_spec(op: Operation) -> ClusterSpec:
         raise LoweringRefused(f"{where}: index_bits {bits} is not 32 or 64")
     operands = tuple(_array(v.type, f"{where} operand {i}") for i, v in enumerate(op.operands))
     rt = op.results[0].type
+    results: tuple[ArraySpec, ...] | None = None  # a concat target's one result
     if target.kind == "grouped_segment_reduce_concat":
-        outs = _concat_parts(_array(rt, f"{where} result"), operands,
-                             len(target.operand_roles), where)
+        results = (_array(rt, f"{where} result"),)
+        outs = _concat_parts(results[0], operands, len(target.operand_roles), where)
     else:
         outs = (tuple(_array(s, f"{where} result") for s in rt.tuple_shapes)
                 if target.grouped or combiners else (_array(rt, f"{where} result"),))
@@ -217,7 +219,8 @@ def cluster_spec(op: Operation) -> ClusterSpec:
         parts.append(part)
     for k, o in enumerate(outs[1:] if combiners else ()):  # every result as the first
         _check_part(target.kind, dataclasses.replace(parts[0], out=o), f"{where} result {k + 1}")
-    return ClusterSpec(target.kind, op.name, operands, tuple(roles), outs, combiner, mode,
+    return ClusterSpec(target.kind, op.name, operands, tuple(roles), results or outs, combiner,
+                       mode,
                        bool(attrs["wrap_negative"]), weighted, float(attrs["init"]), int(bits),
                        tuple(parts), op.callees[0].name if op.callees else None,
                        str(attrs.get("sum_order", "sequential")), combiners)

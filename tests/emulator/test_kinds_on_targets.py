@@ -6,9 +6,9 @@ backward with its fused SGD, Adagrad and rowwise Adagrad updates and Keras's sca
 variable (corpus steps, their edge and out-of-range ids, at -O0 and -O3). Each emulated cluster
 equals its native kernel bit for bit and the model verifies; no cluster falls back (a refused
 one would be listed with its one-line reason). The CPU rewrite's own forms: the weighted bag's
-``sequential_fma`` order and the multi-output call (one pass over the rows, a result per
-combiner) emulate bit-equal on tmu and tmu8; the concatenating grouped call is refused with its
-reason and runs natively under ``native_fallback``."""
+``sequential_fma`` order, the multi-output call (one pass over the rows, a result per
+combiner) and the concatenating grouped call (the tables' rows side by side) emulate bit-equal
+on tmu and tmu8."""
 
 from __future__ import annotations
 
@@ -248,57 +248,42 @@ def test_multi_core(model):
     assert all(w.whole_reason is None for w in run.works), [w.whole_reason for w in run.works]
 
 
-#: CPU-rewritten forms: the kind of the call and whether the DAE lowering takes it
-CPU_FORMS = {"weighted": ("padded_bag", True),          # sum_order = sequential_fma
-             "concatenated": ("grouped_segment_reduce_concat", False),
-             "reduced_twice": ("multi_segment_reduce", True)}
+#: CPU-rewritten forms: the kind of the call
+CPU_FORMS = {"weighted": "padded_bag",          # sum_order = sequential_fma
+             "concatenated": "grouped_segment_reduce_concat",
+             "reduced_twice": "multi_segment_reduce"}
 
 
 @pytest.mark.parametrize("case", sorted(CPU_FORMS))
 def test_cpu_rewritten_calls(case):
-    """The CPU rewrite's own forms on tmu: the weighted f32 bag's order (``sequential_fma``)
-    lowers as fused multiply-adds, equal to its kernel, the model equal to XLA:CPU; the
-    multi-output call and the concatenating grouped call are refused with a one-line reason
-    (the DAE rewrite emits one call per reduction and grouped calls with a result per table,
-    tested above) and, with ``native_fallback``, run on their kernels and are listed."""
+    """The CPU rewrite's own forms on tmu (-O0, -O3) and tmu8: the weighted f32 bag's order
+    (``sequential_fma``) lowers as fused multiply-adds, the multi-output call as one pass over
+    the rows, the concatenating grouped call as each table's reduction then the rows side by
+    side (cut by segments on tmu8: ``pieces`` counts the shares); every cluster equal to its
+    kernel, the model equal to XLA:CPU bit for bit."""
     from ember_xla.call_specs import call_attributes, ember_calls
-    from ember_xla.orchestrate.emulate_model import (
-        ClusterRefused,
-        EmulateOptions,
-        emulate_module,
-    )
+    from ember_xla.orchestrate.emulate_cores import emulate_on_cores
+    from ember_xla.orchestrate.emulate_model import EmulateOptions, emulate_module
     from ember_xla.orchestrate.rewrite_model import rewrite_for
 
     fn, inputs = KINDS[case](np.random.default_rng(3))
     m = from_jax(fn, *inputs)
     cpu = rewrite_for(m.module, "cpu", cost_model=False).module
-    kind, lowered = CPU_FORMS[case]
     calls = ember_calls(cpu)
-    assert [c.attributes["custom_call_target"] for c in calls] == [f"ember.{kind}"]
+    assert [c.attributes["custom_call_target"] for c in calls] == [f"ember.{CPU_FORMS[case]}"]
     if case == "weighted":
         assert call_attributes(calls[0])["sum_order"] == "sequential_fma"
     tmu = load_target("tmu")
-    if not lowered:
-        with pytest.raises(ClusterRefused, match="(no DAE lowering|not lowered)") as e:
-            emulate_module(m.module, cpu, inputs, EmulateOptions(tmu, 3, "xla"))
-        assert "\n" not in str(e.value)
-        em = emulate_module(m.module, cpu, inputs,
-                            EmulateOptions(tmu, 3, "xla", native_fallback=True))
-        assert [c.refused is not None for c in em.report.clusters] == [True]
-        assert em.ok and em.report.verify["model"]["bitwise_equal"]
-        return
     for level in (0, 3):
         em = emulate_module(m.module, cpu, inputs, EmulateOptions(tmu, level, "xla"))
         _assert_clusters_exact(em.report.verify["clusters_vs_native"])
         assert em.ok and em.report.verify["model"]["bitwise_equal"], em.report.verify
-    from ember_xla.orchestrate.emulate_cores import emulate_on_cores
-
-    run = emulate_on_cores(m.module, cpu, inputs, load_target("tmu8"), "auto", engine="full")
+    run = emulate_on_cores(m.module, cpu, inputs, load_target("tmu8"), "symmetric",
+                           engine="full")
     assert not run.fallback
     _assert_clusters_exact(run.verify["clusters_vs_native"])
-    assert run.ok
-
-
+    assert run.ok and run.verify["model"]["bitwise_equal"]
+    assert all(w.whole_reason is None for w in run.works), [w.whole_reason for w in run.works]
 
 
 #: the CPU rewrite's XLA:CPU orders: (ids shape, wrapped t[ids] rather than jnp.take, mean)
@@ -401,3 +386,30 @@ def test_backward_split_by_table_rows(step, case):
     for w in back:
         assert checks[w.name]["bitwise_equal"]
         assert checks[w.name]["pieces"] == (8 if w.rows >= 8 else 1), (w.name, w.rows)
+
+
+def test_concatenated_call_cut_by_segments():
+    """The CPU rewrite's concatenating grouped call over 32 segments, cut over all 8 cores
+    (symmetric): each share's rows of the one result, stacked, equal the kernel's bit for bit
+    (edge ids: negative, out of range, dropped segments)."""
+    from ember_xla.orchestrate.emulate_cores import emulate_on_cores
+    from ember_xla.orchestrate.rewrite_model import rewrite_for
+
+    s = 32
+    rng = np.random.default_rng(11)
+
+    def f(t1, t2, i1, i2, s1, s2):
+        return jnp.concatenate([
+            jax.ops.segment_sum(jnp.take(t1, i1, axis=0), s1, num_segments=s),
+            jax.ops.segment_sum(jnp.take(t2, i2, axis=0), s2, num_segments=s)], axis=1)
+
+    seg = [np.sort(rng.integers(0, s, n)).astype(np.int32) for n in (90, 70)]
+    seg[0][-1] = s + 2
+    inputs = [_table(rng), _table(rng), _ids(rng, (90,)), _ids(rng, (70,)), *seg]
+    m = from_jax(f, *inputs)
+    cpu = rewrite_for(m.module, "cpu", cost_model=False).module
+    run = emulate_on_cores(m.module, cpu, inputs, load_target("tmu8"), "symmetric",
+                           engine="full")
+    (check,) = run.verify["clusters_vs_native"]
+    assert check["bitwise_equal"] and check["pieces"] == 8, check
+    assert run.ok and run.verify["model"]["bitwise_equal"]

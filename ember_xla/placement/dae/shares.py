@@ -5,7 +5,8 @@ share is the cluster's own program run on them and the shares' outputs, stacked 
 - ``padded_bag``: the rows of the ids (and weights) matrix.
 - ``offsets_bag``: the offsets ``[start, stop]`` (they index the whole indices array).
 - ``segment_reduce`` and ``grouped_segment_reduce`` (a table-batched call: every table's
-  result has the same rows, each table's share is cut alike): the lookups whose segment id
+  result has the same rows, each table's share is cut alike; the concatenating form's one
+  result likewise): the lookups whose segment id
   is in ``[start, stop)``, in their original order (sorted or not: a segment's lookups keep
   their order, so its reduction adds them as the whole call does), their ids rebased to
   ``start`` (lookups outside ``[0, segments)`` are dropped by the reduction and belong to no
@@ -38,7 +39,7 @@ BY_TABLE_ROWS = ("scatter_grad", "sparse_sgd", "sparse_adagrad", "sparse_rowwise
 #: the operands a backward share cuts by rows (updated in place: their rows are its result's)
 _BY_ROWS = ("table", "accumulator", "operand")
 SHAREABLE = ("padded_bag", "offsets_bag", "segment_reduce", "grouped_segment_reduce",
-             "multi_segment_reduce", *BY_TABLE_ROWS)
+             "grouped_segment_reduce_concat", "multi_segment_reduce", *BY_TABLE_ROWS)
 #: the per-update operands of a backward call (cut alike, in their order)
 _PER_UPDATE = ("indices", "updates", "source_rows", "mask")
 
