@@ -53,7 +53,8 @@ class ClusterSpec:
     name: str                        # the custom-call's instruction name
     operands: tuple[ArraySpec, ...]
     roles: tuple[str, ...]
-    outputs: tuple[ArraySpec, ...]
+    outputs: tuple[ArraySpec, ...]   # the call's results (concat: one; its parts' slices in
+                                     # ``parts[k].out``)
     combiner: str
     index_mode: str
     wrap_negative: bool
@@ -68,6 +69,8 @@ class ClusterSpec:
     sum_order: str = "sequential"
     # multi_segment_reduce: (combiner, init) per result (``combiner``/``init``: the first's)
     combiners: tuple[tuple[str, float], ...] = ()
+    # sparse_rowwise_adagrad: lr is a module constant XLA multiplies into the row's factor
+    lr_folded: bool = False
 
     def members(self) -> tuple[ClusterSpec, ...]:
         """A multi_segment_reduce call as the segment_reduce of each of its results (what
@@ -184,9 +187,10 @@ def cluster_spec(op: Operation) -> ClusterSpec:
         raise LoweringRefused(f"{where}: index_bits {bits} is not 32 or 64")
     operands = tuple(_array(v.type, f"{where} operand {i}") for i, v in enumerate(op.operands))
     rt = op.results[0].type
+    results: tuple[ArraySpec, ...] | None = None  # a concat target's one result
     if target.kind == "grouped_segment_reduce_concat":
-        outs = _concat_parts(_array(rt, f"{where} result"), operands,
-                             len(target.operand_roles), where)
+        results = (_array(rt, f"{where} result"),)
+        outs = _concat_parts(results[0], operands, len(target.operand_roles), where)
     else:
         outs = (tuple(_array(s, f"{where} result") for s in rt.tuple_shapes)
                 if target.grouped or combiners else (_array(rt, f"{where} result"),))
@@ -215,7 +219,8 @@ def cluster_spec(op: Operation) -> ClusterSpec:
         parts.append(part)
     for k, o in enumerate(outs[1:] if combiners else ()):  # every result as the first
         _check_part(target.kind, dataclasses.replace(parts[0], out=o), f"{where} result {k + 1}")
-    return ClusterSpec(target.kind, op.name, operands, tuple(roles), outs, combiner, mode,
+    return ClusterSpec(target.kind, op.name, operands, tuple(roles), results or outs, combiner,
+                       mode,
                        bool(attrs["wrap_negative"]), weighted, float(attrs["init"]), int(bits),
                        tuple(parts), op.callees[0].name if op.callees else None,
                        str(attrs.get("sum_order", "sequential")), combiners)
@@ -240,8 +245,15 @@ BACKWARD_ROLES = {"scatter_grad": ("indices", "updates"),
                   "sparse_adagrad": ("table", "accumulator", "indices", "updates", "scale",
                                      "eps"),
                   "sparse_rowwise_adagrad": ("table", "accumulator", "indices", "updates",
-                                             "scale", "eps")}
-BACKWARD_LOWERED = ("scatter_grad", "sparse_sgd")
+                                             "scale", "eps"),
+                  "ordered_scatter": ("operand", "indices", "updates")}
+BACKWARD_LOWERED = tuple(BACKWARD_ROLES)
+#: the backward kinds whose results start as operands (updated in place): per output, the
+#: role of the operand it starts as
+IN_PLACE = {"sparse_sgd": ("table",), "sparse_adagrad": ("table", "accumulator"),
+            "sparse_rowwise_adagrad": ("table", "accumulator"), "ordered_scatter": ("operand",)}
+#: the row-wise sums of squares the lowering states (native/rowwise_adagrad.cc's SumOrder)
+ROWWISE_SUM_ORDERS = ("blocked16", "sequential")
 
 
 def _backward_spec(op: Operation, kind: str, where: str) -> ClusterSpec:
@@ -249,21 +261,14 @@ def _backward_spec(op: Operation, kind: str, where: str) -> ClusterSpec:
     += updates[i]`` (gathered form: ``source[clamp(source_rows[i])]``, skipped where
     ``mask[i]`` is false), indices outside ``[0, V)`` dropped. Its one part reads the gradient
     rows as its "table" (``lookups`` = the rows written, ``layout`` = ``source_rows``)."""
-    if kind == "sparse_rowwise_adagrad":
-        raise LoweringRefused(f"{where}: the fused {kind} update has no DAE lowering (its "
-                              "row-wise mean of g * g is a reduction over D in XLA:CPU's lane "
-                              "order, which the DAE callbacks do not state); it runs natively")
-    if kind == "ordered_scatter":
-        raise LoweringRefused(f"{where}: the TF/Keras sparse apply (ember.ordered_scatter) has "
-                              "no DAE lowering yet; it runs natively")
     if kind not in BACKWARD_LOWERED:
-        raise LoweringRefused(f"{where}: the fused {kind} update has no DAE lowering (XLA's "
-                              "rsqrt is the CPU's rsqrtss estimate refined by Newton-Raphson, "
-                              "which the DAE program format cannot state); it runs natively")
+        raise LoweringRefused(f"{where}: the backward {kind} has no DAE lowering; it runs "
+                              "natively")
+    attrs = _backward_attributes(op, kind, where)
     base = BACKWARD_ROLES[kind]
     operands = tuple(_array(v.type, f"{where} operand {i}") for i, v in enumerate(op.operands))
     extra = len(operands) - len(base)
-    if extra not in (0, 1, 2):
+    if extra not in ((0,) if kind == "ordered_scatter" else (0, 1, 2)):
         raise LoweringRefused(f"{where}: {len(operands)} operands; expected {len(base)} "
                               f"({', '.join(base)}) plus source_rows [and mask]")
     roles = base if not extra else tuple("source" if r == "updates" else r for r in base) + (
@@ -291,16 +296,58 @@ def _backward_spec(op: Operation, kind: str, where: str) -> ClusterSpec:
                               f"index of {ids} into a non-empty {rows}")
     if mask is not None and (mask.dtype != "pred" or mask.shape != (n,)):
         raise LoweringRefused(f"{where}: mask {mask} is not pred[{n}]")
-    if kind != "scatter_grad":
-        table, scale = role["table"], role["scale"]
-        if table.dtype != "f32" or table != out or scale != ArraySpec((), "f32"):
-            raise LoweringRefused(f"{where}: table {table}, scale {scale} and result {out} "
-                                  "are not f32[V,D], f32[] and the table's shape")
+    if kind in IN_PLACE:
+        _check_in_place(kind, role, outs, where)
     bits = 32 if (src_rows or ids).dtype == "s32" else 64
     first = roles.index("source" if src_rows is not None else "updates")
     part = Part(rows, ids, src_rows, None, out, first)
-    return ClusterSpec(kind, op.name, operands, roles, outs, "sum", "clip", False, False, 0.0,
-                       bits, (part,), op.callees[0].name if op.callees else None)
+    return ClusterSpec(kind, op.name, operands, roles, outs, attrs.get("combiner", "sum"),
+                       "clip", False, False, 0.0, bits, (part,),
+                       op.callees[0].name if op.callees else None,
+                       attrs.get("sum_order", "sequential"), (),
+                       bool(attrs.get("lr_folded", False)))
+
+
+def _backward_attributes(op: Operation, kind: str, where: str) -> dict[str, Any]:
+    """The kernel attributes a backward kind's lowering reads, checked (``ordered_scatter``:
+    combiner; ``sparse_rowwise_adagrad``: lr_folded, sum_order)."""
+    if kind not in ("ordered_scatter", "sparse_rowwise_adagrad"):
+        return {}
+    try:
+        attrs = call_attributes(op)
+    except ValueError as e:
+        raise LoweringRefused(f"{where}: {e}") from None
+    if kind == "ordered_scatter":
+        if attrs.get("combiner") not in ("add", "subtract"):
+            raise LoweringRefused(f"{where}: combiner {attrs.get('combiner')!r} is not add or "
+                                  "subtract")
+        return {"combiner": str(attrs["combiner"])}
+    if attrs.get("sum_order") not in ROWWISE_SUM_ORDERS or "lr_folded" not in attrs:
+        raise LoweringRefused(f"{where}: sum_order {attrs.get('sum_order')!r} is not one of "
+                              f"{', '.join(ROWWISE_SUM_ORDERS)} or lr_folded is missing")
+    return {"sum_order": str(attrs["sum_order"]), "lr_folded": bool(attrs["lr_folded"])}
+
+
+def _check_in_place(kind: str, role: dict[str, ArraySpec], outs: tuple[ArraySpec, ...],
+                    where: str) -> None:
+    """An update in place: f32 results of their operands' shapes, f32[] scalars, and (the
+    rowwise update) an accumulator of one value per row."""
+    starts = IN_PLACE[kind]
+    if len(outs) != len(starts):
+        raise LoweringRefused(f"{where}: {len(outs)} results; expected {len(starts)} "
+                              f"({', '.join(starts)})")
+    table = role[starts[0]]
+    for r, o in zip(starts, outs, strict=True):
+        if role[r] != o or o.dtype != "f32":
+            raise LoweringRefused(f"{where}: {r} {role[r]} and its result {o} are not one f32 "
+                                  "shape")
+    want = (table.shape[0],) if kind == "sparse_rowwise_adagrad" else table.shape
+    if "accumulator" in role and role["accumulator"].shape != want:
+        raise LoweringRefused(f"{where}: accumulator {role['accumulator']} is not f32"
+                              f"[{','.join(map(str, want))}] for table {table}")
+    for r in ("scale", "eps"):
+        if r in role and role[r] != ArraySpec((), "f32"):
+            raise LoweringRefused(f"{where}: {r} {role[r]} is not f32[]")
 
 
 def ember_calls(module: Module, graph: Graph | None = None) -> list[Operation]:

@@ -25,6 +25,14 @@ def provide(library: str, loader: Callable[[], ctypes.CDLL], required: bool = Tr
         _loaders[library] = (loader, required)
 
 
+def library(name: str) -> ctypes.CDLL:
+    """The loaded library ``name`` (its provider must have been imported: ``ember_xla.native``
+    provides ``kernels``); ``KeyError`` when none provides it."""
+    with _lock:
+        loader = _loaders[name][0]
+    return loader()
+
+
 def register(library: str) -> None:
     """Register the targets ``library`` implements (idempotent). The loader's ImportError
     propagates for a required library; an optional one that is missing is left out."""

@@ -1,9 +1,11 @@
 """The numerics of the DAE program format, shared by the compiler's interpreters and the
-emulators: XLA's NaN-propagating max/min, the element-wise binary and compare tables of the
-execute side, and the access side's integer ALU (``slc.alu_stream``)."""
+emulators: XLA's NaN-propagating max/min, the fused multiply-add, the reciprocal square-root
+estimate, the element-wise binary and compare tables of the execute side, and the access
+side's integer ALU (``slc.alu_stream``)."""
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import numpy as np
@@ -51,6 +53,27 @@ def fma(a: Any, b: Any, c: Any, dtype: Any) -> Any:
         tie_down = ok & (s < back) & (back - s == s - down) & (err < 0)
         out = np.where(tie_up, up, np.where(tie_down, down, back)).astype(dtype)
     return out if out.shape else out[()]
+
+
+def rsqrt_estimate(x: Any) -> Any:
+    """The execute unit's f32 reciprocal square-root estimate (``rsqrte``): the host CPU's
+    ``rsqrtss``, the instruction XLA:CPU's rsqrt starts from before its Newton-Raphson steps
+    (read through the native kernels' library, ``EmberRsqrtEstimate``; its provider
+    ``ember_xla.native`` must have been imported)."""
+    from ember_xla import ffi
+
+    try:
+        fn = ffi.library("kernels").EmberRsqrtEstimate
+    except KeyError:
+        raise InterpretError("rsqrte: the host's estimate comes from the native kernels' "
+                             "library; import ember_xla.native first") from None
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+    fn.restype = None
+    shape = np.shape(x)
+    a = np.ascontiguousarray(np.asarray(x, np.float32).reshape(-1))
+    y = np.empty_like(a)
+    fn(a.ctypes.data, y.ctypes.data, a.size)
+    return y.reshape(shape) if shape else y[0]
 
 
 FLOAT_BINARY = {

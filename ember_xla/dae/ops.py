@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 FLOAT_BINARY = ("addf", "subf", "mulf", "divf", "maxf", "minf")
 INT_BINARY = ("addi", "subi", "muli", "maxsi", "minsi", "andi", "ori", "xori")
-UNARY = ("sqrt", "negf", "extf", "truncf", "sitofp", "fptosi", "index_cast")
+UNARY = ("sqrt", "rsqrte", "negf", "extf", "truncf", "sitofp", "fptosi", "index_cast")
 CMP_PREDS = {"cmpi": ("eq", "ne", "slt", "sle", "sgt", "sge"),
              "cmpf": ("oeq", "olt", "ole", "ogt", "oge", "one", "une", "ord", "uno",
                       "eq", "ne")}
@@ -48,7 +48,7 @@ _CLASS = {
     **{o: "load" for o in ("load", "maskedload", "from_buffer", "pop")},
     "store": "store", "maskedstore": "store",
     **{o: "add" for o in ("addf", "subf", "negf", "addi", "subi", "andi", "ori", "xori")},
-    **{o: "mul" for o in ("mulf", "divf", "sqrt", "muli", "fma")},
+    **{o: "mul" for o in ("mulf", "divf", "sqrt", "rsqrte", "muli", "fma")},
     **{o: "max" for o in ("maxf", "minf", "maxsi", "minsi")},
     **{o: "convert" for o in ("extf", "truncf", "sitofp", "fptosi", "index_cast",
                               "broadcast", "first_lane")},

@@ -13,7 +13,15 @@ import numpy as np
 
 from ember_xla.dae.errors import ProgramError
 from ember_xla.dae.model import Instr
-from ember_xla.dae.numerics import CMP, FLOAT_BINARY, INT_BINARY, fma, xla_max, xla_min
+from ember_xla.dae.numerics import (
+    CMP,
+    FLOAT_BINARY,
+    INT_BINARY,
+    fma,
+    rsqrt_estimate,
+    xla_max,
+    xla_min,
+)
 from ember_xla.dae.values import convert, element_index, of_type, scalar
 from ember_xla.ir.types import (
     IntegerType,
@@ -86,6 +94,8 @@ def step(ins: Instr, v: list[Any], dst_types: list[Type]) -> tuple[Any, ...]:
         return (_int_op(_INT[op], t, v),)
     if op == "fma":
         return (of_type(fma(*v, numpy_dtype(element_type(t))), t),)
+    if op == "rsqrte":
+        return (of_type(rsqrt_estimate(v[0]), t),)
     if op in ("sqrt", "negf"):
         with np.errstate(all="ignore"):
             return (of_type((np.sqrt if op == "sqrt" else np.negative)(v[0]), t),)

@@ -133,7 +133,18 @@ def _backward_inputs(spec: ClusterSpec, rng: np.random.Generator, case: str | No
             fixed = {"duplicates": -0.0, "out_of_range": np.inf, "empty": 0.25}
             x = fixed[case] if case in fixed else rng.choice([-0.1, -0.0, 0.25])
             out.append(np.asarray(x, np.float32))
-        elif role == "table":  # -0.0 entries: XLA's dense update makes them +0.0
+        elif role == "eps":  # Adagrad's: 1e-8, 0 (0 / 0 on a zero accumulator), < 0 (dense)
+            x = rng.choice([1e-8, 1e-8, 0.0, -1.0]) if case is None else 1e-8
+            out.append(np.asarray(x, np.float32))
+        elif role == "accumulator":  # >= 0, with 0, NaN and Inf entries (and -0.0 for the
+            # rowwise update: the element-wise kernel leaves an untouched -0.0 as it is where
+            # XLA's dense update makes it +0.0; Adagrad's accumulators never hold -0.0)
+            acc = rng.uniform(0.0, 2.0, a.shape).astype(np.float32)
+            edge = rng.random(a.shape) < 0.1
+            edges = [0.0, np.nan, np.inf] + ([-0.0] if len(a.shape) == 1 else [])
+            acc[edge] = rng.choice(np.array(edges, np.float32), int(edge.sum()))
+            out.append(acc)
+        elif role in ("table", "operand"):  # -0.0 entries: XLA's dense update makes them +0.0
             t = _values(rng, a.shape, a.dtype)
             out.append(np.where(rng.random(a.shape) < 0.1, -0.0, t).astype(t.dtype))
         else:  # updates, source
@@ -147,6 +158,8 @@ def outlined_module(module: Module, call: Operation) -> Module:
     g = m.graph(call.callees[0].name)
     m.entry = g
     m.remove_unreachable_graphs()
+    for key in ("input_output_alias", "buffer_donor"):  # the whole module's entry's
+        m.attributes.pop(key, None)
     return m
 
 
@@ -162,6 +175,10 @@ def kernel_reference(spec: ClusterSpec) -> Callable[[list[np.ndarray]], list[np.
     call = jax.ffi.ffi_call(target_of_kind(spec.kind).name,
                             outs if len(outs) > 1 else outs[0])
     attrs = {} if spec.kind in BACKWARD_ROLES else dict(spec.attrs)
+    if spec.kind == "sparse_rowwise_adagrad":
+        attrs = {"lr_folded": spec.lr_folded, "sum_order": spec.sum_order}
+    elif spec.kind == "ordered_scatter":
+        attrs = {"combiner": spec.combiner}
 
     def run_kernel(inputs: list[np.ndarray]) -> list[np.ndarray]:
         with jax.enable_x64(True):

@@ -32,6 +32,18 @@ def native_rsqrt(x: np.ndarray) -> np.ndarray:
     return y
 
 
+@functools.cache
+def xla_rsqrt_steps() -> int:
+    """How many Newton-Raphson steps XLA:CPU's rsqrt takes after the estimate on this CPU (1
+    on AMD, 2 elsewhere: native/xla_rsqrt.h)."""
+    from ember_xla.native import load_library
+
+    fn = load_library().EmberXlaRsqrtSteps
+    fn.argtypes = []
+    fn.restype = ctypes.c_int
+    return int(fn())
+
+
 def xla_rsqrt(x: np.ndarray) -> np.ndarray:
     import jax
 

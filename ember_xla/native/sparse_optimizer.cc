@@ -147,6 +147,15 @@ EMBER_EXPORT void EmberRsqrtProbe(const float* x, float* y, int64_t n) {
   for (; i < n; ++i) y[i] = ember::XlaRsqrt(x[i]);
 }
 
+// The CPU's f32 reciprocal square-root estimate (rsqrtss: the bits XLA's rsqrt starts from),
+// for n floats, and XLA's number of Newton-Raphson steps after it on this CPU (ctypes: the DAE
+// program's `rsqrte` instruction and the lowering of the fused Adagrad update).
+EMBER_EXPORT void EmberRsqrtEstimate(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = _mm_cvtss_f32(_mm_rsqrt_ss(_mm_set_ss(x[i])));
+}
+
+EMBER_EXPORT int EmberXlaRsqrtSteps() { return ember::kXlaRsqrtSteps; }
+
 EMBER_HANDLER(EmberSparseSgd, ember::SparseSgdImpl,
               EMBER_ARRAYS_3.Arg<xla::ffi::AnyBuffer>()
                   .RemainingArgs()

@@ -4,8 +4,9 @@ and s64 ids) and ``ember.sparse_sgd`` (optax, hand-written, learning rate as an 
 from real JAX training steps, lowered at -O0..-O4 and every stage's interpreter (SLC, SLCV,
 DLC) compared bit for bit with the call's outlined computation on XLA:CPU on random ids and
 the edge cases of ``check`` (all-duplicate ids, all ids out of range, no update kept); the
-scale is drawn negative, -0.0 (zero learning rate) and positive. ``sparse_adagrad`` is refused
-with its reason; the fma of the numerics is checked against exact arithmetic."""
+scale is drawn negative, -0.0 (zero learning rate) and positive; Keras's ``ordered_scatter``
+likewise (the fused Adagrad updates: test_lower_adagrad.py); the fma of the numerics is
+checked against exact arithmetic."""
 
 from __future__ import annotations
 
@@ -18,12 +19,11 @@ import numpy as np
 import optax
 import pytest
 
-from ember_xla.call_specs import LoweringRefused, cluster_spec, ember_calls
+from ember_xla.call_specs import cluster_spec, ember_calls
 from ember_xla.dae.numerics import fma
 from ember_xla.dae_target.check import check_lowered, summary
 from ember_xla.dae_target.passes.levels import lower_cluster
 from ember_xla.hlo_import.jax_source import from_jax
-from ember_xla.native.rsqrt_probe import rsqrt_matches_xla
 from ember_xla.orchestrate.rewrite_model import rewrite_for
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "rewrites"))
@@ -127,18 +127,19 @@ def test_sparse_sgd(step):
     assert spec.roles[:3] == ("table", "indices", "updates")
 
 
-@pytest.mark.skipif(not rsqrt_matches_xla(), reason="the kernel's rsqrt is not XLA:CPU's on "
-                    "this CPU, so the CPU rewrite keeps Adagrad in XLA: no sparse_adagrad call")
-def test_sparse_adagrad_refused_with_reason():
-    t = ts.table(RNG)
-    opt = optax.adagrad(0.1)
-    m = from_jax(ts.optax_step(ts.bag_index(W), opt), t, opt.init(t), *_ids()).module
-    calls = [c for c in ember_calls(rewrite_for(m, "dae").module)
-             if c.attributes["custom_call_target"] == "ember.sparse_adagrad"]
-    assert len(calls) == 1
-    with pytest.raises(LoweringRefused, match="rsqrt") as e:
-        cluster_spec(calls[0])
-    assert "\n" not in str(e.value)
+def test_ordered_scatter_keras_sgd():
+    """Keras SGD's scatter straight into the variable (``ember.ordered_scatter``, combiner
+    subtract) at every level, against its outlined computation on XLA:CPU."""
+    import training_models as tm
+
+    model = tm.export("keras_embedding_average_sgd")[0]
+    module = rewrite_for(model.module, "dae").module
+    (call,) = [c for c in ember_calls(module) if cluster_spec(c).kind == "ordered_scatter"]
+    spec = cluster_spec(call)
+    assert spec.combiner == "subtract" and spec.roles == ("operand", "indices", "updates")
+    for level in range(5):
+        res = check_lowered(module, call, lower_cluster(spec, level)[-1][1], rounds=2)
+        assert res.ok and res.bitwise, (level, summary(res))
 
 
 def _exact_fma(a: float, b: float, c: float) -> np.float32:

@@ -2,12 +2,13 @@
 multi-core (tmu8) DAE target, with edge ids (negative, out of range: NaN rows under
 ``jnp.take``'s fill mode, clamped rows under clip, dropped segments): weighted and masked bags,
 max/min, mean/sqrt_n, bf16/f16 tables, a lookup reduced twice, grouped tables, and the training
-backward with its fused SGD update (corpus steps, their edge ids). Each emulated cluster equals
-its native kernel bit for bit and the model verifies; no cluster falls back (a refused one would
-be listed with its one-line reason). The CPU rewrite's own forms: the weighted bag's
-``sequential_fma`` order and the multi-output call (one pass over the rows, a result per
-combiner) emulate bit-equal on tmu and tmu8; the concatenating grouped call is refused with its
-reason and runs natively under ``native_fallback``."""
+backward with its fused SGD, Adagrad and rowwise Adagrad updates and Keras's scatter into the
+variable (corpus steps, their edge and out-of-range ids, at -O0 and -O3). Each emulated cluster
+equals its native kernel bit for bit and the model verifies; no cluster falls back (a refused
+one would be listed with its one-line reason). The CPU rewrite's own forms: the weighted bag's
+``sequential_fma`` order, the multi-output call (one pass over the rows, a result per
+combiner) and the concatenating grouped call (the tables' rows side by side) emulate bit-equal
+on tmu and tmu8."""
 
 from __future__ import annotations
 
@@ -120,13 +121,33 @@ KINDS = {"weighted": _weighted, "masked": _masked, "max_min": _max_min,
          "f16": _narrow(np.float16), "reduced_twice": _reduced_twice,
          "concatenated": _concatenated}
 #: training steps of the corpus (tests/rewrites/training_models.py) on its edge ids: the
-#: backward (scatter_grad) and the fused SGD update (sparse_sgd)
+#: backward (scatter_grad), the fused SGD, Adagrad and rowwise Adagrad updates, and Keras's
+#: SGD scatter into the variable (ordered_scatter)
 STEPS = {"scatter_grad+sparse_sgd": "jraph_gcn_node_embed_sgd",
-         "sparse_sgd": "flax_linen_bag_sum_sgd_donated"}
+         "sparse_sgd": "flax_linen_bag_sum_sgd_donated",
+         "sparse_adagrad": "flax_linen_bag_sum_adagrad",
+         "sparse_rowwise_adagrad": "jax_two_tables_rowwise_adagrad_fused",
+         "ordered_scatter": "keras_embedding_average_sgd"}
+
+
+def fused_here(kind: str) -> bool:
+    """Does the CPU rewrite fuse this Adagrad update on this CPU (its rsqrt, its row-wise
+    mean order reproduced)? Elsewhere the update stays in XLA and there is no call to test."""
+    from ember_xla.native.row_mean_order import OrderNotReproduced, row_mean_order
+    from ember_xla.native.rsqrt_probe import rsqrt_matches_xla
+
+    if kind == "sparse_adagrad":
+        return rsqrt_matches_xla()
+    try:
+        return all(row_mean_order(v, d) for v, d in ((256, 32), (128, 64)))
+    except OrderNotReproduced:
+        return False
 
 
 @pytest.fixture(scope="module", params=sorted(KINDS) + sorted(STEPS))
 def model(request):
+    if "adagrad" in request.param and not fused_here(request.param):
+        pytest.skip(f"{request.param} is not fused on this CPU")
     if request.param in STEPS:
         sys.path.insert(0, str(Path(__file__).parents[1] / "rewrites"))
         import training_models as tm
@@ -147,6 +168,10 @@ KINDS_OF = {
     "scatter_grad+sparse_sgd": [("segment_reduce", "sum", False),
                                 ("scatter_grad", "sum", False), ("sparse_sgd", "sum", False)],
     "sparse_sgd": [("padded_bag", "sum", False), ("sparse_sgd", "sum", False)],
+    "sparse_adagrad": [("padded_bag", "sum", False), ("sparse_adagrad", "sum", False)],
+    "sparse_rowwise_adagrad": [("padded_bag", "sum", False)] * 2 + [
+        ("sparse_rowwise_adagrad", "sum", False)] * 2,
+    "ordered_scatter": [("padded_bag", "sum", False), ("ordered_scatter", "subtract", False)],
 }
 
 
@@ -181,6 +206,33 @@ def test_single_core(model):
     assert em.ok, em.report.verify["model"]
 
 
+@pytest.mark.parametrize("case", ["edge", "oob"])
+@pytest.mark.parametrize("kind", ["sparse_adagrad", "sparse_rowwise_adagrad",
+                                  "ordered_scatter"])
+def test_backward_at_O0_and_O3(kind, case):
+    """The fused Adagrad updates and the ordered scatter on tmu at -O0 and -O3, with edge ids
+    (duplicates, negative ids, empty bags) and ids out of range: every cluster equal to its
+    kernel bit for bit, the model verified."""
+    from ember_xla.orchestrate.emulate_model import EmulateOptions, emulate_module
+    from ember_xla.orchestrate.rewrite_model import rewrite_for
+
+    if "adagrad" in kind and not fused_here(kind):
+        pytest.skip(f"{kind} is not fused on this CPU")
+    sys.path.insert(0, str(Path(__file__).parents[1] / "rewrites"))
+    import training_models as tm
+
+    m = tm.export(STEPS[kind])[0].module
+    inputs = tm.inputs(STEPS[kind], case)
+    rewritten = rewrite_for(m, "dae").module
+    for level in (0, 3):
+        em = emulate_module(m, rewritten, inputs,
+                            EmulateOptions(load_target("tmu"), level, "xla"))
+        kinds = [c.kind for c in em.report.clusters]
+        assert f"ember.{kind}" in kinds, kinds
+        _assert_clusters_exact(em.report.verify["clusters_vs_native"])
+        assert em.ok, (level, em.report.verify["model"])
+
+
 def test_multi_core(model):
     from ember_xla.orchestrate.emulate_cores import emulate_on_cores
     from ember_xla.orchestrate.rewrite_model import rewrite_for_placement
@@ -196,57 +248,42 @@ def test_multi_core(model):
     assert all(w.whole_reason is None for w in run.works), [w.whole_reason for w in run.works]
 
 
-#: CPU-rewritten forms: the kind of the call and whether the DAE lowering takes it
-CPU_FORMS = {"weighted": ("padded_bag", True),          # sum_order = sequential_fma
-             "concatenated": ("grouped_segment_reduce_concat", False),
-             "reduced_twice": ("multi_segment_reduce", True)}
+#: CPU-rewritten forms: the kind of the call
+CPU_FORMS = {"weighted": "padded_bag",          # sum_order = sequential_fma
+             "concatenated": "grouped_segment_reduce_concat",
+             "reduced_twice": "multi_segment_reduce"}
 
 
 @pytest.mark.parametrize("case", sorted(CPU_FORMS))
 def test_cpu_rewritten_calls(case):
-    """The CPU rewrite's own forms on tmu: the weighted f32 bag's order (``sequential_fma``)
-    lowers as fused multiply-adds, equal to its kernel, the model equal to XLA:CPU; the
-    multi-output call and the concatenating grouped call are refused with a one-line reason
-    (the DAE rewrite emits one call per reduction and grouped calls with a result per table,
-    tested above) and, with ``native_fallback``, run on their kernels and are listed."""
+    """The CPU rewrite's own forms on tmu (-O0, -O3) and tmu8: the weighted f32 bag's order
+    (``sequential_fma``) lowers as fused multiply-adds, the multi-output call as one pass over
+    the rows, the concatenating grouped call as each table's reduction then the rows side by
+    side (cut by segments on tmu8: ``pieces`` counts the shares); every cluster equal to its
+    kernel, the model equal to XLA:CPU bit for bit."""
     from ember_xla.call_specs import call_attributes, ember_calls
-    from ember_xla.orchestrate.emulate_model import (
-        ClusterRefused,
-        EmulateOptions,
-        emulate_module,
-    )
+    from ember_xla.orchestrate.emulate_cores import emulate_on_cores
+    from ember_xla.orchestrate.emulate_model import EmulateOptions, emulate_module
     from ember_xla.orchestrate.rewrite_model import rewrite_for
 
     fn, inputs = KINDS[case](np.random.default_rng(3))
     m = from_jax(fn, *inputs)
     cpu = rewrite_for(m.module, "cpu", cost_model=False).module
-    kind, lowered = CPU_FORMS[case]
     calls = ember_calls(cpu)
-    assert [c.attributes["custom_call_target"] for c in calls] == [f"ember.{kind}"]
+    assert [c.attributes["custom_call_target"] for c in calls] == [f"ember.{CPU_FORMS[case]}"]
     if case == "weighted":
         assert call_attributes(calls[0])["sum_order"] == "sequential_fma"
     tmu = load_target("tmu")
-    if not lowered:
-        with pytest.raises(ClusterRefused, match="(no DAE lowering|not lowered)") as e:
-            emulate_module(m.module, cpu, inputs, EmulateOptions(tmu, 3, "xla"))
-        assert "\n" not in str(e.value)
-        em = emulate_module(m.module, cpu, inputs,
-                            EmulateOptions(tmu, 3, "xla", native_fallback=True))
-        assert [c.refused is not None for c in em.report.clusters] == [True]
-        assert em.ok and em.report.verify["model"]["bitwise_equal"]
-        return
     for level in (0, 3):
         em = emulate_module(m.module, cpu, inputs, EmulateOptions(tmu, level, "xla"))
         _assert_clusters_exact(em.report.verify["clusters_vs_native"])
         assert em.ok and em.report.verify["model"]["bitwise_equal"], em.report.verify
-    from ember_xla.orchestrate.emulate_cores import emulate_on_cores
-
-    run = emulate_on_cores(m.module, cpu, inputs, load_target("tmu8"), "auto", engine="full")
+    run = emulate_on_cores(m.module, cpu, inputs, load_target("tmu8"), "symmetric",
+                           engine="full")
     assert not run.fallback
     _assert_clusters_exact(run.verify["clusters_vs_native"])
-    assert run.ok
-
-
+    assert run.ok and run.verify["model"]["bitwise_equal"]
+    assert all(w.whole_reason is None for w in run.works), [w.whole_reason for w in run.works]
 
 
 #: the CPU rewrite's XLA:CPU orders: (ids shape, wrapped t[ids] rather than jnp.take, mean)
@@ -317,11 +354,21 @@ def test_cpu_xla_orders_lower_in_that_order(case):
     assert run.verify["clusters_vs_native"][0]["pieces"] == (8 if b >= 8 else 1)
 
 
-@pytest.mark.parametrize("step", ["jraph_gcn_node_embed_sgd", "lm_token_embedding_tied_sgd"])
-def test_backward_split_by_table_rows(step):
+BACKWARD = ("scatter_grad", "sparse_sgd", "sparse_adagrad", "sparse_rowwise_adagrad",
+            "ordered_scatter")
+
+
+@pytest.mark.parametrize("case", ["edge", "oob"])
+@pytest.mark.parametrize("step", ["jraph_gcn_node_embed_sgd", "lm_token_embedding_tied_sgd",
+                                  "flax_linen_bag_sum_adagrad",
+                                  "flax_linen_bag_sum_optax_rowwise_adagrad",
+                                  "keras_embedding_average_adagrad"])
+def test_backward_split_by_table_rows(step, case):
     """The backward kinds cut by rows of the table over all 8 cores (symmetric): the gathered
-    and the plain scatter_grad form and the fused SGD update, edge ids (duplicates, negative,
-    out of range), every share's rows stacked bit-equal to the native kernel."""
+    and the plain scatter_grad form, the fused SGD, Adagrad and rowwise Adagrad updates (table
+    and accumulator rows cut alike) and Keras's scatter into the variable, edge ids
+    (duplicates, negative, empty bags) and ids out of range, every share's rows stacked
+    bit-equal to the native kernel."""
     from ember_xla.orchestrate.emulate_cores import emulate_on_cores
     from ember_xla.orchestrate.rewrite_model import rewrite_for_placement
 
@@ -329,13 +376,40 @@ def test_backward_split_by_table_rows(step):
     import training_models as tm
 
     m = tm.export(step)[0].module
-    inputs = tm.inputs(step, "edge")
+    inputs = tm.inputs(step, case)
     run = emulate_on_cores(m, rewrite_for_placement(m).module, inputs, load_target("tmu8"),
                            "symmetric", engine="full")
     assert not run.fallback and run.ok
     checks = {c["custom_call"]: c for c in run.verify["clusters_vs_native"]}
-    back = [w for w in run.works if w.spec.kind in ("scatter_grad", "sparse_sgd")]
+    back = [w for w in run.works if w.spec.kind in BACKWARD]
     assert back
     for w in back:
         assert checks[w.name]["bitwise_equal"]
         assert checks[w.name]["pieces"] == (8 if w.rows >= 8 else 1), (w.name, w.rows)
+
+
+def test_concatenated_call_cut_by_segments():
+    """The CPU rewrite's concatenating grouped call over 32 segments, cut over all 8 cores
+    (symmetric): each share's rows of the one result, stacked, equal the kernel's bit for bit
+    (edge ids: negative, out of range, dropped segments)."""
+    from ember_xla.orchestrate.emulate_cores import emulate_on_cores
+    from ember_xla.orchestrate.rewrite_model import rewrite_for
+
+    s = 32
+    rng = np.random.default_rng(11)
+
+    def f(t1, t2, i1, i2, s1, s2):
+        return jnp.concatenate([
+            jax.ops.segment_sum(jnp.take(t1, i1, axis=0), s1, num_segments=s),
+            jax.ops.segment_sum(jnp.take(t2, i2, axis=0), s2, num_segments=s)], axis=1)
+
+    seg = [np.sort(rng.integers(0, s, n)).astype(np.int32) for n in (90, 70)]
+    seg[0][-1] = s + 2
+    inputs = [_table(rng), _table(rng), _ids(rng, (90,)), _ids(rng, (70,)), *seg]
+    m = from_jax(f, *inputs)
+    cpu = rewrite_for(m.module, "cpu", cost_model=False).module
+    run = emulate_on_cores(m.module, cpu, inputs, load_target("tmu8"), "symmetric",
+                           engine="full")
+    (check,) = run.verify["clusters_vs_native"]
+    assert check["bitwise_equal"] and check["pieces"] == 8, check
+    assert run.ok and run.verify["model"]["bitwise_equal"]

@@ -9,6 +9,8 @@ Ops (operands -> result):
 - ``arith.addi|subi|muli|maxsi|minsi|andi|ori|xori(a, b)`` -> a's type (integers/index/i1).
 - ``arith.fma(a, b, c)`` -> a's type: ``a * b + c`` rounded once (f32 scalars/vectors).
 - ``arith.sqrt(a)``, ``arith.negf(a)`` -> a's type (floats).
+- ``arith.rsqrte(a)`` -> a's type (f32): the reciprocal square-root estimate instruction (the
+  host CPU's ``rsqrtss``, which XLA:CPU's rsqrt refines by Newton-Raphson steps).
 - ``arith.cmpi(a, b) {pred}`` (eq ne slt sle sgt sge) and ``arith.cmpf(a, b) {pred}``
   (oeq one olt ole ogt oge une uno ord) -> i1 (or vector of i1).
 - ``arith.select(c, a, b)`` -> a's type (c: i1 scalar, or i1 vector of the same shape).
@@ -84,6 +86,8 @@ FmaOp = _elementwise("arith.fma", 3, lambda t: is_float(t) and str(element_type(
                      "f32", "fused multiply-add a * b + c, rounded once (C's fmaf; XLA:CPU's "
                      "contracted form)")
 SqrtOp = _elementwise("arith.sqrt", 1, is_float, "float", "sqrt(a), rounded once")
+RsqrtEOp = _elementwise("arith.rsqrte", 1, lambda t: is_float(t) and str(element_type(t)) == "f32",
+                        "f32", "the CPU's reciprocal square-root estimate of a (rsqrtss)")
 NegFOp = _elementwise("arith.negf", 1, is_float, "float", "-a")
 AddIOp = _elementwise("arith.addi", 2, is_int, "integer", "a + b (wrapping)")
 SubIOp = _elementwise("arith.subi", 2, is_int, "integer", "a - b (wrapping)")

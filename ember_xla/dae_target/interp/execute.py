@@ -13,7 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from ember_xla.dae.numerics import CMP, FLOAT_BINARY, INT_BINARY, fma, xla_max, xla_min
+from ember_xla.dae.numerics import (
+    CMP,
+    FLOAT_BINARY,
+    INT_BINARY,
+    fma,
+    rsqrt_estimate,
+    xla_max,
+    xla_min,
+)
 from ember_xla.dae.values import convert, element_index, of_type, scalar
 from ember_xla.ir.interpreter import Interpreter, InterpreterFunctions, InterpretError, impl
 from ember_xla.ir.operation import Operation
@@ -57,6 +65,12 @@ class ExecuteFunctions(InterpreterFunctions):
     @impl("arith.sqrt")
     def sqrt(self, interp: Interpreter, op: Operation, args: tuple) -> tuple:
         return (_float_op(np.sqrt, op, args),)
+
+    @impl("arith.rsqrte")
+    def rsqrte(self, interp: Interpreter, op: Operation, args: tuple) -> tuple:
+        import ember_xla.native  # noqa: F401  (provides the library of the host's estimate)
+
+        return (of_type(rsqrt_estimate(args[0]), op.results[0].type),)
 
     @impl("arith.negf")
     def negf(self, interp: Interpreter, op: Operation, args: tuple) -> tuple:

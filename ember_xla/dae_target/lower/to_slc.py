@@ -15,6 +15,9 @@ Per table (k sub-programs, one after the other, for ``grouped_segment_reduce``):
   segment-id mem streams, an in-range flag for the segment id: ids outside [0,S) are dropped)
   -> ``for k in [0,D)`` with one callback per element into ``out[seg[j], k]``; mean/sqrt_n
   keep per-row counts in a core buffer and finish with a loop over the rows.
+- ``grouped_segment_reduce_concat`` (the CPU rewrite's: the tables' results side by side in
+  one ``[S, sum D]`` result): each table's segment reduction into a core buffer, then one
+  callback per output row copying the tables' rows into their columns.
 - ``multi_segment_reduce`` (one lookup, one result per combiner): the same single pass over
   the lookups, each element's callback combining it into every result (each with its own
   combiner, start value and finish: ``ClusterSpec.members``), the rows read once; the
@@ -28,6 +31,7 @@ from collections.abc import Callable
 
 from ember_xla.call_specs import (
     BACKWARD_LOWERED,
+    IN_PLACE,
     ClusterSpec,
     LoweringRefused,
     Part,
@@ -53,6 +57,7 @@ from ember_xla.dae_target.lower.sum_orders import (
     scratch,
     zero_partials,
 )
+from ember_xla.dae_target.lower.to_slc_adagrad import lower_adagrad
 from ember_xla.dae_target.lower.to_slc_grad import lower_backward
 from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.operation import Operation
@@ -93,10 +98,6 @@ def lower_to_slc(spec: ClusterSpec) -> Module:
                               "programs' order")
     if spec.kind == "padded_bag" and spec.sum_order in PARTIALS:
         check_order(spec)
-    if spec.kind == "grouped_segment_reduce_concat":
-        raise LoweringRefused(f"{spec.name}: the concatenating grouped target is not lowered to "
-                              "a DAE program (its tables' results share one output; rewrite "
-                              "without table grouping)")
     ins = [MemRefType((None,) * len(a.shape), elem_type(a.dtype)) for a in spec.operands]
     outs = [MemRefType((None,) * len(o.shape), elem_type(o.dtype)) for o in spec.outputs]
     g = Graph(spec.kind, {"kind": spec.kind, "num_inputs": len(ins),
@@ -113,17 +114,28 @@ def lower_to_slc(spec: ClusterSpec) -> Module:
     m.add(g, entry=True)
     e = Emitter(g)
     ctx = _Ctx(e)
-    if spec.kind == "sparse_sgd":  # the table is updated in place: its result starts as it
-        g.attributes["output_init"] = [spec.roles.index("table")]
+    if spec.kind in IN_PLACE:  # updated in place: each result starts as its operand
+        g.attributes["output_init"] = [spec.roles.index(r) for r in IN_PLACE[spec.kind]]
     if spec.kind in BACKWARD_LOWERED:
-        lower_backward(e, spec, list(g.args[:len(ins)]), g.args[len(ins)],
-                       (ctx.c0, ctx.c1, ctx.s0, ctx.s1))
+        consts = (ctx.c0, ctx.c1, ctx.s0, ctx.s1)
+        args, results = list(g.args[:len(ins)]), list(g.args[len(ins):])
+        if spec.kind in ("sparse_adagrad", "sparse_rowwise_adagrad"):
+            lower_adagrad(e, spec, dict(zip(spec.roles, args, strict=True)), results, consts)
+        else:
+            lower_backward(e, spec, args, results, consts)
         g.append(func.ReturnOp.create([]))
         return m
+    concat = spec.kind == "grouped_segment_reduce_concat"
+    scratch = []
     for k, part in enumerate(spec.parts):
         args = g.args[part.first_operand:part.first_operand + 3]
         w = g.args[len(ins) - 1] if spec.weighted else None
-        out = g.args[len(ins) + k]
+        if concat:  # each table into a core buffer, then the rows side by side
+            out = e.v(memref.AllocOp, [e.dim(g.args[len(ins)], 0), e.dim(args[0], 1)],
+                      MemRefType((None, None), elem_type(part.out.dtype)), f"part{k}")
+            scratch.append(out)
+        else:
+            out = g.args[len(ins) + k]
         if spec.kind == "multi_segment_reduce":
             outs_k = list(zip(spec.members(), g.args[len(ins):], strict=True))
             _segment_reduce(ctx, spec, part, args[0], args[1], args[2], w, outs_k)
@@ -133,8 +145,34 @@ def lower_to_slc(spec: ClusterSpec) -> Module:
             _offsets_bag(ctx, spec, part, args[0], args[1], args[2], w, out)
         else:
             _segment_reduce(ctx, spec, part, args[0], args[1], args[2], w, [(spec, out)])
+    if concat:
+        _side_by_side(ctx, spec, scratch, g.args[len(ins)])
     g.append(func.ReturnOp.create([]))
     return m
+
+
+def _side_by_side(ctx: _Ctx, spec: ClusterSpec, parts: list[Value], out: Value) -> None:
+    """The concat target's result: ``for r in [0, S)`` one callback copying row ``r`` of each
+    table's result into its columns of ``out`` (table k's from column ``D_0 + .. + D_k-1``)."""
+    e = ctx.e
+    rows = e.slc_for(ctx.s0, e.stream(e.dim(out, 0, "S")), ctx.s1, "r")
+    with e.into(rows.body):
+        cb = e.callback()
+        with e.into(cb.body):
+            r = e.read(rows.iv)
+            first = 0
+            for part, buf in zip(spec.parts, parts, strict=True):
+                width = int(part.out.shape[1])
+                base = e.const(first, INDEX)
+                loop = e.scf_for(ctx.c0, e.const(width, INDEX), ctx.c1)
+                with e.into(loop.body):
+                    x = e.v(memref.LoadOp, [buf, r, loop.iv], out.type.elem)
+                    col = e.v(arith.AddIOp, [loop.iv, base], INDEX)
+                    e.op(memref.StoreOp, [x, out, r, col])
+                    e.end(scf.YieldOp, loop.body)
+                first += width
+            e.end(slc.YieldOp, cb.body)
+        e.end(slc.YieldOp, rows.body)
 
 
 def lower_call(op: Operation) -> Module:

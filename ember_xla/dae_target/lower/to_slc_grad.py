@@ -1,5 +1,8 @@
-"""Lower the backward of a row lookup to SLC: ``ember.scatter_grad`` (the dense gradient) and
-``ember.sparse_sgd`` (that gradient fused with an SGD update of the touched rows).
+"""Lower the backward of a row lookup to SLC: ``ember.scatter_grad`` (the dense gradient),
+``ember.sparse_sgd`` (that gradient fused with an SGD update of the touched rows) and
+``ember.ordered_scatter`` (a TF/Keras sparse apply: the update rows added to or subtracted
+from the variable's rows one after the other, in place); the fused Adagrad updates are in
+``to_slc_adagrad.py`` on the same building blocks.
 
 The gradient is a scatter-add, ``out[indices[j], :] += rows[j, :]`` with ``rows[j]`` the
 update row ``updates[j]`` (or, gathered form, ``source[clamp(source_rows[j])]``, skipped where
@@ -31,29 +34,39 @@ place: its result starts as the table (the function's ``output_init``, the DAE p
    finite with its sign bit set, tested once on the core before the engines); otherwise
    (lr <= 0, Inf, NaN: XLA's dense update changes them) a pass over all ``V`` rows, before 1
    clearing every flag and after 3 writing ``fma(0, s, t)`` where the flag is clear. Its
-   loops' bound is that test's result (0 or V), so the sparse case runs no row pass."""
+   loops' bound is that test's result (0 or V), so the sparse case runs no row pass.
+
+``ordered_scatter`` is the scatter alone into its result, which starts as the operand
+(``output_init``): ``out[id] = out[id] -/+ u_j`` for each update in index order, exactly XLA's
+serial scatter into the variable (ids outside ``[0, V)`` dropped)."""
 
 from __future__ import annotations
 
 from ember_xla.call_specs import ClusterSpec, LoweringRefused
 from ember_xla.dae_target.dialects import arith, memref, scf, slc
 from ember_xla.dae_target.lower.emit import Emitter, fill_row
+from ember_xla.ir.opdef import OpDef
 from ember_xla.ir.types import F32, I1, MemRefType
 from ember_xla.ir.value import Value
 
 
-def lower_backward(e: Emitter, spec: ClusterSpec, args: list[Value], out: Value,
+def lower_backward(e: Emitter, spec: ClusterSpec, args: list[Value], outs: list[Value],
                    consts: tuple[Value, Value, Value, Value]) -> None:
     """Append the lowering of one backward cluster; ``args`` are the operand memrefs in
-    ``spec.roles`` order, ``consts`` the index constants 0 and 1 and their streams."""
+    ``spec.roles`` order, ``outs`` the results, ``consts`` the index constants 0 and 1 and
+    their streams."""
     role = dict(zip(spec.roles, args, strict=True))
     c0, c1, s0, s1 = consts
+    out = outs[0]
     v = e.dim(out, 0, "V")
     d = e.dim(out, 1, "D")
     s_v = e.stream(v)
     if spec.kind == "scatter_grad":
         _zero_rows(e, out, s_v, d, s0, s1, c0, c1)
-        _scatter(e, role, out, s_v, d, s0, s1)
+        scatter_rows(e, role, out, s_v, d, s0, s1)
+    elif spec.kind == "ordered_scatter":
+        scatter_rows(e, role, out, s_v, d, s0, s1,
+                     arith.SubFOp if spec.combiner == "subtract" else arith.AddFOp)
     elif spec.kind == "sparse_sgd":
         _sparse_sgd(e, role, out, v, d, s_v, consts)
     else:
@@ -73,10 +86,10 @@ def _zero_rows(e: Emitter, out: Value, s_v: Value, d: Value, s0: Value, s1: Valu
         e.end(slc.YieldOp, rows.body)
 
 
-def _scatter(e: Emitter, role: dict[str, Value], out: Value, s_v: Value, d: Value,
-             s0: Value, s1: Value) -> None:
+def scatter_rows(e: Emitter, role: dict[str, Value], out: Value, s_v: Value, d: Value,
+                 s0: Value, s1: Value, combine: type[OpDef] = arith.AddFOp) -> None:
     """``for j``: the row written (dropped when out of range), the gradient row read, and one
-    read-modify-write callback per element into ``out[row, k]``."""
+    read-modify-write callback per element: ``out[row, k] = combine(out[row, k], u)``."""
     indices = role["indices"]
     rows = role.get("source", role.get("updates"))
     s_s = e.stream(e.dim(rows, 0, "S")) if "source_rows" in role else None
@@ -103,7 +116,7 @@ def _scatter(e: Emitter, role: dict[str, Value], out: Value, s_v: Value, d: Valu
                     r, c = e.read(sid), e.read(inner.iv)
                     o = out.type.elem
                     old = e.v(memref.LoadOp, [out, r, c], o)
-                    new = e.v(arith.AddFOp, [old, e.read(val)], o)
+                    new = e.v(combine, [old, e.read(val)], o)
                     e.op(memref.StoreOp, [new, out, r, c])
                     e.end(scf.YieldOp, guard.then_block)
                 e.end(slc.YieldOp, cb.body)
@@ -124,20 +137,25 @@ def _sgd_row(e: Emitter, grad: Value | None, out: Value, table: Value, scale: Va
         e.end(scf.YieldOp, loop.body)
 
 
-def _rows_written_by_dense_update(e: Emitter, role: dict[str, Value], v: Value,
-                                  c0: Value) -> Value:
+def rows_written_by_dense_update(e: Emitter, role: dict[str, Value], v: Value,
+                                 c0: Value) -> Value:
     """Core, before the engines: 0 when ``t + 0 * s == t`` for every t (``s`` finite with its
-    sign bit set: ``s - s == 0`` and ``1 / s < 0``), else V (every untouched row is updated
-    with a zero gradient, as XLA's dense update does)."""
+    sign bit set: ``s - s == 0`` and ``1 / s < 0``; with an ``eps`` operand, the Adagrad
+    kernel's rule, also ``eps >= 0``), else V (every untouched row is updated with a zero
+    gradient, as XLA's dense update does)."""
     s = e.v(memref.LoadOp, [role["scale"]], F32, "s")
     zero, one = e.const(0.0, F32), e.const(1.0, F32)
     finite = e.v(arith.CmpFOp, [e.v(arith.SubFOp, [s, s], F32), zero], I1, pred="oeq")
     negative = e.v(arith.CmpFOp, [e.v(arith.DivFOp, [one, s], F32), zero], I1, pred="olt")
     exact = e.v(arith.AndIOp, [finite, negative], I1)
+    if "eps" in role:
+        eps = e.v(memref.LoadOp, [role["eps"]], F32, "eps")
+        eps_ok = e.v(arith.CmpFOp, [eps, zero], I1, pred="oge")
+        exact = e.v(arith.AndIOp, [exact, eps_ok], I1)
     return e.v(arith.SelectOp, [exact, c0, v], v.type, "n_dense")
 
 
-def _per_id(e: Emitter, role: dict[str, Value], s_v: Value, s0: Value, s1: Value,
+def per_id(e: Emitter, role: dict[str, Value], s_v: Value, s0: Value, s1: Value,
             body: object) -> None:
     """``for j``: the id ``indices[j]`` and its in-range flag; one callback per id running
     ``body(row)`` when the id is in range."""
@@ -156,7 +174,7 @@ def _per_id(e: Emitter, role: dict[str, Value], s_v: Value, s0: Value, s1: Value
         e.end(slc.YieldOp, lookups.body)
 
 
-def _per_row(e: Emitter, s_n: Value, s0: Value, s1: Value, body: object) -> None:
+def per_row(e: Emitter, s_n: Value, s0: Value, s1: Value, body: object) -> None:
     """``for r in [0, n)``: one callback per row running ``body(r)``."""
     rows = e.slc_for(s0, s_n, s1, "r")
     with e.into(rows.body):
@@ -167,7 +185,7 @@ def _per_row(e: Emitter, s_n: Value, s0: Value, s1: Value, body: object) -> None
         e.end(slc.YieldOp, rows.body)
 
 
-def _not(e: Emitter, x: Value) -> Value:
+def flag_not(e: Emitter, x: Value) -> Value:
     return e.v(arith.XOrIOp, [x, e.const(True, I1)], I1)
 
 
@@ -178,7 +196,7 @@ def _sparse_sgd(e: Emitter, role: dict[str, Value], out: Value, v: Value, d: Val
     table = role["table"]
     grad = e.v(memref.AllocOp, [v, d], MemRefType((None, None), F32), "grad")
     done = e.v(memref.AllocOp, [v], MemRefType((None,), I1), "done")
-    s_dense = e.stream(_rows_written_by_dense_update(e, role, v, c0))
+    s_dense = e.stream(rows_written_by_dense_update(e, role, v, c0))
     no, yes = e.const(False, I1), e.const(True, I1)
 
     def clear(r: Value) -> None:
@@ -189,7 +207,7 @@ def _sparse_sgd(e: Emitter, role: dict[str, Value], out: Value, v: Value, d: Val
         e.op(memref.StoreOp, [no, done, r])
 
     def update_once(r: Value) -> None:
-        first = e.scf_if(_not(e, e.v(memref.LoadOp, [done, r], I1)))
+        first = e.scf_if(flag_not(e, e.v(memref.LoadOp, [done, r], I1)))
         with e.into(first.then_block):
             e.op(memref.StoreOp, [yes, done, r])
             _sgd_row(e, grad, out, table, e.v(memref.LoadOp, [role["scale"]], F32), r, d,
@@ -197,17 +215,18 @@ def _sparse_sgd(e: Emitter, role: dict[str, Value], out: Value, v: Value, d: Val
             e.end(scf.YieldOp, first.then_block)
 
     def untouched(r: Value) -> None:
-        cond = e.scf_if(_not(e, e.v(memref.LoadOp, [done, r], I1)))
+        cond = e.scf_if(flag_not(e, e.v(memref.LoadOp, [done, r], I1)))
         with e.into(cond.then_block):
             _sgd_row(e, None, out, table, e.v(memref.LoadOp, [role["scale"]], F32), r, d,
                      c0, c1)
             e.end(scf.YieldOp, cond.then_block)
 
-    _per_row(e, s_dense, s0, s1, clear)           # dense rule only: every row's flag
-    _per_id(e, role, s_v, s0, s1, start)          # the touched rows' gradient and flag
-    _scatter(e, role, grad, s_v, d, s0, s1)       # the gradient, in XLA's order
-    _per_id(e, role, s_v, s0, s1, update_once)    # each touched row updated once
-    _per_row(e, s_dense, s0, s1, untouched)       # dense rule only: the other rows
+    per_row(e, s_dense, s0, s1, clear)           # dense rule only: every row's flag
+    per_id(e, role, s_v, s0, s1, start)          # the touched rows' gradient and flag
+    scatter_rows(e, role, grad, s_v, d, s0, s1)  # the gradient, in XLA's order
+    per_id(e, role, s_v, s0, s1, update_once)    # each touched row updated once
+    per_row(e, s_dense, s0, s1, untouched)       # dense rule only: the other rows
 
 
-__all__ = ["lower_backward"]
+__all__ = ["flag_not", "lower_backward", "per_id", "per_row", "rows_written_by_dense_update",
+           "scatter_rows"]

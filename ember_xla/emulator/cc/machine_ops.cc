@@ -1,6 +1,7 @@
 // The straight-line instructions of the DAE executor (semantics.py's step): arithmetic in
 // numpy's types (f16/bf16 computed in float32 and rounded once, integers wrapped), XLA's NaN
 // max/min, casts, compares, memory ops with bounds checks, alloc, unique.
+#include <xmmintrin.h>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -75,6 +76,13 @@ void Machine::Step(const Instr& in) {
       out.Shape(dr->dtype, dl);
       for (int64_t k = 0; k < out.n(); ++k)
         PutF(out, k, (double)std::fmaf((float)LF(a, k), (float)LF(b, k), (float)LF(c, k)));
+      return commit();
+    }
+    case Op::RsqrtE: {  // f32 only (the arith.rsqrte verifier): the host's rsqrtss
+      const Value& a = V(0);
+      out.Shape(dr->dtype, dl);
+      for (int64_t k = 0; k < out.n(); ++k)
+        PutF(out, k, (double)_mm_cvtss_f32(_mm_rsqrt_ss(_mm_set_ss((float)LF(a, k)))));
       return commit();
     }
     case Op::Sqrt: case Op::NegF: {

@@ -18,7 +18,8 @@ const std::unordered_map<std::string_view, Op>& OpTable() {
       {"mulf", Op::MulF}, {"divf", Op::DivF}, {"maxf", Op::MaxF}, {"minf", Op::MinF},
       {"addi", Op::AddI}, {"subi", Op::SubI}, {"muli", Op::MulI}, {"maxsi", Op::MaxSI},
       {"minsi", Op::MinSI}, {"andi", Op::AndI}, {"ori", Op::OrI}, {"xori", Op::XorI},
-      {"sqrt", Op::Sqrt}, {"negf", Op::NegF}, {"extf", Op::ExtF}, {"truncf", Op::TruncF},
+      {"sqrt", Op::Sqrt}, {"rsqrte", Op::RsqrtE}, {"negf", Op::NegF}, {"extf", Op::ExtF},
+      {"truncf", Op::TruncF},
       {"sitofp", Op::SIToFP}, {"fptosi", Op::FPToSI}, {"index_cast", Op::IndexCast},
       {"cmpi", Op::CmpI}, {"cmpf", Op::CmpF}, {"select", Op::Select}, {"load", Op::Load},
       {"store", Op::Store}, {"maskedload", Op::MaskedLoad}, {"maskedstore", Op::MaskedStore},
@@ -33,7 +34,7 @@ const std::unordered_map<std::string_view, Op>& OpTable() {
 void Shape(Op op, int* d, int* s, int* m) {
   *d = 1, *s = 2, *m = 0;
   switch (op) {
-    case Op::Sqrt: case Op::NegF: case Op::ExtF: case Op::TruncF: case Op::SIToFP:
+    case Op::Sqrt: case Op::RsqrtE: case Op::NegF: case Op::ExtF: case Op::TruncF: case Op::SIToFP:
     case Op::FPToSI: case Op::IndexCast: case Op::Broadcast: case Op::Mov:
     case Op::FirstLane: *s = 1; return;
     case Op::Const: *s = 0, *m = 1; return;
@@ -61,7 +62,8 @@ int BaseClass(const Instr& in) {
     case Op::Store: case Op::MaskedStore: return 1;
     case Op::AddF: case Op::SubF: case Op::NegF: case Op::AddI: case Op::SubI: case Op::AndI:
     case Op::OrI: case Op::XorI: return 2;
-    case Op::MulF: case Op::DivF: case Op::Sqrt: case Op::MulI: case Op::Fma: return 3;
+    case Op::MulF: case Op::DivF: case Op::Sqrt: case Op::RsqrtE: case Op::MulI: case Op::Fma:
+      return 3;
     case Op::MaxF: case Op::MinF: case Op::MaxSI: case Op::MinSI: return 4;
     case Op::ExtF: case Op::TruncF: case Op::SIToFP: case Op::FPToSI: case Op::IndexCast:
     case Op::Broadcast: case Op::FirstLane: return 5;

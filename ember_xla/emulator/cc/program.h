@@ -33,7 +33,7 @@ int IntWidth(DType d);  // 64 for index
 
 enum class Op : int8_t {
   Const, Dim, AddF, SubF, MulF, DivF, MaxF, MinF, AddI, SubI, MulI, MaxSI, MinSI, AndI, OrI,
-  XorI, Sqrt, NegF, ExtF, TruncF, SIToFP, FPToSI, IndexCast, CmpI, CmpF, Select, Load, Store,
+  XorI, Sqrt, RsqrtE, NegF, ExtF, TruncF, SIToFP, FPToSI, IndexCast, CmpI, CmpF, Select, Load, Store,
   MaskedLoad, MaskedStore, Broadcast, Reduce, Alloc, For, If, Mov, Inc, Pop, FromBuffer,
   VMask, FirstLane, Unique, Run, Fma
 };

@@ -5,19 +5,22 @@ share is the cluster's own program run on them and the shares' outputs, stacked 
 - ``padded_bag``: the rows of the ids (and weights) matrix.
 - ``offsets_bag``: the offsets ``[start, stop]`` (they index the whole indices array).
 - ``segment_reduce`` and ``grouped_segment_reduce`` (a table-batched call: every table's
-  result has the same rows, each table's share is cut alike): the lookups whose segment id
+  result has the same rows, each table's share is cut alike; the concatenating form's one
+  result likewise): the lookups whose segment id
   is in ``[start, stop)``, in their original order (sorted or not: a segment's lookups keep
   their order, so its reduction adds them as the whole call does), their ids rebased to
   ``start`` (lookups outside ``[0, segments)`` are dropped by the reduction and belong to no
   share).
-- ``scatter_grad`` and ``sparse_sgd`` (the backward: a ``[V, D]`` result written at the ids)
-  are cut by rows of the table, not by batch: a share owns the result rows ``[start, stop)``
-  and gets the updates whose id is in that range, in their original order, their ids rebased
-  to ``start`` (with their source rows, mask or update rows; the gathered form's source
-  stays whole), and ``sparse_sgd`` the table's rows ``[start, stop)``. No two shares write
-  one row, so there is no read-modify-write hazard across cores, and every duplicate id is
-  added on one core in XLA's order (ids outside ``[0, V)`` are dropped by every share, as by
-  the whole call). A share's ``lookups`` are its ids in the table's own numbering.
+- the backward kinds (``scatter_grad``, ``sparse_sgd``, ``sparse_adagrad``,
+  ``sparse_rowwise_adagrad``, ``ordered_scatter``: results written at the ids) are cut by rows
+  of the table, not by batch: a share owns the result rows ``[start, stop)`` and gets the
+  updates whose id is in that range, in their original order, their ids rebased to ``start``
+  (with their source rows, mask or update rows; the gathered form's source stays whole), and
+  the rows ``[start, stop)`` of the operands updated in place (table, accumulator, operand).
+  No two shares write one row, so there is no read-modify-write hazard across cores, and
+  every duplicate id is added on one core in XLA's order (ids outside ``[0, V)`` are dropped
+  by every share, as by the whole call). A share's ``lookups`` are its ids in the table's own
+  numbering.
 Every other cluster (a grouped call whose tables' results differ in rows) runs whole; the
 reason is ``whole_only``. Lookups of several tables are told apart as rows of one address
 space (``lookups``: table k's ids offset by the rows of the tables before it)."""
@@ -31,9 +34,12 @@ import numpy as np
 from ember_xla.call_specs import ClusterSpec
 
 #: cut by rows of the table (the result rows they write), not by batch
-BY_TABLE_ROWS = ("scatter_grad", "sparse_sgd")
+BY_TABLE_ROWS = ("scatter_grad", "sparse_sgd", "sparse_adagrad", "sparse_rowwise_adagrad",
+                 "ordered_scatter")
+#: the operands a backward share cuts by rows (updated in place: their rows are its result's)
+_BY_ROWS = ("table", "accumulator", "operand")
 SHAREABLE = ("padded_bag", "offsets_bag", "segment_reduce", "grouped_segment_reduce",
-             "multi_segment_reduce", *BY_TABLE_ROWS)
+             "grouped_segment_reduce_concat", "multi_segment_reduce", *BY_TABLE_ROWS)
 #: the per-update operands of a backward call (cut alike, in their order)
 _PER_UPDATE = ("indices", "updates", "source_rows", "mask")
 
@@ -118,9 +124,9 @@ def _table_rows_share(spec: ClusterSpec, operands: list[np.ndarray], start: int,
             ops[i] = _kept(ops[i], keep)
     k = spec.roles.index("indices")
     ops[k] = np.ascontiguousarray(ops[k] - ops[k].dtype.type(start))
-    if "table" in spec.roles:
-        t = spec.roles.index("table")
-        ops[t] = np.ascontiguousarray(np.asarray(ops[t])[start:stop])
+    for i, role in enumerate(spec.roles):
+        if role in _BY_ROWS:
+            ops[i] = np.ascontiguousarray(np.asarray(ops[i])[start:stop])
     shapes = [(stop - start, *o.shape[1:]) for o in spec.outputs]
     return Share(ops, shapes, ids[keep].astype(np.int64))
 

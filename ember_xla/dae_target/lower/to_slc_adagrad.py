@@ -1,0 +1,305 @@
+"""Lower the fused Adagrad updates to SLC: ``ember.sparse_adagrad`` (optax's element-wise
+Adagrad) and ``ember.sparse_rowwise_adagrad`` (one accumulator per row), each a lookup's
+gradient summed per touched row in XLA's order (``to_slc_grad.scatter_rows``) and the update
+applied to the touched rows of the table and its accumulator in place (both results start as
+their operands: ``output_init``). The execute unit's arithmetic is the native kernels'
+(native/sparse_optimizer.cc, rowwise_adagrad.cc), operation for operation:
+
+- ``sparse_adagrad``, per element: ``acc = fma(g, g, a)``; ``x = acc + eps``; XLA:CPU's rsqrt
+  of ``x``: the estimate ``rsqrte`` refined by Newton-Raphson steps (``r2 = x * r``,
+  ``h = fma(r2, r, -1)``, ``r = fma(r * -0.5, h, r)``; as many as XLA takes on this CPU,
+  ``native.rsqrt_probe.xla_rsqrt_steps``), the estimate kept for ``x < FLT_MIN`` and
+  ``x == inf``; ``u = (acc > 0 ? rsqrt : 0) * g``; ``t = fma(u, s, t)``. Untouched rows: as
+  ``sparse_sgd`` (a core test gives the row passes' bound, 0 or V), with the kernel's rule
+  ``s`` finite with its sign bit set and ``eps >= 0``.
+- ``sparse_rowwise_adagrad``, per row: ``m`` the sum of ``g * g`` over the row in the call's
+  ``sum_order`` (``blocked16``: YNNPACK's 16 lanes, each summing every 16th square of a
+  64-element block from zero, the blocks added per lane, then the lanes halved 8, 4, 2, 1;
+  ``sequential``: one after the other), ``acc = fma(m, 1/D, a)`` for a power-of-two D else
+  ``a + m / D``, ``inv = 1 / (sqrt(acc) + eps)``, then ``t = fma(-g, inv * lr, t)``
+  (``lr_folded``) or ``fma(-(lr * g), inv, t)``. An untouched row keeps its bits when ``lr``
+  is finite with its sign bit clear and the row's accumulator is not NaN, has its sign bit
+  clear and ``1 / (sqrt(a) + eps)`` (times lr when folded) is finite with ``sqrt(a) + eps >
+  0``; otherwise it gets the update with ``g = 0``: a pass over all V rows, the accumulator
+  streamed by the access unit, tests each untouched row (as the kernel does)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember_xla.call_specs import ClusterSpec
+from ember_xla.dae_target.dialects import arith, memref, scf, slc
+from ember_xla.dae_target.lower.emit import Emitter, fill_row
+from ember_xla.dae_target.lower.to_slc_grad import (
+    flag_not,
+    per_id,
+    per_row,
+    rows_written_by_dense_update,
+    scatter_rows,
+)
+from ember_xla.ir.types import F32, I1, INDEX, MemRefType
+from ember_xla.ir.value import Value
+
+FLT_MIN = float(np.finfo(np.float32).tiny)
+
+
+def lower_adagrad(
+    e: Emitter,
+    spec: ClusterSpec,
+    role: dict[str, Value],
+    outs: list[Value],
+    consts: tuple[Value, Value, Value, Value],
+) -> None:
+    """Append the lowering of a fused Adagrad update (``outs``: the table, the accumulator)."""
+    c0, c1, s0, s1 = consts
+    out_t = outs[0]
+    v = e.dim(out_t, 0, "V")
+    d = e.dim(out_t, 1, "D")
+    s_v = e.stream(v)
+    grad = e.v(memref.AllocOp, [v, d], MemRefType((None, None), F32), "grad")
+    done = e.v(memref.AllocOp, [v], MemRefType((None,), I1), "done")
+    no, yes = e.const(False, I1), e.const(True, I1)
+    rowwise = spec.kind == "sparse_rowwise_adagrad"
+    lanes = (
+        e.v(memref.AllocOp, [], MemRefType((16,), F32), "lanes")
+        if rowwise and spec.sum_order == "blocked16"
+        else None
+    )
+
+    def row(grad_or_none: Value | None, r: Value) -> None:
+        if rowwise:
+            _rowwise_row(e, spec, role, outs, grad_or_none, lanes, r, d, c0, c1)
+        else:
+            _adagrad_row(e, role, outs, grad_or_none, r, d, c0, c1)
+
+    def clear(r: Value) -> None:
+        e.op(memref.StoreOp, [no, done, r])
+
+    def start(r: Value) -> None:
+        fill_row(e, grad, r, d, e.const(0.0, F32), c0, c1)
+        e.op(memref.StoreOp, [no, done, r])
+
+    def update_once(r: Value) -> None:
+        with e.then(flag_not(e, e.v(memref.LoadOp, [done, r], I1))):
+            e.op(memref.StoreOp, [yes, done, r])
+            row(grad, r)
+
+    s_rows = s_v if rowwise else e.stream(rows_written_by_dense_update(e, role, v, c0))
+    per_row(e, s_rows, s0, s1, clear)  # every flag the row pass reads
+    per_id(e, role, s_v, s0, s1, start)  # the touched rows' gradient and flag
+    scatter_rows(e, role, grad, s_v, d, s0, s1)  # the gradient, in XLA's order
+    per_id(e, role, s_v, s0, s1, update_once)  # each touched row updated once
+    if rowwise:
+        _untouched_rowwise(e, spec, role, done, s_v, s0, s1, lambda r: row(None, r))
+    else:
+
+        def untouched(r: Value) -> None:
+            with e.then(flag_not(e, e.v(memref.LoadOp, [done, r], I1))):
+                row(None, r)
+
+        per_row(e, s_rows, s0, s1, untouched)  # dense rule only: the other rows
+
+
+def xla_rsqrt(e: Emitter, x: Value) -> Value:
+    """XLA:CPU's f32 rsqrt of ``x`` (native/xla_rsqrt.h): the estimate, refined by the
+    Newton-Raphson steps XLA takes on this CPU, the estimate kept for tiny and infinite x."""
+    from ember_xla.native.rsqrt_probe import xla_rsqrt_steps
+
+    guess = e.v(arith.RsqrtEOp, [x], F32)
+    r = guess
+    half, minus_one = e.const(-0.5, F32), e.const(-1.0, F32)
+    for _ in range(xla_rsqrt_steps()):
+        r2 = e.v(arith.MulFOp, [x, r], F32)
+        half_r = e.v(arith.MulFOp, [r, half], F32)
+        h = e.v(arith.FmaOp, [r2, r, minus_one], F32)
+        r = e.v(arith.FmaOp, [half_r, h, r], F32)
+    tiny = e.v(arith.CmpFOp, [x, e.const(FLT_MIN, F32)], I1, pred="olt")
+    inf = e.v(arith.CmpFOp, [x, e.const(float("inf"), F32)], I1, pred="oeq")
+    keep = e.v(arith.OrIOp, [tiny, inf], I1)
+    return e.v(arith.SelectOp, [keep, guess, r], F32)
+
+
+def _adagrad_row(
+    e: Emitter,
+    role: dict[str, Value],
+    outs: list[Value],
+    grad: Value | None,
+    r: Value,
+    d: Value,
+    c0: Value,
+    c1: Value,
+) -> None:
+    """Element-wise Adagrad of row ``r`` (``g`` = ``grad[r, :]``, or +0 when None)."""
+    s = e.v(memref.LoadOp, [role["scale"]], F32)
+    eps = e.v(memref.LoadOp, [role["eps"]], F32)
+    zero = e.const(0.0, F32)
+    loop = e.scf_for(c0, d, c1)
+    with e.into(loop.body):
+        k = loop.iv
+        g = e.v(memref.LoadOp, [grad, r, k], F32) if grad is not None else zero
+        a = e.v(memref.LoadOp, [role["accumulator"], r, k], F32)
+        acc = e.v(arith.FmaOp, [g, g, a], F32)
+        rs = xla_rsqrt(e, e.v(arith.AddFOp, [acc, eps], F32))
+        pos = e.v(arith.CmpFOp, [acc, zero], I1, pred="ogt")
+        u = e.v(arith.MulFOp, [e.v(arith.SelectOp, [pos, rs, zero], F32), g], F32)
+        t = e.v(memref.LoadOp, [role["table"], r, k], F32)
+        e.op(memref.StoreOp, [e.v(arith.FmaOp, [u, s, t], F32), outs[0], r, k])
+        e.op(memref.StoreOp, [acc, outs[1], r, k])
+        e.end(scf.YieldOp, loop.body)
+
+
+def _sum_squares(
+    e: Emitter,
+    spec: ClusterSpec,
+    grad: Value,
+    lanes: Value | None,
+    r: Value,
+    d: Value,
+    c0: Value,
+    c1: Value,
+) -> Value:
+    """sum(g * g) over row ``r`` of ``grad`` in the call's ``sum_order`` (each square
+    rounded, then each add)."""
+    zero = e.const(0.0, F32)
+
+    def squares(lb: Value, ub: Value, step: Value, lane: Value) -> Value:
+        """``0 + g[lb + lane]^2 + g[lb + step + lane]^2 + ...`` below ``ub + lane``."""
+        loop = scf.ForOp.build(lb, ub, step, [zero])
+        e.block.append(loop)
+        with e.into(loop.body):
+            j = e.v(arith.AddIOp, [loop.body.args[0], lane], INDEX)
+            x = e.v(memref.LoadOp, [grad, r, j], F32)
+            acc = e.v(arith.AddFOp, [loop.body.args[1], e.v(arith.MulFOp, [x, x], F32)], F32)
+            e.op(scf.YieldOp, [acc])
+        return loop.results[0]
+
+    if lanes is None:  # sequential
+        return squares(c0, d, c1, c0)
+    c16, c64 = e.const(16, INDEX), e.const(64, INDEX)
+    fill = e.scf_for(c0, c16, c1)
+    with e.into(fill.body):
+        e.op(memref.StoreOp, [zero, lanes, fill.iv])
+        e.end(scf.YieldOp, fill.body)
+    blocks = e.scf_for(c0, d, c64)
+    with e.into(blocks.body):
+        b = blocks.iv
+        end = e.v(arith.MinSIOp, [e.v(arith.AddIOp, [b, c64], INDEX), d], INDEX)
+        per_lane = e.scf_for(c0, c16, c1)
+        with e.into(per_lane.body):
+            lane = per_lane.iv
+            block_sum = squares(b, end, c16, lane)
+            old = e.v(memref.LoadOp, [lanes, lane], F32)
+            e.op(memref.StoreOp, [e.v(arith.AddFOp, [old, block_sum], F32), lanes, lane])
+            e.end(scf.YieldOp, per_lane.body)
+        e.end(scf.YieldOp, blocks.body)
+    for half in (8, 4, 2):  # the lanes halved: l + (l + half)
+        c_half = e.const(half, INDEX)
+        fold = e.scf_for(c0, c_half, c1)
+        with e.into(fold.body):
+            lo = e.v(memref.LoadOp, [lanes, fold.iv], F32)
+            hi = e.v(memref.LoadOp, [lanes, e.v(arith.AddIOp, [fold.iv, c_half], INDEX)], F32)
+            e.op(memref.StoreOp, [e.v(arith.AddFOp, [lo, hi], F32), lanes, fold.iv])
+            e.end(scf.YieldOp, fold.body)
+    first = e.v(memref.LoadOp, [lanes, c0], F32)
+    return e.v(arith.AddFOp, [first, e.v(memref.LoadOp, [lanes, c1], F32)], F32)
+
+
+def _rowwise_row(
+    e: Emitter,
+    spec: ClusterSpec,
+    role: dict[str, Value],
+    outs: list[Value],
+    grad: Value | None,
+    lanes: Value | None,
+    r: Value,
+    d: Value,
+    c0: Value,
+    c1: Value,
+) -> None:
+    """Row-wise Adagrad of row ``r`` (``g`` = ``grad[r, :]``, or +0 when None)."""
+    width = int(spec.outputs[0].shape[1])
+    zero = e.const(0.0, F32)
+    lr = e.v(memref.LoadOp, [role["scale"]], F32)
+    eps = e.v(memref.LoadOp, [role["eps"]], F32)
+    m = _sum_squares(e, spec, grad, lanes, r, d, c0, c1) if grad is not None else zero
+    a = e.v(memref.LoadOp, [role["accumulator"], r], F32)
+    if width & (width - 1) == 0:  # XLA: a multiply by 1/D contracted with the add
+        inv_d = float(np.float32(1.0) / np.float32(width))
+        acc = e.v(arith.FmaOp, [m, e.const(inv_d, F32), a], F32)
+    else:
+        acc = e.v(arith.AddFOp, [a, e.v(arith.DivFOp, [m, e.const(float(width), F32)], F32)], F32)
+    den = e.v(arith.AddFOp, [e.v(arith.SqrtOp, [acc], F32), eps], F32)
+    inv = e.v(arith.DivFOp, [e.const(1.0, F32), den], F32)
+    factor = e.v(arith.MulFOp, [inv, lr], F32) if spec.lr_folded else inv
+    neg_factor = e.v(arith.NegFOp, [factor], F32)
+    loop = e.scf_for(c0, d, c1)
+    with e.into(loop.body):
+        k = loop.iv
+        g = e.v(memref.LoadOp, [grad, r, k], F32) if grad is not None else zero
+        step = g if spec.lr_folded else e.v(arith.MulFOp, [lr, g], F32)
+        t = e.v(memref.LoadOp, [role["table"], r, k], F32)
+        # t - step * factor, rounded once (the kernel's fnmadd): fma(-step, factor, t), or
+        # fma(step, -factor, t) where step is NaN (the same value; fnmadd passes a NaN
+        # operand on unnegated, so the NaN's sign is step's, as the kernel's)
+        plain = e.v(arith.FmaOp, [e.v(arith.NegFOp, [step], F32), factor, t], F32)
+        nan_step = e.v(arith.FmaOp, [step, neg_factor, t], F32)
+        is_nan = e.v(arith.CmpFOp, [step, step], I1, pred="uno")
+        new = e.v(arith.SelectOp, [is_nan, nan_step, plain], F32)
+        e.op(memref.StoreOp, [new, outs[0], r, k])
+        e.end(scf.YieldOp, loop.body)
+    e.op(memref.StoreOp, [acc, outs[1], r])
+
+
+def _finite(e: Emitter, x: Value) -> Value:
+    zero = e.const(0.0, F32)
+    return e.v(arith.CmpFOp, [e.v(arith.SubFOp, [x, x], F32), zero], I1, pred="oeq")
+
+
+def _sign_clear(e: Emitter, x: Value) -> Value:
+    """``x`` is not NaN and its sign bit is clear: ``x > 0``, or ``x == 0`` and ``1/x > 0``."""
+    zero, one = e.const(0.0, F32), e.const(1.0, F32)
+    pos = e.v(arith.CmpFOp, [x, zero], I1, pred="ogt")
+    is_zero = e.v(arith.CmpFOp, [x, zero], I1, pred="oeq")
+    plus = e.v(arith.CmpFOp, [e.v(arith.DivFOp, [one, x], F32), zero], I1, pred="ogt")
+    return e.v(arith.OrIOp, [pos, e.v(arith.AndIOp, [is_zero, plus], I1)], I1)
+
+
+def _untouched_rowwise(
+    e: Emitter,
+    spec: ClusterSpec,
+    role: dict[str, Value],
+    done: Value,
+    s_v: Value,
+    s0: Value,
+    s1: Value,
+    update: object,
+) -> None:
+    """``for r in [0, V)``: the access unit streams ``accumulator[r]``; the callback updates
+    the untouched row ``r`` with ``g = 0`` unless the update provably keeps it (the kernel's
+    ``RowKept`` and ``lr`` finite with its sign bit clear)."""
+    rows = e.slc_for(s0, s_v, s1, "r")
+    with e.into(rows.body):
+        s_a = e.mem(role["accumulator"], [rows.iv])
+        cb = e.callback()
+        with e.into(cb.body):
+            r, a = e.read(rows.iv), e.read(s_a)
+            lr = e.v(memref.LoadOp, [role["scale"]], F32)
+            eps = e.v(memref.LoadOp, [role["eps"]], F32)
+            den = e.v(arith.AddFOp, [e.v(arith.SqrtOp, [a], F32), eps], F32)
+            inv = e.v(arith.DivFOp, [e.const(1.0, F32), den], F32)
+            kept = e.v(arith.AndIOp, [_sign_clear(e, a), _finite(e, inv)], I1)
+            den_pos = e.v(arith.CmpFOp, [den, e.const(0.0, F32)], I1, pred="ogt")
+            kept = e.v(arith.AndIOp, [kept, den_pos], I1)
+            if spec.lr_folded:
+                folded = _finite(e, e.v(arith.MulFOp, [inv, lr], F32))
+                kept = e.v(arith.AndIOp, [kept, folded], I1)
+            lr_kept = e.v(arith.AndIOp, [_finite(e, lr), _sign_clear(e, lr)], I1)
+            kept = e.v(arith.AndIOp, [kept, lr_kept], I1)
+            untouched = flag_not(e, e.v(memref.LoadOp, [done, r], I1))
+            with e.then(e.v(arith.AndIOp, [untouched, flag_not(e, kept)], I1)):
+                update(r)  # type: ignore[operator]
+            e.end(slc.YieldOp, cb.body)
+        e.end(slc.YieldOp, rows.body)
+
+
+__all__ = ["lower_adagrad", "xla_rsqrt"]
