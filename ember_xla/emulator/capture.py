@@ -2,7 +2,11 @@
 whose entry returns, after its own outputs, each cluster's operands and results (tuple results
 split into their arrays). One XLA:CPU run of it gives the model's outputs with the native
 kernels and, per cluster, the inputs an emulated run of the cluster takes and the outputs the
-native kernel computed from them (the functional reference of the emulator)."""
+native kernel computed from them (the functional reference of the emulator).
+
+An operand that is an entry parameter (typically a table) is not returned: the caller holds it
+already (``split_captured`` takes it from the run's inputs), so a large table is not copied
+out of the run."""
 
 from __future__ import annotations
 
@@ -23,6 +27,12 @@ class Captured:
     results: dict[str, list[np.ndarray]]
 
 
+#: Per call of a capturing copy: (its name, per operand the entry parameter number it is, or
+#: CAPTURED when the run returns it, the number of its results).
+CallLayout = tuple[str, tuple[int, ...], int]
+CAPTURED = -1
+
+
 class NotCapturable(ValueError):
     """An ember call the capture cannot reach (inside a nested computation)."""
 
@@ -39,11 +49,19 @@ def _leaves(g, op: Operation) -> list:
     return out
 
 
+def _parameter_number(g, v) -> int:
+    """The entry parameter number of value ``v``, or CAPTURED when it is computed."""
+    op = v.owner
+    if getattr(op, "opcode", None) != "parameter" or getattr(op, "parent", None) is not g:
+        return CAPTURED
+    return int(op.attributes.get("parameter_number", 0))  # absent: 0 (the proto default)
+
+
 def capture_module(module: Module, operands: bool = True
-                   ) -> tuple[Module, int, list[tuple[str, int, int]]]:
-    """(the capturing copy, how many leading outputs are the model's, per call (name,
-    operand count, result count) in graph order); ``operands=False``: the calls' results
-    only (operand count 0)."""
+                   ) -> tuple[Module, int, list[CallLayout]]:
+    """(the capturing copy, how many leading outputs are the model's, per call its
+    ``CallLayout`` in graph order); ``operands=False``: the calls' results only (no
+    operands)."""
     m = module.clone()
     g = m.entry
     calls = ember_calls(m, g)
@@ -58,8 +76,9 @@ def capture_module(module: Module, operands: bool = True
     for c in calls:
         res = _leaves(g, c)
         ins = list(c.operands) if operands else []
-        values += ins + res
-        layout.append((c.name, len(ins), len(res)))
+        sources = tuple(_parameter_number(g, v) for v in ins)
+        values += [v for v, p in zip(ins, sources, strict=True) if p == CAPTURED] + res
+        layout.append((c.name, sources, len(res)))
     g.root = g.append(Operation("tuple", values, [Shape.tuple_of([v.type for v in values])],
                                 name=g.unique_name("ember_capture")))
     return m, n_own, layout
@@ -70,16 +89,29 @@ def capture(module: Module, inputs: list[np.ndarray], operands: bool = True) -> 
     from ember_xla.runtime.execute import run_module
 
     m, n_own, layout = capture_module(module, operands)
-    return split_captured(run_module(m, inputs), n_own, layout)
+    return split_captured(run_module(m, inputs), n_own, layout, inputs)
 
 
-def split_captured(flat: list[np.ndarray], n_own: int, layout: list[tuple[str, int, int]]
-                   ) -> Captured:
-    """The outputs of a run of a capturing copy (``capture_module``), split."""
+def split_captured(flat: list[np.ndarray], n_own: int, layout: list[CallLayout],
+                   inputs: list[np.ndarray] | None = None) -> Captured:
+    """The outputs of a run of a capturing copy (``capture_module``) on ``inputs``, split
+    (operands that are entry parameters are the run's inputs)."""
     cap = Captured(flat[:n_own], {}, {})
     pos = n_own
-    for name, n_in, n_out in layout:
-        cap.operands[name] = flat[pos:pos + n_in]
-        cap.results[name] = flat[pos + n_in:pos + n_in + n_out]
-        pos += n_in + n_out
+    for name, sources, n_out in layout:
+        ops = []
+        for p in sources:
+            if p == CAPTURED:
+                ops.append(flat[pos])
+                pos += 1
+            elif inputs is None:
+                raise ValueError(f"capture of %{name}: operand is parameter {p}, and the "
+                                 "run's inputs were not given")
+            else:  # read-only, as the arrays a run returns
+                x = np.asarray(inputs[p]).view()
+                x.flags.writeable = False
+                ops.append(x)
+        cap.operands[name] = ops
+        cap.results[name] = flat[pos:pos + n_out]
+        pos += n_out
     return cap

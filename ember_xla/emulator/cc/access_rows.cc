@@ -9,7 +9,7 @@ namespace ember_emu {
 
 int64_t AccessRun::FastRows(int32_t t, int64_t lb, int64_t ub, int64_t vl, int64_t stride) {
   int64_t base = lb;
-  if (ub - base <= stride) return base;
+  if (base >= ub || (ub - base <= stride && !tail_[t])) return base;
   struct Load {
     const Buffer* m;
     int64_t idx[8], dep;
@@ -47,21 +47,56 @@ int64_t AccessRun::FastRows(int32_t t, int64_t lb, int64_t ub, int64_t vl, int64
     ld.s = s;
   }
   const int layer = depth_[t];
+  // the flat index of load k's first lane at `base` with `count` lanes, or -1 out of bounds
+  auto flat_of = [&](Load& ld, int64_t count) -> int64_t {
+    if (ld.ind < ld.ni) ld.idx[ld.ind] = base;
+    int64_t flat = 0;
+    for (size_t d = 0; d < ld.ni; ++d) {
+      const int64_t x = ld.idx[d], dim = ld.m->shape[d];
+      const int64_t hi = d + 1 == ld.ni ? x + count - 1 : x;
+      if (x < 0 || hi >= dim) return -1;
+      flat = flat * dim + x;
+    }
+    return flat;
+  };
+  TraceBuffer& tr = *m_.trace_;
   for (; ub - base > stride; base += stride) {  // not the last: all vl lanes active
     for (size_t k = 0; k < n; ++k) {
       Load& ld = loads[k];
-      if (ld.ind < ld.ni) ld.idx[ld.ind] = base;
-      int64_t flat = 0;
-      for (size_t d = 0; d < ld.ni; ++d) {
-        const int64_t x = ld.idx[d], dim = ld.m->shape[d];
-        const int64_t hi = d + 1 == ld.ni ? x + vl - 1 : x;
-        if (x < 0 || hi >= dim) return base;
-        flat = flat * dim + x;
-      }
-      src_[ld.s] = m_.trace_->Load(m_.Address(*ld.m, flat), ld.bytes, ld.dep, ld.queued, layer);
+      const int64_t flat = flat_of(ld, vl);
+      if (flat < 0) return base;
+      src_[ld.s] = tr.Load(m_.Address(*ld.m, flat), ld.bytes, ld.dep, ld.queued, layer);
     }
   }
-  return base;
+  if (!tail_[t]) return base;
+  // the last iteration: its active lanes base + l*step < ub are a prefix of `active` lanes;
+  // every load is checked before any is recorded (a failing one: the generic loop raises)
+  const int64_t step = stride / vl, active = (ub - base + step - 1) / step;
+  int64_t flats[8];
+  for (size_t k = 0; k < n; ++k)
+    if ((flats[k] = flat_of(loads[k], active)) < 0) return base;
+  for (size_t k = 0; k < n; ++k) {
+    Load& ld = loads[k];
+    src_[ld.s] = tr.Load(m_.Address(*ld.m, flats[k]), active * ItemSize(ld.m->dtype), ld.dep,
+                         ld.queued, layer);
+  }
+  return ub;
+}
+
+bool AccessRun::TailToo(int32_t t) const {
+  // the generic loop's last iteration leaves the TU's stream values behind: nothing may read
+  // them after it (a push of one of them, a stream of another TU), and its row buffers must
+  // be of table data (never written in the addresses mode)
+  for (const Registration& g : e_.regs) {
+    if (g.what == kPushWhat && e_.streams[g.value].owner == t) return false;
+    if (g.tu == t && g.what == kBufferWhat && !IsFloat(e_.streams[g.value].dtype)) return false;
+  }
+  for (const Stream& st : e_.streams) {
+    if (st.owner == t) continue;
+    for (int32_t x : st.src)
+      if (e_.streams[x].owner == t) return false;
+  }
+  return true;
 }
 
 bool AccessRun::RowsOnly(int32_t t) const {

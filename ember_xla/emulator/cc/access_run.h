@@ -38,7 +38,11 @@ class AccessRun {
       if (g.what != kTokenWhat) queued_[g.value] = 1;
     }
     fast_.assign(nt, 0);
-    for (size_t t = 0; m.addresses_ && t < nt; ++t) fast_[t] = RowsOnly((int32_t)t);
+    tail_.assign(nt, 0);
+    for (size_t t = 0; m.addresses_ && t < nt; ++t) {
+      fast_[t] = RowsOnly((int32_t)t);
+      tail_[t] = fast_[t] && TailToo((int32_t)t);
+    }
   }
 
   void Run() {
@@ -106,10 +110,13 @@ class AccessRun {
   void Fire(int32_t t, Event ev, std::vector<RowBuffer>& buffers);
   // Addresses mode, a TU that only loads rows of table data in contiguous chunks (fast_[t]):
   // the iterations before the last, where every lane is active, record their loads in one
-  // tight loop (the values are unknown anyway). Returns the base where the generic loop goes
-  // on: the last iteration (it leaves the streams' values as the generic loop does), or one
-  // whose bounds check fails (the generic loop raises the error).
+  // tight loop (the values are unknown anyway), and the last one too where nothing reads the
+  // stream values it leaves (tail_[t]). Returns the base where the generic loop goes on: ub
+  // (done), the last iteration (not tail_[t]), or one whose bounds check fails (the generic
+  // loop raises the error).
   int64_t FastRows(int32_t t, int64_t lb, int64_t ub, int64_t vl, int64_t stride);
+  // FastRows may run the last iteration of fast TU t too (see FastRows).
+  bool TailToo(int32_t t) const;
   // FastRows applies to TU t: a vector TU without children or iteration events whose streams
   // are its index and mask and contiguous vmem streams reading at (values of other TUs...,
   // its index) under its mask, each stream after those it reads; its row buffers are filled
@@ -131,6 +138,7 @@ class AccessRun {
   std::vector<std::vector<RowBuffer>> row_buffers_;  // per TU: the buffers of its running start
   std::vector<BufferRef> shape_only_;
   std::vector<uint8_t> fast_;  // per TU: FastRows applies (addresses mode)
+  std::vector<uint8_t> tail_;  // per TU: FastRows runs its last iteration too
 };
 
 }  // namespace ember_emu

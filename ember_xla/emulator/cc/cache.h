@@ -233,7 +233,8 @@ class MemorySystem {
                         size_t n_private = 0)
       : own_(shared ? nullptr : std::make_unique<SharedMemory>(t, 0)),
         shared_(shared ? shared : own_.get()), n_private_(shared ? n_private : 0),
-        stats_(t.levels.size()) {
+        stats_(t.levels.size()),
+        transfer_share_(shared_->dram.busy_per_line() / (double)shared_->dram.channels()) {
     levels_.reserve(n_private_);
     for (size_t i = 0; i < n_private_; ++i) levels_.emplace_back(t.levels[i]);
   }
@@ -265,7 +266,7 @@ class MemorySystem {
     *dram = hit < 0 && ordered;
     if (hit < 0) {
       ++dram_lines;
-      dram_busy += transfer_share();
+      dram_busy += transfer_share_;
     }
     return done;
   }
@@ -278,14 +279,12 @@ class MemorySystem {
   double dram_busy = 0.0;  // this core's transfer cycles, per channel of the machine
 
  private:
-  double transfer_share() const {
-    return shared_->dram.busy_per_line() / (double)shared_->dram.channels();
-  }
   std::unique_ptr<SharedMemory> own_;
   SharedMemory* shared_;
   size_t n_private_;
   std::vector<CacheLevel> levels_;
   std::vector<Stats> stats_;
+  const double transfer_share_;  // this core's transfer cycles per DRAM line, per channel
 };
 
 }  // namespace ember_emu

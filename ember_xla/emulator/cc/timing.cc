@@ -10,9 +10,34 @@
 #include <memory>
 #include <new>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include "timing_sim.h"
 
 namespace ember_emu {
+
+#if defined(__linux__)
+void* GrowColumn(void* p, size_t old_bytes, size_t new_bytes) {
+  void* q = p ? mremap(p, old_bytes, new_bytes, MREMAP_MAYMOVE)
+              : mmap(nullptr, new_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                     -1, 0);
+  if (q == MAP_FAILED) throw std::bad_alloc();
+  if (new_bytes >= (size_t)4 << 20) madvise(q, new_bytes, MADV_HUGEPAGE);  // a hint only
+  return q;
+}
+void FreeColumn(void* p, size_t bytes) {
+  if (p) munmap(p, bytes);
+}
+#else
+void* GrowColumn(void* p, size_t, size_t new_bytes) {
+  void* q = std::realloc(p, new_bytes);
+  if (!q) throw std::bad_alloc();
+  return q;
+}
+void FreeColumn(void* p, size_t) { std::free(p); }
+#endif
 
 bool CheckTarget(const TimingTarget& target, std::string* err) {
   if (target.levels.empty() || (int64_t)target.levels.size() > kMaxLevels)

@@ -6,6 +6,8 @@
 #define EMBER_XLA_EMULATOR_NATIVE_TIMING_H_
 
 #include <cstdint>
+#include <cstdlib>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -46,20 +48,52 @@ struct TraceView {
   const int64_t* case_pops = nullptr;   // by case id
 };
 
-// A growable trace (what the program executor records), viewable as a TraceView.
+// Memory of trace columns: anonymous mappings grown by mremap (pages move, nothing is copied,
+// each page faults in once) with transparent huge pages where the kernel allows them;
+// realloc where there is no mremap.
+void* GrowColumn(void* p, size_t old_bytes, size_t new_bytes);
+void FreeColumn(void* p, size_t bytes);
+
+// One column of a TraceBuffer: a plain array; its owner keeps the length and the capacity.
+template <typename T>
+class TraceColumn {
+ public:
+  TraceColumn() = default;
+  TraceColumn(const TraceColumn&) = delete;
+  TraceColumn& operator=(const TraceColumn&) = delete;
+  TraceColumn(TraceColumn&& o) noexcept : p_(o.p_), n_(o.n_), cap_(o.cap_) {
+    o.p_ = nullptr, o.n_ = 0, o.cap_ = 0;
+  }
+  ~TraceColumn() { FreeColumn(p_, cap_ * sizeof(T)); }
+  size_t size() const { return n_; }
+  const T* data() const { return p_; }
+  const T* begin() const { return p_; }
+  const T* end() const { return p_ + n_; }
+  const T& operator[](size_t i) const { return p_[i]; }
+
+ private:
+  friend struct TraceBuffer;
+  void Grow(size_t cap) {
+    p_ = static_cast<T*>(GrowColumn(p_, cap_ * sizeof(T), cap * sizeof(T)));
+    cap_ = cap;
+  }
+  T* p_ = nullptr;
+  size_t n_ = 0, cap_ = 0;
+};
+
+// A growable trace (what the program executor records), viewable as a TraceView: columns of
+// one length and capacity, an event appended with one capacity check.
 struct TraceBuffer {
-  std::vector<int8_t> kind;
-  std::vector<int64_t> a, b, c, layer;
-  std::vector<uint8_t> queued;
+  TraceColumn<int8_t> kind;
+  TraceColumn<int64_t> a, b, c, layer;
+  TraceColumn<uint8_t> queued;
   int64_t Load(int64_t address, int64_t nbytes, int64_t dep, bool to_queue, int64_t lay) {
     Add(kLoad, address, nbytes, dep, lay, to_queue);
-    return (int64_t)kind.size() - 1;
+    return (int64_t)kind.n_ - 1;
   }
   void Push(int64_t nbytes) { Add(kPush, nbytes, 0, -1, -1, false); }
   void Token(int64_t case_id) { Add(kToken, case_id, 0, -1, -1, false); }
-  void Clear() {
-    kind.clear(), a.clear(), b.clear(), c.clear(), layer.clear(), queued.clear();
-  }
+  void Clear() { kind.n_ = a.n_ = b.n_ = c.n_ = layer.n_ = queued.n_ = 0; }
   TraceView View(int64_t n_cases, const double* cycles, const int64_t* pops) const {
     return TraceView{(int64_t)kind.size(), kind.data(), a.data(), b.data(), c.data(),
                      layer.data(), queued.data(), n_cases, cycles, pops};
@@ -67,9 +101,17 @@ struct TraceBuffer {
 
  private:
   void Add(int8_t k, int64_t x, int64_t y, int64_t z, int64_t l, bool q) {
-    kind.push_back(k), a.push_back(x), b.push_back(y), c.push_back(z), layer.push_back(l);
-    queued.push_back(q ? 1 : 0);
+    const size_t i = kind.n_;
+    if (i == cap_) Reserve(cap_ ? 2 * cap_ : 4096);
+    kind.p_[i] = k, a.p_[i] = x, b.p_[i] = y, c.p_[i] = z, layer.p_[i] = l;
+    queued.p_[i] = q ? 1 : 0;
+    kind.n_ = a.n_ = b.n_ = c.n_ = layer.n_ = queued.n_ = i + 1;
   }
+  void Reserve(size_t cap) {
+    kind.Grow(cap), a.Grow(cap), b.Grow(cap), c.Grow(cap), layer.Grow(cap), queued.Grow(cap);
+    cap_ = cap;
+  }
+  size_t cap_ = 0;
 };
 
 constexpr int kMaxLevels = 8;

@@ -134,6 +134,7 @@ class Sim {
     }
     tok_pos_ = 0;
     AdvanceToken();
+    layers_left_ = (int64_t)layers_.size();
     return true;
   }
 
@@ -146,7 +147,10 @@ class Sim {
   }
   // Moves a layer cursor past its issued load to the layer's next load.
   void AdvanceLayer(LayerCursor& lc) {
-    if (--lc.left == 0) return;
+    if (--lc.left == 0) {
+      --layers_left_;
+      return;
+    }
     int64_t pos = lc.pos + 1;
     int64_t pushes = lc.pushes;
     while (!(tr_.kind[pos] == kLoad && tr_.layer[pos] == lc.value)) {
@@ -334,12 +338,33 @@ class Sim {
     return true;
   }
 
+  // When only `lc` has loads left, no entry without loads waits to be reserved, and its next
+  // load's entry is reserved already (or it has none) and its dependency issued, PickNext would
+  // pick that load at *t with no wait and change nothing else: the load can be issued at once
+  // (a row's further chunks, one after the other).
+  bool SoleNext(const LayerCursor& lc, double* t) const {
+    if (layers_left_ != 1 || lc.left == 0) return false;
+    if (reserved_ < (int64_t)loadless_.size() && loadless_[reserved_]) return false;
+    if (EntryOf(lc) >= reserved_) return false;
+    double at = lc.agen;
+    const int64_t dep = tr_.c[lc.pos];
+    if (dep >= 0) {
+      if (done_[dep] < 0) return false;
+      at = std::max(at, done_[dep]);
+    }
+    *t = at;
+    return true;
+  }
+
   bool Replay() {
     for (;;) {
       bool any = false;
       if (!PickNext(&any)) return false;
       if (!any) break;
-      Issue(layers_[pick_], pick_t_, pick_wait_);
+      LayerCursor& lc = layers_[pick_];
+      Issue(lc, pick_t_, pick_wait_);
+      double t;
+      while (SoleNext(lc, &t)) Issue(lc, t, 0.0);
     }
     return Tail();
   }
@@ -373,6 +398,7 @@ class Sim {
   const int line_shift_;  // log2 of the line size, or -1 when it is not a power of two
 
   std::vector<LayerCursor> layers_;  // in first-appearance order (the reference's dict order)
+  int64_t layers_left_ = 0;          // layers with loads left
   std::vector<double> done_;         // per event: completion of a load, -1 before it issues
   std::vector<int64_t> entry_bytes_, remaining_;  // per entry: size, loads not yet done
   std::vector<uint8_t> loadless_;                 // per entry: made of no load
