@@ -1,6 +1,7 @@
 """Training steps as a new user writes them with the public libraries, beyond the per-library
-basics: learning rates from a schedule (optax and Keras), optax.multi_transform with a
-different optimizer per parameter group, nnx.Optimizer, a two-tower model sharing one table,
+basics: learning rates from a schedule (optax and Keras) or injected as optimizer state,
+optax.multi_transform with a different optimizer per parameter group, Adagrad spelled as an
+optax.chain and element-wise clipping before SGD (haiku), nnx.Optimizer, a two-tower model sharing one table,
 jnp.take(mode='fill', fill_value=0) + segment_sum, gradient accumulation over two
 micro-batches, a hand-built gradient (``zeros_like(t).at[ids].add``), rowwise Adagrad with a
 ``[V, 1]`` accumulator (``keepdims=True``) and an f32 table looked up through a bf16 copy.
@@ -80,6 +81,98 @@ reg(
         _bag_inputs,
         notes="optax.multi_transform: Adagrad with a cosine schedule on nn.Embed, Adam "
         "on the head (dense, not a lookup gradient)",
+    )
+)
+
+
+def _inject_hyperparams(params):
+    import optax
+
+    return optax.inject_hyperparams(optax.adagrad)(learning_rate=LR)
+
+
+reg(
+    TrainStep(
+        "flax_linen_inject_hyperparams_adagrad",
+        "optax",
+        "adagrad",
+        "jax",
+        ("padded_bag",),
+        ("adagrad",),
+        _flax_linen_build(_inject_hyperparams),
+        _bag_inputs,
+        notes="optax.inject_hyperparams(optax.adagrad): the learning rate is optimizer state, "
+        "a runtime scalar; fused as Adagrad",
+    )
+)
+
+
+# ---------------------------------------------------------------------------------------
+# haiku: Adagrad spelled as optax.chain(scale_by_rss, scale); element-wise clipping + SGD
+# ---------------------------------------------------------------------------------------
+
+
+def _haiku_chain_build(make_tx):
+    def build():
+        import haiku as hk
+        import jax
+
+        def net(ids):
+            return hk.Linear(1)(hk.Embed(N, D)(ids).mean(1))
+
+        f = hk.without_apply_rng(hk.transform(net))
+        ids, y = _bag_inputs("random", np.random.default_rng(0))
+        params = f.init(jax.random.key(18), ids)
+        tx = make_tx()
+
+        def loss(p, ids, y):
+            return ((f.apply(p, ids) - y) ** 2).mean()
+
+        return _jax_step(loss, tx), [params, tx.init(params), ids, y]
+
+    return build
+
+
+def _rss_chain():
+    import optax
+
+    return optax.chain(optax.scale_by_rss(initial_accumulator_value=0.1), optax.scale(-LR))
+
+
+def _clip_chain():
+    import optax
+
+    return optax.chain(optax.clip(1.0), optax.sgd(LR))
+
+
+reg(
+    TrainStep(
+        "haiku_embed_mean_chain_scale_by_rss",
+        "haiku",
+        "adagrad",
+        "jax",
+        ("padded_bag",),
+        ("adagrad",),
+        _haiku_chain_build(_rss_chain),
+        _bag_inputs,
+        notes="Adagrad written as optax.chain(scale_by_rss(0.1), scale(-lr)): the same HLO "
+        "as optax.adagrad; fused",
+    )
+)
+
+reg(
+    TrainStep(
+        "haiku_embed_mean_chain_clip_sgd",
+        "haiku",
+        "sgd",
+        "jax",
+        ("padded_bag",),
+        (None,),
+        _haiku_chain_build(_clip_chain),
+        _bag_inputs,
+        refusal="clipped element by element",
+        notes="optax.chain(optax.clip(1.0), optax.sgd): exact as a sparse update (clip(0) = "
+        "0), but the fused kernels have no clipping step: refused with that reason",
     )
 )
 
