@@ -322,11 +322,27 @@ def summed_gradients(gcall: Operation) -> str | None:
             "row, so the update stays in XLA and each gradient kernel replaces its scatter")
 
 
+def clipped_gradient(gcall: Operation) -> str | None:
+    """Why the update of this gradient cannot be fused because the gradient is first clipped
+    element by element to constant bounds (``optax.clip``, ``jnp.clip``), or None."""
+    users = gcall.result.owner.users
+    if len(users) != 1 or users[0].opcode not in ("maximum", "minimum", "clamp"):
+        return None
+    op = users[0]
+    bounds = [v for v in op.operands if v is not gcall.result]
+    if not bounds or any(scalar_constant(Ref(v)) is None for v in bounds):
+        return None
+    return (f"the gradient is clipped element by element ({op.opcode} {op.name}, optax.clip) "
+            "before its update: a row without gradient would stay unchanged, but the fused "
+            "kernels have no clipping step, so the update stays in XLA and the gradient "
+            "kernel replaces the scatter")
+
+
 def fuse(module: Module, gcall: Operation, index: int, rw: PatternRewriter,
          adagrad_ok: bool | None) -> dict[str, Any]:
     """Fuse the update consuming ``gcall``'s gradient if it is exact; returns the report's
     ``optimizer`` fields."""
-    if why := non_f32_table(gcall) or summed_gradients(gcall):
+    if why := non_f32_table(gcall) or summed_gradients(gcall) or clipped_gradient(gcall):
         return {"optimizer": None, "optimizer_reason": why}
     reasons = []
     for matcher in (match_sgd, match_adagrad, match_rowwise_adagrad):

@@ -23,7 +23,9 @@ from training_corpus import (
 # flax linen: nn.Embed bag sum -> Dense -> squared error; optax SGD, Adagrad, Adam
 # ---------------------------------------------------------------------------------------
 
-def _flax_linen_build(opt: str):
+def _flax_linen_build(opt):
+    """``opt``: an optax optimizer's name (training_corpus._optax), or a function of the
+    params making the optax transformation."""
     def build():
         import flax.linen as nn
         import jax
@@ -36,7 +38,7 @@ def _flax_linen_build(opt: str):
         model = BagRegressor()
         ids, y = _bag_inputs("random", np.random.default_rng(0))
         params = model.init(jax.random.key(0), ids)
-        tx = _optax(opt)
+        tx = opt(params) if callable(opt) else _optax(opt)
 
         def loss(p, ids, y):
             return ((model.apply(p, ids) - y) ** 2).mean()

@@ -1,6 +1,7 @@
 """Training steps as a new user writes them with the public libraries, beyond the per-library
-basics: learning rates from a schedule (optax and Keras), optax.multi_transform with a
-different optimizer per parameter group, nnx.Optimizer, a two-tower model sharing one table,
+basics: learning rates from a schedule (optax and Keras) or injected as optimizer state,
+optax.multi_transform with a different optimizer per parameter group, Adagrad spelled as an
+optax.chain and element-wise clipping before SGD (haiku), nnx.Optimizer, a two-tower model sharing one table,
 jnp.take(mode='fill', fill_value=0) + segment_sum, gradient accumulation over two
 micro-batches, a hand-built gradient (``zeros_like(t).at[ids].add``), rowwise Adagrad with a
 ``[V, 1]`` accumulator (``keepdims=True``) and an f32 table looked up through a bf16 copy.
@@ -15,7 +16,6 @@ from training_corpus import (
     D,
     E,
     N,
-    P,
     TrainStep,
     _bag_inputs,
     _ids,
@@ -24,36 +24,10 @@ from training_corpus import (
     _segments,
     reg,
 )
+from training_flax import _flax_linen_build
+from training_keras import _keras_build, _keras_inputs
 
 _READOUT = np.linspace(-1.0, 1.0, D, dtype=np.float32)[:, None]
-
-
-def _bag_regressor():
-    import flax.linen as nn
-
-    class BagRegressor(nn.Module):
-        @nn.compact
-        def __call__(self, ids):
-            return nn.Dense(1)(nn.Embed(N, D)(ids).sum(1))
-
-    return BagRegressor()
-
-
-def _linen_build(make_tx):
-    def build():
-        import jax
-
-        model = _bag_regressor()
-        ids, y = _bag_inputs("random", np.random.default_rng(0))
-        params = model.init(jax.random.key(11), ids)
-        tx = make_tx(params)
-
-        def loss(p, ids, y):
-            return ((model.apply(p, ids) - y) ** 2).mean()
-
-        return _jax_step(loss, tx), [params, tx.init(params), ids, y]
-
-    return build
 
 
 # ---------------------------------------------------------------------------------------
@@ -88,7 +62,7 @@ reg(
         "jax",
         ("padded_bag",),
         ("sgd",),
-        _linen_build(_sgd_schedule),
+        _flax_linen_build(_sgd_schedule),
         _bag_inputs,
         notes="optax.sgd(exponential_decay): -lr(count) is a runtime scalar computed "
         "from the step count in the optimizer state; fused as SGD",
@@ -103,10 +77,102 @@ reg(
         "jax",
         ("padded_bag",),
         ("adagrad",),
-        _linen_build(_multi_transform),
+        _flax_linen_build(_multi_transform),
         _bag_inputs,
         notes="optax.multi_transform: Adagrad with a cosine schedule on nn.Embed, Adam "
         "on the head (dense, not a lookup gradient)",
+    )
+)
+
+
+def _inject_hyperparams(params):
+    import optax
+
+    return optax.inject_hyperparams(optax.adagrad)(learning_rate=LR)
+
+
+reg(
+    TrainStep(
+        "flax_linen_inject_hyperparams_adagrad",
+        "optax",
+        "adagrad",
+        "jax",
+        ("padded_bag",),
+        ("adagrad",),
+        _flax_linen_build(_inject_hyperparams),
+        _bag_inputs,
+        notes="optax.inject_hyperparams(optax.adagrad): the learning rate is optimizer state, "
+        "a runtime scalar; fused as Adagrad",
+    )
+)
+
+
+# ---------------------------------------------------------------------------------------
+# haiku: Adagrad spelled as optax.chain(scale_by_rss, scale); element-wise clipping + SGD
+# ---------------------------------------------------------------------------------------
+
+
+def _haiku_chain_build(make_tx):
+    def build():
+        import haiku as hk
+        import jax
+
+        def net(ids):
+            return hk.Linear(1)(hk.Embed(N, D)(ids).mean(1))
+
+        f = hk.without_apply_rng(hk.transform(net))
+        ids, y = _bag_inputs("random", np.random.default_rng(0))
+        params = f.init(jax.random.key(18), ids)
+        tx = make_tx()
+
+        def loss(p, ids, y):
+            return ((f.apply(p, ids) - y) ** 2).mean()
+
+        return _jax_step(loss, tx), [params, tx.init(params), ids, y]
+
+    return build
+
+
+def _rss_chain():
+    import optax
+
+    return optax.chain(optax.scale_by_rss(initial_accumulator_value=0.1), optax.scale(-LR))
+
+
+def _clip_chain():
+    import optax
+
+    return optax.chain(optax.clip(1.0), optax.sgd(LR))
+
+
+reg(
+    TrainStep(
+        "haiku_embed_mean_chain_scale_by_rss",
+        "haiku",
+        "adagrad",
+        "jax",
+        ("padded_bag",),
+        ("adagrad",),
+        _haiku_chain_build(_rss_chain),
+        _bag_inputs,
+        notes="Adagrad written as optax.chain(scale_by_rss(0.1), scale(-lr)): the same HLO "
+        "as optax.adagrad; fused",
+    )
+)
+
+reg(
+    TrainStep(
+        "haiku_embed_mean_chain_clip_sgd",
+        "haiku",
+        "sgd",
+        "jax",
+        ("padded_bag",),
+        (None,),
+        _haiku_chain_build(_clip_chain),
+        _bag_inputs,
+        refusal="clipped element by element",
+        notes="optax.chain(optax.clip(1.0), optax.sgd): exact as a sparse update (clip(0) = "
+        "0), but the fused kernels have no clipping step: refused with that reason",
     )
 )
 
@@ -422,36 +488,11 @@ reg(
 # ---------------------------------------------------------------------------------------
 
 
-def _keras_schedule_inputs(case, rng):
-    ids = np.clip(_ids(rng, case), 0, N - 1)  # tf.gather on CPU rejects OOB ids
-    return [ids.astype(np.int32), _labels(rng, case)]
-
-
-def _keras_schedule_build():
+def _keras_sgd_schedule():
     import keras
-    import tensorflow as tf
 
-    inp = keras.Input((P,), dtype="int32")
-    x = keras.layers.Embedding(
-        N, D, embeddings_initializer=keras.initializers.RandomNormal(seed=3)
-    )(inp)
-    out = keras.layers.Dense(1, kernel_initializer=keras.initializers.RandomNormal(seed=4))(
-        keras.layers.GlobalAveragePooling1D()(x)
-    )
-    model = keras.Model(inp, out)
     schedule = keras.optimizers.schedules.ExponentialDecay(LR, decay_steps=10, decay_rate=0.9)
-    optimizer = keras.optimizers.SGD(schedule)
-    optimizer.build(model.trainable_variables)
-
-    @tf.function(jit_compile=True)
-    def train_step(ids, y):
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_mean((model(ids) - y) ** 2)
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-        return loss
-
-    return train_step, _keras_schedule_inputs("random", np.random.default_rng(0))
+    return keras.optimizers.SGD(schedule)
 
 
 reg(
@@ -462,8 +503,8 @@ reg(
         "tf",
         ("padded_bag",),
         ("sgd",),
-        _keras_schedule_build,
-        _keras_schedule_inputs,
+        _keras_build(_keras_sgd_schedule),
+        _keras_inputs,
         notes="Keras SGD with an ExponentialDecay schedule (the learning rate computed "
         "from the optimizer's iteration variable): the IndexedSlices scatter into "
         "the variable, rewritten as ember.ordered_scatter",

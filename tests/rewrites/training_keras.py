@@ -21,7 +21,8 @@ from training_corpus import (
 # SGD / Adagrad applying the IndexedSlices gradient as a scatter into the variable
 # ---------------------------------------------------------------------------------------
 
-def _keras_build(opt: str):
+def _keras_build(opt):
+    """``opt``: "sgd" | "adagrad", or a function making the Keras optimizer."""
     def build():
         import keras
         import tensorflow as tf
@@ -32,7 +33,8 @@ def _keras_build(opt: str):
         out = keras.layers.Dense(1, kernel_initializer=keras.initializers.RandomNormal(seed=2))(
             keras.layers.GlobalAveragePooling1D()(x))
         model = keras.Model(inp, out)
-        optimizer = {"sgd": keras.optimizers.SGD, "adagrad": keras.optimizers.Adagrad}[opt](LR)
+        optimizer = (opt() if callable(opt) else
+                     {"sgd": keras.optimizers.SGD, "adagrad": keras.optimizers.Adagrad}[opt](LR))
         optimizer.build(model.trainable_variables)
 
         @tf.function(jit_compile=True)
