@@ -25,7 +25,7 @@ struct SpareColumn {
   void* p;
   size_t bytes, elem;
 };
-constexpr size_t kSpareBytes = (size_t)512 << 20, kSparesPerElem = 4;
+constexpr size_t kSpareBytes = (size_t)512 << 20, kSparesPerElem = 6;
 std::mutex g_spare_mu;
 std::vector<SpareColumn> g_spares;  // freed columns' mappings, kept for the next traces
 size_t g_spare_bytes = 0;

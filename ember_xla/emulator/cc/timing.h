@@ -51,7 +51,7 @@ struct TraceView {
 
 // Memory of trace columns: anonymous mappings grown by mremap (pages move, nothing is copied,
 // each page faults in once) with transparent huge pages where the kernel allows them; a freed
-// column's mapping is kept for the next trace's column of its element size (a few, up to 512
+// column's mapping is kept for the next column of its element size (a few, up to 512
 // MiB in all), whose pages are then mapped already. realloc where there is no mremap.
 // *got_bytes: the capacity given (at least new_bytes).
 void* GrowColumn(void* p, size_t old_bytes, size_t new_bytes, size_t elem, size_t* got_bytes);
@@ -84,6 +84,32 @@ class TraceColumn {
   }
   T* p_ = nullptr;
   size_t n_ = 0, cap_ = 0;
+};
+
+// A fixed-length array in the memory of trace columns (GrowColumn: kept mappings reused).
+template <typename T>
+class ColumnArray {
+ public:
+  ColumnArray() = default;
+  ColumnArray(const ColumnArray&) = delete;
+  ColumnArray& operator=(const ColumnArray&) = delete;
+  ~ColumnArray() { FreeColumn(p_, bytes_, sizeof(T)); }
+  // n elements, each v
+  void Assign(size_t n, T v) {
+    if (n * sizeof(T) > bytes_ || !p_) {
+      FreeColumn(p_, bytes_, sizeof(T));
+      p_ = nullptr, bytes_ = 0;
+      p_ = static_cast<T*>(GrowColumn(nullptr, 0, std::max<size_t>(n * sizeof(T), 4096),
+                                      sizeof(T), &bytes_));
+    }
+    std::fill(p_, p_ + n, v);
+  }
+  T& operator[](size_t i) { return p_[i]; }
+  const T& operator[](size_t i) const { return p_[i]; }
+
+ private:
+  T* p_ = nullptr;
+  size_t bytes_ = 0;
 };
 
 // A growable trace (what the program executor records), viewable as a TraceView: columns of
