@@ -43,10 +43,17 @@ def _timed(fn: Any) -> tuple[float, Any]:
     return time.perf_counter() - t0, r
 
 
-def measure_speed(target: str | Target = "tmu", batch: int = 2048, pooling: int = 20,
-                  rows: int = 1_000_000, dim: int = 64, granularity: str = "row",
-                  python_batch: int | None = None, repeats: int = 3,
-                  seed: int = 0) -> dict[str, Any]:
+def measure_speed(
+    target: str | Target = "tmu",
+    batch: int = 2048,
+    pooling: int = 20,
+    rows: int = 1_000_000,
+    dim: int = 64,
+    granularity: str = "row",
+    python_batch: int | None = None,
+    repeats: int = 3,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Tokens/s and events/s of the Python reference and the C++ core on a bag trace of
     ``batch`` bags x ``pooling`` lookups into a ``rows`` x ``dim`` f32 table."""
     tgt = load_target(target) if isinstance(target, str) else target
@@ -56,15 +63,18 @@ def measure_speed(target: str | Target = "tmu", batch: int = 2048, pooling: int 
     trace = embedding_bag_trace(rows, dim, ids, offsets, granularity, vl=tgt.vector_lanes_f32)
     arrays = TraceArrays.from_trace(trace)
     pb = python_batch or max(1, batch // 16)
-    small = embedding_bag_trace(rows, dim, ids[:pb * pooling], offsets[:pb + 1], granularity,
-                                vl=tgt.vector_lanes_f32)
+    small = embedding_bag_trace(
+        rows, dim, ids[: pb * pooling], offsets[: pb + 1], granularity, vl=tgt.vector_lanes_f32
+    )
     times: dict[str, list[float]] = {"cpp_arrays": [], "cpp_trace": [], "python": []}
     cpu: list[float] = []
     reports: dict[str, Any] = {}
     for _ in range(repeats):
-        for name, fn in (("cpp_arrays", lambda: simulate_fast(tgt, arrays)),
-                         ("cpp_trace", lambda: simulate_fast(tgt, trace)),
-                         ("python", lambda: simulate(tgt, small))):
+        for name, fn in (
+            ("cpp_arrays", lambda: simulate_fast(tgt, arrays)),
+            ("cpp_trace", lambda: simulate_fast(tgt, trace)),
+            ("python", lambda: simulate(tgt, small)),
+        ):
             c0 = time.process_time()
             dt, reports[name] = _timed(fn)
             times[name].append(dt)
@@ -77,10 +87,17 @@ def measure_speed(target: str | Target = "tmu", batch: int = 2048, pooling: int 
     tok_part = part.tokens + part.entries
     med = {k: statistics.median(v) for k, v in times.items()}
     return {
-        "target": tgt.name, "granularity": granularity, "batch": batch, "pooling": pooling,
-        "lookups": batch * pooling, "events": len(trace), "tokens": tok_full,
-        "cycles": full.cycles, "python_batch": pb,
-        "cpp_seconds": med["cpp_arrays"], "cpp_trace_seconds": med["cpp_trace"],
+        "target": tgt.name,
+        "granularity": granularity,
+        "batch": batch,
+        "pooling": pooling,
+        "lookups": batch * pooling,
+        "events": len(trace),
+        "tokens": tok_full,
+        "cycles": full.cycles,
+        "python_batch": pb,
+        "cpp_seconds": med["cpp_arrays"],
+        "cpp_trace_seconds": med["cpp_trace"],
         "python_seconds": med["python"],
         "cpp_tokens_per_s": tok_full / med["cpp_arrays"],
         "cpp_cpu_tokens_per_s": tok_full / statistics.median(cpu),
@@ -117,18 +134,36 @@ def native_bag(batch: int, dim: int) -> Any:
     from ember_xla.native import register_targets
 
     register_targets()
-    call = jax.ffi.ffi_call(target_of_kind("offsets_bag").name,
-                            jax.ShapeDtypeStruct((batch, dim), np.float32))
-    fn = jax.jit(lambda t, i, o: call(t, i, o, combiner="sum", index_mode="clip",
-                                      wrap_negative=False, weighted=False, init=0.0,
-                                      index_bits=32))
+    call = jax.ffi.ffi_call(
+        target_of_kind("offsets_bag").name, jax.ShapeDtypeStruct((batch, dim), np.float32)
+    )
+    fn = jax.jit(
+        lambda t, i, o: call(
+            t,
+            i,
+            o,
+            combiner="sum",
+            index_mode="clip",
+            wrap_negative=False,
+            weighted=False,
+            init=0.0,
+            index_bits=32,
+        )
+    )
     return lambda table, ids, off: np.asarray(fn(table, ids, off.astype(np.int32)))
 
 
-def measure_program_speed(level: int | str = 3, target: str | Target = "tmu",
-                          batch: int = 4096, pooling: int = 73, rows: int = 1_000_000,
-                          dim: int = 64, python_batch: int | None = None, repeats: int = 3,
-                          seed: int = 0) -> dict[str, Any]:
+def measure_program_speed(
+    level: int | str = 3,
+    target: str | Target = "tmu",
+    batch: int = 4096,
+    pooling: int = 73,
+    rows: int = 1_000_000,
+    dim: int = 64,
+    python_batch: int | None = None,
+    repeats: int = 3,
+    seed: int = 0,
+) -> dict[str, Any]:
     """The whole emulate path on a DLRM-sized bag (one table, ``batch`` x ``pooling``
     lookups): C++ (``executor_cc.emulate_program``: execution + trace + timing, no Python in
     the loop) vs the Python reference (``reference.emulate``) on the first ``python_batch`` bags."""
@@ -143,7 +178,7 @@ def measure_program_speed(level: int | str = 3, target: str | Target = "tmu",
     ids = rng.integers(0, rows, batch * pooling).astype(np.int32)
     table = rng.standard_normal((rows, dim)).astype(np.float32)
     pb = python_batch or max(1, batch // 64)
-    small = [off[:pb + 1], ids[:pb * pooling], table]
+    small = [off[: pb + 1], ids[: pb * pooling], table]
     shape, small_shape = [(batch, dim)], [(pb, dim)]
     native = native_bag(batch, dim)
     import jax
@@ -176,18 +211,27 @@ def measure_program_speed(level: int | str = 3, target: str | Target = "tmu",
     if rep_c != rep_s or not np.array_equal(out[0][:pb], out_s[0]):
         raise AssertionError("C++ and Python emulators disagree")
     if rep_f != rep or out_f.tobytes() != out[0].tobytes():
-        raise AssertionError("the fast engine (native kernel + addresses mode) and the full "
-                             "engine disagree")
+        raise AssertionError(
+            "the fast engine (native kernel + addresses mode) and the full engine disagree"
+        )
     med = {k: statistics.median(v) for k, v in times.items()}
     tok, tok_s = rep.tokens + rep.entries, rep_s.tokens + rep_s.entries
-    return {"level": level, "lookups": batch * pooling, "tokens": tok, "cycles": rep.cycles,
-            "cpp_seconds": med["cpp"], "python_seconds": med["python"], "python_batch": pb,
-            "cpp_tokens_per_s": tok / med["cpp"], "python_tokens_per_s": tok_s / med["python"],
-            "cpp_lookups_per_s": batch * pooling / med["cpp"],
-            "cpp_cpu_lookups_per_s": batch * pooling / statistics.median(cpu),
-            "fast_seconds": med["fast"],
-            "fast_lookups_per_s": batch * pooling / med["fast"],
-            "fast_cpu_lookups_per_s": batch * pooling / statistics.median(cpu_fast)}
+    return {
+        "level": level,
+        "lookups": batch * pooling,
+        "tokens": tok,
+        "cycles": rep.cycles,
+        "cpp_seconds": med["cpp"],
+        "python_seconds": med["python"],
+        "python_batch": pb,
+        "cpp_tokens_per_s": tok / med["cpp"],
+        "python_tokens_per_s": tok_s / med["python"],
+        "cpp_lookups_per_s": batch * pooling / med["cpp"],
+        "cpp_cpu_lookups_per_s": batch * pooling / statistics.median(cpu),
+        "fast_seconds": med["fast"],
+        "fast_lookups_per_s": batch * pooling / med["fast"],
+        "fast_cpu_lookups_per_s": batch * pooling / statistics.median(cpu_fast),
+    }
 
 
 #: The speed goals: a whole-model emulation at -O3 and the timing core on row tokens.
@@ -197,16 +241,20 @@ GOAL_ROW_TOKENS = 20e6
 
 def _goal(what: str, wall: float, cpu: float, goal: float, unit: str) -> str:
     met = "met" if wall >= goal else ("met in CPU time only" if cpu >= goal else "NOT met")
-    return (f"  {what}: {wall / 1e6:.2f} / {cpu / 1e6:.2f} M {unit}/s, goal >= "
-            f"{goal / 1e6:.0f} M: {met}")
+    return (
+        f"  {what}: {wall / 1e6:.2f} / {cpu / 1e6:.2f} M {unit}/s, goal >= "
+        f"{goal / 1e6:.0f} M: {met}"
+    )
 
 
 def format_row(m: dict[str, Any]) -> str:
-    return (f"{m['granularity']:8s} {m['lookups']:8d} {m['events']:9d} {m['tokens']:9d} "
-            f"{m['python_tokens_per_s'] / 1e6:10.3f} {m['cpp_tokens_per_s'] / 1e6:10.2f} "
-            f"{m['cpp_trace_tokens_per_s'] / 1e6:12.2f} "
-            f"{m['cpp_tokens_per_s'] / m['python_tokens_per_s']:8.0f}x   "
-            f"{m['python_events_per_s'] / 1e6:8.3f} {m['cpp_events_per_s'] / 1e6:9.2f}")
+    return (
+        f"{m['granularity']:8s} {m['lookups']:8d} {m['events']:9d} {m['tokens']:9d} "
+        f"{m['python_tokens_per_s'] / 1e6:10.3f} {m['cpp_tokens_per_s'] / 1e6:10.2f} "
+        f"{m['cpp_trace_tokens_per_s'] / 1e6:12.2f} "
+        f"{m['cpp_tokens_per_s'] / m['python_tokens_per_s']:8.0f}x   "
+        f"{m['python_events_per_s'] / 1e6:8.3f} {m['cpp_events_per_s'] / 1e6:9.2f}"
+    )
 
 
 def main() -> None:
@@ -218,46 +266,81 @@ def main() -> None:
     ap.add_argument("--dim", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--granularity", default="row,chunk,element")
-    ap.add_argument("--program", default="",
-                    help="also time the whole emulate path of the bag program at these levels "
-                         "(e.g. 0,3,hand), one table, --batch x --pooling lookups")
+    ap.add_argument(
+        "--program",
+        default="",
+        help="also time the whole emulate path of the bag program at these levels "
+        "(e.g. 0,3,hand), one table, --batch x --pooling lookups",
+    )
     a = ap.parse_args()
     goals: list[str] = []
-    print(f"target {a.target}: {a.batch} bags x {a.pooling} lookups, table {a.rows} x {a.dim} "
-          "f32; tokens = data-queue entries + control tokens; M = million per second")
-    print("granular  lookups    events    tokens  py Mtok/s C++ Mtok/s C++(lists) Mtok/s"
-          "  C++/py   py Mev/s C++ Mev/s")
+    print(
+        f"target {a.target}: {a.batch} bags x {a.pooling} lookups, table {a.rows} x {a.dim} "
+        "f32; tokens = data-queue entries + control tokens; M = million per second"
+    )
+    print(
+        "granular  lookups    events    tokens  py Mtok/s C++ Mtok/s C++(lists) Mtok/s"
+        "  C++/py   py Mev/s C++ Mev/s"
+    )
     for g in a.granularity.split(","):
         m = measure_speed(a.target, a.batch, a.pooling, a.rows, a.dim, g, repeats=a.repeats)
         print(format_row(m))
         if g == "row":
-            goals.append(_goal("timing core on row tokens", m["cpp_tokens_per_s"],
-                               m["cpp_cpu_tokens_per_s"], GOAL_ROW_TOKENS, "tokens"))
+            goals.append(
+                _goal(
+                    "timing core on row tokens",
+                    m["cpp_tokens_per_s"],
+                    m["cpp_cpu_tokens_per_s"],
+                    GOAL_ROW_TOKENS,
+                    "tokens",
+                )
+            )
     if a.program:
-        print(f"\nwhole emulate path (program execution + trace + timing), {a.batch} bags x "
-              f"{a.pooling} lookups into {a.rows} x {a.dim} f32")
-        print("level  lookups    tokens   C++ s  C++ Mtok/s  C++ Mlookups/s  py Mtok/s  C++/py"
-              "   fast s  fast Mlookups/s (CPU)  fast/C++")
+        print(
+            f"\nwhole emulate path (program execution + trace + timing), {a.batch} bags x "
+            f"{a.pooling} lookups into {a.rows} x {a.dim} f32"
+        )
+        print(
+            "level  lookups    tokens   C++ s  C++ Mtok/s  C++ Mlookups/s  py Mtok/s  C++/py"
+            "   fast s  fast Mlookups/s (CPU)  fast/C++"
+        )
         for lv in a.program.split(","):
-            m = measure_program_speed(lv, a.target, a.batch, a.pooling, a.rows, a.dim,
-                                      repeats=a.repeats)
-            print(f"{lv:>5} {m['lookups']:8d} {m['tokens']:9d} {m['cpp_seconds']:7.3f} "
-                  f"{m['cpp_tokens_per_s'] / 1e6:11.2f} {m['cpp_lookups_per_s'] / 1e6:15.2f} "
-                  f"{m['python_tokens_per_s'] / 1e6:10.4f} "
-                  f"{m['cpp_tokens_per_s'] / m['python_tokens_per_s']:7.0f}x "
-                  f"{m['fast_seconds']:8.3f} {m['fast_lookups_per_s'] / 1e6:8.2f} "
-                  f"({m['fast_cpu_lookups_per_s'] / 1e6:.2f}) "
-                  f"{m['cpp_seconds'] / m['fast_seconds']:12.1f}x")
+            m = measure_program_speed(
+                lv, a.target, a.batch, a.pooling, a.rows, a.dim, repeats=a.repeats
+            )
+            print(
+                f"{lv:>5} {m['lookups']:8d} {m['tokens']:9d} {m['cpp_seconds']:7.3f} "
+                f"{m['cpp_tokens_per_s'] / 1e6:11.2f} {m['cpp_lookups_per_s'] / 1e6:15.2f} "
+                f"{m['python_tokens_per_s'] / 1e6:10.4f} "
+                f"{m['cpp_tokens_per_s'] / m['python_tokens_per_s']:7.0f}x "
+                f"{m['fast_seconds']:8.3f} {m['fast_lookups_per_s'] / 1e6:8.2f} "
+                f"({m['fast_cpu_lookups_per_s'] / 1e6:.2f}) "
+                f"{m['cpp_seconds'] / m['fast_seconds']:12.1f}x"
+            )
             if str(lv) == "3":
-                goals.append(_goal("whole emulate path at -O3, full engine",
-                                   m["cpp_lookups_per_s"], m["cpp_cpu_lookups_per_s"],
-                                   GOAL_LOOKUPS, "lookups"))
-                goals.append(_goal("whole emulate path at -O3, fast engine (native outputs + "
-                                   "addresses mode)", m["fast_lookups_per_s"],
-                                   m["fast_cpu_lookups_per_s"], GOAL_LOOKUPS, "lookups"))
+                goals.append(
+                    _goal(
+                        "whole emulate path at -O3, full engine",
+                        m["cpp_lookups_per_s"],
+                        m["cpp_cpu_lookups_per_s"],
+                        GOAL_LOOKUPS,
+                        "lookups",
+                    )
+                )
+                goals.append(
+                    _goal(
+                        "whole emulate path at -O3, fast engine (native outputs + addresses mode)",
+                        m["fast_lookups_per_s"],
+                        m["fast_cpu_lookups_per_s"],
+                        GOAL_LOOKUPS,
+                        "lookups",
+                    )
+                )
     if goals:
-        print("\nspeed goals (M per second of wall clock / of this process's CPU time; the "
-              "machine is shared, so the CPU rate is what one core gives):")
+        print(
+            "\nspeed goals (M per second of wall clock / of this process's CPU time; the "
+            "machine is shared, so the CPU rate is what one core gives):"
+        )
         for line in goals:
             print(line)
 

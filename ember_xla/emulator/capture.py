@@ -22,8 +22,8 @@ from ember_xla.ir.operation import Operation
 
 @dataclasses.dataclass
 class Captured:
-    outputs: list[np.ndarray]                  # the model's own outputs
-    operands: dict[str, list[np.ndarray]]      # per cluster (custom-call name)
+    outputs: list[np.ndarray]  # the model's own outputs
+    operands: dict[str, list[np.ndarray]]  # per cluster (custom-call name)
     results: dict[str, list[np.ndarray]]
 
 
@@ -43,8 +43,15 @@ def _leaves(g, op: Operation) -> list:
         return [op.result]
     out = []
     for i, s in enumerate(t.tuple_shapes):
-        gte = g.append(Operation("get-tuple-element", [op.result], [s], {"tuple_index": i},
-                                 name=g.unique_name(f"{op.name}.result{i}")))
+        gte = g.append(
+            Operation(
+                "get-tuple-element",
+                [op.result],
+                [s],
+                {"tuple_index": i},
+                name=g.unique_name(f"{op.name}.result{i}"),
+            )
+        )
         out.append(gte.result)
     return out
 
@@ -57,8 +64,7 @@ def _parameter_number(g, v) -> int:
     return int(op.attributes.get("parameter_number", 0))  # absent: 0 (the proto default)
 
 
-def capture_module(module: Module, operands: bool = True
-                   ) -> tuple[Module, int, list[CallLayout]]:
+def capture_module(module: Module, operands: bool = True) -> tuple[Module, int, list[CallLayout]]:
     """(the capturing copy, how many leading outputs are the model's, per call its
     ``CallLayout`` in graph order); ``operands=False``: the calls' results only (no
     operands)."""
@@ -79,8 +85,14 @@ def capture_module(module: Module, operands: bool = True
         sources = tuple(_parameter_number(g, v) for v in ins)
         values += [v for v, p in zip(ins, sources, strict=True) if p == CAPTURED] + res
         layout.append((c.name, sources, len(res)))
-    g.root = g.append(Operation("tuple", values, [Shape.tuple_of([v.type for v in values])],
-                                name=g.unique_name("ember_capture")))
+    g.root = g.append(
+        Operation(
+            "tuple",
+            values,
+            [Shape.tuple_of([v.type for v in values])],
+            name=g.unique_name("ember_capture"),
+        )
+    )
     return m, n_own, layout
 
 
@@ -92,8 +104,12 @@ def capture(module: Module, inputs: list[np.ndarray], operands: bool = True) -> 
     return split_captured(run_module(m, inputs), n_own, layout, inputs)
 
 
-def split_captured(flat: list[np.ndarray], n_own: int, layout: list[CallLayout],
-                   inputs: list[np.ndarray] | None = None) -> Captured:
+def split_captured(
+    flat: list[np.ndarray],
+    n_own: int,
+    layout: list[CallLayout],
+    inputs: list[np.ndarray] | None = None,
+) -> Captured:
     """The outputs of a run of a capturing copy (``capture_module``) on ``inputs``, split
     (operands that are entry parameters are the run's inputs)."""
     cap = Captured(flat[:n_own], {}, {})
@@ -105,13 +121,15 @@ def split_captured(flat: list[np.ndarray], n_own: int, layout: list[CallLayout],
                 ops.append(flat[pos])
                 pos += 1
             elif inputs is None:
-                raise ValueError(f"capture of %{name}: operand is parameter {p}, and the "
-                                 "run's inputs were not given")
+                raise ValueError(
+                    f"capture of %{name}: operand is parameter {p}, and the "
+                    "run's inputs were not given"
+                )
             else:  # read-only, as the arrays a run returns
                 x = np.asarray(inputs[p]).view()
                 x.flags.writeable = False
                 ops.append(x)
         cap.operands[name] = ops
-        cap.results[name] = flat[pos:pos + n_out]
+        cap.results[name] = flat[pos : pos + n_out]
         pos += n_out
     return cap

@@ -20,9 +20,11 @@ def _model():
         return (jnp.take(t, i, axis=0) * (w * 2.0)[:, :, None]).sum(1) + 1.0
 
     rng = np.random.default_rng(3)
-    inputs = [rng.standard_normal((ROWS, D)).astype(np.float32),
-              rng.integers(0, ROWS, (B, P)).astype(np.int32),
-              rng.standard_normal((B, P)).astype(np.float32)]
+    inputs = [
+        rng.standard_normal((ROWS, D)).astype(np.float32),
+        rng.integers(0, ROWS, (B, P)).astype(np.int32),
+        rng.standard_normal((B, P)).astype(np.float32),
+    ]
     return rewrite_for(from_jax(f, *inputs).module, "dae").module, inputs
 
 
@@ -33,7 +35,7 @@ def test_parameters_are_not_returned_and_come_from_the_inputs():
     m, n_own, layout = capture_module(rewritten)
     ((name, sources, n_out),) = layout
     params = [p for p in sources if p != CAPTURED]
-    assert 0 in params                      # the table is parameter 0, not returned
+    assert 0 in params  # the table is parameter 0, not returned
     flat = run_module(m, inputs)
     n_captured = sum(p == CAPTURED for p in sources)
     assert len(flat) == n_own + n_captured + n_out

@@ -18,8 +18,8 @@ void AccessRun::Start(int32_t t) {
                    std::to_string(st));
   tu_src_[t] = std::max({src_[u.lb], src_[u.ub], src_[u.step]});
   std::vector<RowBuffer>& buffers = row_buffers_[t];  // a TU never starts inside itself
-  buffers.clear();
-  for (const Registration* g : at_[t * 3 + kEnd]) {
+  if (!SameShapeOnly(t, ub, buffers)) buffers.clear();
+  for (const Registration* g : buffers.empty() ? at_[t * 3 + kEnd] : kNoRegs) {
     if (g->what != kBufferWhat) continue;
     const int32_t s = (int32_t)g->value;
     bool have = false;
@@ -83,6 +83,20 @@ void AccessRun::Start(int32_t t) {
   Fire(t, kEnd, buffers);
 }
 
+bool AccessRun::SameShapeOnly(int32_t t, int64_t ub, const std::vector<RowBuffer>& buffers) {
+  if (!m_.addresses_ || !shape_only_rows_[t] || buffers.empty()) return false;
+  size_t k = 0;
+  for (const Registration* g : at_[t * 3 + kEnd]) {
+    if (g->what != kBufferWhat) continue;
+    const int32_t s = (int32_t)g->value;
+    if (k == buffers.size() || buffers[k].stream != s ||
+        buffers[k].buf.get() != ShapeOnly(e_.streams[s].dtype, std::max<int64_t>(ub, 0)).get())
+      return false;
+    ++k;
+  }
+  return k == buffers.size();
+}
+
 void AccessRun::Fire(int32_t t, Event ev, std::vector<RowBuffer>& buffers) {
   for (const Registration* g : at_[t * 3 + ev]) {
     if (g->what == kTokenWhat) {
@@ -108,8 +122,7 @@ void AccessRun::Fire(int32_t t, Event ev, std::vector<RowBuffer>& buffers) {
       for (RowBuffer& rb : buffers)
         if (rb.stream == g->value) b = rb.buf;
       if (!b) throw RunError("a buffer registration outside its tu's end event");
-      slot.Shape(b->dtype, -1);
-      slot.m = b;
+      slot.SetBuffer(b);
       nbytes = b->nbytes();
     } else {
       const Value& v = vals_[g->value];

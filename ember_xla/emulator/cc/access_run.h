@@ -37,6 +37,16 @@ class AccessRun {
       at_[g.tu * 3 + g.event].push_back(&g);
       if (g.what != kTokenWhat) queued_[g.value] = 1;
     }
+    shape_only_rows_.assign(nt, 1);
+    for (size_t t = 0; t < nt; ++t) {  // its row buffers: distinct streams, of table data
+      std::vector<int32_t> seen;
+      for (const Registration* g : at_[t * 3 + kEnd]) {
+        if (g->what != kBufferWhat) continue;
+        const bool again = std::find(seen.begin(), seen.end(), (int32_t)g->value) != seen.end();
+        if (again || !IsFloat(e_.streams[g->value].dtype)) shape_only_rows_[t] = 0;
+        seen.push_back((int32_t)g->value);
+      }
+    }
     fast_.assign(nt, 0);
     tail_.assign(nt, 0);
     for (size_t t = 0; m.addresses_ && t < nt; ++t) {
@@ -89,12 +99,15 @@ class AccessRun {
 
   // Addresses mode: one buffer without data per dtype and length, shared by every row of that
   // shape (such buffers cannot be told apart: no data, no address).
-  BufferRef ShapeOnly(DType dt, int64_t n) {
+  const BufferRef& ShapeOnly(DType dt, int64_t n) {
     for (const BufferRef& b : shape_only_)
       if (b->dtype == dt && b->shape[0] == n) return b;
     shape_only_.push_back(ShapeOnlyBuffer(dt, {n}));
     return shape_only_.back();
   }
+  // Addresses mode: TU t's row buffers (at a start with upper bound ub) are the data-less
+  // buffers `buffers` holds from its last start (they are kept, not rebuilt).
+  bool SameShapeOnly(int32_t t, int64_t ub, const std::vector<RowBuffer>& buffers);
 
   // Addresses mode: the stream's values are not read (table data, or a buffer the core writes).
   bool Skip(const Buffer& m) const { return m_.addresses_ && (IsFloat(m.dtype) || !m.data); }
@@ -139,6 +152,8 @@ class AccessRun {
   std::vector<BufferRef> shape_only_;
   std::vector<uint8_t> fast_;  // per TU: FastRows applies (addresses mode)
   std::vector<uint8_t> tail_;  // per TU: FastRows runs its last iteration too
+  std::vector<uint8_t> shape_only_rows_;  // per TU: its row buffers are data-less (addresses)
+  const std::vector<const Registration*> kNoRegs;
 };
 
 }  // namespace ember_emu

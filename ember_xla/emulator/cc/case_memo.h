@@ -26,8 +26,18 @@ inline bool SameValue(const Value& a, const Value& b) {
   if (a.lanes == -1) return a.m == b.m;
   if (!a.known) return true;
   const size_t n = (size_t)a.n();
-  return IsFloat(a.dt) ? std::memcmp(a.f.data(), b.f.data(), n * sizeof(double)) == 0
-                       : std::memcmp(a.i.data(), b.i.data(), n * sizeof(int64_t)) == 0;
+  if (!IsFloat(a.dt)) {  // (compared inline: mostly one lane)
+    for (size_t k = 0; k < n; ++k)
+      if (a.i[k] != b.i[k]) return false;
+    return true;
+  }
+  for (size_t k = 0; k < n; ++k) {  // bit for bit
+    uint64_t x, y;
+    std::memcpy(&x, &a.f[k], 8);
+    std::memcpy(&y, &b.f[k], 8);
+    if (x != y) return false;
+  }
+  return true;
 }
 
 // Equal as a popped entry: a buffer without data (a row of table data) of the same dtype,
@@ -35,6 +45,7 @@ inline bool SameValue(const Value& a, const Value& b) {
 inline bool SameEntry(const Value& a, const Value& b) {
   if (a.lanes != -1 || b.lanes != -1) return SameValue(a, b);
   if (!a.m || !b.m || a.m->data || b.m->data) return a.m == b.m;
+  if (a.m == b.m) return a.dt == b.dt;  // the one data-less buffer of its shape
   return a.dt == b.dt && a.m->dtype == b.m->dtype && a.m->shape == b.m->shape &&
          a.m->base == b.m->base;
 }

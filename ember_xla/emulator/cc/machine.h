@@ -38,6 +38,13 @@ struct Value {
     if (IsFloat(d)) f.resize((size_t)std::max<int64_t>(l, 1));
     else i.resize((size_t)std::max<int64_t>(l, 1));
   }
+  // Shape(b->dtype, -1) then m = b, without touching the reference count when m is b already.
+  void SetBuffer(const BufferRef& b) {
+    dt = b->dtype, lanes = -1, set = true, known = true;
+    if (m != b) m = b;
+    if (IsFloat(dt)) f.resize(1);
+    else i.resize(1);
+  }
 };
 
 struct CaseStats {

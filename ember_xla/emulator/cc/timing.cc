@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <new>
 
 #if defined(__linux__)
@@ -19,24 +20,63 @@
 namespace ember_emu {
 
 #if defined(__linux__)
-void* GrowColumn(void* p, size_t old_bytes, size_t new_bytes) {
+namespace {
+struct SpareColumn {
+  void* p;
+  size_t bytes, elem;
+};
+constexpr size_t kSpareBytes = (size_t)512 << 20, kSparesPerElem = 6;
+std::mutex g_spare_mu;
+std::vector<SpareColumn> g_spares;  // freed columns' mappings, kept for the next traces
+size_t g_spare_bytes = 0;
+}  // namespace
+
+void* GrowColumn(void* p, size_t old_bytes, size_t new_bytes, size_t elem, size_t* got_bytes) {
+  if (!p) {  // a new column: the largest kept mapping of its element size, if it is enough
+    std::lock_guard<std::mutex> lock(g_spare_mu);
+    size_t best = g_spares.size();
+    for (size_t k = 0; k < g_spares.size(); ++k)
+      if (g_spares[k].elem == elem && g_spares[k].bytes >= new_bytes &&
+          (best == g_spares.size() || g_spares[k].bytes > g_spares[best].bytes))
+        best = k;
+    if (best < g_spares.size()) {
+      const SpareColumn sp = g_spares[best];
+      g_spares.erase(g_spares.begin() + (std::ptrdiff_t)best);
+      g_spare_bytes -= sp.bytes;
+      *got_bytes = sp.bytes;
+      return sp.p;
+    }
+  }
   void* q = p ? mremap(p, old_bytes, new_bytes, MREMAP_MAYMOVE)
               : mmap(nullptr, new_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                      -1, 0);
   if (q == MAP_FAILED) throw std::bad_alloc();
   if (new_bytes >= (size_t)4 << 20) madvise(q, new_bytes, MADV_HUGEPAGE);  // a hint only
+  *got_bytes = new_bytes;
   return q;
 }
-void FreeColumn(void* p, size_t bytes) {
-  if (p) munmap(p, bytes);
+void FreeColumn(void* p, size_t bytes, size_t elem) {
+  if (!p) return;
+  {
+    std::lock_guard<std::mutex> lock(g_spare_mu);
+    size_t same = 0;
+    for (const SpareColumn& sp : g_spares) same += sp.elem == elem;
+    if (same < kSparesPerElem && g_spare_bytes + bytes <= kSpareBytes) {
+      g_spares.push_back({p, bytes, elem});
+      g_spare_bytes += bytes;
+      return;
+    }
+  }
+  munmap(p, bytes);
 }
 #else
-void* GrowColumn(void* p, size_t, size_t new_bytes) {
+void* GrowColumn(void* p, size_t, size_t new_bytes, size_t, size_t* got_bytes) {
   void* q = std::realloc(p, new_bytes);
   if (!q) throw std::bad_alloc();
+  *got_bytes = new_bytes;
   return q;
 }
-void FreeColumn(void* p, size_t) { std::free(p); }
+void FreeColumn(void* p, size_t, size_t) { std::free(p); }
 #endif
 
 bool CheckTarget(const TimingTarget& target, std::string* err) {

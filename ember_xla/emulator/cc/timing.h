@@ -5,6 +5,7 @@
 #ifndef EMBER_XLA_EMULATOR_NATIVE_TIMING_H_
 #define EMBER_XLA_EMULATOR_NATIVE_TIMING_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <new>
@@ -49,10 +50,12 @@ struct TraceView {
 };
 
 // Memory of trace columns: anonymous mappings grown by mremap (pages move, nothing is copied,
-// each page faults in once) with transparent huge pages where the kernel allows them;
-// realloc where there is no mremap.
-void* GrowColumn(void* p, size_t old_bytes, size_t new_bytes);
-void FreeColumn(void* p, size_t bytes);
+// each page faults in once) with transparent huge pages where the kernel allows them; a freed
+// column's mapping is kept for the next column of its element size (a few, up to 512
+// MiB in all), whose pages are then mapped already. realloc where there is no mremap.
+// *got_bytes: the capacity given (at least new_bytes).
+void* GrowColumn(void* p, size_t old_bytes, size_t new_bytes, size_t elem, size_t* got_bytes);
+void FreeColumn(void* p, size_t bytes, size_t elem);
 
 // One column of a TraceBuffer: a plain array; its owner keeps the length and the capacity.
 template <typename T>
@@ -64,7 +67,7 @@ class TraceColumn {
   TraceColumn(TraceColumn&& o) noexcept : p_(o.p_), n_(o.n_), cap_(o.cap_) {
     o.p_ = nullptr, o.n_ = 0, o.cap_ = 0;
   }
-  ~TraceColumn() { FreeColumn(p_, cap_ * sizeof(T)); }
+  ~TraceColumn() { FreeColumn(p_, cap_ * sizeof(T), sizeof(T)); }
   size_t size() const { return n_; }
   const T* data() const { return p_; }
   const T* begin() const { return p_; }
@@ -73,12 +76,40 @@ class TraceColumn {
 
  private:
   friend struct TraceBuffer;
-  void Grow(size_t cap) {
-    p_ = static_cast<T*>(GrowColumn(p_, cap_ * sizeof(T), cap * sizeof(T)));
-    cap_ = cap;
+  size_t Grow(size_t cap) {  // the capacity now (at least cap)
+    size_t got = 0;
+    p_ = static_cast<T*>(GrowColumn(p_, cap_ * sizeof(T), cap * sizeof(T), sizeof(T), &got));
+    cap_ = got / sizeof(T);
+    return cap_;
   }
   T* p_ = nullptr;
   size_t n_ = 0, cap_ = 0;
+};
+
+// A fixed-length array in the memory of trace columns (GrowColumn: kept mappings reused).
+template <typename T>
+class ColumnArray {
+ public:
+  ColumnArray() = default;
+  ColumnArray(const ColumnArray&) = delete;
+  ColumnArray& operator=(const ColumnArray&) = delete;
+  ~ColumnArray() { FreeColumn(p_, bytes_, sizeof(T)); }
+  // n elements, each v
+  void Assign(size_t n, T v) {
+    if (n * sizeof(T) > bytes_ || !p_) {
+      FreeColumn(p_, bytes_, sizeof(T));
+      p_ = nullptr, bytes_ = 0;
+      p_ = static_cast<T*>(GrowColumn(nullptr, 0, std::max<size_t>(n * sizeof(T), 4096),
+                                      sizeof(T), &bytes_));
+    }
+    std::fill(p_, p_ + n, v);
+  }
+  T& operator[](size_t i) { return p_[i]; }
+  const T& operator[](size_t i) const { return p_[i]; }
+
+ private:
+  T* p_ = nullptr;
+  size_t bytes_ = 0;
 };
 
 // A growable trace (what the program executor records), viewable as a TraceView: columns of
@@ -108,8 +139,8 @@ struct TraceBuffer {
     kind.n_ = a.n_ = b.n_ = c.n_ = layer.n_ = queued.n_ = i + 1;
   }
   void Reserve(size_t cap) {
-    kind.Grow(cap), a.Grow(cap), b.Grow(cap), c.Grow(cap), layer.Grow(cap), queued.Grow(cap);
-    cap_ = cap;
+    cap_ = std::min({kind.Grow(cap), a.Grow(cap), b.Grow(cap), c.Grow(cap), layer.Grow(cap),
+                     queued.Grow(cap)});
   }
   size_t cap_ = 0;
 };

@@ -87,7 +87,7 @@ class Sim {
     pop_time_.assign((size_t)n_entries, 0.0);
     n_tok_ = n_tok;
     ring_.assign((size_t)std::min<int64_t>(t_.ctrl_cap, n_tok + 1), 0.0);
-    done_.assign((size_t)n, -1.0);
+    done_.Assign((size_t)n, -1.0);
     int64_t e = 0, pending = 0;
     int64_t last_value = 0;
     LayerCursor* last = nullptr;
@@ -399,7 +399,7 @@ class Sim {
 
   std::vector<LayerCursor> layers_;  // in first-appearance order (the reference's dict order)
   int64_t layers_left_ = 0;          // layers with loads left
-  std::vector<double> done_;         // per event: completion of a load, -1 before it issues
+  ColumnArray<double> done_;         // per event: completion of a load, -1 before it issues
   std::vector<int64_t> entry_bytes_, remaining_;  // per entry: size, loads not yet done
   std::vector<uint8_t> loadless_;                 // per entry: made of no load
   std::vector<double> push_time_, pop_time_;
