@@ -92,14 +92,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--zipf", type=float, default=1.1, help="Zipf exponent of the ids")
     p.add_argument("--optimizers", default="sgd,rowwise_adagrad")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--variants", default=",".join(VARIANTS),
-                   help="comma-separated subset of " + ", ".join(VARIANTS))
-    p.add_argument("--rss", action="store_true",
-                   help="also measure each variant's peak RSS, each in a fresh process")
-    p.add_argument("--one_at_a_time", action="store_true",
-                   help="build, time and free one variant after the other (automatic when "
-                        "all of them would not fit in the available memory); peak RSS then "
-                        "measured in this process")
+    p.add_argument(
+        "--variants",
+        default=",".join(VARIANTS),
+        help="comma-separated subset of " + ", ".join(VARIANTS),
+    )
+    p.add_argument(
+        "--rss",
+        action="store_true",
+        help="also measure each variant's peak RSS, each in a fresh process",
+    )
+    p.add_argument(
+        "--one_at_a_time",
+        action="store_true",
+        help="build, time and free one variant after the other (automatic when "
+        "all of them would not fit in the available memory); peak RSS then "
+        "measured in this process",
+    )
     p.add_argument("--rss_of", choices=VARIANTS, help=argparse.SUPPRESS)  # the child's job
     args = p.parse_args(argv)
     if not 1 <= args.tables <= 26 or args.rows_cap < 1 or args.batch < 1 or args.reps < 1:
@@ -109,8 +118,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error(f"unknown optimizer(s) {sorted(bad)}: choose from sgd, rowwise_adagrad")
     chosen = args.variants.split(",")
     if set(chosen) - set(VARIANTS) or not {"xla", "tbe"} <= set(chosen):
-        p.error(f"--variants: a subset of {', '.join(VARIANTS)} holding xla and tbe (the "
-                "ratios' references)")
+        p.error(
+            f"--variants: a subset of {', '.join(VARIANTS)} holding xla and tbe (the "
+            "ratios' references)"
+        )
     args.variants = [v for v in VARIANTS if v in chosen]
     args.failed = False
     return args
@@ -120,14 +131,16 @@ def time_variants(variants: dict, reps: int) -> tuple[dict, dict]:
     times: dict[str, list[float]] = {k: [] for k in variants}
     order = list(variants)
     for rep in range(reps):
-        for k in order[rep % len(order):] + order[:rep % len(order)]:
+        for k in order[rep % len(order) :] + order[: rep % len(order)]:
             variants[k]()
             for _ in range(BLOCK - 1):
                 t = time.perf_counter()
                 variants[k]()
                 times[k].append(time.perf_counter() - t)
-    return ({k: statistics.median(v) for k, v in times.items()},
-            {k: min(v) for k, v in times.items()})
+    return (
+        {k: statistics.median(v) for k, v in times.items()},
+        {k: min(v) for k, v in times.items()},
+    )
 
 
 def interleaved(args, argv, data, optimizer: str, rows):
@@ -142,8 +155,11 @@ def interleaved(args, argv, data, optimizer: str, rows):
         if not line.endswith("True"):
             args.failed = True
     for name in {"tbe", "torch"} & set(args.variants):
-        print(check_torch(name, runs[name], outs["xla"][:len(rows)],
-                          name == "tbe" or optimizer == "sgd"))
+        print(
+            check_torch(
+                name, runs[name], outs["xla"][: len(rows)], name == "tbe" or optimizer == "sgd"
+            )
+        )
     runs["copy"], _ = copy_floor(data, optimizer)
     runs["xla_copy"] = xla_new_tables(data, optimizer)
     med, mins = time_variants(runs, args.reps)
@@ -160,7 +176,8 @@ def check(outs: dict) -> list[str]:
     lines = []
     for name in {"ember", "ember_donated"} & set(outs):
         same = len(outs[name]) == len(outs["xla"]) and all(
-            a.tobytes() == b.tobytes() for a, b in zip(outs[name], outs["xla"], strict=True))
+            a.tobytes() == b.tobytes() for a, b in zip(outs[name], outs["xla"], strict=True)
+        )
         lines.append(f"check: {name} == XLA bit for bit (loss, tables, slots, read-out): {same}")
     return lines
 
@@ -181,10 +198,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rows = data[0]
     gib = sum(rows) * args.dim * 4 / 2**30
-    print(f"DLRM-like training step: {args.tables} tables, D={args.dim}, B={args.batch}, f32, "
-          f"{sum(POOLING[:args.tables])} lookups/sample, Zipf({args.zipf}) ids, rows capped at "
-          f"{args.rows_cap:,} ({gib:.2f} GiB of tables); setup {time.perf_counter() - t0:.1f} s; "
-          f"load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"DLRM-like training step: {args.tables} tables, D={args.dim}, B={args.batch}, f32, "
+        f"{sum(POOLING[: args.tables])} lookups/sample, Zipf({args.zipf}) ids, rows capped at "
+        f"{args.rows_cap:,} ({gib:.2f} GiB of tables); setup {time.perf_counter() - t0:.1f} s; "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
     ok = True
     tbe_med: dict[str, float] = {}
     ours: dict[str, float] = {}
@@ -194,57 +213,77 @@ def main(argv: list[str] | None = None) -> int:
         one = args.one_at_a_time or need > 0.8 * have
         how = "timed alone" if one else "interleaved"
         if one:
-            print(f"\n{optimizer}: one variant at a time (all at once would need about "
-                  f"{need / 2**30:.1f} GiB, {have / 2**30:.1f} GiB available)")
-            med, mins, names, peaks, prof, lines, loads, flt = run_sequential(
-                args, data, optimizer)
+            print(
+                f"\n{optimizer}: one variant at a time (all at once would need about "
+                f"{need / 2**30:.1f} GiB, {have / 2**30:.1f} GiB available)"
+            )
+            med, mins, names, peaks, prof, lines, loads, flt = run_sequential(args, data, optimizer)
             for line in lines:
                 print(line)
                 ok = ok and line.endswith("True")
-            print("check: TBE and torch against XLA: not run one variant at a time (it would "
-                  "keep XLA's tables alive); see an interleaved run at a smaller --rows_cap")
-            print("load average after each variant: " + ", ".join(
-                f"{k} {v:.1f}" for k, v in loads.items()))
+            print(
+                "check: TBE and torch against XLA: not run one variant at a time (it would "
+                "keep XLA's tables alive); see an interleaved run at a smaller --rows_cap"
+            )
+            print(
+                "load average after each variant: "
+                + ", ".join(f"{k} {v:.1f}" for k, v in loads.items())
+            )
             load = max(loads.values())
         else:
-            med, mins, names, peaks, prof, load, flt = interleaved(args, argv, data, optimizer,
-                                                                   rows)
+            med, mins, names, peaks, prof, load, flt = interleaved(
+                args, argv, data, optimizer, rows
+            )
             ok = ok and not args.failed
         slots = 0 if optimizer == "sgd" else sum(rows) * 4 / 2**30
-        print(f"\n{optimizer}: {args.reps} repetitions of blocks of {BLOCK} (first untimed, "
-              f"order rotated); load average {load:.2f}; tables {gib:.2f} GiB + optimizer "
-              f"state {slots:.3f} GiB")
-        print("| variant | median ms | min ms | vs XLA:CPU | vs XLA:CPU donated | vs TBE | "
-              "peak RSS GiB | page faults / step | system CPU ms / step |")
+        print(
+            f"\n{optimizer}: {args.reps} repetitions of blocks of {BLOCK} (first untimed, "
+            f"order rotated); load average {load:.2f}; tables {gib:.2f} GiB + optimizer "
+            f"state {slots:.3f} GiB"
+        )
+        print(
+            "| variant | median ms | min ms | vs XLA:CPU | vs XLA:CPU donated | vs TBE | "
+            "peak RSS GiB | page faults / step | system CPU ms / step |"
+        )
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         ref_donated = med.get("xla_donated", float("nan"))
         for k in args.variants:
             peak = peaks.get(k)
-            print(f"| {names[k]} | {med[k] * 1e3:.1f} | {mins[k] * 1e3:.1f} | "
-                  f"{med['xla'] / med[k]:.2f}x | {ref_donated / med[k]:.2f}x | "
-                  f"{med['tbe'] / med[k]:.2f}x | {'-' if peak is None else f'{peak:.2f}'} | "
-                  f"{flt[k][0]:.0f} | {flt[k][1]:.1f} |")
+            print(
+                f"| {names[k]} | {med[k] * 1e3:.1f} | {mins[k] * 1e3:.1f} | "
+                f"{med['xla'] / med[k]:.2f}x | {ref_donated / med[k]:.2f}x | "
+                f"{med['tbe'] / med[k]:.2f}x | {'-' if peak is None else f'{peak:.2f}'} | "
+                f"{flt[k][0]:.0f} | {flt[k][1]:.1f} |"
+            )
         tbe_med[optimizer] = med["tbe"]
         if "ember_donated" in med:
             ours[optimizer] = med["ember_donated"]
             if "torch" in med:
                 print(f"ember donated vs {names['torch']}: {med['torch'] / ours[optimizer]:.2f}x")
         if prof:
-            print("\nbreakdown (jax.profiler: XLA:CPU's thunk events summed per part; concurrent "
-                  "thunks each counted whole):")
+            print(
+                "\nbreakdown (jax.profiler: XLA:CPU's thunk events summed per part; concurrent "
+                "thunks each counted whole):"
+            )
             for k, (wall, parts) in prof.items():
                 print(breakdown_line(names[k], wall, parts))
         floor = med["copy"]
-        print(f"\ncopy floor (numpy copy of the {copied / 2**30:.2f} GiB of tables and slots, "
-              f"{how}): median {floor * 1e3:.1f} ms, min {mins['copy'] * 1e3:.1f} ms; "
-              f"bandwidth {2 * copied / floor / 1e9:.1f} GB/s (read + write, median)")
-        print(f"XLA:CPU writing new tables of the same shapes (-t, fresh output buffers, "
-              f"{how}): median {med['xla_copy'] * 1e3:.1f} ms, min "
-              f"{mins['xla_copy'] * 1e3:.1f} ms")
+        print(
+            f"\ncopy floor (numpy copy of the {copied / 2**30:.2f} GiB of tables and slots, "
+            f"{how}): median {floor * 1e3:.1f} ms, min {mins['copy'] * 1e3:.1f} ms; "
+            f"bandwidth {2 * copied / floor / 1e9:.1f} GB/s (read + write, median)"
+        )
+        print(
+            f"XLA:CPU writing new tables of the same shapes (-t, fresh output buffers, "
+            f"{how}): median {med['xla_copy'] * 1e3:.1f} ms, min "
+            f"{mins['xla_copy'] * 1e3:.1f} ms"
+        )
         for k in args.variants:
             if k in ("xla", "ember"):
-                print(f"  {names[k]}: {med[k] / floor:.2f}x the copy floor (acceptance: <= "
-                      f"1.25x), {med[k] / med['xla_copy']:.2f}x XLA's new-table floor")
+                print(
+                    f"  {names[k]}: {med[k] / floor:.2f}x the copy floor (acceptance: <= "
+                    f"1.25x), {med[k] / med['xla_copy']:.2f}x XLA's new-table floor"
+                )
     for opt, ms in ours.items():
         for ref, tms in tbe_med.items():
             print(f"ember donated {opt} vs FBGEMM TBE {ref}: {tms / ms:.2f}x")

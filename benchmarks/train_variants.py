@@ -13,11 +13,13 @@ from train_torch import EPS, LR, tbe_variant, torch_variant
 
 def make_data(args):
     rng = np.random.default_rng(args.seed)
-    rows = [min(r, args.rows_cap) for r in MLPERF_ROWS[:args.tables]]
-    pool = POOLING[:args.tables]
+    rows = [min(r, args.rows_cap) for r in MLPERF_ROWS[: args.tables]]
+    pool = POOLING[: args.tables]
     tables = [(rng.standard_normal((n, args.dim), dtype=np.float32) * 0.01) for n in rows]
-    ids = [((rng.zipf(args.zipf, args.batch * p) - 1) % n).astype(np.int32)
-           for n, p in zip(rows, pool, strict=True)]
+    ids = [
+        ((rng.zipf(args.zipf, args.batch * p) - 1) % n).astype(np.int32)
+        for n, p in zip(rows, pool, strict=True)
+    ]
     seg = [np.repeat(np.arange(args.batch, dtype=np.int32), p) for p in pool]
     readout = (rng.standard_normal((args.tables * args.dim, 1)) * 0.01).astype(np.float32)
     labels = rng.standard_normal((args.batch, 1)).astype(np.float32)
@@ -31,19 +33,24 @@ def step_fn(batch: int, optimizer: str):
 
     def loss_fn(params, ids, seg, labels):
         tables, readout = params
-        pooled = [jax.ops.segment_sum(jnp.take(t, i, axis=0), s, num_segments=batch)
-                  for t, i, s in zip(tables, ids, seg, strict=True)]
+        pooled = [
+            jax.ops.segment_sum(jnp.take(t, i, axis=0), s, num_segments=batch)
+            for t, i, s in zip(tables, ids, seg, strict=True)
+        ]
         return ((jnp.concatenate(pooled, axis=1) @ readout - labels) ** 2).mean()
 
     def step(tables, slots, readout, ids, seg, labels):
-        loss, (g_tables, g_readout) = jax.value_and_grad(loss_fn)((tables, readout), ids, seg,
-                                                                  labels)
+        loss, (g_tables, g_readout) = jax.value_and_grad(loss_fn)(
+            (tables, readout), ids, seg, labels
+        )
         if optimizer == "sgd":
             new = [t - LR * g for t, g in zip(tables, g_tables, strict=True)]
         else:
             slots = [a + jnp.mean(g * g, axis=1) for a, g in zip(slots, g_tables, strict=True)]
-            new = [t - LR * g / (jnp.sqrt(a)[:, None] + EPS)
-                   for t, g, a in zip(tables, g_tables, slots, strict=True)]
+            new = [
+                t - LR * g / (jnp.sqrt(a)[:, None] + EPS)
+                for t, g, a in zip(tables, g_tables, slots, strict=True)
+            ]
         return new, slots, readout - LR * g_readout, loss
 
     return step
@@ -75,6 +82,7 @@ def jax_variant(args, data, optimizer: str, name: str):
             if donated:
                 state[:] = list(out[:3])
             return jax.block_until_ready(out)
+
         outs = [np.asarray(x) for x in jax.tree_util.tree_leaves(jax.jit(step)(*start))]
         return run, f"XLA:CPU jax.jit{' donated' if donated else ''}", outs
     proto = jitted.lower(*start).compiler_ir("hlo").as_serialized_hlo_module_proto()
@@ -85,8 +93,10 @@ def jax_variant(args, data, optimizer: str, name: str):
         key = f"{c.get('pass', 'forward')} {c['kind']}{fused}"
         kinds[key] = kinds.get(key, 0) + 1
     loaded = compile_module(result.module)._loaded
-    outs = [np.asarray(o) for o in loaded.execute(
-        [jax.device_put(x) for x in jax.tree_util.tree_leaves(start)])]
+    outs = [
+        np.asarray(o)
+        for o in loaded.execute([jax.device_put(x) for x in jax.tree_util.tree_leaves(start)])
+    ]
     flat = [jax.device_put(x) for x in jax.tree_util.tree_leaves(start)]
 
     def run():
@@ -96,6 +106,7 @@ def jax_variant(args, data, optimizer: str, name: str):
         if donated:
             flat[:n_state] = out[:n_state]
         return out
+
     run.calls = ember_calls(loaded)
     run()
     run()  # a second call at the same addresses queues the tables' move onto huge pages
@@ -108,8 +119,13 @@ def ember_calls(loaded) -> dict[str, str]:
     """The compiled module's ember custom-calls: instruction name (the name of its thunk in
     XLA:CPU's profile) -> target."""
     text = "\n".join(m.to_string() for m in loaded.hlo_modules())
-    return dict(re.findall(r'%?([\w.\-]+) = [^\n]*custom-call\([^\n]*'
-                           r'custom_call_target="(ember\.[\w.]+)"', text))
+    return dict(
+        re.findall(
+            r"%?([\w.\-]+) = [^\n]*custom-call\([^\n]*"
+            r'custom_call_target="(ember\.[\w.]+)"',
+            text,
+        )
+    )
 
 
 VARIANTS = (*JAX_VARIANTS, "tbe", "torch")
@@ -121,5 +137,3 @@ def make_variant(args, data, optimizer: str, name: str):
         return jax_variant(args, data, optimizer, name)
     run, label = (tbe_variant if name == "tbe" else torch_variant)(args, data, optimizer)
     return run, label, None
-
-
