@@ -188,6 +188,15 @@ EMBER_EXPORT int EmberSetTablePages(int mode) {
 // The current mode (0 off, 1 background, 2 on the calling thread).
 EMBER_EXPORT int EmberTablePagesMode() { return ember::S().mode.load(); }
 
+// Forgets the addresses of the tables seen so far (queued work still runs): a buffer that
+// reuses a freed table's address counts from its first call again. The owner of the buffers
+// calls it when it frees tables and allocates new ones (a benchmark between two models).
+EMBER_EXPORT void EmberTablePagesForget() {
+  ember::State& s = ember::S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.seen.clear();
+}
+
 // Waits up to `seconds` until no table is queued or being collapsed; 1 when idle, 0 on timeout.
 EMBER_EXPORT int EmberTablePagesWait(double seconds) {
   ember::State& s = ember::S();

@@ -43,6 +43,8 @@ def _lib() -> ctypes.CDLL:
     lib.EmberTablePagesWait.argtypes = [ctypes.c_double]
     lib.EmberTablePagesStats.restype = None
     lib.EmberTablePagesStats.argtypes = [ctypes.POINTER(ctypes.c_int64)]
+    lib.EmberTablePagesForget.restype = None
+    lib.EmberTablePagesForget.argtypes = []
     lib.EmberTablePagesMode.restype = ctypes.c_int
     lib.EmberTablePagesMode.argtypes = []
     return lib
@@ -59,6 +61,14 @@ def set_mode(mode: int) -> int:
 def wait(timeout: float = 600.0) -> bool:
     """Wait until no table is queued or being collapsed; False when `timeout` seconds passed."""
     return bool(_lib().EmberTablePagesWait(float(timeout)))
+
+
+def forget() -> None:
+    """Forget the addresses of the tables seen so far. The collapse keys a table by its address,
+    so a new table allocated where a freed one was collapsed would be taken as already on huge
+    pages; call this after freeing tables and before reading new ones (e.g. between two models
+    in one process)."""
+    _lib().EmberTablePagesForget()
 
 
 def stats() -> TablePageStats:

@@ -142,3 +142,37 @@ def test_one_call_small_tables_and_mode_off_leave_pages_alone():
         assert r["tables"] == 0 and r["collapsed"] == 0, (mode, calls, rows, r)
         if thp_mode() == "madvise":  # in 'always' mode the allocator's pages may be huge anyway
             assert r["huge"] == 0, (mode, calls, rows, r)
+
+
+FORGET = r"""
+import json, sys
+import jax, jax.numpy as jnp, numpy as np
+from ember_xla.native import register_targets, table_pages
+register_targets()
+rows, d = int(sys.argv[1]), int(sys.argv[2])
+table = jax.device_put(np.ones((rows, d), np.float32))
+idx = jnp.arange(10, dtype=jnp.int32)
+call = jax.jit(lambda t, i: jax.ffi.ffi_call(
+    "ember.segment_reduce", jax.ShapeDtypeStruct((10, d), jnp.float32))(
+    t, i, i, combiner="sum", index_mode="clip", wrap_negative=False, weighted=False, init=0.0,
+    index_bits=np.int64(64)))
+counts = []
+for _ in range(2):
+    for _ in range(3):
+        call(table, idx).block_until_ready()
+    table_pages.wait(300)
+    counts.append(table_pages.stats().tables)
+    table_pages.forget()
+print(json.dumps(counts))
+"""
+
+
+def test_forget_counts_a_table_at_a_seen_address_from_its_first_call_again():
+    """After forget(), the same address is a new table: its second call queues it again (the
+    collapse keys tables by address, and a freed table's address may be reused)."""
+    env = dict(os.environ)
+    env.pop("EMBER_XLA_TABLE_PAGES", None)
+    out = subprocess.run([sys.executable, "-c", FORGET, str(ROWS), str(D)], capture_output=True,
+                         text=True, env=env, timeout=600, check=False)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [1, 2]
