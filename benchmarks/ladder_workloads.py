@@ -82,14 +82,14 @@ TRAIN_ROW_CAP = 2_000
 
 
 def dlrm_train(batch: int, dim: int = 128, seed: int = 0, lr: float = 0.01,
-               optimizer: str = "sgd"):
+               optimizer: str = "sgd", row_cap: int = TRAIN_ROW_CAP):
     import jax
     import jax.numpy as jnp
 
     rng = np.random.default_rng(seed)
     tables, ids = [], []
     for rows, pooling in DLRM_TABLES:
-        n = min(rows, TRAIN_ROW_CAP)
+        n = min(rows, row_cap)
         tables.append(rng.standard_normal((n, dim)).astype(np.float32))
         ids.append(rng.integers(0, n, (batch, pooling)).astype(np.int32))
     head = rng.standard_normal((dim, 1)).astype(np.float32)
