@@ -40,6 +40,7 @@ from ember_xla.orchestrate.emulate_cores import cluster_works, plan_for, run_pla
 from ember_xla.orchestrate.rewrite_model import rewrite_for_placement
 from ember_xla.placement.dae import report
 from ember_xla.placement.dae.cost import memory_headroom
+from ember_xla.placement.dae.shares import lookup_operand
 from ember_xla.placement.dae.variants import DEFAULT
 from ember_xla.placement.distributions import DLRM_POOLING, DLRM_ROWS, ZipfRows
 
@@ -108,7 +109,7 @@ def run_model(name: str, model: Any, args: list[Any], base: Any, plot: str | Non
     works, _ = cluster_works(rewritten, cap, base, False)
     default_only = [dataclasses.replace(w, profiles={DEFAULT: w.profiles[DEFAULT]})
                     for w in works]
-    lookups = sum(int(np.asarray(w.operands[1]).size) for w in works)
+    lookups = sum(int(np.asarray(w.operands[lookup_operand(w.spec, 0)]).size) for w in works)
     print(f"\n== {name}: {len(works)} clusters, {lookups:,} lookups "
           f"(setup {time.perf_counter() - t0:.1f} s)")
     print(f"  {'cores':>5} " + " ".join(f"{p:>14}" for p in POLICIES)
