@@ -3,7 +3,9 @@ DLRM bags with MLPerf pooling factors, GNN aggregation on a power-law graph, a s
 gather of 1-8 rows per block) the emulated cycles at -O0..-O4 and the speedup of each step next
 to Ember's published ladder; the same for the backward of two training steps
 (``dlrm_train``: the DLRM bags' SGD step, the gradient fused into ``ember.sparse_sgd``;
-``gnn_train``: the gradient of the GNN aggregation, ``ember.scatter_grad``), the backward
+``adagrad_train`` / ``rowwise_train``: the same step with optax's Adagrad / rowwise Adagrad,
+``ember.sparse_adagrad`` / ``ember.sparse_rowwise_adagrad``; ``gnn_train``: the gradient of
+the GNN aggregation, ``ember.scatter_grad``), the backward
 clusters' cycles beside the forward ones of the same step; the compiled / hand-written ratio
 (the DLRM bags at -O3 vs ``dae_target/handwritten.py``) next to Ember's 95-100%, and the
 emulator's speed in queue tokens per second (control tokens + data-queue entries; Python
@@ -17,7 +19,7 @@ Perfetto trace: the first DLRM cluster at -O3).
 
     python benchmarks/bench_ladder.py                       # tmu.toml, default sizes
     python benchmarks/bench_ladder.py --scale 0.25 --out /tmp/ladder
-    python benchmarks/bench_ladder.py --workloads dlrm_train,gnn_train   # the backward only
+    python benchmarks/bench_ladder.py --workloads dlrm_train,adagrad_train,rowwise_train,gnn_train
     python benchmarks/bench_ladder.py --out /tmp/ladder --replot   # redraw the chart only
 """
 
@@ -54,7 +56,8 @@ def prepare(name: str, scale: float) -> tuple[Any, Any]:
     from ember_xla.rewrites.pipeline import rewrite_module
 
     size = {"dlrm": ("batch", 32), "gnn": ("nodes", 2000), "attention": ("blocks", 1024),
-            "dlrm_train": ("batch", 32), "gnn_train": ("nodes", 2000)}[name]
+            "dlrm_train": ("batch", 32), "gnn_train": ("nodes", 2000),
+            "adagrad_train": ("batch", 32), "rowwise_train": ("batch", 32)}[name]
     fn, args = W.WORKLOADS[name](max(1, int(size[1] * scale)))
     model = from_jax(fn, *args)
     rewritten = rewrite_module(model.module, cost_model=False).module

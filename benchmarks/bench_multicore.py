@@ -1,7 +1,9 @@
 """The whole model on Ember's multi-core DAE machine (configs/tmu8.toml): the 26-table
 MLPerf DLRM-DCNv2 embedding stage (D = 128, rows capped, fixed multi-hot pooling, ids uniform
 or Zipf over a random permutation of each table's rows) and the built-in DLRM-style example,
-written in JAX, rewritten, every cluster placed on 1, 2, 4, 8 cores and emulated together
+written in JAX, and training steps of six of its tables (SGD, Adagrad, rowwise Adagrad: the
+backward kinds ``sparse_sgd``, ``sparse_adagrad``, ``sparse_rowwise_adagrad`` cut by rows of
+the table), rewritten, every cluster placed on 1, 2, 4, 8 cores and emulated together
 (shared LLC and banked DRAM contended for). Printed per model and core count: the emulated
 makespan of auto, symmetric and greedy placement side by side (and auto restricted to the
 default -O3 VL-8 program, which symmetric and greedy use: what placement alone gains), auto's
@@ -14,6 +16,7 @@ a variant that only changes how rows reach the core could gain.
 
     python benchmarks/bench_multicore.py [--batch 256] [--cap 20000] [--plot mc_load.png]
         [--trace mc_trace.json] [--target tmu8|FILE.toml] [--example_batch 1024]
+        [--train sgd,adagrad,rowwise_adagrad] [--train_batch 256] [--train_cap 20000]
     python benchmarks/bench_multicore.py --compile [--rounds 2]
 
 Cycles are emulated (deterministic, no wall-clock noise). ``--compile`` times only the setup's
@@ -37,6 +40,7 @@ from ember_xla.orchestrate.emulate_cores import cluster_works, plan_for, run_pla
 from ember_xla.orchestrate.rewrite_model import rewrite_for_placement
 from ember_xla.placement.dae import report
 from ember_xla.placement.dae.cost import memory_headroom
+from ember_xla.placement.dae.shares import lookup_operand
 from ember_xla.placement.dae.variants import DEFAULT
 from ember_xla.placement.distributions import DLRM_POOLING, DLRM_ROWS, ZipfRows
 
@@ -66,6 +70,21 @@ def mlperf_stage(batch: int, cap: int, alpha: float, seed: int = 0) -> tuple[Any
     return from_jax(stage, *args), args
 
 
+def training(batch: int, cap: int, optimizer: str) -> tuple[Any, list[Any]]:
+    """A training step of six MLPerf DLRM tables (bench_ladder's ``dlrm_train``: forward
+    segment sums, the backward fused into the optimizer's update), rows capped at ``cap``."""
+    import sys
+    from pathlib import Path
+
+    import jax
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import ladder_workloads as lw
+
+    fn, args = lw.dlrm_train(batch, optimizer=optimizer, row_cap=cap)
+    return from_jax(fn, *args), [np.asarray(x) for x in jax.tree.leaves(args)]
+
+
 def example(batch: int) -> tuple[Any, list[Any]]:
     args = dlrm.flat_args(dlrm.make_params(), dlrm.make_batch(batch=batch))
     return from_jax(dlrm.jax_entry, *args), list(args)
@@ -90,7 +109,7 @@ def run_model(name: str, model: Any, args: list[Any], base: Any, plot: str | Non
     works, _ = cluster_works(rewritten, cap, base, False)
     default_only = [dataclasses.replace(w, profiles={DEFAULT: w.profiles[DEFAULT]})
                     for w in works]
-    lookups = sum(int(np.asarray(w.operands[1]).size) for w in works)
+    lookups = sum(int(np.asarray(w.operands[lookup_operand(w.spec, 0)]).size) for w in works)
     print(f"\n== {name}: {len(works)} clusters, {lookups:,} lookups "
           f"(setup {time.perf_counter() - t0:.1f} s)")
     print(f"  {'cores':>5} " + " ".join(f"{p:>14}" for p in POLICIES)
@@ -175,6 +194,10 @@ def main() -> None:
     ap.add_argument("--trace", default=None)
     ap.add_argument("--target", default="tmu8", help="a multi-core DAE target")
     ap.add_argument("--example_batch", type=int, default=1024)
+    ap.add_argument("--train", default="sgd,adagrad,rowwise_adagrad",
+                    help="training steps to run (their backward kinds placed too); '' for none")
+    ap.add_argument("--train_batch", type=int, default=256)
+    ap.add_argument("--train_cap", type=int, default=20_000, help="rows per trained table")
     ap.add_argument("--compile", action="store_true", help="time the setup's compile only")
     ap.add_argument("--rounds", type=int, default=2)
     a = ap.parse_args()
@@ -191,6 +214,10 @@ def main() -> None:
                   a.trace.replace(".json", f"_{dist}.json") if a.trace else None)
     m, args = example(a.example_batch)
     run_model("built-in DLRM-style example", m, args, base, None, None)
+    for opt in a.train.split(",") if a.train else ():
+        m, args = training(a.train_batch, a.train_cap, opt)
+        run_model(f"DLRM training step ({opt}, six tables), backward cut by table rows", m,
+                  args, base, None, None)
 
 
 if __name__ == "__main__":

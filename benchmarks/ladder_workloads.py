@@ -11,6 +11,9 @@ ember clusters, with seeded inputs:
   squared read-out of segment-sum bags, ``table - lr * grad``): forward segment reductions
   and, per table, the backward fused into ``ember.sparse_sgd`` (updated in place); rows
   capped at ``TRAIN_ROW_CAP`` (the Python reference emulator holds whole tables);
+- ``adagrad_train``, ``rowwise_train``: the same step with optax's Adagrad (fused into
+  ``ember.sparse_adagrad``) and with rowwise Adagrad written by hand (FBGEMM's
+  EXACT_ROWWISE_ADAGRAD, accumulators 0.1: ``ember.sparse_rowwise_adagrad``);
 - ``gnn_train``: the gradient of the ``gnn`` aggregation with respect to the node features
   (``ember.scatter_grad`` of the pooled gradient gathered by destination node)."""
 
@@ -78,14 +81,15 @@ def attention(blocks: int, rows: int = 4096, dim: int = 64, seed: int = 2):
 TRAIN_ROW_CAP = 2_000
 
 
-def dlrm_train(batch: int, dim: int = 128, seed: int = 0, lr: float = 0.01):
+def dlrm_train(batch: int, dim: int = 128, seed: int = 0, lr: float = 0.01,
+               optimizer: str = "sgd", row_cap: int = TRAIN_ROW_CAP):
     import jax
     import jax.numpy as jnp
 
     rng = np.random.default_rng(seed)
     tables, ids = [], []
     for rows, pooling in DLRM_TABLES:
-        n = min(rows, TRAIN_ROW_CAP)
+        n = min(rows, row_cap)
         tables.append(rng.standard_normal((n, dim)).astype(np.float32))
         ids.append(rng.integers(0, n, (batch, pooling)).astype(np.int32))
     head = rng.standard_normal((dim, 1)).astype(np.float32)
@@ -99,11 +103,41 @@ def dlrm_train(batch: int, dim: int = 128, seed: int = 0, lr: float = 0.01):
         pooled = sum(bag(t, i) for t, i in zip(ts, ids, strict=True))
         return jnp.mean((pooled @ head) ** 2)
 
+    if optimizer == "adagrad":  # optax's Adagrad: ember.sparse_adagrad
+        import optax
+
+        opt = optax.adagrad(lr)
+
+        def step(ts, state, ids):
+            value, grads = jax.value_and_grad(loss)(ts, ids)
+            updates, state = opt.update(grads, state)
+            return value, optax.apply_updates(ts, updates), state
+
+        return step, [tables, opt.init(tables), ids]
+    if optimizer == "rowwise_adagrad":  # by hand (FBGEMM's): ember.sparse_rowwise_adagrad
+        accums = [np.full(t.shape[0], 0.1, np.float32) for t in tables]
+
+        def rowwise(ts, accs, ids):
+            value, grads = jax.value_and_grad(loss)(ts, ids)
+            accs = [a + jnp.mean(g * g, axis=1) for a, g in zip(accs, grads, strict=True)]
+            return value, [t - lr * g / (jnp.sqrt(a)[:, None] + 1e-8)
+                           for t, g, a in zip(ts, grads, accs, strict=True)], accs
+
+        return rowwise, [tables, accums, ids]
+
     def fn(ts, ids):
         value, grads = jax.value_and_grad(loss)(ts, ids)
         return value, [t - lr * g for t, g in zip(ts, grads, strict=True)]
 
     return fn, [tables, ids]
+
+
+def adagrad_train(batch: int, dim: int = 128, seed: int = 0):
+    return dlrm_train(batch, dim, seed, optimizer="adagrad")
+
+
+def rowwise_train(batch: int, dim: int = 128, seed: int = 0):
+    return dlrm_train(batch, dim, seed, optimizer="rowwise_adagrad")
 
 
 def gnn_train(nodes: int, avg_degree: int = 8, dim: int = 64, seed: int = 1):
@@ -115,4 +149,5 @@ def gnn_train(nodes: int, avg_degree: int = 8, dim: int = 64, seed: int = 1):
 
 
 WORKLOADS = {"dlrm": dlrm, "gnn": gnn, "attention": attention, "dlrm_train": dlrm_train,
-             "gnn_train": gnn_train}
+             "gnn_train": gnn_train, "adagrad_train": adagrad_train,
+             "rowwise_train": rowwise_train}

@@ -86,3 +86,19 @@ def test_sparse_rowwise_adagrad(form):
     spec = _check(fn, args, "sparse_rowwise_adagrad", levels=(0, 3))
     assert spec.sum_order == "blocked16" and spec.lr_folded == (form != "lr_argument")
     assert [o.shape for o in spec.outputs] == [t.shape, accum.shape]
+
+
+@pytest.mark.parametrize("case", ["sparse_adagrad_gathered", "rowwise_blocked16_folded",
+                                  "rowwise_sequential_d5", "ordered_scatter_subtract"])
+def test_called_directly_equal_the_kernel(case):
+    """The calls as a JAX user writes them through ``jax.ffi`` (the gathered Adagrad form
+    with a mask; rowwise with lr folded in blocked16 order, and unfolded in sequential order
+    for a D that is no power of two; Keras's subtracting scatter), at -O0..-O4 against the
+    native kernel on random and edge inputs."""
+    from helper_modules import load_helper
+
+    dae_cases = load_helper("emulator/dae_cases.py")
+    _, spec = dae_cases.pass_cases.lowered(case)
+    for level in range(5):
+        res = check_spec(spec, lower_cluster(spec, level)[-1][1], rounds=3)
+        assert res.ok and res.bitwise, (level, summary(res))

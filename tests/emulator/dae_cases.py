@@ -1,6 +1,7 @@
 """Clusters of every kind as DLC programs for the emulator tests: the lowering test cases of
 ``tests/dae_target/pass_cases.py`` (loaded by path: the tests folder is not a package) plus a
-few attribute combinations they lack, lowered through -O0..-O4 (cached per case and level)."""
+few attribute combinations they lack and the fused Adagrad updates and the ordered scatter
+(called directly), lowered through -O0..-O4 (cached per case and level)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,52 @@ def _offsets_max_fill_f32():
     return fn, (np.zeros((6, 9), np.float32), np.zeros(10, np.int32), np.zeros(5, np.int32))
 
 
+def _backward(kind: str, outs: list[tuple[tuple[int, ...], object]], args: tuple, **attrs):
+    """A backward ``ember.<kind>`` call made directly (its own attributes only)."""
+    import jax
+
+    from ember_xla.custom_calls import target_of_kind
+    from ember_xla.native import register_targets
+
+    register_targets()
+    shapes = [jax.ShapeDtypeStruct(s, d) for s, d in outs]
+    call = jax.ffi.ffi_call(target_of_kind(kind).name, shapes if len(shapes) > 1 else shapes[0])
+    return (lambda *a: call(*a, **attrs)), args
+
+
+def _f32(*shape):
+    return np.zeros(shape, np.float32)
+
+
+def _sparse_adagrad_gathered():
+    # table, accumulator, indices, source, scale, eps, source_rows, mask
+    return _backward("sparse_adagrad", [((9, 5), np.float32)] * 2,
+                     (_f32(9, 5), _f32(9, 5), np.zeros(12, np.int32), _f32(4, 5), _f32(),
+                      _f32(), np.zeros(12, np.int32), np.zeros(12, bool)))
+
+
+def _rowwise_blocked16_folded():
+    return _backward("sparse_rowwise_adagrad", [((7, 16), np.float32), ((7,), np.float32)],
+                     (_f32(7, 16), _f32(7), np.zeros(10, np.int32), _f32(10, 16), _f32(),
+                      _f32()), lr_folded=True, sum_order="blocked16")
+
+
+def _rowwise_sequential_d5():
+    return _backward("sparse_rowwise_adagrad", [((6, 5), np.float32), ((6,), np.float32)],
+                     (_f32(6, 5), _f32(6), np.zeros(9, np.int64), _f32(9, 5), _f32(),
+                      _f32()), lr_folded=False, sum_order="sequential")
+
+
+def _ordered_scatter_subtract():
+    return _backward("ordered_scatter", [((8, 6), np.float32)],
+                     (_f32(8, 6), np.zeros(11, np.int32), _f32(11, 6)), combiner="subtract")
+
+
 pass_cases.CASES.update({
+    "sparse_adagrad_gathered": _sparse_adagrad_gathered,
+    "rowwise_blocked16_folded": _rowwise_blocked16_folded,
+    "rowwise_sequential_d5": _rowwise_sequential_d5,
+    "ordered_scatter_subtract": _ordered_scatter_subtract,
     "offsets_sqrtn_f16_s64_bits32": _offsets_sqrtn_f16_s64_bits32,
     "segment_min_weighted_wrap": _segment_min_weighted_wrap,
     "offsets_max_fill_f32": _offsets_max_fill_f32,
