@@ -1,7 +1,8 @@
 """Training steps as a new user writes them with the public libraries, beyond the per-library
 basics: learning rates from a schedule (optax and Keras) or injected as optimizer state,
 optax.multi_transform with a different optimizer per parameter group, Adagrad spelled as an
-optax.chain and element-wise clipping before SGD (haiku), nnx.Optimizer, a two-tower model sharing one table,
+optax.chain and element-wise clipping before SGD (haiku), nnx.Optimizer, a two-tower model
+sharing one table,
 jnp.take(mode='fill', fill_value=0) + segment_sum, gradient accumulation over two
 micro-batches, a hand-built gradient (``zeros_like(t).at[ids].add``), rowwise Adagrad with a
 ``[V, 1]`` accumulator (``keepdims=True``) and an f32 table looked up through a bf16 copy.
