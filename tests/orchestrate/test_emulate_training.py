@@ -26,7 +26,7 @@ from ember_xla.orchestrate.rewrite_model import rewrite_for
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "rewrites"))
 import training_models as tm  # noqa: E402
-from training_steps import same_bits  # noqa: E402
+from training_steps import fused_here, same_bits  # noqa: E402
 
 TMU = load_target("tmu")
 STEPS = {  # step -> the backward kinds it must emulate
@@ -55,7 +55,7 @@ def test_step_emulated_and_verified(name, engine):
     from ember_xla.runtime.execute import run_module
 
     kinds = {k for k in STEPS[name] if k in ("sparse_adagrad", "sparse_rowwise_adagrad")}
-    if kinds and not all(_fused_here(k) for k in kinds):
+    if kinds and not all(fused_here(k) for k in kinds):
         pytest.skip(f"{', '.join(kinds)} not fused on this CPU (test_unfused_adagrad_step_...)")
 
     for case in ("random", "edge", "oob"):
@@ -83,21 +83,6 @@ def test_xla_and_python_cycles_agree_at_O0():
     assert em2.ok and [c.timing.cycles for c in em2.report.clusters] == py
 
 
-def _fused_here(kind: str) -> bool:
-    """Does the rewrite fuse this update on this CPU (native/rsqrt_probe.py for Adagrad,
-    native/row_mean_order.py for the corpus's rowwise Adagrad step)?"""
-    if kind == "sparse_adagrad":
-        from ember_xla.native.rsqrt_probe import rsqrt_matches_xla
-
-        return rsqrt_matches_xla()
-    from ember_xla.native.row_mean_order import OrderNotReproduced, row_mean_order
-
-    try:
-        return all(row_mean_order(v, d) for v, d in ((256, 32), (128, 64)))
-    except OrderNotReproduced:
-        return False
-
-
 #: steps whose forward the DAE rewrite gives another summation order than XLA:CPU's (a
 #: weighted vmapped bag; bags of 32 rows and more that XLA:CPU sums with YNNPACK's blocked order,
 #: while the DAE programs add a bag's rows one after the other: patterns/padded_bag.py,
@@ -110,7 +95,7 @@ TOLERANT = {"jax_two_tables_rowwise_adagrad_fused": ["sparse_rowwise_adagrad"] *
 
 @pytest.mark.parametrize("name", sorted(TOLERANT))
 def test_fused_update_of_tolerant_step_emulated(name):
-    if not _fused_here(TOLERANT[name][0]):
+    if not fused_here(TOLERANT[name][0]):
         pytest.skip(f"{TOLERANT[name][0]} is not fused on this CPU")
     for case in ("edge", "oob"):
         _, _, em = _emulate(name, case, "xla")
@@ -125,7 +110,7 @@ def test_fused_update_of_tolerant_step_emulated(name):
 def test_unfused_adagrad_step_emulated():
     """Where the kernel's rsqrt is not XLA's, optax Adagrad's update stays in XLA and the
     step's clusters (the forward and the gradient) are all emulated and verified."""
-    if _fused_here("sparse_adagrad"):
+    if fused_here("sparse_adagrad"):
         pytest.skip("Adagrad is fused on this CPU (test_step_emulated_and_verified)")
     model, xs, em = _emulate("flax_linen_bag_sum_adagrad", "edge", "xla")
     assert em.ok

@@ -142,3 +142,19 @@ def batch(rng: np.random.Generator, lo: int = 0, hi: int = V, b: int = B, p: int
 
 def table(rng: np.random.Generator, v: int = V, d: int = D, dtype=np.float32) -> np.ndarray:
     return (rng.standard_normal((v, d)) * 0.5).astype(np.float32).astype(dtype)
+
+
+def fused_here(kind: str) -> bool:
+    """Does the CPU rewrite fuse this Adagrad update (``sparse_adagrad`` or
+    ``sparse_rowwise_adagrad``) on this CPU: its rsqrt (native/rsqrt_probe.py), or the corpus
+    steps' row-wise mean order (native/row_mean_order.py) reproduced? Elsewhere the update
+    stays in XLA and there is no call to test."""
+    from ember_xla.native.row_mean_order import OrderNotReproduced, row_mean_order
+    from ember_xla.native.rsqrt_probe import rsqrt_matches_xla
+
+    if kind == "sparse_adagrad":
+        return rsqrt_matches_xla()
+    try:
+        return all(row_mean_order(v, d) for v, d in ((256, 32), (128, 64)))
+    except OrderNotReproduced:
+        return False

@@ -29,13 +29,11 @@ import numpy as np
 
 from ember_xla.call_specs import ClusterSpec
 from ember_xla.dae_target.dialects import arith, memref, scf, slc
-from ember_xla.dae_target.lower.emit import Emitter, fill_row
+from ember_xla.dae_target.lower.emit import Emitter
 from ember_xla.dae_target.lower.to_slc_grad import (
     flag_not,
-    per_id,
-    per_row,
+    fused_update_passes,
     rows_written_by_dense_update,
-    scatter_rows,
 )
 from ember_xla.ir.types import F32, I1, INDEX, MemRefType
 from ember_xla.ir.value import Value
@@ -72,32 +70,13 @@ def lower_adagrad(
         else:
             _adagrad_row(e, role, outs, grad_or_none, r, d, c0, c1)
 
-    def clear(r: Value) -> None:
-        e.op(memref.StoreOp, [no, done, r])
-
-    def start(r: Value) -> None:
-        fill_row(e, grad, r, d, e.const(0.0, F32), c0, c1)
-        e.op(memref.StoreOp, [no, done, r])
-
-    def update_once(r: Value) -> None:
-        with e.then(flag_not(e, e.v(memref.LoadOp, [done, r], I1))):
-            e.op(memref.StoreOp, [yes, done, r])
-            row(grad, r)
-
+    # rowwise: every row's flag (the untouched-row pass below reads them all); else the rows
+    # the dense update changes, cleared and then updated by the shared passes
     s_rows = s_v if rowwise else e.stream(rows_written_by_dense_update(e, role, v, c0))
-    per_row(e, s_rows, s0, s1, clear)  # every flag the row pass reads
-    per_id(e, role, s_v, s0, s1, start)  # the touched rows' gradient and flag
-    scatter_rows(e, role, grad, s_v, d, s0, s1)  # the gradient, in XLA's order
-    per_id(e, role, s_v, s0, s1, update_once)  # each touched row updated once
+    fused_update_passes(e, role, grad, done, (no, yes), s_v, d, consts, row, s_rows,
+                        None if rowwise else s_rows)
     if rowwise:
         _untouched_rowwise(e, spec, role, done, s_v, s0, s1, lambda r: row(None, r))
-    else:
-
-        def untouched(r: Value) -> None:
-            with e.then(flag_not(e, e.v(memref.LoadOp, [done, r], I1))):
-                row(None, r)
-
-        per_row(e, s_rows, s0, s1, untouched)  # dense rule only: the other rows
 
 
 def xla_rsqrt(e: Emitter, x: Value) -> Value:

@@ -192,12 +192,30 @@ def flag_not(e: Emitter, x: Value) -> Value:
 def _sparse_sgd(e: Emitter, role: dict[str, Value], out: Value, v: Value, d: Value,
                 s_v: Value, consts: tuple[Value, Value, Value, Value]) -> None:
     """The fused SGD update in place (``out`` starts as the table: ``output_init``)."""
-    c0, c1, s0, s1 = consts
+    c0, c1, _, _ = consts
     table = role["table"]
     grad = e.v(memref.AllocOp, [v, d], MemRefType((None, None), F32), "grad")
     done = e.v(memref.AllocOp, [v], MemRefType((None,), I1), "done")
     s_dense = e.stream(rows_written_by_dense_update(e, role, v, c0))
-    no, yes = e.const(False, I1), e.const(True, I1)
+    flags = (e.const(False, I1), e.const(True, I1))
+
+    def row(g: Value | None, r: Value) -> None:
+        _sgd_row(e, g, out, table, e.v(memref.LoadOp, [role["scale"]], F32), r, d, c0, c1)
+
+    fused_update_passes(e, role, grad, done, flags, s_v, d, consts, row, s_dense, s_dense)
+
+
+def fused_update_passes(e: Emitter, role: dict[str, Value], grad: Value, done: Value,
+                        flags: tuple[Value, Value], s_v: Value, d: Value,
+                        consts: tuple[Value, Value, Value, Value], row: object,
+                        s_clear: Value, s_untouched: Value | None) -> None:
+    """The passes of a fused sparse update in place: clear the ``done`` flag of the rows in
+    ``s_clear``; zero each touched row's gradient; scatter the gradient rows in XLA's order;
+    run ``row(grad, r)`` once per touched row; then ``row(None, r)`` for every row of
+    ``s_untouched`` left untouched (None: the caller handles the untouched rows). ``flags``:
+    the constants false and true."""
+    c0, c1, s0, s1 = consts
+    no, yes = flags
 
     def clear(r: Value) -> None:
         e.op(memref.StoreOp, [no, done, r])
@@ -207,26 +225,21 @@ def _sparse_sgd(e: Emitter, role: dict[str, Value], out: Value, v: Value, d: Val
         e.op(memref.StoreOp, [no, done, r])
 
     def update_once(r: Value) -> None:
-        first = e.scf_if(flag_not(e, e.v(memref.LoadOp, [done, r], I1)))
-        with e.into(first.then_block):
+        with e.then(flag_not(e, e.v(memref.LoadOp, [done, r], I1))):
             e.op(memref.StoreOp, [yes, done, r])
-            _sgd_row(e, grad, out, table, e.v(memref.LoadOp, [role["scale"]], F32), r, d,
-                     c0, c1)
-            e.end(scf.YieldOp, first.then_block)
+            row(grad, r)  # type: ignore[operator]
 
     def untouched(r: Value) -> None:
-        cond = e.scf_if(flag_not(e, e.v(memref.LoadOp, [done, r], I1)))
-        with e.into(cond.then_block):
-            _sgd_row(e, None, out, table, e.v(memref.LoadOp, [role["scale"]], F32), r, d,
-                     c0, c1)
-            e.end(scf.YieldOp, cond.then_block)
+        with e.then(flag_not(e, e.v(memref.LoadOp, [done, r], I1))):
+            row(None, r)  # type: ignore[operator]
 
-    per_row(e, s_dense, s0, s1, clear)           # dense rule only: every row's flag
+    per_row(e, s_clear, s0, s1, clear)           # the flags the later passes read
     per_id(e, role, s_v, s0, s1, start)          # the touched rows' gradient and flag
     scatter_rows(e, role, grad, s_v, d, s0, s1)  # the gradient, in XLA's order
     per_id(e, role, s_v, s0, s1, update_once)    # each touched row updated once
-    per_row(e, s_dense, s0, s1, untouched)       # dense rule only: the other rows
+    if s_untouched is not None:
+        per_row(e, s_untouched, s0, s1, untouched)  # the untouched rows the update changes
 
 
-__all__ = ["flag_not", "lower_backward", "per_id", "per_row", "rows_written_by_dense_update",
-           "scatter_rows"]
+__all__ = ["flag_not", "fused_update_passes", "lower_backward", "per_id", "per_row",
+           "rows_written_by_dense_update", "scatter_rows"]
