@@ -136,12 +136,11 @@ def _backward_inputs(spec: ClusterSpec, rng: np.random.Generator, case: str | No
         elif role == "eps":  # Adagrad's: 1e-8, 0 (0 / 0 on a zero accumulator), < 0 (dense)
             x = rng.choice([1e-8, 1e-8, 0.0, -1.0]) if case is None else 1e-8
             out.append(np.asarray(x, np.float32))
-        elif role == "accumulator":  # >= 0, with 0, NaN and Inf entries (and -0.0 for the
-            # rowwise update: the element-wise kernel leaves an untouched -0.0 as it is where
-            # XLA's dense update makes it +0.0; Adagrad's accumulators never hold -0.0)
+        elif role == "accumulator":  # >= 0, with 0, -0 (XLA's dense update makes it +0),
+            # NaN and Inf entries
             acc = rng.uniform(0.0, 2.0, a.shape).astype(np.float32)
             edge = rng.random(a.shape) < 0.1
-            edges = [0.0, np.nan, np.inf] + ([-0.0] if len(a.shape) == 1 else [])
+            edges = [0.0, -0.0, np.nan, np.inf]
             acc[edge] = rng.choice(np.array(edges, np.float32), int(edge.sum()))
             out.append(acc)
         elif role in ("table", "operand"):  # -0.0 entries: XLA's dense update makes them +0.0

@@ -12,8 +12,9 @@
 //                         (optax.adagrad; both multiply-adds contracted as XLA contracts them)
 //
 // Rows without gradient are left alone only when the dense update provably leaves them
-// unchanged (scale finite with its sign bit set, eps >= 0); otherwise the kernel applies the
-// update with g = 0 to every untouched row as well, which is what XLA computes. f32 only.
+// unchanged (scale finite with its sign bit set, eps >= 0; for Adagrad also no -0 in the row's
+// accumulator, which g * g + a turns into +0); otherwise the kernel applies the update with
+// g = 0 to that untouched row (or to every one) as well, which is what XLA computes. f32 only.
 // Results alias the operands or not (sparse_update.h: then written once, untouched rows copied).
 #include <vector>
 
@@ -60,6 +61,27 @@ __attribute__((target("avx2,fma"))) void AdagradRow(const RowArray& t, const Row
     td[j] = __builtin_fmaf(u, s, ts[j]);
     ad[j] = acc;
   }
+}
+
+// The first row in [q, end) of a [V, d] accumulator holding a -0 (bits 0x80000000), or end:
+// the untouched rows Adagrad's g * g + a changes when g = 0 (to +0; a NaN stays NaN, and NaN
+// payloads are not part of the equality rule). Read at memory speed.
+__attribute__((target("avx2"))) int64_t FirstWithNegativeZero(const float* acc, int64_t d,
+                                                              int64_t q, int64_t end) {
+  const int64_t n = end * d;
+  int64_t i = q * d;
+  const __m256i neg_zero = _mm256_set1_epi32(static_cast<int>(0x80000000u));
+  for (; i + 8 <= n; i += 8) {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + i));
+    const int m = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(x, neg_zero)));
+    if (m != 0) return (i + __builtin_ctz(m)) / d;
+  }
+  for (; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, acc + i, sizeof bits);
+    if (bits == 0x80000000u) return i / d;
+  }
+  return end;
 }
 
 ffi::Error SparseSgdImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices, ffi::AnyBuffer updates,
@@ -116,12 +138,13 @@ ffi::Error SparseAdagradImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum, ffi::An
                    indices.dimensions()[0], v, &g);
     const RowArray t = Pair(table, *out_table, d), a = Pair(accum, *out_accum, d);
     const bool dense = !(UntouchedUnchanged(scale) && eps >= 0.0f);
-    ForRows(g, rows, v, d, dense, {t, a},
+    ForRows(g, rows, v, d, dense ? Untouched::kDense : Untouched::kCheck, {t, a},
             [&](int64_t r) {
               PrefetchRow(t.dst + r * d, d);
               PrefetchRow(a.dst + r * d, d);
             },
-            [&](int64_t r, const float* grad) { AdagradRow(t, a, r, grad, scale, eps, d); });
+            [&](int64_t r, const float* grad) { AdagradRow(t, a, r, grad, scale, eps, d); },
+            [&](int64_t q, int64_t end) { return FirstWithNegativeZero(a.src, d, q, end); });
     return ffi::Error::Success();
   });
 }

@@ -73,6 +73,22 @@ def test_optax_adagrad(init, eps, lo, hi):
     assert optimizers(r) == ["adagrad"]
 
 
+@pytest.mark.skipif(not rsqrt_matches_xla(), reason="the kernel's rsqrt is not XLA:CPU's on "
+                    "this CPU, so Adagrad is not fused here (see the refusal test)")
+def test_optax_adagrad_negative_zero_accumulators():
+    # g * g + a turns an untouched accumulator's -0 into +0: the kernel must too, though the
+    # rule keeps the untouched rows' table entries
+    w, t, ids, y = setup(5, 0, 5)
+    opt = optax.adagrad(0.3, initial_accumulator_value=0.0)
+    state = opt.init(t)
+    acc = np.asarray(state[0].sum_of_squares).copy()
+    acc[ts.V - 1, ::2] = -0.0  # untouched (ids < 5)
+    acc[1, 1] = -0.0  # touched
+    state = (state[0]._replace(sum_of_squares=acc), *state[1:])
+    r = ts.check_step(ts.optax_step(ts.bag_take(w), opt), t, state, ids, y)
+    assert optimizers(r) == ["adagrad"]
+
+
 def test_adagrad_refused_when_rsqrt_differs():
     from ember_xla.hlo_import.jax_source import from_jax
     from ember_xla.ir.rewriter import PatternRewriter

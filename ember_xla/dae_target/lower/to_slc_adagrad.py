@@ -11,7 +11,9 @@ their operands: ``output_init``). The execute unit's arithmetic is the native ke
   ``native.rsqrt_probe.xla_rsqrt_steps``), the estimate kept for ``x < FLT_MIN`` and
   ``x == inf``; ``u = (acc > 0 ? rsqrt : 0) * g``; ``t = fma(u, s, t)``. Untouched rows: as
   ``sparse_sgd`` (a core test gives the row passes' bound, 0 or V), with the kernel's rule
-  ``s`` finite with its sign bit set and ``eps >= 0``.
+  ``s`` finite with its sign bit set and ``eps >= 0``; where that rule keeps them, a pass
+  over the untouched rows still stores ``fma(0, 0, a)`` over each zero of their accumulators
+  (a -0 becomes +0, as in XLA's dense update).
 - ``sparse_rowwise_adagrad``, per row: ``m`` the sum of ``g * g`` over the row in the call's
   ``sum_order`` (``blocked16``: YNNPACK's 16 lanes, each summing every 16th square of a
   64-element block from zero, the blocks added per lane, then the lanes halved 8, 4, 2, 1;
@@ -33,6 +35,7 @@ from ember_xla.dae_target.lower.emit import Emitter
 from ember_xla.dae_target.lower.to_slc_grad import (
     flag_not,
     fused_update_passes,
+    per_row,
     rows_written_by_dense_update,
 )
 from ember_xla.ir.types import F32, I1, INDEX, MemRefType
@@ -72,11 +75,16 @@ def lower_adagrad(
 
     # rowwise: every row's flag (the untouched-row pass below reads them all); else the rows
     # the dense update changes, cleared and then updated by the shared passes
-    s_rows = s_v if rowwise else e.stream(rows_written_by_dense_update(e, role, v, c0))
+    n_dense = None if rowwise else rows_written_by_dense_update(e, role, v, c0)
+    s_rows = s_v if n_dense is None else e.stream(n_dense)
     fused_update_passes(e, role, grad, done, (no, yes), s_v, d, consts, row, s_rows,
                         None if rowwise else s_rows)
-    if rowwise:
+    if n_dense is None:
         _untouched_rowwise(e, spec, role, done, s_v, s0, s1, lambda r: row(None, r))
+    else:  # where the rule keeps untouched rows (n_dense 0), their accumulators' -0 still change
+        n_kept = e.v(arith.SubIOp, [v, n_dense], v.type, "n_kept")
+        per_row(e, e.stream(n_kept), s0, s1,
+                lambda r: _untouched_zeros(e, role, outs[1], done, r, d, c0, c1))
 
 
 def xla_rsqrt(e: Emitter, x: Value) -> Value:
@@ -125,6 +133,22 @@ def _adagrad_row(
         e.op(memref.StoreOp, [e.v(arith.FmaOp, [u, s, t], F32), outs[0], r, k])
         e.op(memref.StoreOp, [acc, outs[1], r, k])
         e.end(scf.YieldOp, loop.body)
+
+
+def _untouched_zeros(e: Emitter, role: dict[str, Value], out_acc: Value, done: Value,
+                     r: Value, d: Value, c0: Value, c1: Value) -> None:
+    """An untouched row ``r`` whose table the update keeps: ``g * g + a`` with ``g = 0``
+    still turns an accumulator's -0 into +0 (the kernel's ``FirstWithNegativeZero`` rows), so
+    every zero of the row is stored as ``fma(0, 0, a)`` (+0; the same bits for a +0)."""
+    with e.then(flag_not(e, e.v(memref.LoadOp, [done, r], I1))):
+        zero = e.const(0.0, F32)
+        loop = e.scf_for(c0, d, c1)
+        with e.into(loop.body):
+            a = e.v(memref.LoadOp, [role["accumulator"], r, loop.iv], F32)
+            with e.then(e.v(arith.CmpFOp, [a, zero], I1, pred="oeq")):
+                e.op(memref.StoreOp, [e.v(arith.FmaOp, [zero, zero, a], F32), out_acc, r,
+                                      loop.iv])
+            e.end(scf.YieldOp, loop.body)
 
 
 def _sum_squares(
