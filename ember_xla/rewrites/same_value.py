@@ -4,13 +4,14 @@
 attributes, type and callees) from the same values (what multi_output.py merges).
 
 ``same_elements``: the two hold the same elements in the same row-major order, whatever their
-shapes. Besides ``same_value`` it looks through reshapes, bitcasts and copies, through integer
-converts there and back (``s32 -> u32 -> s32``, ``s32 -> s64 -> s32``: the identity in two's
-complement), and compares elementwise instructions and scalar broadcasts by element type and
-count, since an elementwise op commutes with a reshape. JAX writes a lookup's index arithmetic
-again for a hand-built gradient (``jnp.zeros_like(t).at[ids].add(rows)`` wraps the negative ids
-and reshapes them to ``[..., 1]`` once more); those ids are the lookup's. Two parameters are
-never equal, whatever values the caller passes."""
+shapes. Besides ``same_value`` it looks through reshapes, copies, bitcasts between row-major
+layouts, through integer converts there and back (``s32 -> u32 -> s32``, ``s32 -> s64 -> s32``:
+the identity in two's complement), and compares elementwise instructions and scalar broadcasts
+by element type and count, since an elementwise op commutes with a reshape. JAX writes a
+lookup's index arithmetic again for a hand-built gradient
+(``jnp.zeros_like(t).at[ids].add(rows)`` wraps the negative ids and reshapes them to ``[...,
+1]`` once more); those ids are the lookup's. Two parameters are never equal, whatever values
+the caller passes."""
 
 from __future__ import annotations
 
@@ -80,9 +81,14 @@ def _flat(v: Value) -> Value:
     """Through the ops that keep the elements and their row-major order."""
     while True:
         op = v.owner
+        src = op.operands[0].type if op.operands else None
         if op.opcode in ("reshape", "copy") or (
-            op.opcode in ("bitcast", "convert")
-            and op.operands[0].type.element_type == v.type.element_type
+            op.opcode == "convert" and src.element_type == v.type.element_type
+        ) or (  # a bitcast reinterprets the physical order: row-major on both sides only
+            op.opcode == "bitcast"
+            and src.element_type == v.type.element_type
+            and src.has_default_layout()
+            and v.type.has_default_layout()
         ):
             v = op.operands[0]
         elif (x := _round_trip(v)) is not None:

@@ -64,3 +64,23 @@ def test_two_parameters_are_never_equal():
 def test_same_value_needs_the_same_shape():
     a, b = outputs(lambda i: (wrap(i), wrap(i).reshape(-1)), IDS)
     assert not same_value(a, b) and same_elements(a, b)
+
+
+BITCASTS = """
+HloModule m
+ENTRY e {
+  p = s32[3,4]{1,0} parameter(0)
+  t = s32[4,3]{0,1} bitcast(p)
+  f = s32[12]{0} bitcast(p)
+  r = s32[4,3]{1,0} reshape(p)
+  ROOT out = (s32[4,3]{0,1}, s32[12]{0}, s32[4,3]{1,0}) tuple(t, f, r)
+}
+"""
+
+
+def test_a_bitcast_keeps_the_order_only_between_row_major_layouts():
+    from ember_xla.hlo.parser import parse_module
+
+    transposed, flat, reshaped = parse_module(BITCASTS).entry.root.operands
+    assert same_elements(flat, reshaped)  # {1,0} -> {0}: the row-major order kept
+    assert not same_elements(transposed, reshaped)  # {1,0} -> {0,1}: a transpose
