@@ -71,6 +71,15 @@ __attribute__((target("avx2"))) int64_t FirstWithNegativeZero(const float* acc, 
   const int64_t n = end * d;
   int64_t i = q * d;
   const __m256i neg_zero = _mm256_set1_epi32(static_cast<int>(0x80000000u));
+  for (; i + 32 <= n; i += 32) {  // 128 bytes a step, one branch: at memory speed
+    const __m256i* p = reinterpret_cast<const __m256i*>(acc + i);
+    const __m256i any = _mm256_or_si256(
+        _mm256_or_si256(_mm256_cmpeq_epi32(_mm256_loadu_si256(p), neg_zero),
+                        _mm256_cmpeq_epi32(_mm256_loadu_si256(p + 1), neg_zero)),
+        _mm256_or_si256(_mm256_cmpeq_epi32(_mm256_loadu_si256(p + 2), neg_zero),
+                        _mm256_cmpeq_epi32(_mm256_loadu_si256(p + 3), neg_zero)));
+    if (!_mm256_testz_si256(any, any)) break;  // found in this block: located below
+  }
   for (; i + 8 <= n; i += 8) {
     const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + i));
     const int m = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(x, neg_zero)));
