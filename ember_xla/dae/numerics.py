@@ -67,8 +67,9 @@ def rsqrt_estimate(x: Any) -> Any:
     except KeyError:
         raise InterpretError("rsqrte: the host's estimate comes from the native kernels' "
                              "library; import ember_xla.native first") from None
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
-    fn.restype = None
+    if fn.restype is not None:  # ctypes' default (int): the signature is set once
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+        fn.restype = None
     shape = np.shape(x)
     a = np.ascontiguousarray(np.asarray(x, np.float32).reshape(-1))
     y = np.empty_like(a)
