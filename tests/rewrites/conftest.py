@@ -6,6 +6,6 @@ package; pytest imports this conftest before the test modules beside it)."""
 from helper_modules import load_helper
 
 for _name in ("idiom_models", "library_models", "training_steps", "training_corpus",
-              "training_flax", "training_idioms", "training_jax", "training_keras",
+              "training_flax", "training_keras", "training_idioms", "training_jax",
               "training_models"):
     load_helper(f"rewrites/{_name}.py")
