@@ -33,10 +33,12 @@ def one_row_bags(spec: BagSpec, table: Any, indices: Any, weights: Any) -> Any:
     read as the call's index mode reads them (clip: clamped; fill: NaN rows where the id is
     outside the table, after the optional wrap of negative ids), times the weights, reduced
     over the bag axis (which XLA:CPU folds away)."""
-    ids = effective_indices(spec, table.shape[0], indices)  # clip: in [0, N); fill: N for none
-    if spec.mode == "clip":
+    if spec.mode == "clip":  # the gather clamps (jnp.take(mode="clip") wraps nothing)
+        n = table.shape[0]
+        ids = jnp.where(indices < 0, indices + n, indices) if spec.wrap_negative else indices
         rows = jnp.take(table, ids, axis=0, mode="clip")
-    else:  # ids are never negative here, so jnp.take wraps none of them again
+    else:  # N where no row is read; ids are never negative, so jnp.take wraps none again
+        ids = effective_indices(spec, table.shape[0], indices)
         rows = jnp.take(table, ids, axis=0, mode="fill", fill_value=jnp.nan)
     if weights is not None:
         rows = rows * weights[..., None]
