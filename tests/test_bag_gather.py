@@ -1,8 +1,8 @@
 """A padded ``embedding_bag`` of one row per bag is the gather XLA:CPU makes of the JAX code it
 replaces: bit for bit that code's result under ``jax.jit`` (f32/bf16/f16 tables, weighted or
 not, every combiner, every index mode, ``xla_allow_excess_precision`` true and false; rows of
--0.0, NaN and infinities; negative and out-of-range ids), no custom-call in the program, and
-the same gradient as that code. Bags of two rows still call the kernel."""
+-0.0, NaN, infinities and subnormals; negative and out-of-range ids), no custom-call in the
+program, and the same gradient as that code. Bags of two rows still call the kernel."""
 
 from __future__ import annotations
 
@@ -40,12 +40,15 @@ def _inputs(dt, p: int = 1):
     t[::4] = -0.0                                   # rows of -0.0 (XLA's fold keeps the sign)
     t[1, :3] = [np.nan, np.inf, -np.inf]
     t[2] = np.float32(np.finfo(dt).max)
+    t = t.astype(dt)
+    tiny = np.finfo(dt).smallest_subnormal          # a copy keeps it; an add under DAZ not
+    t[3, :2] = [tiny, -tiny]
     ids = rng.integers(-N - 5, N + 5, (B, p)).astype(np.int32)  # negative and out of range
-    ids[:4, 0] = [0, 4, 1, -N]                      # the -0.0, NaN and wrapped rows for sure
+    ids[:5, 0] = [0, 4, 1, -N, 3]                   # -0.0, NaN, wrapped and subnormal rows
     w = rng.standard_normal((B, p)).astype(np.float32)
     w[::3] = -0.0
     w[1::5] = 2.0
-    return t.astype(dt), ids, w.astype(dt)
+    return t, ids, w.astype(dt)
 
 
 def _bits(a) -> bytes:
