@@ -1,6 +1,6 @@
 """``ember_xla.embedding_bag``: call the native embedding-bag kernels directly from JAX: the
 arguments checked here (one-line errors), the call and its batching rule in bag_call.py, its
-VJP in bag_vjp.py."""
+VJP in bag_vjp.py; padded bags of one row are the gather XLA makes of them (bag_gather.py)."""
 
 from __future__ import annotations
 
@@ -99,13 +99,17 @@ def embedding_bag(table: Any, indices: Any, offsets: Any = None, *, segment_ids:
     ``indices``) multiply the rows first. ``mode``: "clip" clamps out-of-range indices (XLA
     gather), "fill" gives NaN rows (jnp.take). ``wrap_negative`` maps i < 0 to i + N first.
     Empty bags give ``init`` (0 for sum/mean, -inf for max, +inf for min); mean and sqrt_n of a
-    padded bag divide by P. Runs on the CPU through the registered FFI targets; ``jax.vmap``
+    padded bag divide by P. A padded bag of one row (``indices [B, 1]``, the default init) is
+    its (weighted) row, computed as the gather XLA:CPU makes of ``jnp.take(...).sum(1)``
+    (bag_gather.py: a -0.0 row stays -0.0, and it is faster than a call). Otherwise it runs
+    on the CPU through the registered FFI targets; ``jax.vmap``
     over any argument makes one call (bag_call.py). Differentiable (``jax.grad``, also under
     ``jax.jit``) in ``table`` and ``weights`` for sum, mean and sqrt_n (bag_vjp.py).
     """
     import jax.numpy as jnp
 
     from ember_xla.bag_call import BagSpec
+    from ember_xla.bag_gather import is_one_row_bag, one_row_bags
     from ember_xla.bag_vjp import differentiable_bag
     from ember_xla.native import register_targets
 
@@ -134,9 +138,12 @@ def embedding_bag(table: Any, indices: Any, offsets: Any = None, *, segment_ids:
     except OverflowError:
         raise ValueError(f"init must fit a float64, got an integer of {int(init).bit_length()}"
                          " bits") from None
-    register_targets()
     table = jnp.asarray(table)
     spec = BagSpec(layout, rows, combiner, mode, bool(wrap_negative), weights is not None, init)
+    if is_one_row_bag(spec, table, indices):
+        return one_row_bags(spec, table, jnp.asarray(indices),
+                            None if weights is None else jnp.asarray(weights, table.dtype))
+    register_targets()
     return differentiable_bag(spec, table, jnp.asarray(indices),
                               None if bounds is None else jnp.asarray(bounds),
                               None if weights is None else jnp.asarray(weights, table.dtype))

@@ -111,6 +111,13 @@ def sum_order(bag: BagSum) -> str:
     (native/blocked_sum.h), "vector8" or "tree32" (native/window_sum.h); raises
     OrderNotReproduced where none is XLA's. The one rule of the rewrite (padded bags and
     dot bags) and of ``ember_xla.embedding_bag``."""
+    if bag.p == 1:
+        # XLA's simplifier folds a reduce (or a dot) over one row away: the bag is its row,
+        # times its weight (measured: rows of -0.0 stay -0.0, an init of 5 is dropped)
+        raise OrderNotReproduced(
+            f"bag [{bag.b},1,{bag.d}] of one row: XLA:CPU folds the reduce over it away (the "
+            "bag is its row: a -0.0 stays -0.0, the init is not added), which the kernel, "
+            "adding the row to the init, does not reproduce, so the cluster stays in XLA")
     if bag.form == "dot":
         return _dot_order(bag)
     b, p, d, reduce_type = bag.b, bag.p, bag.d, bag.reduce_type

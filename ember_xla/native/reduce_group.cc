@@ -38,7 +38,7 @@ ffi::Error RunGroupedPlans(const GroupItem* items, int64_t count, const Options&
   const unsigned csr = 0;
 #endif
   const int64_t threads =
-      std::min<int64_t>(PoolThreads(), std::max<int64_t>(1, total / kParallelWork));
+      std::min<int64_t>(PoolThreads(), std::max<int64_t>(1, total / kGroupedParallelWork));
   const int64_t parts = threads > 1 ? threads * kPartsPerThread : 1;
   // Part boundaries as (item, row): the first row whose global start is >= the goal.
   struct Cut { int64_t item, row; };

@@ -24,6 +24,14 @@ namespace ember {
 
 // Below this many (lookups + rows) * D element-steps a call stays on one thread.
 constexpr int64_t kParallelWork = 1 << 17;
+// The same for a grouped call (RunGroupedPlans: one thread per this much work): its tables'
+// rows come from many tables, mostly from memory, and a helper adds the wait for a part it
+// holds when it is descheduled. The B=16 MLPerf stage (26 tables, D=128: 491,520
+// element-steps) took 139-144 us at the minimum on one thread against 133-204 us on two, and
+// 1.69-2.08x XLA:CPU against 1.26-1.81x by median (Zen 4 VM, load 5.5, alternating process
+// pairs; B=32: 188 vs 187 us at the minimum; docs/BENCHMARKS.md), so up to ~1M element-steps
+// (B=32 there) it stays on the calling thread.
+constexpr int64_t kGroupedParallelWork = 1 << 19;
 // Parts per thread: more, smaller parts let an idle thread take over from a descheduled one.
 constexpr int64_t kPartsPerThread = 8;
 

@@ -27,9 +27,10 @@ from test_kernels import (  # noqa: E402  (the shared helpers of the kernel test
 
 native = pytest.importorskip("ember_xla.native")
 
-# (rows N, D, lookups L, segments S): a big table (split over threads), small ones (grouped
-# into one part), an empty lookup list, a one-row table and a wide row.
-SPECS = [(3000, 64, 12000, 900), (13, 5, 60, 7), (7, 8, 0, 3), (1, 4, 9, 2), (40, 136, 500, 31)]
+# (rows N, D, lookups L, segments S): a big table (split over threads: over 2^20 element-steps,
+# twice kGroupedParallelWork), small ones (grouped into one part), an empty lookup list, a
+# one-row table and a wide row.
+SPECS = [(3000, 64, 24000, 900), (13, 5, 60, 7), (7, 8, 0, 3), (1, 4, 9, 2), (40, 136, 500, 31)]
 
 
 def grouped(tables, idx, seg, nums, out_dtypes=None, **a):

@@ -109,8 +109,8 @@ def _check(p):
     if not p["padded"] and sum(p["lengths"]) == 0:
         return  # JAX folds an empty lookup away: nothing to rewrite is fine
     if p["padded"] and not result.clusters:  # kept in XLA: only for a stated order reason
-        reasons = " ".join(str(m) for m in result.near_misses)
-        assert "order" in reasons, (p, result.near_misses)
+        reasons = " ".join(str(m) for m in result.near_misses)  # (a bag of one row: no adds)
+        assert "order" in reasons or "of one row" in reasons, (p, result.near_misses)
         return
     assert len(result.clusters) == 1, result.near_misses
     want = run_module(model.module, args)

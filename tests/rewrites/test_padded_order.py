@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import itertools
 
+import jax
+import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
@@ -248,3 +250,33 @@ def test_vector8_only_where_measured(mode):
     assert r.clusters[0]["attributes"]["sum_order"] == "vector8"
     assert np.array_equal(run_module(m.module, [t, ids])[0], run_module(r.module, [t, ids])[0],
                           equal_nan=True)
+
+
+ONE_ROW_BAGS = {
+    "sum": lambda t, i, w: t[i].sum(1),
+    "init5": lambda t, i, w: jax.lax.reduce(t[i], np.float32(5), jax.lax.add, (1,)),
+    "mean": lambda t, i, w: t[i].mean(1),
+    "weighted": lambda t, i, w: (t[i] * w[..., None]).sum(1),
+    "einsum": lambda t, i, w: jnp.einsum("bp,bpd->bd", w, t[i]),
+}
+
+
+@pytest.mark.parametrize("kind", list(ONE_ROW_BAGS))
+def test_bag_of_one_row_stays_in_xla(kind):
+    """XLA:CPU folds a reduce (or dot) over one row away, so the bag is its (weighted) row: -0.0
+    rows stay -0.0 and an init is not added; the kernel, adding the row to the init, gave
+    +0.0 (and 5 + row); the bag stays in XLA with the reason (two rows are rewritten)."""
+    rng = np.random.default_rng(2)
+    t = rng.standard_normal((20, 8)).astype(np.float32)
+    t[::2] = -0.0
+    w = np.ones((6, 1), np.float32)
+    ids = np.arange(6, dtype=np.int32).reshape(6, 1)
+    fn = ONE_ROW_BAGS[kind]
+    m = from_jax(fn, t, ids, w).module
+    r = rewrite_module(m, cost_model=False)
+    assert not r.clusters
+    assert any("of one row" in str(n.get("reason", "")) for n in r.near_misses), r.near_misses
+    assert np.signbit(run_module(m, [t, ids, w][:len(m.entry.params())])[0][0]).all()
+    ids2 = np.arange(12, dtype=np.int32).reshape(6, 2)
+    assert rewrite_module(from_jax(fn, t, ids2, np.ones((6, 2), np.float32)).module,
+                          cost_model=False).clusters
