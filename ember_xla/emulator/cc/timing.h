@@ -86,13 +86,17 @@ class TraceColumn {
   size_t n_ = 0, cap_ = 0;
 };
 
-// A fixed-length array in the memory of trace columns (GrowColumn: kept mappings reused).
+// A fixed-length array in the memory of trace columns (GrowColumn: kept mappings reused; page
+// aligned).
 template <typename T>
 class ColumnArray {
  public:
   ColumnArray() = default;
   ColumnArray(const ColumnArray&) = delete;
   ColumnArray& operator=(const ColumnArray&) = delete;
+  ColumnArray(ColumnArray&& o) noexcept : p_(o.p_), bytes_(o.bytes_) {
+    o.p_ = nullptr, o.bytes_ = 0;
+  }
   ~ColumnArray() { FreeColumn(p_, bytes_, sizeof(T)); }
   // n elements, each v
   void Assign(size_t n, T v) {
@@ -106,6 +110,8 @@ class ColumnArray {
   }
   T& operator[](size_t i) { return p_[i]; }
   const T& operator[](size_t i) const { return p_[i]; }
+  T* data() { return p_; }
+  const T* data() const { return p_; }
 
  private:
   T* p_ = nullptr;
