@@ -86,6 +86,8 @@ class Sim {
     n_tok_ = n_tok;
     ring_.assign((size_t)std::min<int64_t>(t_.ctrl_cap, n_tok + 1), 0.0);
     done_.Assign((size_t)n, -1.0);
+    linked_ = n < std::numeric_limits<int32_t>::max();
+    if (linked_) next_.Assign((size_t)n, Link{});
     int64_t e = 0, pending = 0;
     int64_t last_value = 0;
     LayerCursor* last = nullptr;
@@ -107,6 +109,9 @@ class Sim {
           }
           last_value = v;
         }
+        if (linked_ && last->left) next_[last->tail] = Link{(int32_t)(i - last->tail),
+                                                            (int32_t)(e - last->tail_pushes)};
+        last->tail = i, last->tail_pushes = e;
         ++last->left;
         bytes_loaded_ += tr_.b[i];
         pending += tr_.queued[i] != 0;
@@ -150,6 +155,12 @@ class Sim {
   void AdvanceLayer(LayerCursor& lc) {
     if (--lc.left == 0) {
       --layers_left_;
+      return;
+    }
+    if (linked_) {
+      const Link k = next_[lc.pos];
+      lc.pos += k.delta;
+      lc.pushes += k.pushes;
       return;
     }
     int64_t pos = lc.pos + 1;
@@ -250,7 +261,7 @@ class Sim {
     const int64_t cap = t_.outstanding;
     double done = t;
     for (int64_t line = first; line <= last; ++line) {
-      while (heap_.size() && heap_.top() <= t) heap_.pop();
+      heap_.PopThrough(t);
       if (heap_.size() >= cap) t = std::max(t, heap_.pop());
       int where;
       const double c = mem_.Access(line, t, &where);
@@ -401,6 +412,13 @@ class Sim {
   std::vector<LayerCursor> layers_;  // in first-appearance order (the reference's dict order)
   int64_t layers_left_ = 0;          // layers with loads left
   ColumnArray<double> done_;         // per event: completion of a load, -1 before it issues
+  // Per load: how far on its layer's next load is, and the pushes between them (traces of
+  // fewer than 2^31 events; longer ones are scanned).
+  struct Link {
+    int32_t delta = 0, pushes = 0;
+  };
+  ColumnArray<Link> next_;
+  bool linked_ = false;
   // A data-queue entry: what the access unit, the queue and the execute unit know of it, in
   // one place (one host line for all of it).
   struct Entry {
