@@ -49,11 +49,11 @@ class CacheLevel {
   // filling at once is what the levels that missed get in the end: no other access to this
   // level comes between a lookup and the fill of the levels that missed.
   __attribute__((always_inline)) bool Access(int64_t line) {
-    int64_t set, tag;
-    Split(line, &set, &tag);
-    if (wide_.empty()) {
-      if (tag > kEmpty32 && tag <= std::numeric_limits<int32_t>::max()) {
-        int32_t* p = narrow_.data() + set * ways_;
+    if (fast_) {  // power-of-two sets, narrow tags: the set and tag by mask and shift
+      const int64_t tag = line >> shift_;  // arithmetic: the floor, also for negative lines
+      // kEmpty32 < tag <= INT32_MAX, in one unsigned comparison
+      if ((uint64_t)(tag - (int64_t)kEmpty32 - 1) < (uint64_t)0xffffffffu) {
+        int32_t* p = narrow_.data() + (line & (sets_ - 1)) * ways_;
         switch (ways_) {
           case 4: return MoveToFront<4>(p, (int32_t)tag);
           case 8: return MoveToFront<8>(p, (int32_t)tag);
@@ -61,7 +61,22 @@ class CacheLevel {
           default: return MoveToFront<0>(p, (int32_t)tag);
         }
       }
+    }
+    return AccessSlow(line);
+  }
+  int64_t latency() const { return latency_; }
+ private:
+  static constexpr int32_t kEmpty32 = std::numeric_limits<int32_t>::min();
+
+  // Access when the sets are not a power of two or a tag needs (or needed) 64 bits.
+  __attribute__((noinline)) bool AccessSlow(int64_t line) {
+    int64_t set, tag;
+    Split(line, &set, &tag);
+    if (wide_.empty()) {
+      if (tag > kEmpty32 && tag <= std::numeric_limits<int32_t>::max())
+        return MoveToFront<0>(narrow_.data() + set * ways_, (int32_t)tag);
       Widen();
+      fast_ = false;
     }
     int64_t* p = wide_.data() + set * ways_;
     int64_t w = 0;
@@ -71,9 +86,6 @@ class CacheLevel {
     p[0] = line;
     return hit;
   }
-  int64_t latency() const { return latency_; }
- private:
-  static constexpr int32_t kEmpty32 = std::numeric_limits<int32_t>::min();
   static constexpr int64_t kEmpty64 = std::numeric_limits<int64_t>::min();
 
   // A line is its set and its tag (the line divided by the number of sets, floored): the tag
@@ -139,6 +151,7 @@ class CacheLevel {
   }
 
   int64_t sets_, ways_, latency_, shift_;
+  bool fast_ = shift_ >= 0;  // power-of-two sets and tags still narrow (Access's fast path)
   // sets x ways tags, most recent first (kEmpty32: empty); page aligned, so a 16-way set is
   // one host cache line; in the kept memory of trace columns (no fresh pages per replay)
   ColumnArray<int32_t> narrow_;

@@ -140,8 +140,15 @@ struct TraceBuffer {
   void Add(int8_t k, int64_t x, int64_t y, int64_t z, int64_t l, bool q) {
     const size_t i = kind.n_;
     if (i == cap_) Reserve(cap_ ? 2 * cap_ : 4096);
-    kind.p_[i] = k, a.p_[i] = x, b.p_[i] = y, c.p_[i] = z, layer.p_[i] = l;
-    queued.p_[i] = q ? 1 : 0;
+    // the column pointers read once (a byte store may alias anything: no reloads between)
+    int8_t* const pk = kind.p_;
+    int64_t* const pa = a.p_;
+    int64_t* const pb = b.p_;
+    int64_t* const pc = c.p_;
+    int64_t* const pl = layer.p_;
+    uint8_t* const pq = queued.p_;
+    pa[i] = x, pb[i] = y, pc[i] = z, pl[i] = l;
+    pk[i] = k, pq[i] = q ? 1 : 0;
     kind.n_ = a.n_ = b.n_ = c.n_ = layer.n_ = queued.n_ = i + 1;
   }
   void Reserve(size_t cap) {

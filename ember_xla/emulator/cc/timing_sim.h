@@ -246,7 +246,7 @@ class Sim {
     return true;
   }
 
-  void Issue(LayerCursor& lc, double t, double waited) {
+  __attribute__((always_inline)) void Issue(LayerCursor& lc, double t, double waited) {
     const int64_t i = lc.pos;
     last_issue_ = std::max(last_issue_, t);
     const int64_t e = EntryOf(lc);
