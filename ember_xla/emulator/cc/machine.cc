@@ -270,7 +270,7 @@ bool Machine::ReplayMemo(CaseMemo& mm, CaseStats& s) {
     q_head_ = QueueAt(1);
     --q_size_;
   }
-  for (size_t j = 0; j < mm.restore.size(); ++j) val_[mm.restore[j]] = mm.result[j];
+  for (size_t j = 0; j < mm.restore.size(); ++j) AssignValue(val_[mm.restore[j]], mm.result[j]);
   if (s.total.empty()) s.total.assign(kNumOpClasses, 0.0);
   for (int k = 0; k < kNumOpClasses; ++k) s.total[k] += mm.delta[k];
   ++s.fired;

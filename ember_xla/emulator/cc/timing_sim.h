@@ -89,6 +89,7 @@ class Sim {
     linked_ = n < std::numeric_limits<int32_t>::max();
     if (linked_) next_.Assign((size_t)n, Link{});
     int64_t e = 0, pending = 0;
+    int64_t last_tok = -1, last_tok_pushes = 0;  // the last token so far, pushes before it
     int64_t last_value = 0;
     LayerCursor* last = nullptr;
     for (int64_t i = 0; i < n; ++i) {
@@ -133,6 +134,9 @@ class Sim {
         const int64_t cs = tr_.a[i];
         if (cs < 0 || cs >= tr_.n_cases || tr_.case_pops[cs] < 0)
           return Fail("control token " + std::to_string(cs) + " has no case cost");
+        if (linked_ && last_tok >= 0)
+          next_[last_tok] = Link{(int32_t)(i - last_tok), (int32_t)(e - last_tok_pushes)};
+        last_tok = i, last_tok_pushes = e;
       } else {
         return Fail("malformed trace: event " + std::to_string(i) + " has kind " +
                     std::to_string((int)k));
@@ -218,8 +222,14 @@ class Sim {
     ring = start;
     max_tok_time_ = std::max(max_tok_time_, t_tok);
     ++n_started_;
-    ++tok_pos_;
-    AdvanceToken();
+    const Link to = linked_ ? next_[tok_pos_] : Link{};
+    if (to.delta) {  // linked while indexing: the next token, the pushes before it
+      tok_pos_ += to.delta;
+      tok_pushes_ += to.pushes;
+    } else {
+      ++tok_pos_;
+      AdvanceToken();
+    }
     Mark();
     return true;
   }
@@ -412,8 +422,8 @@ class Sim {
   std::vector<LayerCursor> layers_;  // in first-appearance order (the reference's dict order)
   int64_t layers_left_ = 0;          // layers with loads left
   ColumnArray<double> done_;         // per event: completion of a load, -1 before it issues
-  // Per load: how far on its layer's next load is, and the pushes between them (traces of
-  // fewer than 2^31 events; longer ones are scanned).
+  // Per load: how far on its layer's next load is, and the pushes between them; per token:
+  // the same for the next token (traces of fewer than 2^31 events; longer ones are scanned).
   struct Link {
     int32_t delta = 0, pushes = 0;
   };
