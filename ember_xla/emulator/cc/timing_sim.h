@@ -96,7 +96,8 @@ class Sim {
       const int8_t k = tr_.kind[i];
       if (k == kLoad) {
         const int64_t dep = tr_.c[i];
-        if (dep >= i || dep < -1 || (dep >= 0 && tr_.kind[dep] != kLoad))
+        const uint64_t after = (uint64_t)dep + 1;  // 0: none; above i: dep >= i or dep < -1
+        if (after > (uint64_t)i || (after && tr_.kind[dep] != kLoad))
           return Fail("malformed trace: load " + std::to_string(i) + " depends on event " +
                       std::to_string(dep) + ", not an earlier load");
         const int64_t v = tr_.layer[i];
@@ -314,10 +315,8 @@ class Sim {
   // The load the access unit issues next (pick_, pick_t_, pick_wait_); *any: loads are left.
   bool PickNext(bool* any) {
     const int64_t n_layers = (int64_t)layers_.size();
-    bool left = false;
-    for (const LayerCursor& lc : layers_) left |= lc.left > 0;
     *any = false;
-    if (!left) return true;
+    if (layers_left_ == 0) return true;  // (the layers with loads left)
     if (!ReserveLoadless()) return false;
     bool have = false;
     int64_t best = 0;
