@@ -100,13 +100,17 @@ class ColumnArray {
   ~ColumnArray() { FreeColumn(p_, bytes_, sizeof(T)); }
   // n elements, each v
   void Assign(size_t n, T v) {
+    Resize(n);
+    std::fill(p_, p_ + n, v);
+  }
+  // room for n elements, their values unspecified (the caller writes each before reading it)
+  void Resize(size_t n) {
     if (n * sizeof(T) > bytes_ || !p_) {
       FreeColumn(p_, bytes_, sizeof(T));
       p_ = nullptr, bytes_ = 0;
       p_ = static_cast<T*>(GrowColumn(nullptr, 0, std::max<size_t>(n * sizeof(T), 4096),
                                       sizeof(T), &bytes_));
     }
-    std::fill(p_, p_ + n, v);
   }
   T& operator[](size_t i) { return p_[i]; }
   const T& operator[](size_t i) const { return p_[i]; }

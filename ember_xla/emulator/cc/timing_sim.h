@@ -82,12 +82,12 @@ class Sim {
       n_tok += tr_.kind[i] == kToken;
     }
     n_entries_ = n_entries;
-    entries_.Assign((size_t)n_entries, Entry{});
+    entries_.Resize((size_t)n_entries);  // each written below
     n_tok_ = n_tok;
     ring_.assign((size_t)std::min<int64_t>(t_.ctrl_cap, n_tok + 1), 0.0);
     done_.Assign((size_t)n, -1.0);
     linked_ = n < std::numeric_limits<int32_t>::max();
-    if (linked_) next_.Assign((size_t)n, Link{});
+    if (linked_) next_.Resize((size_t)n);  // a link is written before it is read (below)
     int64_t e = 0, pending = 0;
     int64_t last_tok = -1, last_tok_pushes = 0;  // the last token so far, pushes before it
     int64_t last_value = 0;
@@ -122,6 +122,7 @@ class Sim {
         if (pending > std::numeric_limits<int32_t>::max())
           return Fail("a data-queue entry is made of more than 2^31 loads");
         Entry& en = entries_[e];
+        en = Entry{};
         en.remaining = pending ? (int32_t)pending : 1;
         en.loadless = pending == 0;
         en.bytes = tr_.a[i];
@@ -143,6 +144,7 @@ class Sim {
                     std::to_string((int)k));
       }
     }
+    if (linked_ && last_tok >= 0) next_[last_tok] = Link{};  // the last token: no next one
     tok_pos_ = 0;
     AdvanceToken();
     layers_left_ = (int64_t)layers_.size();
