@@ -52,7 +52,7 @@ class CacheLevel {
     if (fast_) {  // power-of-two sets, narrow tags: the set and tag by mask and shift
       const int64_t tag = line >> shift_;  // arithmetic: the floor, also for negative lines
       // kEmpty32 < tag <= INT32_MAX, in one unsigned comparison
-      if ((uint64_t)(tag - (int64_t)kEmpty32 - 1) < (uint64_t)0xffffffffu) {
+      if ((uint64_t)tag - (uint64_t)(int64_t)kEmpty32 - 1 < (uint64_t)0xffffffffu) {
         int32_t* p = narrow_.data() + (line & (sets_ - 1)) * ways_;
         switch (ways_) {
           case 4: return MoveToFront<4>(p, (int32_t)tag);
