@@ -115,7 +115,7 @@ void AccessRun::Fire(int32_t t, Event ev, std::vector<RowBuffer>& buffers) {
       m_.queue_.swap(grown);
       m_.q_head_ = 0;
     }
-    Value& slot = m_.queue_[(m_.q_head_ + m_.q_size_) % m_.queue_.size()];
+    Value& slot = m_.queue_[m_.QueueAt(m_.q_size_)];
     int64_t nbytes;
     if (g->what == kBufferWhat) {
       BufferRef b;

@@ -17,6 +17,10 @@ int64_t AccessRun::FastRows(int32_t t, int64_t lb, int64_t ub, int64_t vl, int64
     int64_t bytes;
     bool queued;
     int32_t s;
+    // the TU's index is the last dimension (lin): the flat index at x is pre + x, the other
+    // dimensions' indices in range or not (pre_ok); the buffer's address and item size
+    bool lin, pre_ok;
+    int64_t pre, last_dim, mbase, item;
   };
   Load loads[8];
   size_t n = 0;
@@ -45,6 +49,20 @@ int64_t AccessRun::FastRows(int32_t t, int64_t lb, int64_t ub, int64_t vl, int64
     ld.bytes = vl * ItemSize(ld.m->dtype);
     ld.queued = queued_[s] != 0;
     ld.s = s;
+    ld.lin = ld.ind + 1 == ld.ni;
+    if (ld.lin) {
+      int64_t pre = 0;
+      ld.pre_ok = true;
+      for (size_t d = 0; d + 1 < ld.ni; ++d) {
+        const int64_t x = ld.idx[d], dim = ld.m->shape[d];
+        if (x < 0 || x >= dim) ld.pre_ok = false;
+        pre = pre * dim + x;
+      }
+      ld.last_dim = ld.m->shape[ld.ni - 1];
+      ld.pre = pre * ld.last_dim;
+      ld.mbase = ld.m->base;
+      ld.item = ItemSize(ld.m->dtype);
+    }
   }
   const int layer = depth_[t];
   // the flat index of load k's first lane at `base` with `count` lanes, or -1 out of bounds
@@ -63,6 +81,12 @@ int64_t AccessRun::FastRows(int32_t t, int64_t lb, int64_t ub, int64_t vl, int64
   for (; ub - base > stride; base += stride) {  // not the last: all vl lanes active
     for (size_t k = 0; k < n; ++k) {
       Load& ld = loads[k];
+      if (ld.lin) {  // flat_of without the loop over the dimensions: the same checks
+        if (!ld.pre_ok || base < 0 || base + vl - 1 >= ld.last_dim) return base;
+        src_[ld.s] = tr.Load(ld.mbase + (ld.pre + base) * ld.item, ld.bytes, ld.dep,
+                             ld.queued, layer);
+        continue;
+      }
       const int64_t flat = flat_of(ld, vl);
       if (flat < 0) return base;
       src_[ld.s] = tr.Load(m_.Address(*ld.m, flat), ld.bytes, ld.dep, ld.queued, layer);

@@ -39,19 +39,21 @@ class CacheLevel {
  public:
   explicit CacheLevel(const CacheSpec& s)
       : sets_(s.sets), ways_(s.ways), latency_(s.latency),
-        shift_((s.sets & (s.sets - 1)) == 0 ? __builtin_ctzll((uint64_t)s.sets) : -1),
-        narrow_((size_t)(s.sets * s.ways), kEmpty32) {}
+        shift_((s.sets & (s.sets - 1)) == 0 ? __builtin_ctzll((uint64_t)s.sets) : -1) {
+    n_tags_ = (size_t)(s.sets * s.ways);
+    narrow_.Assign(n_tags_, kEmpty32);
+  }
 
   // Looks `line` up: true on a hit (the line becomes most recent); on a miss the line is
   // filled (it becomes most recent, the least recent line of a full set leaves). A miss
   // filling at once is what the levels that missed get in the end: no other access to this
   // level comes between a lookup and the fill of the levels that missed.
-  bool Access(int64_t line) {
-    int64_t set, tag;
-    Split(line, &set, &tag);
-    if (wide_.empty()) {
-      if (tag > kEmpty32 && tag <= std::numeric_limits<int32_t>::max()) {
-        int32_t* p = narrow_.data() + set * ways_;
+  __attribute__((always_inline)) bool Access(int64_t line) {
+    if (fast_) {  // power-of-two sets, narrow tags: the set and tag by mask and shift
+      const int64_t tag = line >> shift_;  // arithmetic: the floor, also for negative lines
+      // kEmpty32 < tag <= INT32_MAX, in one unsigned comparison
+      if ((uint64_t)tag - (uint64_t)(int64_t)kEmpty32 - 1 < (uint64_t)0xffffffffu) {
+        int32_t* p = narrow_.data() + (line & (sets_ - 1)) * ways_;
         switch (ways_) {
           case 4: return MoveToFront<4>(p, (int32_t)tag);
           case 8: return MoveToFront<8>(p, (int32_t)tag);
@@ -59,7 +61,22 @@ class CacheLevel {
           default: return MoveToFront<0>(p, (int32_t)tag);
         }
       }
+    }
+    return AccessSlow(line);
+  }
+  int64_t latency() const { return latency_; }
+ private:
+  static constexpr int32_t kEmpty32 = std::numeric_limits<int32_t>::min();
+
+  // Access when the sets are not a power of two or a tag needs (or needed) 64 bits.
+  __attribute__((noinline)) bool AccessSlow(int64_t line) {
+    int64_t set, tag;
+    Split(line, &set, &tag);
+    if (wide_.empty()) {
+      if (tag > kEmpty32 && tag <= std::numeric_limits<int32_t>::max())
+        return MoveToFront<0>(narrow_.data() + set * ways_, (int32_t)tag);
       Widen();
+      fast_ = false;
     }
     int64_t* p = wide_.data() + set * ways_;
     int64_t w = 0;
@@ -69,9 +86,6 @@ class CacheLevel {
     p[0] = line;
     return hit;
   }
-  int64_t latency() const { return latency_; }
- private:
-  static constexpr int32_t kEmpty32 = std::numeric_limits<int32_t>::min();
   static constexpr int64_t kEmpty64 = std::numeric_limits<int64_t>::min();
 
   // A line is its set and its tag (the line divided by the number of sets, floored): the tag
@@ -128,7 +142,7 @@ class CacheLevel {
   }
   // From then on every set keeps whole line numbers (a tag outside the narrow range came).
   void Widen() {
-    wide_.assign(narrow_.size(), kEmpty64);
+    wide_.assign(n_tags_, kEmpty64);
     for (int64_t s = 0; s < sets_; ++s)
       for (int64_t w = 0; w < ways_; ++w) {
         const int32_t tag = narrow_[(size_t)(s * ways_ + w)];
@@ -137,7 +151,11 @@ class CacheLevel {
   }
 
   int64_t sets_, ways_, latency_, shift_;
-  std::vector<int32_t> narrow_;  // sets x ways tags, most recent first (kEmpty32: empty)
+  bool fast_ = shift_ >= 0;  // power-of-two sets and tags still narrow (Access's fast path)
+  // sets x ways tags, most recent first (kEmpty32: empty); page aligned, so a 16-way set is
+  // one host cache line; in the kept memory of trace columns (no fresh pages per replay)
+  ColumnArray<int32_t> narrow_;
+  size_t n_tags_ = 0;
   std::vector<int64_t> wide_;    // once widened: sets x ways line numbers, most recent first
 };
 
@@ -205,20 +223,8 @@ class Dram {
 class SharedMemory {
  public:
   SharedMemory(const TimingTarget& t, size_t n_private) : dram(t) {
+    levels.reserve(t.levels.size() - n_private);
     for (size_t i = n_private; i < t.levels.size(); ++i) levels.emplace_back(t.levels[i]);
-  }
-  // The shared level that hit (its index among the shared levels), or -1 (DRAM: *done is the
-  // completion, *ordered as Dram::Access). Levels that missed are filled.
-  int Access(int64_t line, double t, double* done, bool* ordered) {
-    for (size_t i = 0; i < levels.size(); ++i) {
-      if (levels[i].Access(line)) {
-        *done = t + (double)levels[i].latency();
-        *ordered = false;
-        return (int)i;
-      }
-    }
-    *done = dram.Access(line, t, ordered);
-    return -1;
   }
   std::vector<CacheLevel> levels;
   Dram dram;
@@ -232,58 +238,68 @@ class MemorySystem {
   explicit MemorySystem(const TimingTarget& t, SharedMemory* shared = nullptr,
                         size_t n_private = 0)
       : own_(shared ? nullptr : std::make_unique<SharedMemory>(t, 0)),
-        shared_(shared ? shared : own_.get()), n_private_(shared ? n_private : 0),
-        stats_(t.levels.size()),
+        shared_(shared ? shared : own_.get()),
         transfer_share_(shared_->dram.busy_per_line() / (double)shared_->dram.channels()) {
-    levels_.reserve(n_private_);
-    for (size_t i = 0; i < n_private_; ++i) levels_.emplace_back(t.levels[i]);
+    const size_t n_own = shared ? n_private : 0;
+    private_.reserve(n_own);
+    for (size_t i = 0; i < n_own; ++i) private_.emplace_back(t.levels[i]);
+    for (CacheLevel& c : private_) level_[n_++] = &c;
+    for (CacheLevel& c : shared_->levels) level_[n_++] = &c;
+    for (int k = 0; k < n_; ++k) latency_[k] = (double)level_[k]->latency();
   }
 
-  // Load one line at cycle t; returns the cycle its data is available.
-  // *dram: it went to DRAM and DRAM completions are increasing in request order (the
-  // single-channel model serialises them), so the caller may keep it in a FIFO.
-  double Access(int64_t line, double t, bool* dram) {
-    const size_t n = levels_.size();
-    for (size_t i = 0; i < n; ++i) {
-      if (levels_[i].Access(line)) {
-        *dram = false;
-        ++stats_[i].hits;
-        return t + (double)levels_[i].latency();
-      }
-      ++stats_[i].misses;
+  // Load one line at cycle t; returns the cycle its data is available. *where: the level that
+  // had it (0 to levels - 1), `levels` for DRAM whose completions are increasing in request
+  // order (the single-channel model serialises them), -1 for DRAM without that order.
+  double Access(int64_t line, double t, int* where) {
+    ++accesses_;
+    const int k = Lookup(line);
+    if (k < n_) {
+      ++hits_[k];
+      *where = k;
+      return t + latency_[k];
     }
-    double done;
     bool ordered;
-    const int hit = shared_->Access(line, t, &done, &ordered);
-    const size_t n_sh = shared_->levels.size();
-    for (size_t i = 0; i < n_sh; ++i) {
-      if ((int)i == hit) {
-        ++stats_[n + i].hits;
-        break;
-      }
-      ++stats_[n + i].misses;
-    }
-    *dram = hit < 0 && ordered;
-    if (hit < 0) {
-      ++dram_lines;
-      dram_busy += transfer_share_;
-    }
+    const double done = shared_->dram.Access(line, t, &ordered);
+    *where = ordered ? n_ : -1;
+    ++dram_lines;
+    dram_busy += transfer_share_;
     return done;
   }
-  struct Stats {
-    int64_t hits = 0, misses = 0;
-  };
-  const std::vector<Stats>& stats() const { return stats_; }
+  int levels() const { return n_; }
+  // Lookups that hit / missed level k (a lookup reaches a level when every level before it
+  // missed).
+  int64_t hits(int k) const { return hits_[k]; }
+  int64_t misses(int k) const {
+    int64_t reached = accesses_;
+    for (int j = 0; j < k; ++j) reached -= hits_[j];
+    return reached - hits_[k];
+  }
 
   int64_t dram_lines = 0;
   double dram_busy = 0.0;  // this core's transfer cycles, per channel of the machine
 
  private:
+  // The first level that has `line` (n_: none); every level looked up before it, and all
+  // of them on a miss, are filled. The first three levels each have their own copy of the
+  // lookup, so the branch on a level's ways is always taken the same way where it is.
+  int Lookup(int64_t line) {
+    if (n_ > 0 && level_[0]->Access(line)) return 0;
+    if (n_ > 1 && level_[1]->Access(line)) return 1;
+    if (n_ > 2 && level_[2]->Access(line)) return 2;
+    for (int k = 3; k < n_; ++k)
+      if (level_[k]->Access(line)) return k;
+    return n_;
+  }
+
   std::unique_ptr<SharedMemory> own_;
   SharedMemory* shared_;
-  size_t n_private_;
-  std::vector<CacheLevel> levels_;
-  std::vector<Stats> stats_;
+  std::vector<CacheLevel> private_;
+  CacheLevel* level_[kMaxLevels] = {};  // private levels, then shared ones
+  double latency_[kMaxLevels] = {};
+  int64_t hits_[kMaxLevels] = {};
+  int64_t accesses_ = 0;
+  int n_ = 0;
   const double transfer_share_;  // this core's transfer cycles per DRAM line, per channel
 };
 

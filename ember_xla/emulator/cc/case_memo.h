@@ -10,6 +10,7 @@
 #ifndef EMBER_XLA_EMULATOR_NATIVE_CASE_MEMO_H_
 #define EMBER_XLA_EMULATOR_NATIVE_CASE_MEMO_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -48,6 +49,21 @@ inline bool SameEntry(const Value& a, const Value& b) {
   if (a.m == b.m) return a.dt == b.dt;  // the one data-less buffer of its shape
   return a.dt == b.dt && a.m->dtype == b.m->dtype && a.m->shape == b.m->shape &&
          a.m->base == b.m->base;
+}
+
+// dst = src without reallocating lanes of the same count and without reference-count traffic
+// when dst holds src's buffer already (a replayed firing's registers mostly do).
+inline void AssignValue(Value& dst, const Value& src) {
+  dst.dt = src.dt, dst.lanes = src.lanes, dst.set = src.set, dst.known = src.known;
+  if (dst.f.size() == src.f.size())
+    std::copy(src.f.begin(), src.f.end(), dst.f.begin());
+  else
+    dst.f = src.f;
+  if (dst.i.size() == src.i.size())
+    std::copy(src.i.begin(), src.i.end(), dst.i.begin());
+  else
+    dst.i = src.i;
+  if (dst.m != src.m) dst.m = src.m;
 }
 
 struct CaseMemo {

@@ -35,6 +35,19 @@ class InFlight {
     if (n_heap_) SiftDown(x);
     return top;
   }
+  // Removes every completion <= t (the requests done by cycle t): those of the ring, then
+  // those of the heap (the order does not matter: what is left is everything > t).
+  void PopThrough(double t) {
+    while (n_ring_ && ring_[head_] <= t) {
+      head_ = head_ + 1 == cap_ ? 0 : head_ + 1;
+      --n_ring_;
+    }
+    while (heap_[0] <= t) {  // +inf when empty
+      const double x = heap_[--n_heap_];
+      heap_[n_heap_] = kInf;
+      if (n_heap_) SiftDown(x);
+    }
+  }
   // A completion no earlier than every DRAM completion pushed before (monotone).
   void push_ordered(double x) {
     int64_t tail = head_ + n_ring_;
@@ -80,6 +93,7 @@ struct LayerCursor {
   int64_t pos = 0;        // event index of the layer's next load (n: none left)
   int64_t pushes = 0;     // PUSH events before pos
   int64_t left = 0;       // loads left
+  int64_t tail = 0, tail_pushes = 0;  // while indexing: the layer's last load so far, pushes before it
 };
 
 }  // namespace detail

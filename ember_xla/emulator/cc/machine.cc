@@ -160,7 +160,7 @@ void Machine::RunCode(const std::vector<Instr>& code, size_t lo, size_t hi, Case
           throw RunError(std::string("pop: the queue holds ") + DTypeName(e.dt) +
                          " entry, the case expects " + DTypeName(r.dtype));
         std::swap(val_[in.dst[0]], e);
-        q_head_ = (q_head_ + 1) % queue_.size();
+        q_head_ = QueueAt(1);
         --q_size_;
         break;
       }
@@ -236,7 +236,7 @@ void Machine::RunCase(int64_t engine, int64_t case_id) {
     if (record) {
       for (int32_t r : mm->live_in) regs.push_back(val_[r]);
       for (size_t j = 0; j < mm->pop_dst.size(); ++j)
-        entries.push_back(queue_[(q_head_ + j) % queue_.size()]);
+        entries.push_back(queue_[QueueAt(j)]);
       before = s.total;
       before.resize(kNumOpClasses, 0.0);
     }
@@ -264,13 +264,13 @@ bool Machine::ReplayMemo(CaseMemo& mm, CaseStats& s) {
   for (size_t j = 0; j < mm.live_in.size(); ++j)
     if (!SameValue(val_[mm.live_in[j]], mm.key_regs[j])) return false;
   for (size_t j = 0; j < mm.pop_dst.size(); ++j)
-    if (!SameEntry(queue_[(q_head_ + j) % queue_.size()], mm.key_entries[j])) return false;
+    if (!SameEntry(queue_[QueueAt(j)], mm.key_entries[j])) return false;
   for (int32_t d : mm.pop_dst) {
     std::swap(val_[d], queue_[q_head_]);
-    q_head_ = (q_head_ + 1) % queue_.size();
+    q_head_ = QueueAt(1);
     --q_size_;
   }
-  for (size_t j = 0; j < mm.restore.size(); ++j) val_[mm.restore[j]] = mm.result[j];
+  for (size_t j = 0; j < mm.restore.size(); ++j) AssignValue(val_[mm.restore[j]], mm.result[j]);
   if (s.total.empty()) s.total.assign(kNumOpClasses, 0.0);
   for (int k = 0; k < kNumOpClasses; ++k) s.total[k] += mm.delta[k];
   ++s.fired;

@@ -99,8 +99,10 @@ class Machine {
   std::vector<CaseStats> stats_;          // per callback number
   std::vector<CaseMemo> memo_;            // addresses mode: per callback number
   bool memo_off_ = false;                 // a store of known data: no firing is replayed
-  // the data queue of the running engine: a ring of reusable slots
+  // the data queue of the running engine: a ring of reusable slots (empty or a power of two
+  // of them: it starts at 8 and doubles, so a position wraps with a mask)
   std::vector<Value> queue_;
+  size_t QueueAt(size_t j) const { return (q_head_ + j) & (queue_.size() - 1); }
   size_t q_head_ = 0, q_size_ = 0;
   std::vector<int8_t> bound_;
 };

@@ -86,26 +86,36 @@ class TraceColumn {
   size_t n_ = 0, cap_ = 0;
 };
 
-// A fixed-length array in the memory of trace columns (GrowColumn: kept mappings reused).
+// A fixed-length array in the memory of trace columns (GrowColumn: kept mappings reused; page
+// aligned).
 template <typename T>
 class ColumnArray {
  public:
   ColumnArray() = default;
   ColumnArray(const ColumnArray&) = delete;
   ColumnArray& operator=(const ColumnArray&) = delete;
+  ColumnArray(ColumnArray&& o) noexcept : p_(o.p_), bytes_(o.bytes_) {
+    o.p_ = nullptr, o.bytes_ = 0;
+  }
   ~ColumnArray() { FreeColumn(p_, bytes_, sizeof(T)); }
   // n elements, each v
   void Assign(size_t n, T v) {
+    Resize(n);
+    std::fill(p_, p_ + n, v);
+  }
+  // room for n elements, their values unspecified (the caller writes each before reading it)
+  void Resize(size_t n) {
     if (n * sizeof(T) > bytes_ || !p_) {
       FreeColumn(p_, bytes_, sizeof(T));
       p_ = nullptr, bytes_ = 0;
       p_ = static_cast<T*>(GrowColumn(nullptr, 0, std::max<size_t>(n * sizeof(T), 4096),
                                       sizeof(T), &bytes_));
     }
-    std::fill(p_, p_ + n, v);
   }
   T& operator[](size_t i) { return p_[i]; }
   const T& operator[](size_t i) const { return p_[i]; }
+  T* data() { return p_; }
+  const T* data() const { return p_; }
 
  private:
   T* p_ = nullptr;
@@ -134,8 +144,15 @@ struct TraceBuffer {
   void Add(int8_t k, int64_t x, int64_t y, int64_t z, int64_t l, bool q) {
     const size_t i = kind.n_;
     if (i == cap_) Reserve(cap_ ? 2 * cap_ : 4096);
-    kind.p_[i] = k, a.p_[i] = x, b.p_[i] = y, c.p_[i] = z, layer.p_[i] = l;
-    queued.p_[i] = q ? 1 : 0;
+    // the column pointers read once (a byte store may alias anything: no reloads between)
+    int8_t* const pk = kind.p_;
+    int64_t* const pa = a.p_;
+    int64_t* const pb = b.p_;
+    int64_t* const pc = c.p_;
+    int64_t* const pl = layer.p_;
+    uint8_t* const pq = queued.p_;
+    pa[i] = x, pb[i] = y, pc[i] = z, pl[i] = l;
+    pk[i] = k, pq[i] = q ? 1 : 0;
     kind.n_ = a.n_ = b.n_ = c.n_ = layer.n_ = queued.n_ = i + 1;
   }
   void Reserve(size_t cap) {

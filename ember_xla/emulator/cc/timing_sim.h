@@ -5,6 +5,8 @@
 #define EMBER_XLA_EMULATOR_NATIVE_TIMING_SIM_H_
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -57,12 +59,11 @@ class Sim {
     out->dram_busy = mem_.dram_busy;
     out->dram_lines = mem_.dram_lines;
     out->tokens = n_tok_;
-    out->entries = (int64_t)entry_bytes_.size();
+    out->entries = n_entries_;
     out->bytes_loaded = bytes_loaded_;
-    const auto& st = mem_.stats();
-    for (size_t i = 0; i < st.size() && i < (size_t)kMaxLevels; ++i) {
-      out->level_hits[i] = st[i].hits;
-      out->level_misses[i] = st[i].misses;
+    for (int i = 0; i < mem_.levels() && i < kMaxLevels; ++i) {
+      out->level_hits[i] = mem_.hits(i);
+      out->level_misses[i] = mem_.misses(i);
     }
   }
 
@@ -80,22 +81,23 @@ class Sim {
       n_entries += tr_.kind[i] == kPush;
       n_tok += tr_.kind[i] == kToken;
     }
-    entry_bytes_.resize((size_t)n_entries);
-    remaining_.assign((size_t)n_entries, 0);
-    loadless_.assign((size_t)n_entries, 0);
-    push_time_.assign((size_t)n_entries, 0.0);
-    pop_time_.assign((size_t)n_entries, 0.0);
+    n_entries_ = n_entries;
+    entries_.Resize((size_t)n_entries);  // each written below
     n_tok_ = n_tok;
     ring_.assign((size_t)std::min<int64_t>(t_.ctrl_cap, n_tok + 1), 0.0);
     done_.Assign((size_t)n, -1.0);
+    linked_ = n < std::numeric_limits<int32_t>::max();
+    if (linked_) next_.Resize((size_t)n);  // a link is written before it is read (below)
     int64_t e = 0, pending = 0;
+    int64_t last_tok = -1, last_tok_pushes = 0;  // the last token so far, pushes before it
     int64_t last_value = 0;
     LayerCursor* last = nullptr;
     for (int64_t i = 0; i < n; ++i) {
       const int8_t k = tr_.kind[i];
       if (k == kLoad) {
         const int64_t dep = tr_.c[i];
-        if (dep >= i || dep < -1 || (dep >= 0 && tr_.kind[dep] != kLoad))
+        const uint64_t after = (uint64_t)dep + 1;  // 0: none; above i: dep >= i or dep < -1
+        if (after > (uint64_t)i || (after && tr_.kind[dep] != kLoad))
           return Fail("malformed trace: load " + std::to_string(i) + " depends on event " +
                       std::to_string(dep) + ", not an earlier load");
         const int64_t v = tr_.layer[i];
@@ -109,14 +111,21 @@ class Sim {
           }
           last_value = v;
         }
+        if (linked_ && last->left) next_[last->tail] = Link{(int32_t)(i - last->tail),
+                                                            (int32_t)(e - last->tail_pushes)};
+        last->tail = i, last->tail_pushes = e;
         ++last->left;
         bytes_loaded_ += tr_.b[i];
         pending += tr_.queued[i] != 0;
       } else if (k == kPush) {
         // an entry without loads counts as one pending "load": its reservation pushes it
-        remaining_[e] = pending ? pending : 1;
-        loadless_[e] = pending == 0;
-        entry_bytes_[e] = tr_.a[i];
+        if (pending > std::numeric_limits<int32_t>::max())
+          return Fail("a data-queue entry is made of more than 2^31 loads");
+        Entry& en = entries_[e];
+        en = Entry{};
+        en.remaining = pending ? (int32_t)pending : 1;
+        en.loadless = pending == 0;
+        en.bytes = tr_.a[i];
         if (tr_.a[i] > t_.queue_bytes)
           return Fail("a data-queue entry of " + std::to_string(tr_.a[i]) +
                       " bytes does not fit the " + std::to_string(t_.queue_bytes) +
@@ -127,11 +136,15 @@ class Sim {
         const int64_t cs = tr_.a[i];
         if (cs < 0 || cs >= tr_.n_cases || tr_.case_pops[cs] < 0)
           return Fail("control token " + std::to_string(cs) + " has no case cost");
+        if (linked_ && last_tok >= 0)
+          next_[last_tok] = Link{(int32_t)(i - last_tok), (int32_t)(e - last_tok_pushes)};
+        last_tok = i, last_tok_pushes = e;
       } else {
         return Fail("malformed trace: event " + std::to_string(i) + " has kind " +
                     std::to_string((int)k));
       }
     }
+    if (linked_ && last_tok >= 0) next_[last_tok] = Link{};  // the last token: no next one
     tok_pos_ = 0;
     AdvanceToken();
     layers_left_ = (int64_t)layers_.size();
@@ -151,6 +164,12 @@ class Sim {
       --layers_left_;
       return;
     }
+    if (linked_) {
+      const Link k = next_[lc.pos];
+      lc.pos += k.delta;
+      lc.pushes += k.pushes;
+      return;
+    }
     int64_t pos = lc.pos + 1;
     int64_t pushes = lc.pushes;
     while (!(tr_.kind[pos] == kLoad && tr_.layer[pos] == lc.value)) {
@@ -166,7 +185,7 @@ class Sim {
   }
   // The entry of the load under a cursor, or -1 (address-only, or never pushed).
   int64_t EntryOf(const LayerCursor& lc) const {
-    return (tr_.queued[lc.pos] && lc.pushes < (int64_t)entry_bytes_.size()) ? lc.pushes : -1;
+    return (tr_.queued[lc.pos] && lc.pushes < n_entries_) ? lc.pushes : -1;
   }
 
   // -- execute unit ------------------------------------------------------------------------------
@@ -177,14 +196,14 @@ class Sim {
     const int64_t before = tok_pushes_;
     double t_tok = last_tok_time_;
     if (before) {
-      if (remaining_[before - 1] > 0) return false;
-      t_tok = std::max(t_tok, push_time_[before - 1]);
+      if (entries_[before - 1].remaining > 0) return false;
+      t_tok = std::max(t_tok, entries_[before - 1].push);
     }
     double& ring = ring_[(size_t)(k % (int64_t)ring_.size())];  // tok_start[k - ctrl_cap]
     if (k >= t_.ctrl_cap) t_tok = std::max(t_tok, ring);
     const int64_t cs = tr_.a[tok_pos_];
     const int64_t pops = tr_.case_pops[cs];
-    const int64_t n_e = (int64_t)entry_bytes_.size();
+    const int64_t n_e = n_entries_;
     double ready = t_tok;
     for (int64_t e = data_ptr_; e < data_ptr_ + pops; ++e) {
       if (e >= n_e) {
@@ -192,22 +211,28 @@ class Sim {
         *err_ = "callback " + std::to_string(cs) + " pops more data than was pushed";
         return false;
       }
-      if (remaining_[e] > 0) return false;
-      ready = std::max(ready, push_time_[e]);
+      if (entries_[e].remaining > 0) return false;
+      ready = std::max(ready, entries_[e].push);
     }
     const double start = std::max(exec_free_, ready);
     if (ready > exec_free_) queue_empty_ += ready - exec_free_;
     const double cost = tr_.case_cycles[cs];
     exec_free_ = start + cost;
     exec_busy_ += cost;
-    for (int64_t e = data_ptr_; e < data_ptr_ + pops; ++e) pop_time_[e] = exec_free_;
+    for (int64_t e = data_ptr_; e < data_ptr_ + pops; ++e) entries_[e].pop = exec_free_;
     data_ptr_ += pops;
     last_tok_time_ = t_tok;
     ring = start;
     max_tok_time_ = std::max(max_tok_time_, t_tok);
     ++n_started_;
-    ++tok_pos_;
-    AdvanceToken();
+    const Link to = linked_ ? next_[tok_pos_] : Link{};
+    if (to.delta) {  // linked while indexing: the next token, the pushes before it
+      tok_pos_ += to.delta;
+      tok_pushes_ += to.pushes;
+    } else {
+      ++tok_pos_;
+      AdvanceToken();
+    }
     Mark();
     return true;
   }
@@ -220,27 +245,27 @@ class Sim {
   // -- access unit -------------------------------------------------------------------------------
   // Earliest cycle >= t with room for the next entry to reserve; false when blocked.
   bool Reserve(int64_t e, double t, double* room) {
-    const int64_t need = entry_bytes_[e];
+    const int64_t need = entries_[e].bytes;
     while (used_ + need > t_.queue_bytes) {
       const int64_t front = queue_front_;
       while (front >= data_ptr_) {  // not popped yet: run callbacks until it is
         if (!ExecNext()) return false;
       }
-      room_at_ = std::max(room_at_, pop_time_[front]);
-      used_ -= entry_bytes_[front];
+      room_at_ = std::max(room_at_, entries_[front].pop);
+      used_ -= entries_[front].bytes;
       ++queue_front_;
     }
     *room = std::max(t, room_at_);
     return true;
   }
 
-  void Issue(LayerCursor& lc, double t, double waited) {
+  __attribute__((always_inline)) void Issue(LayerCursor& lc, double t, double waited) {
     const int64_t i = lc.pos;
     last_issue_ = std::max(last_issue_, t);
     const int64_t e = EntryOf(lc);
     if (e >= 0 && e == reserved_) {
       queue_full_ += waited;
-      used_ += entry_bytes_[e];
+      used_ += entries_[e].bytes;
       ++reserved_;
     }
     const int64_t addr = tr_.a[i], nb = std::max<int64_t>(tr_.b[i], 1);
@@ -249,11 +274,11 @@ class Sim {
     const int64_t cap = t_.outstanding;
     double done = t;
     for (int64_t line = first; line <= last; ++line) {
-      while (heap_.size() && heap_.top() <= t) heap_.pop();
+      heap_.PopThrough(t);
       if (heap_.size() >= cap) t = std::max(t, heap_.pop());
-      bool dram;
-      const double c = mem_.Access(line, t, &dram);
-      if (dram)
+      int where;
+      const double c = mem_.Access(line, t, &where);
+      if (where == mem_.levels())  // single-channel DRAM: completions in request order
         heap_.push_ordered(c);
       else
         heap_.push(c);
@@ -264,8 +289,8 @@ class Sim {
     done_[i] = done;
     max_done_ = std::max(max_done_, done);
     if (e >= 0) {
-      push_time_[e] = std::max(push_time_[e], done);
-      --remaining_[e];
+      entries_[e].push = std::max(entries_[e].push, done);
+      --entries_[e].remaining;
     }
     lc.agen = t;
     AdvanceLayer(lc);
@@ -275,16 +300,16 @@ class Sim {
   // cycle, if there is room; else they wait for pops or the final drain
   // (timing.py: _reserve_loadless).
   bool ReserveLoadless() {
-    const int64_t n_e = (int64_t)entry_bytes_.size();
-    while (reserved_ < n_e && loadless_[reserved_]) {
+    const int64_t n_e = n_entries_;
+    while (reserved_ < n_e && entries_[reserved_].loadless) {
       const int64_t e = reserved_;
       double room;
       if (!Reserve(e, last_issue_, &room)) return !fatal_;
       queue_full_ += room - last_issue_;
-      used_ += entry_bytes_[e];
+      used_ += entries_[e].bytes;
       ++reserved_;
-      push_time_[e] = room;
-      remaining_[e] = 0;
+      entries_[e].push = room;
+      entries_[e].remaining = 0;
     }
     return true;
   }
@@ -292,10 +317,8 @@ class Sim {
   // The load the access unit issues next (pick_, pick_t_, pick_wait_); *any: loads are left.
   bool PickNext(bool* any) {
     const int64_t n_layers = (int64_t)layers_.size();
-    bool left = false;
-    for (const LayerCursor& lc : layers_) left |= lc.left > 0;
     *any = false;
-    if (!left) return true;
+    if (layers_left_ == 0) return true;  // (the layers with loads left)
     if (!ReserveLoadless()) return false;
     bool have = false;
     int64_t best = 0;
@@ -344,7 +367,7 @@ class Sim {
   // (a row's further chunks, one after the other).
   bool SoleNext(const LayerCursor& lc, double* t) const {
     if (layers_left_ != 1 || lc.left == 0) return false;
-    if (reserved_ < (int64_t)loadless_.size() && loadless_[reserved_]) return false;
+    if (reserved_ < n_entries_ && entries_[reserved_].loadless) return false;
     if (EntryOf(lc) >= reserved_) return false;
     double at = lc.agen;
     const int64_t dep = tr_.c[lc.pos];
@@ -371,7 +394,7 @@ class Sim {
 
   // After the last load: the remaining entries without loads, then every callback left.
   bool Tail() {
-    const int64_t n_e = (int64_t)entry_bytes_.size();
+    const int64_t n_e = n_entries_;
     while (reserved_ < n_e) {
       const int64_t before = reserved_;
       if (!ReserveLoadless()) return false;
@@ -400,9 +423,23 @@ class Sim {
   std::vector<LayerCursor> layers_;  // in first-appearance order (the reference's dict order)
   int64_t layers_left_ = 0;          // layers with loads left
   ColumnArray<double> done_;         // per event: completion of a load, -1 before it issues
-  std::vector<int64_t> entry_bytes_, remaining_;  // per entry: size, loads not yet done
-  std::vector<uint8_t> loadless_;                 // per entry: made of no load
-  std::vector<double> push_time_, pop_time_;
+  // Per load: how far on its layer's next load is, and the pushes between them; per token:
+  // the same for the next token (traces of fewer than 2^31 events; longer ones are scanned).
+  struct Link {
+    int32_t delta = 0, pushes = 0;
+  };
+  ColumnArray<Link> next_;
+  bool linked_ = false;
+  // A data-queue entry: what the access unit, the queue and the execute unit know of it, in
+  // one place (one host line for all of it).
+  struct Entry {
+    double push = 0.0, pop = 0.0;  // cycles its data is all in the queue / it is popped
+    int64_t bytes = 0;             // size
+    int32_t remaining = 0;         // loads not yet done
+    uint8_t loadless = 0;          // made of no load
+  };
+  ColumnArray<Entry> entries_;  // in the kept memory of trace columns (no fresh pages)
+  int64_t n_entries_ = 0;
   std::vector<double> ring_;         // start cycles of the last ctrl_cap callbacks
   int64_t n_tok_ = 0, tok_pos_ = 0, tok_pushes_ = 0;  // token cursor: next token, pushes before
   double last_tok_time_ = 0.0;
