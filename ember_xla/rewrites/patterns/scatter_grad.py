@@ -199,6 +199,13 @@ class ScatterGrad(Pattern):
             # forward segment reduction (left to ember.segment_reduce), not a gradient
             raise NoMatch(f"the gather {fwd.name} reading the same ids depends on scatter "
                           f"{op.name}: a forward segment reduction, not a gradient")
+        if math.prod(lookup_dims) == 1:
+            # measured: XLA:CPU folds a scatter-add of one row into zeros into a copy of the
+            # row, so a -0.0 stays -0.0 where the kernel's 0 + (-0.0) is +0.0
+            miss = NoMatch(f"scatter {op.name} adds one row to zeros: XLA:CPU folds it into a "
+                           "copy (a -0.0 stays -0.0), so the gradient stays in XLA")
+            miss.report, miss.direction = True, "backward"
+            raise miss
         walk = Walk(op)
         zero = Ref(op.operands[0])
         if zero.op.opcode == "broadcast" and walk.can_take(zero):

@@ -63,7 +63,7 @@ class SegmentReduce(Pattern):
         if n_lookups == 1 and combiner == "sum" and init == 0.0:
             # measured (f32, f16): XLA:CPU folds a scatter-add of one row into a zero buffer
             # into a copy of the row, so a -0.0 stays -0.0 where the kernel's 0 + (-0.0) is +0.0
-            raise NoMatch(f"scatter {op.name} adds one looked-up row to zeros: XLA:CPU folds "
+            raise NoMatch(f"scatter {op.name} adds one row to zeros: XLA:CPU folds "
                           "it into a copy (a -0.0 stays -0.0), so the cluster stays in XLA")
         walk = Walk(op)
         rows, weights = split_weighted(walk, Ref(op.operands[2]), n_lookups)
