@@ -1,6 +1,7 @@
 """The fixed cost of an ember call against its physical floor, side by side in one process.
 
-For a one-lookup segment sum (B=1, P=1, D=16) and for 8 such tables in one grouped
+For a two-lookup segment sum (B=1, P=2, D=16; one lookup XLA folds into a copy, which
+stays in XLA) and for 8 such tables in one grouped
 concatenating call, it times, alternating, medians and minima of ``--reps`` samples:
   xla     XLA:CPU's own module for the cluster(s);
   empty   the rewritten module with the call's target replaced by ``EmberEmptyHandler``
@@ -40,8 +41,8 @@ def _modules(k: int):
 
     rng = np.random.default_rng(0)
     args = ([rng.standard_normal((1000, 16), dtype=np.float32) for _ in range(k)]
-            + [rng.integers(0, 1000, 1, dtype=np.int32) for _ in range(k)]
-            + [np.zeros(1, np.int32) for _ in range(k)])
+            + [rng.integers(0, 1000, 2, dtype=np.int32) for _ in range(k)]
+            + [np.zeros(2, np.int32) for _ in range(k)])
     module = from_jax(f, *args).module
     ember = rewrite_module(module, cost_model=False).module
     empty = rewrite_module(module, cost_model=False).module
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average {os.getloadavg()[0]:.2f}; {args.reps} alternating samples of 20 runs")
     for k in (1, 8):
         r = run(k, args.reps)
-        what = "one lookup, B=1 D=16" if k == 1 else "8 tables of one lookup, grouped + concat"
+        what = "two lookups, B=1 D=16" if k == 1 else "8 tables of two lookups, grouped + concat"
         print(f"\n{what}")
         print("| variant | median us | min us |")
         print("|---|---:|---:|")

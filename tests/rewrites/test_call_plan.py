@@ -69,7 +69,7 @@ def test_grouped_model_is_a_measurement_and_its_fit():
 def test_one_fixed_cost_for_the_group():
     """A grouped call's prediction holds one fixed cost however many tables it has, and
     grows with every table's work (each alternative's does)."""
-    module, _ = _stage(batch=1, dim=16, pooling=(1,) * 8)
+    module, _ = _stage(batch=1, dim=16, pooling=(2,) * 8)
     clusters = rewrite_module(module, cost_model=False, group=False).clusters
     assert len(clusters) == 8
     from ember_xla.rewrites.matcher import find_clusters
@@ -118,9 +118,9 @@ def test_without_grouping_each_cluster_is_judged_alone():
 
 
 def test_tiny_group_follows_the_rule():
-    """Two one-lookup tables at B=1: the plan's decision is the one its predicted times give
+    """Two two-lookup tables at B=1: the plan's decision is the one its predicted times give
     (grouped only when >= 1.33x faster than XLA and no slower than separate calls)."""
-    module, args = _stage(batch=1, dim=16, rows=(100, 50), pooling=(1, 1))
+    module, args = _stage(batch=1, dim=16, rows=(100, 50), pooling=(2, 2))
     result = rewrite_module(module, cost_model=True)
     from ember_xla.rewrites.matcher import find_clusters
     from ember_xla.rewrites.patterns import ALL_PATTERNS
@@ -137,7 +137,7 @@ def test_tiny_group_follows_the_rule():
 
 
 def test_cost_model_off_groups_everything_without_predictions():
-    module, _ = _stage(batch=1, dim=16, pooling=(1,) * 8)
+    module, _ = _stage(batch=1, dim=16, pooling=(2,) * 8)
     result = rewrite_module(module, cost_model=False)
     (grp,) = result.groups
     assert len(grp["members"]) == 8 and "predicted_us" not in grp and "decision" not in grp

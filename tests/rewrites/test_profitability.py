@@ -61,7 +61,7 @@ def test_constants_are_the_fit_of_the_stored_measurements():
 
 
 def test_tiny_cluster_stays_in_xla_with_predicted_times():
-    module = _segment_sum_module(batch=1, pooling=1, dim=16)
+    module = _segment_sum_module(batch=1, pooling=2, dim=16)
     result = rewrite_module(module, cost_model=True)
     assert not result.changed and result.module is module
     (miss,) = [n for n in result.near_misses if n.get("kept_in_xla")]
@@ -85,12 +85,12 @@ def test_large_cluster_is_rewritten_and_keeps_its_prediction():
 def test_kept_cluster_module_still_computes_the_same(monkeypatch):
     monkeypatch.setenv("EMBER_XLA_COST_MODEL", "on")
     assert profitability.enabled()
-    module = _segment_sum_module(batch=1, pooling=1, dim=16, rows=50)
+    module = _segment_sum_module(batch=1, pooling=2, dim=16, rows=50)
     result = rewrite_module(module)  # default: the environment turns the model on
     assert not result.changed
     rng = np.random.default_rng(0)
-    inputs = [rng.standard_normal((50, 16), dtype=np.float32), np.array([3], np.int32),
-              np.array([0], np.int32)]
+    inputs = [rng.standard_normal((50, 16), dtype=np.float32), np.array([3, 7], np.int32),
+              np.array([0, 0], np.int32)]
     assert compare_outputs(run_module(module, inputs),
                            run_module(result.module, inputs))["bitwise_equal"]
     monkeypatch.setenv("EMBER_XLA_COST_MODEL", "off")
