@@ -31,14 +31,15 @@ def _three_tables():
 
 
 def _tiny():
-    """One lookup at B=1: the CPU cost model keeps it in XLA."""
+    """Two lookups at B=1: the CPU cost model keeps them in XLA."""
     import jax
     import jax.numpy as jnp
 
     def f(t, i, s):
         return jax.ops.segment_sum(jnp.take(t, i, axis=0), s, num_segments=1)
 
-    return f, (np.ones((20, 16), np.float32), np.array([3], np.int32), np.array([0], np.int32))
+    return f, (np.ones((20, 16), np.float32), np.array([3, 7], np.int32),
+               np.array([0, 0], np.int32))
 
 
 @pytest.fixture(scope="module")
