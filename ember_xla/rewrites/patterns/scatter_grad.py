@@ -24,6 +24,7 @@ from ember_xla.ir.operation import Operation
 from ember_xla.ir.value import Value
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.matcher import Pattern, looks_like_lookup
+from ember_xla.rewrites.patterns.common import one_row_fold
 from ember_xla.rewrites.patterns.sparse_apply import (
     one_row_id_per_update,
     scatters_whole_rows,
@@ -200,10 +201,7 @@ class ScatterGrad(Pattern):
             raise NoMatch(f"the gather {fwd.name} reading the same ids depends on scatter "
                           f"{op.name}: a forward segment reduction, not a gradient")
         if math.prod(lookup_dims) == 1:
-            # measured: XLA:CPU folds a scatter-add of one row into zeros into a copy of the
-            # row, so a -0.0 stays -0.0 where the kernel's 0 + (-0.0) is +0.0
-            miss = NoMatch(f"scatter {op.name} adds one row to zeros: XLA:CPU folds it into a "
-                           "copy (a -0.0 stays -0.0), so the gradient stays in XLA")
+            miss = NoMatch(one_row_fold(op, "the gradient"))
             miss.report, miss.direction = True, "backward"
             raise miss
         walk = Walk(op)

@@ -14,6 +14,7 @@ from ember_xla.rewrites.patterns.common import (
     combiner_name,
     lookup_of,
     make_cluster,
+    one_row_fold,
     split_weighted,
 )
 from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
@@ -61,10 +62,7 @@ class SegmentReduce(Pattern):
             raise NoMatch(f"scatter {op.name} starts from {op.operands[0].owner.name}, not a "
                           "constant")
         if n_lookups == 1 and combiner == "sum" and init == 0.0:
-            # measured (f32, f16): XLA:CPU folds a scatter-add of one row into a zero buffer
-            # into a copy of the row, so a -0.0 stays -0.0 where the kernel's 0 + (-0.0) is +0.0
-            raise NoMatch(f"scatter {op.name} adds one row to zeros: XLA:CPU folds "
-                          "it into a copy (a -0.0 stays -0.0), so the cluster stays in XLA")
+            raise NoMatch(one_row_fold(op, "the cluster"))
         walk = Walk(op)
         rows, weights = split_weighted(walk, Ref(op.operands[2]), n_lookups)
         lk = lookup_of(walk, rows)
