@@ -79,3 +79,18 @@ def test_masked_and_weighted_stays_in_xla():
     r = ts.check_step(fn, t, ids, mask, w, cost_model=False)
     assert not r.clusters
     assert r.near_misses
+
+
+@pytest.mark.parametrize("b,p,d", [(64, 20, 32), (32, 40, 8)])
+@pytest.mark.parametrize("f32_sum", [True, False], ids=["f32_sum", "bf16_sum"])
+def test_masked_bf16_bag(b, p, d, f32_sum):
+    import ml_dtypes
+
+    t, ids, mask = inputs(b, p, d, seed=b * p, dtype=ml_dtypes.bfloat16)
+
+    def fn(t, ids, mask):
+        rows = jnp.where(mask[..., None], t[ids], 0)
+        return rows.astype(jnp.float32).sum(1) if f32_sum else rows.sum(1)
+
+    r = ts.check_step(fn, t, ids, mask, cost_model=False)
+    assert len(padded(r)) == 1
