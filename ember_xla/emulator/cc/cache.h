@@ -213,8 +213,6 @@ class Dram {
   // Completion cycle of a line requested at t; *ordered: completions so far are increasing
   // in request order (the single-channel model), so the caller may keep them in a FIFO.
   double Access(int64_t line, double t, bool* ordered) {
-    ++lines;
-    busy += transfer_;
     if (banks_ <= 0) {
       const double start = std::max(t, chan_free_[0]);
       chan_free_[0] = start + transfer_;
@@ -241,8 +239,7 @@ class Dram {
   int64_t channels() const { return std::max<int64_t>(channels_, 1); }
   double busy_per_line() const { return transfer_; }
 
-  int64_t lines = 0, row_hits = 0;
-  double busy = 0.0;  // channel-cycles of transfer (all channels together)
+  int64_t row_hits = 0;
 
  private:
   static constexpr int64_t kNoRow = std::numeric_limits<int64_t>::min();
@@ -306,7 +303,6 @@ class MemorySystem {
   // had it (0 to levels - 1), `levels` for DRAM whose completions are increasing in request
   // order (the single-channel model serialises them), -1 for DRAM without that order.
   double Access(int64_t line, double t, int* where) {
-    ++accesses_;
     const int k = Lookup(line);
     if (k < n_) {
       ++hits_[k];
@@ -325,7 +321,8 @@ class MemorySystem {
   // missed).
   int64_t hits(int k) const { return hits_[k]; }
   int64_t misses(int k) const {
-    int64_t reached = accesses_;
+    int64_t reached = dram_lines;  // every lookup: a hit of some level, or a DRAM line
+    for (int j = 0; j < n_; ++j) reached += hits_[j];
     for (int j = 0; j < k; ++j) reached -= hits_[j];
     return reached - hits_[k];
   }
@@ -409,7 +406,6 @@ class MemorySystem {
   CacheLevel* level_[kMaxLevels] = {};  // private levels, then shared ones
   double latency_[kMaxLevels] = {};
   int64_t hits_[kMaxLevels] = {};
-  int64_t accesses_ = 0;
   int n_ = 0;
   // Lookup's fast path: the levels (`ways` 0 after the last), the lookup compiled for
   // them (null when some level's sets are not a power of two), the lines it takes

@@ -76,15 +76,9 @@ class Sim {
   // -- structure of the trace (timing.py: _Sim._index), one pass ---------------------------------
   bool Index() {
     const int64_t n = tr_.n;
-    int64_t n_entries = 0, n_tok = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      n_entries += tr_.kind[i] == kPush;
-      n_tok += tr_.kind[i] == kToken;
-    }
-    n_entries_ = n_entries;
-    entries_.Resize((size_t)n_entries);  // each written below
-    n_tok_ = n_tok;
-    ring_.assign((size_t)std::min<int64_t>(t_.ctrl_cap, n_tok + 1), 0.0);
+    int64_t n_tok = 0;
+    // room for an entry per event (only the pages of the entries written are touched)
+    entries_.Resize((size_t)n);  // each written below
     done_.Assign((size_t)n, -1.0);
     linked_ = n < std::numeric_limits<int32_t>::max();
     if (linked_) next_.Resize((size_t)n);  // a link is written before it is read (below)
@@ -139,12 +133,17 @@ class Sim {
         if (linked_ && last_tok >= 0)
           next_[last_tok] = Link{(int32_t)(i - last_tok), (int32_t)(e - last_tok_pushes)};
         last_tok = i, last_tok_pushes = e;
+        ++n_tok;
       } else {
         return Fail("malformed trace: event " + std::to_string(i) + " has kind " +
                     std::to_string((int)k));
       }
     }
     if (linked_ && last_tok >= 0) next_[last_tok] = Link{};  // the last token: no next one
+    n_entries_ = e;
+    n_tok_ = n_tok;
+    for (LayerCursor& lc : layers_) Fetch(lc);
+    ring_.assign((size_t)std::min<int64_t>(t_.ctrl_cap, n_tok + 1), 0.0);
     tok_pos_ = 0;
     AdvanceToken();
     layers_left_ = (int64_t)layers_.size();
@@ -158,6 +157,11 @@ class Sim {
       ++tok_pos_;
     }
   }
+  // What the pick needs of a cursor's load: its dependency and its entry.
+  void Fetch(LayerCursor& lc) const {
+    lc.dep = tr_.c[lc.pos];
+    lc.entry = (tr_.queued[lc.pos] && lc.pushes < n_entries_) ? lc.pushes : -1;
+  }
   // Moves a layer cursor past its issued load to the layer's next load.
   void AdvanceLayer(LayerCursor& lc) {
     if (--lc.left == 0) {
@@ -168,6 +172,7 @@ class Sim {
       const Link k = next_[lc.pos];
       lc.pos += k.delta;
       lc.pushes += k.pushes;
+      Fetch(lc);
       return;
     }
     int64_t pos = lc.pos + 1;
@@ -178,14 +183,11 @@ class Sim {
     }
     lc.pos = pos;
     lc.pushes = pushes;
+    Fetch(lc);
   }
   // The cache line of a byte address (floored, also below address 0).
   int64_t LineOf(int64_t addr) const {
     return line_shift_ >= 0 ? addr >> line_shift_ : FloorDiv(addr, t_.line_bytes);
-  }
-  // The entry of the load under a cursor, or -1 (address-only, or never pushed).
-  int64_t EntryOf(const LayerCursor& lc) const {
-    return (tr_.queued[lc.pos] && lc.pushes < n_entries_) ? lc.pushes : -1;
   }
 
   // -- execute unit ------------------------------------------------------------------------------
@@ -199,7 +201,7 @@ class Sim {
       if (entries_[before - 1].remaining > 0) return false;
       t_tok = std::max(t_tok, entries_[before - 1].push);
     }
-    double& ring = ring_[(size_t)(k % (int64_t)ring_.size())];  // tok_start[k - ctrl_cap]
+    double& ring = ring_[ring_pos_];  // tok_start[k - ctrl_cap]
     if (k >= t_.ctrl_cap) t_tok = std::max(t_tok, ring);
     const int64_t cs = tr_.a[tok_pos_];
     const int64_t pops = tr_.case_pops[cs];
@@ -223,6 +225,7 @@ class Sim {
     data_ptr_ += pops;
     last_tok_time_ = t_tok;
     ring = start;
+    if (++ring_pos_ == ring_.size()) ring_pos_ = 0;
     max_tok_time_ = std::max(max_tok_time_, t_tok);
     ++n_started_;
     const Link to = linked_ ? next_[tok_pos_] : Link{};
@@ -262,7 +265,7 @@ class Sim {
   __attribute__((always_inline)) void Issue(LayerCursor& lc, double t, double waited) {
     const int64_t i = lc.pos;
     last_issue_ = std::max(last_issue_, t);
-    const int64_t e = EntryOf(lc);
+    const int64_t e = lc.entry;
     if (e >= 0 && e == reserved_) {
       queue_full_ += waited;
       used_ += entries_[e].bytes;
@@ -316,43 +319,36 @@ class Sim {
 
   // The load the access unit issues next (pick_, pick_t_, pick_wait_); *any: loads are left.
   bool PickNext(bool* any) {
-    const int64_t n_layers = (int64_t)layers_.size();
-    *any = false;
-    if (layers_left_ == 0) return true;  // (the layers with loads left)
+    *any = layers_left_ > 0;  // (the layers with loads left)
+    if (!*any) return true;
     if (!ReserveLoadless()) return false;
-    bool have = false;
-    int64_t best = 0;
+    const LayerCursor* const layers = layers_.data();
+    const int64_t n_layers = (int64_t)layers_.size();
+    int64_t best = -1;
     double best_t = 0.0, best_wait = 0.0;
     for (int64_t l = 0; l < n_layers; ++l) {
-      const LayerCursor& lc = layers_[l];
+      const LayerCursor& lc = layers[l];
       if (!lc.left) continue;
-      *any = true;
       double t = lc.agen;
-      const int64_t dep = tr_.c[lc.pos];
-      if (dep >= 0) {
-        const double d = done_[dep];
+      if (lc.dep >= 0) {
+        const double d = done_[lc.dep];
         if (d < 0) continue;
         t = std::max(t, d);
       }
       double wait = 0.0;
-      const int64_t e = EntryOf(lc);
-      if (e >= 0 && e == reserved_) {
+      if (lc.entry >= reserved_) {  // (-1: no entry)
+        if (lc.entry > reserved_) continue;
         double room;
-        if (!Reserve(e, t, &room)) {
+        if (!Reserve(lc.entry, t, &room)) {
           if (fatal_) return false;
           continue;
         }
         wait = std::max(0.0, room - t);
         t += wait;
-      } else if (e > reserved_) {
-        continue;
       }
-      if (!have || t < best_t) {
-        best = l, best_t = t, best_wait = wait, have = true;
-      }
+      if (best < 0 || t < best_t) best = l, best_t = t, best_wait = wait;
     }
-    if (!*any) return true;
-    if (!have)
+    if (best < 0)
       return Fail("the access unit deadlocks: the data queue (" +
                   std::to_string(t_.queue_bytes) +
                   " B) cannot hold the entries one callback needs before its control token "
@@ -368,9 +364,9 @@ class Sim {
   bool SoleNext(const LayerCursor& lc, double* t) const {
     if (layers_left_ != 1 || lc.left == 0) return false;
     if (reserved_ < n_entries_ && entries_[reserved_].loadless) return false;
-    if (EntryOf(lc) >= reserved_) return false;
+    if (lc.entry >= reserved_) return false;
     double at = lc.agen;
-    const int64_t dep = tr_.c[lc.pos];
+    const int64_t dep = lc.dep;
     if (dep >= 0) {
       if (done_[dep] < 0) return false;
       at = std::max(at, done_[dep]);
@@ -441,6 +437,7 @@ class Sim {
   ColumnArray<Entry> entries_;  // in the kept memory of trace columns (no fresh pages)
   int64_t n_entries_ = 0;
   std::vector<double> ring_;         // start cycles of the last ctrl_cap callbacks
+  size_t ring_pos_ = 0;              // the slot of callback n_started_ (its number mod size)
   int64_t n_tok_ = 0, tok_pos_ = 0, tok_pushes_ = 0;  // token cursor: next token, pushes before
   double last_tok_time_ = 0.0;
 
