@@ -271,6 +271,34 @@ class SharedMemory {
 // Per-core hit/miss counts of every level and DRAM lines are kept here.
 class MemorySystem {
  public:
+  // What a narrow lookup needs of a level with power-of-two sets.
+  struct NarrowLevel {
+    int32_t* tags;
+    uint8_t* heads;
+    int64_t mask;  // sets - 1
+    int shift;     // log2(sets)
+    uint32_t ways;
+  };
+  template <int W>
+  __attribute__((always_inline)) static bool AccessNarrow(const NarrowLevel& c, int64_t line) {
+    const int64_t set = line & c.mask;
+    const int32_t tag = (int32_t)(line >> c.shift);  // arithmetic: the floor, also below 0
+    return RotateSet<W>(c.tags + set * (W ? W : (int64_t)c.ways), c.heads + set, tag, c.ways);
+  }
+  using NarrowLookupFn = int (*)(const NarrowLevel*, int64_t);
+  // The lookup of levels of Ws... ways (0: any; at least one level).
+  template <int... Ws>
+  __attribute__((always_inline)) static int NarrowLookup(const NarrowLevel* c, int64_t line) {
+    int k = 0;
+    const bool hit = ((AccessNarrow<Ws>(c[k], line) || (++k, false)) || ...);
+    return hit ? k : (int)sizeof...(Ws);
+  }
+  static int NarrowLookupAny(const NarrowLevel* c, int64_t line) {
+    int k = 0;
+    for (; c[k].ways; ++k)
+      if (AccessNarrow<0>(c[k], line)) return k;
+    return k;
+  }
   explicit MemorySystem(const TimingTarget& t, SharedMemory* shared = nullptr,
                         size_t n_private = 0)
       : own_(shared ? nullptr : std::make_unique<SharedMemory>(t, 0)),
@@ -302,8 +330,10 @@ class MemorySystem {
   // Load one line at cycle t; returns the cycle its data is available. *where: the level that
   // had it (0 to levels - 1), `levels` for DRAM whose completions are increasing in request
   // order (the single-channel model serialises them), -1 for DRAM without that order.
-  double Access(int64_t line, double t, int* where) {
-    const int k = Lookup(line);
+  // F: the narrow lookup compiled in (narrow_lookup() or null: the one it points to).
+  template <NarrowLookupFn F = nullptr>
+  __attribute__((always_inline)) double Access(int64_t line, double t, int* where) {
+    const int k = Lookup<F>(line);
     if (k < n_) {
       ++hits_[k];
       *where = k;
@@ -317,6 +347,8 @@ class MemorySystem {
     return done;
   }
   int levels() const { return n_; }
+  // The narrow lookup compiled for the levels (null: none; MemorySystem::Lookup).
+  NarrowLookupFn narrow_lookup() const { return narrow_lookup_; }
   // Lookups that hit / missed level k (a lookup reaches a level when every level before it
   // missed).
   int64_t hits(int k) const { return hits_[k]; }
@@ -336,43 +368,22 @@ class MemorySystem {
   // and the line's tags are narrow in all of them (all but absurd addresses), the lookup
   // compiled for the levels' ways (NarrowLookup) looks each up by mask and shift; else each
   // level looks the line up in general.
-  int Lookup(int64_t line) {
+  template <NarrowLookupFn F>
+  __attribute__((always_inline)) int Lookup(int64_t line) {
     if (narrow_lookup_ && !shared_->wide &&
         (uint64_t)line - (uint64_t)narrow_lo_ <= narrow_span_)
+    {
+      if constexpr (F != nullptr) return F(narrow_, line);
       return narrow_lookup_(narrow_, line);
+    }
+    return LookupEach(line);
+  }
+  __attribute__((noinline)) int LookupEach(int64_t line) {
     for (int k = 0; k < n_; ++k)
       if (level_[k]->Access(line)) return k;
     return n_;
   }
 
-  // What a narrow lookup needs of a level with power-of-two sets.
-  struct NarrowLevel {
-    int32_t* tags;
-    uint8_t* heads;
-    int64_t mask;  // sets - 1
-    int shift;     // log2(sets)
-    uint32_t ways;
-  };
-  template <int W>
-  __attribute__((always_inline)) static bool AccessNarrow(const NarrowLevel& c, int64_t line) {
-    const int64_t set = line & c.mask;
-    const int32_t tag = (int32_t)(line >> c.shift);  // arithmetic: the floor, also below 0
-    return RotateSet<W>(c.tags + set * (W ? W : (int64_t)c.ways), c.heads + set, tag, c.ways);
-  }
-  using NarrowLookupFn = int (*)(const NarrowLevel*, int64_t);
-  // The lookup of levels of Ws... ways (0: any; at least one level).
-  template <int... Ws>
-  static int NarrowLookup(const NarrowLevel* c, int64_t line) {
-    int k = 0;
-    const bool hit = ((AccessNarrow<Ws>(c[k], line) || (++k, false)) || ...);
-    return hit ? k : (int)sizeof...(Ws);
-  }
-  static int NarrowLookupAny(const NarrowLevel* c, int64_t line) {
-    int k = 0;
-    for (; c[k].ways; ++k)
-      if (AccessNarrow<0>(c[k], line)) return k;
-    return k;
-  }
   // The narrow lookup compiled for this target's levels: 1 to 3 levels of 4, 8 or 16 ways
   // each, else the one for any ways and levels.
   NarrowLookupFn PickNarrowLookup() const {

@@ -262,6 +262,8 @@ class Sim {
     return true;
   }
 
+  // F: the memory system's narrow lookup compiled in (null: called through its pointer).
+  template <MemorySystem::NarrowLookupFn F = nullptr>
   __attribute__((always_inline)) void Issue(LayerCursor& lc, double t, double waited) {
     const int64_t i = lc.pos;
     last_issue_ = std::max(last_issue_, t);
@@ -280,7 +282,7 @@ class Sim {
       heap_.PopThrough(t);
       if (heap_.size() >= cap) t = std::max(t, heap_.pop());
       int where;
-      const double c = mem_.Access(line, t, &where);
+      const double c = mem_.Access<F>(line, t, &where);
       if (where == mem_.levels())  // single-channel DRAM: completions in request order
         heap_.push_ordered(c);
       else
@@ -375,15 +377,23 @@ class Sim {
     return true;
   }
 
+  // The replay loop, with the lookup of the shipped targets' levels (4, 8 and 16 ways)
+  // compiled in when the target has those.
   bool Replay() {
+    constexpr MemorySystem::NarrowLookupFn kShipped = &MemorySystem::NarrowLookup<4, 8, 16>;
+    if (mem_.narrow_lookup() == kShipped) return ReplayWith<kShipped>();
+    return ReplayWith<nullptr>();
+  }
+  template <MemorySystem::NarrowLookupFn F>
+  bool ReplayWith() {
     for (;;) {
       bool any = false;
       if (!PickNext(&any)) return false;
       if (!any) break;
       LayerCursor& lc = layers_[pick_];
-      Issue(lc, pick_t_, pick_wait_);
+      Issue<F>(lc, pick_t_, pick_wait_);
       double t;
-      while (SoleNext(lc, &t)) Issue(lc, t, 0.0);
+      while (SoleNext(lc, &t)) Issue<F>(lc, t, 0.0);
     }
     return Tail();
   }
