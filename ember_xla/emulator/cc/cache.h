@@ -370,9 +370,9 @@ class MemorySystem {
   // level looks the line up in general.
   template <NarrowLookupFn F>
   __attribute__((always_inline)) int Lookup(int64_t line) {
-    if (narrow_lookup_ && !shared_->wide &&
-        (uint64_t)line - (uint64_t)narrow_lo_ <= narrow_span_)
-    {
+    // (F non-null: F is narrow_lookup_)
+    if ((F != nullptr || narrow_lookup_) && !shared_->wide &&
+        (uint64_t)line - (uint64_t)narrow_lo_ <= narrow_span_) {
       if constexpr (F != nullptr) return F(narrow_, line);
       return narrow_lookup_(narrow_, line);
     }

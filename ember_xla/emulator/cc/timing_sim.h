@@ -82,19 +82,27 @@ class Sim {
     done_.Assign((size_t)n, -1.0);
     linked_ = n < std::numeric_limits<int32_t>::max();
     if (linked_) next_.Resize((size_t)n);  // a link is written before it is read (below)
-    int64_t e = 0, pending = 0;
+    int64_t e = 0, pending = 0, bytes_loaded = 0;
     int64_t last_tok = -1, last_tok_pushes = 0;  // the last token so far, pushes before it
     int64_t last_value = 0;
     LayerCursor* last = nullptr;
+    // the columns and arrays read once (the stores below may alias anything for the compiler)
+    const int8_t* const kind = tr_.kind;
+    const int64_t *const a = tr_.a, *const b = tr_.b, *const c = tr_.c, *const lay = tr_.layer;
+    const uint8_t* const queued = tr_.queued;
+    const bool linked = linked_;
+    Link* const next = linked ? next_.data() : nullptr;
+    Entry* const entries = entries_.data();
+    const int64_t queue_bytes = t_.queue_bytes;
     for (int64_t i = 0; i < n; ++i) {
-      const int8_t k = tr_.kind[i];
+      const int8_t k = kind[i];
       if (k == kLoad) {
-        const int64_t dep = tr_.c[i];
+        const int64_t dep = c[i];
         const uint64_t after = (uint64_t)dep + 1;  // 0: none; above i: dep >= i or dep < -1
-        if (after > (uint64_t)i || (after && tr_.kind[dep] != kLoad))
+        if (after > (uint64_t)i || (after && kind[dep] != kLoad))
           return Fail("malformed trace: load " + std::to_string(i) + " depends on event " +
                       std::to_string(dep) + ", not an earlier load");
-        const int64_t v = tr_.layer[i];
+        const int64_t v = lay[i];
         if (!last || v != last_value) {
           last = nullptr;
           for (LayerCursor& lc : layers_)
@@ -105,33 +113,34 @@ class Sim {
           }
           last_value = v;
         }
-        if (linked_ && last->left) next_[last->tail] = Link{(int32_t)(i - last->tail),
-                                                            (int32_t)(e - last->tail_pushes)};
+        if (linked && last->left) next[last->tail] = Link{(int32_t)(i - last->tail),
+                                                          (int32_t)(e - last->tail_pushes)};
         last->tail = i, last->tail_pushes = e;
         ++last->left;
-        bytes_loaded_ += tr_.b[i];
-        pending += tr_.queued[i] != 0;
+        bytes_loaded += b[i];
+        pending += queued[i] != 0;
       } else if (k == kPush) {
         // an entry without loads counts as one pending "load": its reservation pushes it
         if (pending > std::numeric_limits<int32_t>::max())
           return Fail("a data-queue entry is made of more than 2^31 loads");
-        Entry& en = entries_[e];
+        const int64_t bytes = a[i];
+        if (bytes > queue_bytes)
+          return Fail("a data-queue entry of " + std::to_string(bytes) +
+                      " bytes does not fit the " + std::to_string(queue_bytes) +
+                      "-byte data queue");
+        Entry& en = entries[e];
         en = Entry{};
         en.remaining = pending ? (int32_t)pending : 1;
         en.loadless = pending == 0;
-        en.bytes = tr_.a[i];
-        if (tr_.a[i] > t_.queue_bytes)
-          return Fail("a data-queue entry of " + std::to_string(tr_.a[i]) +
-                      " bytes does not fit the " + std::to_string(t_.queue_bytes) +
-                      "-byte data queue");
+        en.bytes = bytes;
         pending = 0;
         ++e;
       } else if (k == kToken) {
-        const int64_t cs = tr_.a[i];
+        const int64_t cs = a[i];
         if (cs < 0 || cs >= tr_.n_cases || tr_.case_pops[cs] < 0)
           return Fail("control token " + std::to_string(cs) + " has no case cost");
-        if (linked_ && last_tok >= 0)
-          next_[last_tok] = Link{(int32_t)(i - last_tok), (int32_t)(e - last_tok_pushes)};
+        if (linked && last_tok >= 0)
+          next[last_tok] = Link{(int32_t)(i - last_tok), (int32_t)(e - last_tok_pushes)};
         last_tok = i, last_tok_pushes = e;
         ++n_tok;
       } else {
@@ -139,6 +148,7 @@ class Sim {
                     std::to_string((int)k));
       }
     }
+    bytes_loaded_ = bytes_loaded;
     if (linked_ && last_tok >= 0) next_[last_tok] = Link{};  // the last token: no next one
     n_entries_ = e;
     n_tok_ = n_tok;
@@ -320,10 +330,11 @@ class Sim {
   }
 
   // The load the access unit issues next (pick_, pick_t_, pick_wait_); *any: loads are left.
-  bool PickNext(bool* any) {
+  __attribute__((always_inline)) bool PickNext(bool* any) {
     *any = layers_left_ > 0;  // (the layers with loads left)
     if (!*any) return true;
-    if (!ReserveLoadless()) return false;
+    if (reserved_ < n_entries_ && entries_[reserved_].loadless && !ReserveLoadless())
+      return false;
     const LayerCursor* const layers = layers_.data();
     const int64_t n_layers = (int64_t)layers_.size();
     int64_t best = -1;
@@ -420,7 +431,7 @@ class Sim {
   }
 
   const TimingTarget& t_;
-  const TraceView& tr_;
+  const TraceView tr_;  // (a copy: its columns one load away)
   std::string* err_;
   MemorySystem mem_;
   InFlight heap_;
