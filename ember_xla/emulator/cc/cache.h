@@ -92,6 +92,7 @@ __attribute__((always_inline)) inline bool RotateSet(int32_t* p, uint8_t* head, 
   p[h] = tag;
   return true;
 }
+
 class CacheLevel {
  public:
   // wide_flag: set when this level (or any other level of the run) first keeps whole line
