@@ -218,11 +218,7 @@ class Sim {
     const int64_t n_e = n_entries_;
     double ready = t_tok;
     for (int64_t e = data_ptr_; e < data_ptr_ + pops; ++e) {
-      if (e >= n_e) {
-        fatal_ = true;
-        *err_ = "callback " + std::to_string(cs) + " pops more data than was pushed";
-        return false;
-      }
+      if (e >= n_e) return FailPops(cs);
       if (entries_[e].remaining > 0) return false;
       ready = std::max(ready, entries_[e].push);
     }
@@ -248,6 +244,11 @@ class Sim {
     }
     Mark();
     return true;
+  }
+  __attribute__((noinline, cold)) bool FailPops(int64_t cs) {
+    fatal_ = true;
+    *err_ = "callback " + std::to_string(cs) + " pops more data than was pushed";
+    return false;
   }
   void Mark() {
     while (marks_ && mark_times_.size() < marks_->size() &&
@@ -370,21 +371,29 @@ class Sim {
     return true;
   }
 
-  // When only `lc` has loads left, no entry without loads waits to be reserved, and its next
-  // load's entry is reserved already (or it has none) and its dependency issued, PickNext would
-  // pick that load at *t with no wait and change nothing else: the load can be issued at once
-  // (a row's further chunks, one after the other).
-  bool SoleNext(const LayerCursor& lc, double* t) const {
+  // When only `lc` has loads left, no entry without loads waits to be reserved and its next
+  // load's dependency is issued, PickNext would pick that load at *t (after *wait for room in
+  // the data queue when its entry is the next to reserve) and change nothing else: the load
+  // can be issued at once (a row's further chunks, the rows after the index loads are done).
+  // False also when the entry cannot be reserved yet (PickNext then says why).
+  bool SoleNext(const LayerCursor& lc, double* t, double* wait) {
     if (layers_left_ != 1 || lc.left == 0) return false;
     if (reserved_ < n_entries_ && entries_[reserved_].loadless) return false;
-    if (lc.entry >= reserved_) return false;
+    if (lc.entry > reserved_) return false;
     double at = lc.agen;
     const int64_t dep = lc.dep;
     if (dep >= 0) {
       if (done_[dep] < 0) return false;
       at = std::max(at, done_[dep]);
     }
-    *t = at;
+    double w = 0.0;
+    if (lc.entry == reserved_) {
+      double room;
+      if (!Reserve(lc.entry, at, &room)) return false;
+      w = std::max(0.0, room - at);
+      at += w;
+    }
+    *t = at, *wait = w;
     return true;
   }
 
@@ -403,8 +412,8 @@ class Sim {
       if (!any) break;
       LayerCursor& lc = layers_[pick_];
       Issue<F>(lc, pick_t_, pick_wait_);
-      double t;
-      while (SoleNext(lc, &t)) Issue<F>(lc, t, 0.0);
+      double t, wait;
+      while (SoleNext(lc, &t, &wait)) Issue<F>(lc, t, wait);
     }
     return Tail();
   }
