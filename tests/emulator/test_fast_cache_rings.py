@@ -52,7 +52,14 @@ COMPILED = [c for n in (1, 2, 3) for c in itertools.product((4, 8, 16), repeat=n
 @pytest.mark.parametrize("ways", COMPILED + [(4, 8, 16, 4), (2, 8), (32,), (16, 4, 12)])
 @pytest.mark.parametrize("seed", range(3))
 def test_ring_sets_equal_reference(ways, seed):
-    sets = tuple(2 ** (1 + (i + seed) % 3) for i in range(len(ways)))
+    sets, cap = [], 0
+    for w in ways:   # each level holds at least twice the lines of the one before
+        s = 2 ** (1 + seed % 2)
+        while w * s < 2 * cap:
+            s *= 2
+        sets.append(s)
+        cap = w * s
+    sets = tuple(sets)
     target = with_caches(ways, sets)
     capacity = sum(w * s for w, s in zip(ways, sets, strict=True))
     tr = reuse_trace(seed + 31 * len(ways) + sum(ways), int(1.5 * capacity) + 8)
