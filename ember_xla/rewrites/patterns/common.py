@@ -6,7 +6,7 @@ from typing import Any
 
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.lookup import Lookup, match_lookup
-from ember_xla.rewrites.refs import Ref, resolve
+from ember_xla.rewrites.refs import Ref, binary_combiner, resolve, scalar_constant
 from ember_xla.rewrites.walk import NoMatch, Walk
 
 _COMBINERS = {"add": "sum", "maximum": "max", "minimum": "min"}
@@ -96,3 +96,35 @@ def one_row_fold(scatter: Any, what: str) -> str:
     -0.0 where a kernel's 0 + (-0.0) is +0.0."""
     return (f"scatter {scatter.name} adds one row to zeros: XLA:CPU folds it into a copy (a "
             f"-0.0 stays -0.0), so {what} stays in XLA")
+
+
+def _zero_scatter_add(v: Any) -> bool:
+    """Is ``v`` a scatter-add into a +0 constant (or an ember call that replaced one)?"""
+    op = v.owner
+    if op.opcode == "custom-call":
+        return str(op.attributes.get("custom_call_target", "")).startswith("ember.")
+    if op.opcode != "scatter" or binary_combiner(op) != "add":
+        return False
+    c = scalar_constant(resolve(Ref(op.operands[0])))
+    return c is not None and c == 0.0
+
+
+def folded_into_add(scatter: Any, what: str) -> str | None:
+    """Why ``scatter`` (a scatter-add into +0) stays in XLA because its one user adds it to a
+    dense value, or None (``what``: the cluster, the gradient). XLA:CPU's simplifier folds
+    ``A + scatter-add(0, ids, rows)`` into ``scatter-add(A, ids, rows)``: each row's updates
+    are added onto A one by one (a GNN's residual ``h + segment_sum(...)``, optax's momentum
+    trace ``g + 0.9 * m``), while a kernel sums them from +0 and XLA adds that sum to A.
+    Two zero-initialised scatter-adds added together are not folded (measured bit-equal)."""
+    if len(scatter.result.uses) != 1:
+        return None
+    add = scatter.result.users[0]
+    if add.opcode != "add":
+        return None
+    other = add.operands[1] if add.operands[0] is scatter.result else add.operands[0]
+    if other is scatter.result or _zero_scatter_add(other):
+        return None
+    return (f"scatter {scatter.name}'s only user adds it to {other.owner.opcode} "
+            f"{other.owner.name} ({add.name}): XLA:CPU folds A + scatter-add(0, ids, rows) into "
+            "scatter-add(A, ids, rows), adding each row onto A one by one, which a kernel "
+            f"summing the rows from +0 does not reproduce, so {what} stays in XLA")

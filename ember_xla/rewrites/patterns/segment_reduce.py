@@ -12,6 +12,7 @@ from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.matcher import Pattern
 from ember_xla.rewrites.patterns.common import (
     combiner_name,
+    folded_into_add,
     lookup_of,
     make_cluster,
     one_row_fold,
@@ -63,6 +64,8 @@ class SegmentReduce(Pattern):
                           "constant")
         if n_lookups == 1 and combiner == "sum" and init == 0.0:
             raise NoMatch(one_row_fold(op, "the cluster"))
+        if combiner == "sum" and init == 0.0 and (why := folded_into_add(op, "the cluster")):
+            raise NoMatch(why)
         walk = Walk(op)
         rows, weights = split_weighted(walk, Ref(op.operands[2]), n_lookups)
         lk = lookup_of(walk, rows)
