@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember_xla.custom_calls import SCATTER_GRAD, SEGMENT_REDUCE, call_attributes
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.lookup import Lookup, match_lookup
 from ember_xla.rewrites.refs import Ref, binary_combiner, resolve, scalar_constant
@@ -99,10 +100,15 @@ def one_row_fold(scatter: Any, what: str) -> str:
 
 
 def _zero_scatter_add(v: Any) -> bool:
-    """Is ``v`` a scatter-add into a +0 constant (or an ember call that replaced one)?"""
+    """Is ``v`` a scatter-add into a +0 constant (or an ember call that replaced one: a
+    lookup's gradient, a segment sum from 0)?"""
     op = v.owner
     if op.opcode == "custom-call":
-        return str(op.attributes.get("custom_call_target", "")).startswith("ember.")
+        target = op.attributes.get("custom_call_target")
+        if target == SCATTER_GRAD.name:
+            return True
+        attrs = call_attributes(op) if target == SEGMENT_REDUCE.name else {}
+        return attrs.get("combiner") == "sum" and float(attrs.get("init", 1.0)) == 0.0
     if op.opcode != "scatter" or binary_combiner(op) != "add":
         return False
     c = scalar_constant(resolve(Ref(op.operands[0])))
