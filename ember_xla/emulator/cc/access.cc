@@ -100,11 +100,10 @@ bool AccessRun::SameShapeOnly(int32_t t, int64_t ub, const std::vector<RowBuffer
 void AccessRun::Fire(int32_t t, Event ev, std::vector<RowBuffer>& buffers) {
   for (const Registration* g : at_[t * 3 + ev]) {
     if (g->what == kTokenWhat) {
-      int64_t number = -1;
-      for (size_t c = 0; c < e_.cases.size(); ++c)
-        if (e_.cases[c].id == g->value) number = m_.cb_[k_][c];
-      m_.trace_->Token(number);
-      m_.RunCase(k_, g->value);
+      const size_t j = (size_t)(g - e_.regs.data());
+      const int64_t c = token_case_[j];
+      m_.trace_->Token(token_number_[j]);
+      m_.RunCase(k_, c >= 0 ? c : m_.CaseIndex(k_, g->value));  // (-1: raises "no case")
       continue;
     }
     // push onto the ring (grow it when full, keeping FIFO order)
@@ -167,7 +166,7 @@ void AccessRun::Eval(int32_t s, int layer) {
         if (IsFloat(st.dtype)) tmp.f[l] = RoundTo((double)r, st.dtype);
         else tmp.i[l] = Wrap(r, st.dtype);
       }
-      std::swap(out, tmp);
+      out.Swap(tmp);
       return;
     }
     case StreamKind::Mem: {
@@ -245,7 +244,7 @@ void AccessRun::VMem(int32_t s, const Stream& st, int64_t dep, int layer) {
       src_[s] = m_.trace_->Load(m_.Address(m, at), ItemSize(m.dtype), dep, queued_[s], layer);
     }
   }
-  std::swap(vals_[s], tmp);
+  vals_[s].Swap(tmp);
 }
 
 void Machine::RunEngine(int64_t k) {

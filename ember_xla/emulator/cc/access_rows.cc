@@ -78,6 +78,33 @@ int64_t AccessRun::FastRows(int32_t t, int64_t lb, int64_t ub, int64_t vl, int64
     return flat;
   };
   TraceBuffer& tr = *m_.trace_;
+  bool all_lin = true;
+  for (size_t k = 0; k < n; ++k) all_lin &= loads[k].lin;
+  if (all_lin && base >= 0) {  // the bounds checked once for all iterations before the last
+    int64_t iters = (ub - base - 1) / stride;  // the bases with ub - base > stride
+    for (size_t k = 0; k < n; ++k) {
+      const Load& ld = loads[k];
+      const int64_t room = ld.last_dim - vl - base;  // base + i*stride + vl - 1 < last_dim
+      iters = std::min(iters, ld.pre_ok && room >= 0 ? room / stride + 1 : 0);
+    }
+    if (n == 1) {
+      const Load& ld = loads[0];
+      int64_t at = ld.mbase + (ld.pre + base) * ld.item, ev = src_[ld.s];
+      const int64_t by = stride * ld.item;
+      for (int64_t i = 0; i < iters; ++i, at += by)
+        ev = tr.Load(at, ld.bytes, ld.dep, ld.queued, layer);
+      src_[ld.s] = ev;
+    } else {
+      for (int64_t i = 0; i < iters; ++i)
+        for (size_t k = 0; k < n; ++k) {
+          const Load& ld = loads[k];
+          src_[ld.s] = tr.Load(ld.mbase + (ld.pre + base + i * stride) * ld.item, ld.bytes,
+                               ld.dep, ld.queued, layer);
+        }
+    }
+    base += iters * stride;
+    if (ub - base > stride) return base;  // a check fails there: the generic loop raises
+  }
   for (; ub - base > stride; base += stride) {  // not the last: all vl lanes active
     for (size_t k = 0; k < n; ++k) {
       Load& ld = loads[k];

@@ -33,9 +33,17 @@ class AccessRun {
       for (int32_t u = e_.tus[t].parent; u >= 0; u = e_.tus[u].parent) ++d;
       depth_[t] = d;
     }
+    token_case_.assign(e_.regs.size(), -1);
+    token_number_.assign(e_.regs.size(), -1);
     for (const Registration& g : e_.regs) {
       at_[g.tu * 3 + g.event].push_back(&g);
       if (g.what != kTokenWhat) queued_[g.value] = 1;
+      const size_t j = (size_t)(&g - e_.regs.data());
+      for (size_t c = e_.cases.size(); g.what == kTokenWhat && c-- > 0;)
+        if (e_.cases[c].id == g.value) {
+          token_case_[j] = (int64_t)c;
+          if (token_number_[j] < 0) token_number_[j] = m.cb_[k][c];
+        }
     }
     shape_only_rows_.assign(nt, 1);
     for (size_t t = 0; t < nt; ++t) {  // its row buffers: distinct streams, of table data
@@ -147,6 +155,9 @@ class AccessRun {
   std::vector<std::vector<int32_t>> owned_, children_;
   std::vector<std::vector<const Registration*>> at_;
   std::vector<uint8_t> queued_;
+  // per registration, a token's: case index (the first of its id) and callback number (the
+  // last's: as the trace always numbered it), or -1 (no such case)
+  std::vector<int64_t> token_case_, token_number_;
   std::vector<int> depth_;
   std::vector<std::vector<RowBuffer>> row_buffers_;  // per TU: the buffers of its running start
   std::vector<BufferRef> shape_only_;

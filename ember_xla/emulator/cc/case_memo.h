@@ -22,6 +22,9 @@ namespace ember_emu {
 // Equal as far as a firing can tell: shape, known-ness, the values of known scalars and
 // vectors (bit for bit), the same buffer object.
 inline bool SameValue(const Value& a, const Value& b) {
+  if (a.lanes == 0 && b.lanes == 0 && a.set && b.set && a.known && b.known && a.dt == b.dt &&
+      !IsFloat(a.dt))
+    return a.i[0] == b.i[0];  // (the common key: a known integer scalar)
   if (a.set != b.set || a.known != b.known || a.dt != b.dt || a.lanes != b.lanes) return false;
   if (!a.set) return true;
   if (a.lanes == -1) return a.m == b.m;
