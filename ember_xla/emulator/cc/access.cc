@@ -18,8 +18,12 @@ void AccessRun::Start(int32_t t) {
                    std::to_string(st));
   tu_src_[t] = std::max({src_[u.lb], src_[u.ub], src_[u.step]});
   std::vector<RowBuffer>& buffers = row_buffers_[t];  // a TU never starts inside itself
-  if (!SameShapeOnly(t, ub, buffers)) buffers.clear();
-  for (const Registration* g : buffers.empty() ? at_[t * 3 + kEnd] : kNoRegs) {
+  // addresses mode: row buffers of table data kept from the last start when of the same length
+  const int64_t len = std::max<int64_t>(ub, 0);
+  const bool keep =
+      m_.addresses_ && shape_only_rows_[t] && !buffers.empty() && rows_len_[t] == len;
+  if (!keep) buffers.clear(), rows_len_[t] = m_.addresses_ && shape_only_rows_[t] ? len : -1;
+  for (const Registration* g : keep ? kNoRegs : at_[t * 3 + kEnd]) {
     if (g->what != kBufferWhat) continue;
     const int32_t s = (int32_t)g->value;
     bool have = false;
@@ -81,20 +85,6 @@ void AccessRun::Start(int32_t t) {
     if (ub - base <= stride) break;
   }
   Fire(t, kEnd, buffers);
-}
-
-bool AccessRun::SameShapeOnly(int32_t t, int64_t ub, const std::vector<RowBuffer>& buffers) {
-  if (!m_.addresses_ || !shape_only_rows_[t] || buffers.empty()) return false;
-  size_t k = 0;
-  for (const Registration* g : at_[t * 3 + kEnd]) {
-    if (g->what != kBufferWhat) continue;
-    const int32_t s = (int32_t)g->value;
-    if (k == buffers.size() || buffers[k].stream != s ||
-        buffers[k].buf.get() != ShapeOnly(e_.streams[s].dtype, std::max<int64_t>(ub, 0)).get())
-      return false;
-    ++k;
-  }
-  return k == buffers.size();
 }
 
 void AccessRun::Fire(int32_t t, Event ev, std::vector<RowBuffer>& buffers) {
@@ -249,12 +239,14 @@ void AccessRun::VMem(int32_t s, const Stream& st, int64_t dep, int layer) {
 
 void Machine::RunEngine(int64_t k) {
   const Engine& e = p_.engines[k];
+  ++reg_epoch_;  // (the engine's variables, and whatever top-level code wrote before)
   for (const Var& v : e.vars) val_[v.reg] = val_[v.init];
   q_head_ = 0, q_size_ = 0;
   AccessRun(*this, k).Run();
   if (q_size_)
     throw RunError("engine " + std::to_string(k) + ": " + std::to_string(q_size_) +
                    " operands left in the data queue (registered but never popped)");
+  ++reg_epoch_;
   for (const Var& v : e.vars)
     if (v.result >= 0) val_[v.result] = val_[v.reg];
 }

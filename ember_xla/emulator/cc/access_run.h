@@ -46,6 +46,7 @@ class AccessRun {
         }
     }
     shape_only_rows_.assign(nt, 1);
+    rows_len_.assign(nt, -1);
     for (size_t t = 0; t < nt; ++t) {  // its row buffers: distinct streams, of table data
       std::vector<int32_t> seen;
       for (const Registration* g : at_[t * 3 + kEnd]) {
@@ -113,9 +114,6 @@ class AccessRun {
     shape_only_.push_back(ShapeOnlyBuffer(dt, {n}));
     return shape_only_.back();
   }
-  // Addresses mode: TU t's row buffers (at a start with upper bound ub) are the data-less
-  // buffers `buffers` holds from its last start (they are kept, not rebuilt).
-  bool SameShapeOnly(int32_t t, int64_t ub, const std::vector<RowBuffer>& buffers);
 
   // Addresses mode: the stream's values are not read (table data, or a buffer the core writes).
   bool Skip(const Buffer& m) const { return m_.addresses_ && (IsFloat(m.dtype) || !m.data); }
@@ -164,6 +162,9 @@ class AccessRun {
   std::vector<uint8_t> fast_;  // per TU: FastRows applies (addresses mode)
   std::vector<uint8_t> tail_;  // per TU: FastRows runs its last iteration too
   std::vector<uint8_t> shape_only_rows_;  // per TU: its row buffers are data-less (addresses)
+  // per TU, with shape_only_rows_ in the addresses mode: the length of the data-less row
+  // buffers row_buffers_ holds (kept from start to start while it does not change), or -1
+  std::vector<int64_t> rows_len_;
   const std::vector<const Registration*> kNoRegs;
 };
 

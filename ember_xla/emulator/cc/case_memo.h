@@ -76,6 +76,10 @@ struct CaseMemo {
   std::vector<int32_t> restore;      // registers written that live_in or other code reads
   // the last recorded firing
   bool valid = false;
+  // the firing leaves its live-in registers as it found them (so while no other code runs,
+  // the next firing finds them equal to key_regs), and reg_epoch_ after it
+  bool idempotent = false;
+  uint64_t epoch = 0;
   std::vector<Value> key_regs, key_entries, result;  // live_in, popped entries, restore
   std::vector<double> delta;                          // op counts per class of one firing
 };

@@ -105,6 +105,7 @@ void Machine::Run() {
 }
 
 void Machine::RunCode(const std::vector<Instr>& code, size_t lo, size_t hi, CaseStats* cnt) {
+  ++reg_epoch_;
   size_t i = lo;
   while (i < hi) {
     const Instr& in = code[i];
@@ -257,13 +258,18 @@ void Machine::RunCase(int64_t engine, int64_t c) {
   for (size_t j = 0; j < mm->restore.size(); ++j) AssignValue(mm->result[j], val_[mm->restore[j]]);
   for (int k = 0; k < kNumOpClasses; ++k)
     mm->delta[k] = (s.total.empty() ? 0.0 : s.total[k]) - mm->delta[k];
+  mm->idempotent = true;
+  for (size_t j = 0; j < mm->live_in.size(); ++j)
+    mm->idempotent &= SameValue(val_[mm->live_in[j]], mm->key_regs[j]);
+  mm->epoch = ++reg_epoch_;
   mm->valid = true;
 }
 
 bool Machine::ReplayMemo(CaseMemo& mm, CaseStats& s) {
   if (!mm.valid || q_size_ < mm.pop_dst.size()) return false;
-  for (size_t j = 0; j < mm.live_in.size(); ++j)
-    if (!SameValue(val_[mm.live_in[j]], mm.key_regs[j])) return false;
+  if (!mm.idempotent || mm.epoch != reg_epoch_)  // (else the registers are as it left them)
+    for (size_t j = 0; j < mm.live_in.size(); ++j)
+      if (!SameValue(val_[mm.live_in[j]], mm.key_regs[j])) return false;
   for (size_t j = 0; j < mm.pop_dst.size(); ++j)
     if (!SameEntry(queue_[QueueAt(j)], mm.key_entries[j])) return false;
   for (int32_t d : mm.pop_dst) {
@@ -275,6 +281,7 @@ bool Machine::ReplayMemo(CaseMemo& mm, CaseStats& s) {
   if (s.total.empty()) s.total.assign(kNumOpClasses, 0.0);
   for (int k = 0; k < kNumOpClasses; ++k) s.total[k] += mm.delta[k];
   ++s.fired;
+  mm.epoch = ++reg_epoch_;
   return true;
 }
 

@@ -107,6 +107,10 @@ class Machine {
   std::vector<CaseStats> stats_;          // per callback number
   std::vector<CaseMemo> memo_;            // addresses mode: per callback number
   bool memo_off_ = false;                 // a store of known data: no firing is replayed
+  // bumped whenever registers may change other than by a memoised firing's replay of itself
+  // (any interpreted code, any replay, an engine's start and end): a memo whose last firing
+  // left reg_epoch_ as it is now finds the registers as that firing left them
+  uint64_t reg_epoch_ = 0;
   // the data queue of the running engine: a ring of reusable slots (empty or a power of two
   // of them: it starts at 8 and doubles, so a position wraps with a mask)
   std::vector<Value> queue_;
