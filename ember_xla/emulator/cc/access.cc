@@ -107,12 +107,12 @@ void AccessRun::Fire(int32_t t, Event ev, std::vector<RowBuffer>& buffers) {
     Value& slot = m_.queue_[m_.QueueAt(m_.q_size_)];
     int64_t nbytes;
     if (g->what == kBufferWhat) {
-      BufferRef b;
+      const BufferRef* b = nullptr;  // (no reference-count traffic)
       for (RowBuffer& rb : buffers)
-        if (rb.stream == g->value) b = rb.buf;
-      if (!b) throw RunError("a buffer registration outside its tu's end event");
-      slot.SetBuffer(b);
-      nbytes = b->nbytes();
+        if (rb.stream == g->value) b = &rb.buf;
+      if (!b || !*b) throw RunError("a buffer registration outside its tu's end event");
+      slot.SetBuffer(*b);
+      nbytes = (*b)->nbytes();
     } else {
       const Value& v = vals_[g->value];
       if (!v.set) throw RunError("push of a stream that has no value");
