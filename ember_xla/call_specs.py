@@ -205,6 +205,11 @@ def cluster_spec(op: Operation) -> ClusterSpec:
             raise LoweringRefused(f"{where}: {len(operands)} operands for {len(outs)} results")
         roles = target.operand_roles * len(outs)
     else:
+        if (len(operands) == n_roles + int(weighted) + 1
+                and operands[-1].dtype == "pred"):
+            raise LoweringRefused(f"{where}: a masked padded bag (the CPU kernel's mask "
+                                  "operand) is not in the DAE contract; lower the original "
+                                  "model, whose masked bags become segment reductions")
         if len(operands) != n_roles + int(weighted):
             raise LoweringRefused(f"{where}: {len(operands)} operands, weighted={weighted}; "
                                   f"expected {n_roles + int(weighted)}")

@@ -29,7 +29,9 @@ void Bags(const T* __restrict table, const T* __restrict weights, const Plan& pl
     const int64_t* src = plan.src.data() + b * width;
     for (int64_t p = 0; p < width; ++p) {
       const int64_t row = src[p];
-      if (row < 0) {
+      if (row == kMaskedRow) {
+        // adds +0 to a sum started at +0: nothing
+      } else if (row < 0) {
         for (int64_t c = 0; c < d; ++c) blk[c] = blk[c] + nan;
       } else if (weights != nullptr) {
         // XLA:CPU's loop fusion materializes the f16 products (YNNPACK has no f16 multiply),
@@ -95,7 +97,7 @@ __attribute__((target("avx2"))) void BagsF32Avx2(const float* __restrict table,
           }
         }
         const int64_t row = src[p];
-        const float* r = (row < 0 ? nan_row : table + row * d) + c0;
+        const float* r = RowPointer(table, nan_row, row, d) + c0;
         for (int i = 0; i < NV; ++i) blk[i] = blk[i] + *reinterpret_cast<const V8U*>(r + 8 * i);
         const bool last = p + 1 == width;
         if ((p & 3) == 3 || last) {
@@ -145,7 +147,8 @@ void Run(const ffi::AnyBuffer& table, const void* weights, const Plan& plan, int
   const int64_t d = table.dimensions()[1];
   float* o = static_cast<float*>(out.untyped_data());
   const bool mean = opt.combiner == Combiner::kMean;
-  const std::vector<float> nan_row(static_cast<size_t>(d), std::nanf(""));
+  std::vector<float> nan_row(static_cast<size_t>(2 * d), 0.0f);  // D NaNs, D zeros
+  std::fill(nan_row.begin(), nan_row.begin() + d, std::nanf(""));
   RunBagParts(bags, width, d, [&](int64_t b0, int64_t b1) {
     Part<T>(t, w, nan_row.data(), plan, b0, b1, width, d, mean, o);
   });

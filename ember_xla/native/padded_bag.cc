@@ -1,4 +1,6 @@
-// ember.padded_bag: T[N,D], ids[B,P] (+ weights[B,P]) -> [B,D]; bag b is ids[b, 0..P) in order.
+// ember.padded_bag: T[N,D], ids[B,P] (+ weights[B,P]) (+ mask pred[B,P]) -> [B,D]; bag b is
+// ids[b, 0..P) in order, without the lookups whose mask is false (unweighted sums only: a
+// masked-out lookup adds +0, which changes no sum started at +0).
 #include "blocked_sum.h"
 #include "handler.h"
 #include "pool.h"
@@ -37,14 +39,33 @@ ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::Remainin
       return ffi::Error::InvalidArgument(
           "ember.padded_bag: result has " + std::to_string(out->dimensions()[0]) +
           " rows but ids has " + std::to_string(bags) + " bags");
+    const bool* mask = nullptr;
+    if (rest.size() > 0) {
+      auto last = rest.get<ffi::AnyBuffer>(rest.size() - 1);
+      if (last.has_value() && last->element_type() == ffi::DataType::PRED) {
+        if (last->element_count() != ids.element_count() || last->dimensions().size() != 2 ||
+            last->dimensions()[0] != bags)
+          return ffi::Error::InvalidArgument(
+              "ember.padded_bag: the mask must have the ids' shape [B, P]");
+        if (opt.weighted || (opt.combiner != Combiner::kSum && opt.combiner != Combiner::kMean))
+          return ffi::Error::InvalidArgument(
+              "ember.padded_bag: a mask is for unweighted sum/mean bags");
+        mask = static_cast<const bool*>(last->untyped_data());
+        opt.masked = true;
+      }
+    }
     const void* weights = nullptr;
     ffi::DataType wtype;
-    if (auto e = GetWeights(rest, opt, table, *out, ids, &weights, &wtype); e.failure())
+    if (auto e = GetWeights(rest, opt, table, *out, ids, &weights, &wtype, mask ? 1 : 0);
+        e.failure())
       return e;
 
     Plan& plan = ScratchPlan(ids.element_count(), bags);
     if (auto e = ResolveIndices(ids, table.dimensions()[0], opt, &plan.src); e.failure())
       return e;
+    if (mask != nullptr)
+      for (int64_t k = 0; k < bags * width; ++k)
+        if (!mask[k]) plan.src[k] = kMaskedRow;
     plan.row_ptr.resize(bags + 1);
     for (int64_t b = 0; b <= bags; ++b) plan.row_ptr[b] = b * width;
     if (sum_order == "blocked") {

@@ -233,17 +233,18 @@ ffi::Error ReadInts(const ffi::AnyBuffer& buf, std::string_view what, std::vecto
 
 ffi::Error GetWeights(ffi::RemainingArgs rest, const Options& opt, const ffi::AnyBuffer& table,
                       const ffi::AnyBuffer& out, const ffi::AnyBuffer& like, const void** data,
-                      ffi::DataType* type) {
+                      ffi::DataType* type, size_t reserved) {
   *data = nullptr;
   *type = table.element_type();
-  if (rest.size() > 1)
-    return Invalid("ember: too many operands (" + std::to_string(rest.size()) +
+  const size_t n = rest.size() - reserved;
+  if (n > 1)
+    return Invalid("ember: too many operands (" + std::to_string(n) +
                    " after the lookups; only an optional weights operand may follow)");
   if (!opt.weighted) {
-    if (rest.size() == 1) return Invalid("ember: weights operand given but weighted=false");
+    if (n == 1) return Invalid("ember: weights operand given but weighted=false");
     return ffi::Error::Success();
   }
-  if (rest.size() == 0) return Invalid("ember: weighted=true but no weights operand");
+  if (n == 0) return Invalid("ember: weighted=true but no weights operand");
   auto w = rest.get<ffi::AnyBuffer>(0);
   if (!w.has_value()) return Invalid("ember: the weights operand must be an array");
   const ffi::AnyBuffer& wb = *w;

@@ -27,6 +27,9 @@ struct Options {
   // XLA:CPU's reduce emitter does when the multiply is fused into the reduce (LLVM contracts
   // the multiply and the add); segment sums multiply in a separate loop and round the product.
   bool fused_multiply_add = false;
+  // Padded bags: a trailing pred [B, P] operand masks lookups out (plan.src = kMaskedRow), as
+  // ``select(mask, rows, 0)`` before the sum; `special` rows are then D NaNs and D zeros.
+  bool masked = false;
 };
 
 // Whether this CPU has FMA (XLA:CPU compiles for the host's features).
@@ -46,10 +49,23 @@ inline int64_t ResolveOne(int64_t i, int64_t n, const Options& opt) {
   return (i < 0 || i >= n) ? -1 : i;
 }
 
+// plan.src of a lookup masked out of its padded bag (SpecialRow: the all-zero row).
+constexpr int64_t kMaskedRow = -2;
+
+// The row entry `r` reads: table row r, or for r < 0 row -r-1 of `special` (D NaNs, then D
+// zeros: the all-NaN row of fill mode, the all-zero row of a masked lookup).
+template <typename T>
+__attribute__((always_inline)) inline const T* RowPointer(const T* table, const T* special,
+                                                          int64_t r, int64_t d) {
+  return r >= 0 ? table + r * d : special - (r + 1) * d;
+}
+
 struct Plan {
   int64_t rows = 0;              // output rows R
   std::vector<int64_t> row_ptr;  // R+1: entries of output row r are [row_ptr[r], row_ptr[r+1])
-  std::vector<int64_t> src;      // per entry k: table row, or -1 for the all-NaN row (fill)
+  // per entry k: table row, -1 for the all-NaN row (fill), or kMaskedRow for a lookup a
+  // padded bag's mask drops (adds +0: nothing, as every sum starts at +0 and so is never -0)
+  std::vector<int64_t> src;
   std::vector<int64_t> pos;      // per entry k: its lookup j (for weights); empty means j == k
   std::vector<int64_t> scratch_a, scratch_b;  // working space of the plan builders
   // Folded plan (sorted segment ids): no src array; entry k is lookup k, resolved in the
@@ -98,10 +114,11 @@ ffi::Error ReadInts(const ffi::AnyBuffer& buf, std::string_view what, std::vecto
 
 // Validates the optional trailing weights operand against `weighted`; on success *data is the
 // weights' data (nullptr when unweighted) and *type its element type. Weights must have T's type
-// or the result's type, and the same shape as the lookup operand `like`.
+// or the result's type, and the same shape as the lookup operand `like`. The last `reserved`
+// operands are the caller's (a padded bag's mask).
 ffi::Error GetWeights(ffi::RemainingArgs rest, const Options& opt, const ffi::AnyBuffer& table,
                       const ffi::AnyBuffer& out, const ffi::AnyBuffer& like, const void** data,
-                      ffi::DataType* type);
+                      ffi::DataType* type, size_t reserved = 0);
 
 std::string_view DtypeName(ffi::DataType t);
 

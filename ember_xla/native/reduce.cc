@@ -242,8 +242,11 @@ template <typename T, typename O>
 void RunTyped(const ffi::AnyBuffer& table, const Plan& plan, const void* weights,
               ffi::DataType wtype, const Options& opt, ffi::AnyBuffer& out) {
   const int64_t d = table.dimensions()[1];
-  std::vector<T> nan_row;
-  if (!opt.clip) nan_row.assign(static_cast<size_t>(d), Elem<T>::Store(std::nanf("")));
+  std::vector<T> nan_row;  // the special rows (plan.h RowPointer): D NaNs, then D zeros
+  if (!opt.clip || opt.masked) {
+    nan_row.assign(static_cast<size_t>(2 * d), Elem<T>::Store(0.0f));
+    std::fill(nan_row.begin(), nan_row.begin() + d, Elem<T>::Store(std::nanf("")));
+  }
   Job<T, O> job{static_cast<const T*>(table.untyped_data()),
                 nan_row.data(),
                 weights,

@@ -50,7 +50,7 @@ __attribute__((always_inline)) inline void Chunk(const Job& job, int64_t r0, int
   const int64_t row_bytes = d * static_cast<int64_t>(sizeof(float));
   auto row_of = [&](int64_t k) -> const float* {
     const int64_t r = plan->Row(k);
-    return r >= 0 ? job.table + r * d : job.nan_row;
+    return RowPointer(job.table, job.nan_row, r, d);
   };
   auto prefetch_row = [&](const float* p) {
     const char* c = reinterpret_cast<const char*>(p);

@@ -24,7 +24,7 @@ constexpr int64_t kPrefetchAhead = EMBER_PREFETCH_LOOKUPS;
 template <typename T, typename O>
 struct Job {
   const T* table;
-  const T* nan_row;    // D quiet NaNs, for fill-mode misses
+  const T* nan_row;    // special rows (plan.h RowPointer): D NaNs (fill misses), D zeros (masked)
   const void* weights;  // nullptr unless weighted
   const Plan* plan;
   Combiner combiner;
@@ -39,7 +39,7 @@ struct Job {
 template <typename T, typename O>
 inline const T* RowOf(const Job<T, O>& job, int64_t k) {
   const int64_t r = job.plan->Row(k);
-  return r >= 0 ? job.table + r * job.d : job.nan_row;
+  return RowPointer(job.table, job.nan_row, r, job.d);
 }
 
 inline void PrefetchRow(const char* p, int64_t bytes) {
@@ -87,7 +87,7 @@ struct PlanRows {
   PlanRows Shifted(int64_t c0) const { return {plan, table + c0, Shift(nan_row, c0), d}; }
   const float* operator()(int64_t k) const {
     const int64_t r = plan->Row(k);
-    return r >= 0 ? table + r * d : nan_row;
+    return RowPointer(table, nan_row, r, d);
   }
 };
 

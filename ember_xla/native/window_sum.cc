@@ -20,6 +20,7 @@ template <typename T>
 inline void AddRow(const T* __restrict table, const int64_t* src, int64_t p, int64_t d,
                    float* __restrict acc) {
   const int64_t row = src[p];
+  if (row == kMaskedRow) return;  // adds +0 to a sum started at +0: nothing
   if (row < 0) {
     const float nan = std::nanf("");
     for (int64_t c = 0; c < d; ++c) acc[c] = acc[c] + nan;

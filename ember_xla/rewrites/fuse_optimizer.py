@@ -95,10 +95,28 @@ def _is_zero(v: Value) -> bool:
     return c is not None and c == 0.0
 
 
+#: Ops LLVM looks through when it contracts a multiply with the add or subtract it feeds.
+_CONTRACTION_TRANSPARENT = ("negate", "bitcast", "reshape", "copy")
+
+
+def _product(v: Value) -> Operation | None:
+    """The multiply ``v`` is (possibly negated or reshaped), or None."""
+    op = v.owner
+    while op.opcode in _CONTRACTION_TRANSPARENT and op.operands:
+        op = op.operands[0].owner
+    return op if op.opcode == "multiply" else None
+
+
 def _table(v: Value, like: Value, where: str) -> Value:
     if v.type.dims != like.type.dims or v.type.element_type != "f32":
         raise NoMatch(f"{where} {v.owner.name} {v.type} is not an f32 table of the gradient's "
                       "shape")
+    if (mul := _product(v)) is not None:
+        # Keras' momentum (m * 0.9 - g * lr), weight decay (t * (1 - wd) - g * lr): XLA:CPU
+        # may contract either product with the add into one FMA; the kernel rounds this one
+        raise NoMatch(f"{where} is the product {mul.name} (momentum, decay): XLA:CPU may fuse "
+                      "it with the update's add into one FMA, which the kernel does not "
+                      "reproduce")
     return v
 
 

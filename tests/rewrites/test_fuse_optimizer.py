@@ -109,16 +109,38 @@ def test_adagrad_refused_when_rsqrt_differs():
     assert cc.parent is not None  # the gradient kernel stays
 
 
-@pytest.mark.parametrize("opt", [optax.adam(0.1), optax.sgd(0.1, momentum=0.9),
-                                 optax.adamw(0.1, weight_decay=0.01),
-                                 optax.chain(optax.clip_by_global_norm(1.0), optax.sgd(0.1))],
-                         ids=["adam", "momentum", "adamw", "global-norm-clip"])
+UPDATES = [optax.adam(0.1), optax.sgd(0.1, momentum=0.9), optax.adamw(0.1, weight_decay=0.01),
+           optax.chain(optax.clip_by_global_norm(1.0), optax.sgd(0.1))]
+
+
+def nonzero(state):
+    """``state`` with its table-shaped slots (momentum, moments) random: from ``opt.init``'s
+    zeros a rule that ignores them would still give XLA's bits."""
+    rng = np.random.default_rng(14)
+    return jax.tree.map(lambda x: (np.abs(rng.standard_normal(x.shape)) * 0.1).astype(x.dtype)
+                        if np.ndim(x) == 2 else x, state)
+
+
+@pytest.mark.parametrize("opt", UPDATES, ids=["adam", "momentum", "adamw", "global-norm-clip"])
 def test_updates_that_change_untouched_rows_stay_in_xla(opt):
     w, t, ids, y = setup(6)
-    r = ts.check_step(ts.optax_step(ts.bag_take(w), opt), t, opt.init(t), ids, y)
+    r = ts.check_step(ts.optax_step(ts.bag_take(w), opt), t, nonzero(opt.init(t)), ids, y)
+    if opt is UPDATES[1]:  # the trace g + 0.9 * m: XLA rebases the scatter onto 0.9 * m
+        assert not ts.backward(r)
+        assert any("folds A + scatter-add(0" in n["reason"] for n in r.near_misses)
+        return
     (e,) = ts.backward(r)
     assert e["optimizer"] is None and "stays in XLA" in e["optimizer_reason"]
     assert e["custom_call"].startswith("ember_scatter_grad")
+
+
+def test_gradient_added_to_a_dense_value_stays_in_xla():
+    # optax.add_decayed_weights: g + wd * t; XLA folds the add into the scatter's operand
+    w, t, ids, y = setup(13, -5, 70)
+    opt = optax.chain(optax.add_decayed_weights(0.01), optax.sgd(0.1))
+    r = ts.check_step(ts.optax_step(ts.bag_take(w), opt), t, opt.init(t), ids, y)
+    assert not ts.backward(r)
+    assert any("folds A + scatter-add(0" in n["reason"] for n in r.near_misses)
 
 
 def test_gradient_also_returned_is_not_fused():
@@ -207,3 +229,24 @@ def test_flax_linen_embed_step(name):
     r = ts.check_step(ts.optax_step(loss, opt), params, opt.init(params), ids, y)
     want = name if name == "sgd" or rsqrt_matches_xla() else None
     assert optimizers(r) == [want], ts.backward(r)
+
+
+@pytest.mark.parametrize("form", ["keras_momentum", "decay"])
+def test_update_of_a_product_stays_in_xla(form):
+    # Keras' SGD with momentum (m' = m * 0.9 - g * lr; t + m') and a decayed table
+    # (t * (1 - wd) - g * lr) look like SGD applied to the product; XLA:CPU contracts one of the
+    # two products with the add into an FMA, so a kernel updating the rounded product differs
+    w, t, ids, y = setup(11)
+    m = (np.random.default_rng(12).standard_normal(t.shape) * 0.1).astype(np.float32)
+
+    def step(table, mom, ids, y):
+        value, g = jax.value_and_grad(ts.bag_index(w))(table, ids, y)
+        if form == "decay":
+            return value, table * 0.99 - g * 0.1, mom
+        mom = mom * 0.9 - g * 0.1
+        return value, table + mom, mom
+
+    r = ts.check_step(step, t, m, ids, y)
+    (e,) = ts.backward(r)
+    assert e["optimizer"] is None and "product" in e["optimizer_reason"]
+    assert e["custom_call"].startswith("ember_scatter_grad")

@@ -13,20 +13,17 @@ namespace detail {
 // two: DRAM completions arrive in increasing order (the channel serialises them), so they wait
 // in a FIFO ring; cache hits go into a binary min-heap whose unused slots hold +inf (no bounds
 // checks, branch-free choice of the smaller child). The minimum is the smaller of both fronts.
+// The ring's slots are a power of two, its ends running counts; the slot after its last
+// completion holds +inf, so an empty ring's front is +inf too (no emptiness checks).
 class InFlight {
  public:
   explicit InFlight(int64_t cap)
-      : ring_((size_t)cap + 1), heap_((size_t)(2 * cap + 4), kInf), cap_(cap + 1) {}
-  int64_t size() const { return n_ring_ + n_heap_; }
-  double top() const {
-    const double r = n_ring_ ? ring_[head_] : kInf;
-    return std::min(r, heap_[0]);
-  }
-  double pop() {
-    const double r = n_ring_ ? ring_[head_] : kInf;
-    if (r <= heap_[0] && n_ring_) {
-      head_ = head_ + 1 == cap_ ? 0 : head_ + 1;
-      --n_ring_;
+      : ring_(RingSlots(cap), kInf), mask_(ring_.size() - 1), heap_((size_t)(2 * cap + 4), kInf) {}
+  int64_t size() const { return (int64_t)(tail_ - head_) + n_heap_; }
+  double pop() {  // (not empty)
+    const double r = ring_[head_ & mask_];
+    if (r <= heap_[0]) {  // (+inf: the ring is empty, the heap is not)
+      ++head_;
       return r;
     }
     const double top = heap_[0];
@@ -38,22 +35,19 @@ class InFlight {
   // Removes every completion <= t (the requests done by cycle t): those of the ring, then
   // those of the heap (the order does not matter: what is left is everything > t).
   void PopThrough(double t) {
-    while (n_ring_ && ring_[head_] <= t) {
-      head_ = head_ + 1 == cap_ ? 0 : head_ + 1;
-      --n_ring_;
-    }
+    while (ring_[head_ & mask_] <= t) ++head_;  // +inf after the last
     while (heap_[0] <= t) {  // +inf when empty
       const double x = heap_[--n_heap_];
       heap_[n_heap_] = kInf;
       if (n_heap_) SiftDown(x);
     }
   }
-  // A completion no earlier than every DRAM completion pushed before (monotone).
+  // A completion no earlier than every DRAM completion pushed before (monotone); at most
+  // `cap` completions are in flight.
   void push_ordered(double x) {
-    int64_t tail = head_ + n_ring_;
-    if (tail >= cap_) tail -= cap_;
-    ring_[tail] = x;
-    ++n_ring_;
+    ring_[tail_ & mask_] = x;
+    ++tail_;
+    ring_[tail_ & mask_] = kInf;
   }
   void push(double x) {
     int64_t i = n_heap_++;
@@ -69,6 +63,12 @@ class InFlight {
 
  private:
   static constexpr double kInf = __builtin_inf();
+  // slots for cap completions and the +inf after them: a power of two
+  static size_t RingSlots(int64_t cap) {
+    size_t n = 2;
+    while (n < (size_t)cap + 1) n *= 2;
+    return n;
+  }
   void SiftDown(double x) {
     double* h = heap_.data();
     int64_t i = 0;
@@ -81,8 +81,10 @@ class InFlight {
     }
     h[i] = x;
   }
-  std::vector<double> ring_, heap_;
-  int64_t cap_, head_ = 0, n_ring_ = 0, n_heap_ = 0;
+  std::vector<double> ring_;
+  uint64_t mask_, head_ = 0, tail_ = 0;  // ring: completions [head_, tail_), slots by mask
+  std::vector<double> heap_;
+  int64_t n_heap_ = 0;
 };
 
 // The next load of one traversal layer: a cursor over the trace (no per-load copy). It counts
@@ -93,6 +95,8 @@ struct LayerCursor {
   int64_t pos = 0;        // event index of the layer's next load (n: none left)
   int64_t pushes = 0;     // PUSH events before pos
   int64_t left = 0;       // loads left
+  int64_t dep = -1;       // the event index of the load pos depends on, or -1
+  int64_t entry = -1;     // the data-queue entry of the load at pos, or -1 (none, never pushed)
   int64_t tail = 0, tail_pushes = 0;  // while indexing: the layer's last load so far, pushes before it
 };
 

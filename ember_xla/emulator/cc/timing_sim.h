@@ -76,31 +76,33 @@ class Sim {
   // -- structure of the trace (timing.py: _Sim._index), one pass ---------------------------------
   bool Index() {
     const int64_t n = tr_.n;
-    int64_t n_entries = 0, n_tok = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      n_entries += tr_.kind[i] == kPush;
-      n_tok += tr_.kind[i] == kToken;
-    }
-    n_entries_ = n_entries;
-    entries_.Resize((size_t)n_entries);  // each written below
-    n_tok_ = n_tok;
-    ring_.assign((size_t)std::min<int64_t>(t_.ctrl_cap, n_tok + 1), 0.0);
+    int64_t n_tok = 0;
+    // room for an entry per event (only the pages of the entries written are touched)
+    entries_.Resize((size_t)n);  // each written below
     done_.Assign((size_t)n, -1.0);
     linked_ = n < std::numeric_limits<int32_t>::max();
     if (linked_) next_.Resize((size_t)n);  // a link is written before it is read (below)
-    int64_t e = 0, pending = 0;
+    int64_t e = 0, pending = 0, bytes_loaded = 0;
     int64_t last_tok = -1, last_tok_pushes = 0;  // the last token so far, pushes before it
     int64_t last_value = 0;
     LayerCursor* last = nullptr;
+    // the columns and arrays read once (the stores below may alias anything for the compiler)
+    const int8_t* const kind = tr_.kind;
+    const int64_t *const a = tr_.a, *const b = tr_.b, *const c = tr_.c, *const lay = tr_.layer;
+    const uint8_t* const queued = tr_.queued;
+    const bool linked = linked_;
+    Link* const next = linked ? next_.data() : nullptr;
+    Entry* const entries = entries_.data();
+    const int64_t queue_bytes = t_.queue_bytes;
     for (int64_t i = 0; i < n; ++i) {
-      const int8_t k = tr_.kind[i];
+      const int8_t k = kind[i];
       if (k == kLoad) {
-        const int64_t dep = tr_.c[i];
+        const int64_t dep = c[i];
         const uint64_t after = (uint64_t)dep + 1;  // 0: none; above i: dep >= i or dep < -1
-        if (after > (uint64_t)i || (after && tr_.kind[dep] != kLoad))
+        if (after > (uint64_t)i || (after && kind[dep] != kLoad))
           return Fail("malformed trace: load " + std::to_string(i) + " depends on event " +
                       std::to_string(dep) + ", not an earlier load");
-        const int64_t v = tr_.layer[i];
+        const int64_t v = lay[i];
         if (!last || v != last_value) {
           last = nullptr;
           for (LayerCursor& lc : layers_)
@@ -111,40 +113,47 @@ class Sim {
           }
           last_value = v;
         }
-        if (linked_ && last->left) next_[last->tail] = Link{(int32_t)(i - last->tail),
-                                                            (int32_t)(e - last->tail_pushes)};
+        if (linked && last->left) next[last->tail] = Link{(int32_t)(i - last->tail),
+                                                          (int32_t)(e - last->tail_pushes)};
         last->tail = i, last->tail_pushes = e;
         ++last->left;
-        bytes_loaded_ += tr_.b[i];
-        pending += tr_.queued[i] != 0;
+        bytes_loaded += b[i];
+        pending += queued[i] != 0;
       } else if (k == kPush) {
         // an entry without loads counts as one pending "load": its reservation pushes it
         if (pending > std::numeric_limits<int32_t>::max())
           return Fail("a data-queue entry is made of more than 2^31 loads");
-        Entry& en = entries_[e];
+        const int64_t bytes = a[i];
+        if (bytes > queue_bytes)
+          return Fail("a data-queue entry of " + std::to_string(bytes) +
+                      " bytes does not fit the " + std::to_string(queue_bytes) +
+                      "-byte data queue");
+        Entry& en = entries[e];
         en = Entry{};
         en.remaining = pending ? (int32_t)pending : 1;
         en.loadless = pending == 0;
-        en.bytes = tr_.a[i];
-        if (tr_.a[i] > t_.queue_bytes)
-          return Fail("a data-queue entry of " + std::to_string(tr_.a[i]) +
-                      " bytes does not fit the " + std::to_string(t_.queue_bytes) +
-                      "-byte data queue");
+        en.bytes = bytes;
         pending = 0;
         ++e;
       } else if (k == kToken) {
-        const int64_t cs = tr_.a[i];
+        const int64_t cs = a[i];
         if (cs < 0 || cs >= tr_.n_cases || tr_.case_pops[cs] < 0)
           return Fail("control token " + std::to_string(cs) + " has no case cost");
-        if (linked_ && last_tok >= 0)
-          next_[last_tok] = Link{(int32_t)(i - last_tok), (int32_t)(e - last_tok_pushes)};
+        if (linked && last_tok >= 0)
+          next[last_tok] = Link{(int32_t)(i - last_tok), (int32_t)(e - last_tok_pushes)};
         last_tok = i, last_tok_pushes = e;
+        ++n_tok;
       } else {
         return Fail("malformed trace: event " + std::to_string(i) + " has kind " +
                     std::to_string((int)k));
       }
     }
+    bytes_loaded_ = bytes_loaded;
     if (linked_ && last_tok >= 0) next_[last_tok] = Link{};  // the last token: no next one
+    n_entries_ = e;
+    n_tok_ = n_tok;
+    for (LayerCursor& lc : layers_) Fetch(lc);
+    ring_.assign((size_t)std::min<int64_t>(t_.ctrl_cap, n_tok + 1), 0.0);
     tok_pos_ = 0;
     AdvanceToken();
     layers_left_ = (int64_t)layers_.size();
@@ -158,6 +167,11 @@ class Sim {
       ++tok_pos_;
     }
   }
+  // What the pick needs of a cursor's load: its dependency and its entry.
+  void Fetch(LayerCursor& lc) const {
+    lc.dep = tr_.c[lc.pos];
+    lc.entry = (tr_.queued[lc.pos] && lc.pushes < n_entries_) ? lc.pushes : -1;
+  }
   // Moves a layer cursor past its issued load to the layer's next load.
   void AdvanceLayer(LayerCursor& lc) {
     if (--lc.left == 0) {
@@ -168,6 +182,7 @@ class Sim {
       const Link k = next_[lc.pos];
       lc.pos += k.delta;
       lc.pushes += k.pushes;
+      Fetch(lc);
       return;
     }
     int64_t pos = lc.pos + 1;
@@ -178,14 +193,11 @@ class Sim {
     }
     lc.pos = pos;
     lc.pushes = pushes;
+    Fetch(lc);
   }
   // The cache line of a byte address (floored, also below address 0).
   int64_t LineOf(int64_t addr) const {
     return line_shift_ >= 0 ? addr >> line_shift_ : FloorDiv(addr, t_.line_bytes);
-  }
-  // The entry of the load under a cursor, or -1 (address-only, or never pushed).
-  int64_t EntryOf(const LayerCursor& lc) const {
-    return (tr_.queued[lc.pos] && lc.pushes < n_entries_) ? lc.pushes : -1;
   }
 
   // -- execute unit ------------------------------------------------------------------------------
@@ -199,18 +211,14 @@ class Sim {
       if (entries_[before - 1].remaining > 0) return false;
       t_tok = std::max(t_tok, entries_[before - 1].push);
     }
-    double& ring = ring_[(size_t)(k % (int64_t)ring_.size())];  // tok_start[k - ctrl_cap]
+    double& ring = ring_[ring_pos_];  // tok_start[k - ctrl_cap]
     if (k >= t_.ctrl_cap) t_tok = std::max(t_tok, ring);
     const int64_t cs = tr_.a[tok_pos_];
     const int64_t pops = tr_.case_pops[cs];
     const int64_t n_e = n_entries_;
     double ready = t_tok;
     for (int64_t e = data_ptr_; e < data_ptr_ + pops; ++e) {
-      if (e >= n_e) {
-        fatal_ = true;
-        *err_ = "callback " + std::to_string(cs) + " pops more data than was pushed";
-        return false;
-      }
+      if (e >= n_e) return FailPops(cs);
       if (entries_[e].remaining > 0) return false;
       ready = std::max(ready, entries_[e].push);
     }
@@ -223,6 +231,7 @@ class Sim {
     data_ptr_ += pops;
     last_tok_time_ = t_tok;
     ring = start;
+    if (++ring_pos_ == ring_.size()) ring_pos_ = 0;
     max_tok_time_ = std::max(max_tok_time_, t_tok);
     ++n_started_;
     const Link to = linked_ ? next_[tok_pos_] : Link{};
@@ -235,6 +244,11 @@ class Sim {
     }
     Mark();
     return true;
+  }
+  __attribute__((noinline, cold)) bool FailPops(int64_t cs) {
+    fatal_ = true;
+    *err_ = "callback " + std::to_string(cs) + " pops more data than was pushed";
+    return false;
   }
   void Mark() {
     while (marks_ && mark_times_.size() < marks_->size() &&
@@ -259,10 +273,12 @@ class Sim {
     return true;
   }
 
+  // F: the memory system's narrow lookup compiled in (null: called through its pointer).
+  template <MemorySystem::NarrowLookupFn F = nullptr>
   __attribute__((always_inline)) void Issue(LayerCursor& lc, double t, double waited) {
     const int64_t i = lc.pos;
     last_issue_ = std::max(last_issue_, t);
-    const int64_t e = EntryOf(lc);
+    const int64_t e = lc.entry;
     if (e >= 0 && e == reserved_) {
       queue_full_ += waited;
       used_ += entries_[e].bytes;
@@ -277,7 +293,7 @@ class Sim {
       heap_.PopThrough(t);
       if (heap_.size() >= cap) t = std::max(t, heap_.pop());
       int where;
-      const double c = mem_.Access(line, t, &where);
+      const double c = mem_.Access<F>(line, t, &where);
       if (where == mem_.levels())  // single-channel DRAM: completions in request order
         heap_.push_ordered(c);
       else
@@ -315,44 +331,38 @@ class Sim {
   }
 
   // The load the access unit issues next (pick_, pick_t_, pick_wait_); *any: loads are left.
-  bool PickNext(bool* any) {
+  __attribute__((always_inline)) bool PickNext(bool* any) {
+    *any = layers_left_ > 0;  // (the layers with loads left)
+    if (!*any) return true;
+    if (reserved_ < n_entries_ && entries_[reserved_].loadless && !ReserveLoadless())
+      return false;
+    const LayerCursor* const layers = layers_.data();
     const int64_t n_layers = (int64_t)layers_.size();
-    *any = false;
-    if (layers_left_ == 0) return true;  // (the layers with loads left)
-    if (!ReserveLoadless()) return false;
-    bool have = false;
-    int64_t best = 0;
+    int64_t best = -1;
     double best_t = 0.0, best_wait = 0.0;
     for (int64_t l = 0; l < n_layers; ++l) {
-      const LayerCursor& lc = layers_[l];
+      const LayerCursor& lc = layers[l];
       if (!lc.left) continue;
-      *any = true;
       double t = lc.agen;
-      const int64_t dep = tr_.c[lc.pos];
-      if (dep >= 0) {
-        const double d = done_[dep];
+      if (lc.dep >= 0) {
+        const double d = done_[lc.dep];
         if (d < 0) continue;
         t = std::max(t, d);
       }
       double wait = 0.0;
-      const int64_t e = EntryOf(lc);
-      if (e >= 0 && e == reserved_) {
+      if (lc.entry >= reserved_) {  // (-1: no entry)
+        if (lc.entry > reserved_) continue;
         double room;
-        if (!Reserve(e, t, &room)) {
+        if (!Reserve(lc.entry, t, &room)) {
           if (fatal_) return false;
           continue;
         }
         wait = std::max(0.0, room - t);
         t += wait;
-      } else if (e > reserved_) {
-        continue;
       }
-      if (!have || t < best_t) {
-        best = l, best_t = t, best_wait = wait, have = true;
-      }
+      if (best < 0 || t < best_t) best = l, best_t = t, best_wait = wait;
     }
-    if (!*any) return true;
-    if (!have)
+    if (best < 0)
       return Fail("the access unit deadlocks: the data queue (" +
                   std::to_string(t_.queue_bytes) +
                   " B) cannot hold the entries one callback needs before its control token "
@@ -361,33 +371,49 @@ class Sim {
     return true;
   }
 
-  // When only `lc` has loads left, no entry without loads waits to be reserved, and its next
-  // load's entry is reserved already (or it has none) and its dependency issued, PickNext would
-  // pick that load at *t with no wait and change nothing else: the load can be issued at once
-  // (a row's further chunks, one after the other).
-  bool SoleNext(const LayerCursor& lc, double* t) const {
+  // When only `lc` has loads left, no entry without loads waits to be reserved and its next
+  // load's dependency is issued, PickNext would pick that load at *t (after *wait for room in
+  // the data queue when its entry is the next to reserve) and change nothing else: the load
+  // can be issued at once (a row's further chunks, the rows after the index loads are done).
+  // False also when the entry cannot be reserved yet (PickNext then says why).
+  bool SoleNext(const LayerCursor& lc, double* t, double* wait) {
     if (layers_left_ != 1 || lc.left == 0) return false;
     if (reserved_ < n_entries_ && entries_[reserved_].loadless) return false;
-    if (EntryOf(lc) >= reserved_) return false;
+    if (lc.entry > reserved_) return false;
     double at = lc.agen;
-    const int64_t dep = tr_.c[lc.pos];
+    const int64_t dep = lc.dep;
     if (dep >= 0) {
       if (done_[dep] < 0) return false;
       at = std::max(at, done_[dep]);
     }
-    *t = at;
+    double w = 0.0;
+    if (lc.entry == reserved_) {
+      double room;
+      if (!Reserve(lc.entry, at, &room)) return false;
+      w = std::max(0.0, room - at);
+      at += w;
+    }
+    *t = at, *wait = w;
     return true;
   }
 
+  // The replay loop, with the lookup of the shipped targets' levels (4, 8 and 16 ways)
+  // compiled in when the target has those.
   bool Replay() {
+    constexpr MemorySystem::NarrowLookupFn kShipped = &MemorySystem::NarrowLookup<4, 8, 16>;
+    if (mem_.narrow_lookup() == kShipped) return ReplayWith<kShipped>();
+    return ReplayWith<nullptr>();
+  }
+  template <MemorySystem::NarrowLookupFn F>
+  bool ReplayWith() {
     for (;;) {
       bool any = false;
       if (!PickNext(&any)) return false;
       if (!any) break;
       LayerCursor& lc = layers_[pick_];
-      Issue(lc, pick_t_, pick_wait_);
-      double t;
-      while (SoleNext(lc, &t)) Issue(lc, t, 0.0);
+      Issue<F>(lc, pick_t_, pick_wait_);
+      double t, wait;
+      while (SoleNext(lc, &t, &wait)) Issue<F>(lc, t, wait);
     }
     return Tail();
   }
@@ -414,7 +440,7 @@ class Sim {
   }
 
   const TimingTarget& t_;
-  const TraceView& tr_;
+  const TraceView tr_;  // (a copy: its columns one load away)
   std::string* err_;
   MemorySystem mem_;
   InFlight heap_;
@@ -441,6 +467,7 @@ class Sim {
   ColumnArray<Entry> entries_;  // in the kept memory of trace columns (no fresh pages)
   int64_t n_entries_ = 0;
   std::vector<double> ring_;         // start cycles of the last ctrl_cap callbacks
+  size_t ring_pos_ = 0;              // the slot of callback n_started_ (its number mod size)
   int64_t n_tok_ = 0, tok_pos_ = 0, tok_pushes_ = 0;  // token cursor: next token, pushes before
   double last_tok_time_ = 0.0;
 

@@ -30,8 +30,10 @@ the scatter's order of rows is kept, so no order rule is asked.
 The segment form adds a bag's rows one after the other. With ``xla_order`` (the CPU rewrite,
 compared bit for bit with XLA:CPU) a bag that XLA:CPU adds in another order
 (``native/padded_order.sum_order`` of the reduce: YNNPACK's blocked order at most real sizes)
-is left as it is, with that reason; the DAE machines (``xla_order=false``), whose programs add
-rows in order and are compared to a tolerance, take every masked bag.
+is left as it is: an unweighted sum in an order the padded-bag kernel reproduces goes to
+``ember.padded_bag`` with the mask as an operand (patterns/padded_bag.py), the others stay in
+XLA with the reason. The DAE machines (``xla_order=false``), whose programs add rows in order
+and are compared to a tolerance, take every masked bag.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
 
 PASS = "masked-bag-to-segments"
 _IDENTITY = {"add": 0.0, "maximum": -math.inf, "minimum": math.inf}
+#: Orders in which ``ember.padded_bag`` sums a masked bag (patterns/padded_bag.py).
+_MASKED_KERNEL_ORDERS = ("blocked", "vector8", "tree32")
 
 
 def _xla_order(dt: str, b: int, p: int, d: int, weighted: bool, lk: RowLookup) -> str:
@@ -140,6 +144,9 @@ class MaskedBag(RewritePattern):
             return
         if self.xla_order:
             order = _xla_order(x.type.element_type, bsz, p, d, weights is not None, lk)
+            if order in _MASKED_KERNEL_ORDERS and weights is None and not negate \
+                    and comb == "add":
+                return  # the padded bag's masked kernel adds the rows in that order
             if order != "sequential":
                 note(PASS, op, f"{where}: XLA:CPU adds its {p} rows per bag in the order "
                                f"{order!r}, not one after the other as the segment form does, "

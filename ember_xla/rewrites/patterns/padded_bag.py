@@ -1,8 +1,17 @@
 """``ember.padded_bag``: fixed-size bags ``table[ids]`` of shape [B,P,D] reduced over P by a
 ``reduce`` (jnp.sum/max/mean(axis=1), Keras Embedding + reduce_sum/mean, flax Embed), with
-optional per-lookup weights or a 0/1 padding mask multiplied in."""
+optional per-lookup weights or a 0/1 padding mask multiplied in.
+
+A sum whose rows are masked by a ``select`` first -- ``jnp.where(mask[..., None], rows,
+0).sum(1)``, Keras' mask propagation into ``GlobalAveragePooling1D`` -- passes the mask
+([B,P] pred) as the kernel's last operand, where the rows are added in an order other than
+one after the other (the masked-bag-to-segments canonicalization takes the others): a masked
+lookup adds +0, which changes no sum that starts at +0 (such a sum is never -0), so the
+kernel skips it in XLA:CPU's order of the unmasked bag."""
 
 from __future__ import annotations
+
+import math
 
 from ember_xla.custom_calls import PADDED_BAG
 from ember_xla.ir.operation import Operation
@@ -14,9 +23,24 @@ from ember_xla.rewrites.patterns.common import (
     lookup_of,
     make_cluster,
     split_weighted,
+    weights_chain,
 )
-from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
+from ember_xla.rewrites.refs import Ref, binary_combiner, resolve, scalar_constant
 from ember_xla.rewrites.walk import NoMatch, Walk
+
+
+def masked_rows(walk: Walk, sel: Ref, n_lookups: int) -> tuple[Ref, Ref]:
+    """``select(broadcast(mask), rows, +0)`` -> (rows, the [B,P] pred mask), claiming the
+    select and the mask's broadcasts."""
+    c = scalar_constant(Ref(sel.op.operands[2], sel.stack))
+    if c is None or c != 0.0 or math.copysign(1.0, c) < 0:
+        raise NoMatch(f"select {sel.op.name} is neither jnp.take's out-of-bounds fill nor a "
+                      "mask of the rows with +0")
+    walk.take(sel)
+    mask = weights_chain(walk, Ref(sel.op.operands[0], sel.stack), n_lookups)
+    if mask.value.type.element_type != "pred":
+        raise NoMatch(f"the mask {mask.op.name} {mask.value.type} is not a pred per lookup")
+    return Ref(sel.op.operands[1], sel.stack), mask
 
 
 class PaddedBag(Pattern):
@@ -65,7 +89,15 @@ class PaddedBag(Pattern):
                               f"{table_type} rows; only f16/bf16 -> f32 is modelled")
             walk.take(rows)
             rows = Ref(rows.op.operands[0])
+        mask = None
+        if self.xla_order and combiner == "sum" and init == 0.0 and not _take_fill(rows):
+            probe = walk.enter(rows) if rows.op.opcode == "call" else rows
+            if probe.op.opcode == "select":
+                rows, mask = masked_rows(walk, probe, b * p)
         rows, weights = split_weighted(walk, rows, b * p)
+        if mask is not None and weights is not None:
+            raise NoMatch(f"reduce {op.name} sums masked rows times weights: the masked kernel "
+                          "takes unweighted bags")
         lk = lookup_of(walk, rows)
         if lk.lookup_dims != (b, p):
             raise NoMatch(f"lookups {lk.lookup_dims} do not form the reduced [B,P]=[{b},{p}]")
@@ -87,4 +119,17 @@ class PaddedBag(Pattern):
             raise NoMatch(str(e)) from None
         cluster = make_cluster(self, walk, lk, [("ids", lk.indices)], weights, combiner, init)
         cluster.attrs["sum_order"] = order
+        if mask is not None:
+            cluster.inputs.append(mask.value)
+            cluster.input_roles.append("mask")
+            cluster.notes.append(f"padding mask {mask.op.name}: masked lookups add nothing")
         return cluster
+
+
+def _take_fill(rows: Ref) -> bool:
+    """Is ``rows`` jnp.take's own out-of-bounds fill (``select(in_bounds, gather, NaN)``)?"""
+    probe = resolve(rows)
+    if probe.op.opcode != "select":
+        return False
+    c = scalar_constant(Ref(probe.op.operands[2], probe.stack))
+    return c is not None and math.isnan(c)

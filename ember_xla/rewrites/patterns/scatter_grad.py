@@ -101,6 +101,41 @@ def _zero_operand(op: Operation) -> None:
                       "+0 table: not a lookup's gradient")
 
 
+def _zero_scatter(v: Value) -> bool:
+    """Is ``v`` another lookup's gradient: a scatter-add into +0 (or its ember call)?"""
+    op = v.owner
+    if op.opcode == "custom-call":
+        return op.attributes.get("custom_call_target") == SCATTER_GRAD.name
+    if op.opcode != "scatter" or binary_combiner(op) != "add":
+        return False
+    try:
+        _zero_operand(op)
+    except NoMatch:
+        return False
+    return True
+
+
+def added_onto(op: Operation) -> str | None:
+    """Why the gradient ``op`` stays in XLA because its one user adds it to a dense value
+    (optax's momentum trace ``g + 0.9 * m``, ``add_decayed_weights``' ``g + wd * t``), or
+    None. XLA:CPU's simplifier folds ``A + scatter-add(0, ids, rows)`` into
+    ``scatter-add(A, ids, rows)``: each row's updates are added onto A one by one, while the
+    gradient kernel sums them from +0 and XLA adds that sum to A. Two lookups' gradients
+    added together are not folded (measured: bit-identical)."""
+    users = op.result.users
+    if len(op.result.uses) != 1 or users[0].opcode != "add":
+        return None
+    add = users[0]
+    other = add.operands[1] if add.operands[0] is op.result else add.operands[0]
+    if other is op.result or _zero_scatter(other):
+        return None
+    return (f"the gradient's only user adds it to {other.owner.opcode} {other.owner.name} "
+            f"({add.name}): XLA:CPU folds A + scatter-add(0, ids, rows) into scatter-add(A, "
+            "ids, rows), adding each row's updates onto A one by one, which the gradient "
+            "kernel (a row's updates summed from +0, then added) does not reproduce, so the "
+            "gradient stays in XLA with its update")
+
+
 def _row_gather(op: Operation, lookup_dims: tuple[int, ...]) -> bool:
     """Is ``op`` a gather of whole rows of a [S, D] source, one per lookup?"""
     if op.opcode != "gather" or op.operands[0].type.rank != 2:
@@ -200,6 +235,10 @@ class ScatterGrad(Pattern):
             # forward segment reduction (left to ember.segment_reduce), not a gradient
             raise NoMatch(f"the gather {fwd.name} reading the same ids depends on scatter "
                           f"{op.name}: a forward segment reduction, not a gradient")
+        if (why := added_onto(op)) is not None:
+            miss = NoMatch(why)
+            miss.report, miss.direction = True, "backward"
+            raise miss
         if math.prod(lookup_dims) == 1:
             miss = NoMatch(one_row_fold(op, "the gradient"))
             miss.report, miss.direction = True, "backward"

@@ -98,10 +98,11 @@ def test_mask_over_take_fill(canon):
     assert "scatter" in canon.opcodes(work) and not notes
 
 
-def test_masked_bag_in_a_blocked_order_stays_in_xla_on_the_cpu():
+def test_masked_bag_in_a_blocked_order_is_a_masked_padded_bag_on_the_cpu():
     """At YNNPACK sizes XLA:CPU adds a masked bag's rows in its blocked order, which the
-    segment form does not reproduce: the CPU rewrite keeps the bag in XLA and says why; the DAE
-    rewrite, which adds rows in order, takes it."""
+    segment form does not reproduce: the pass leaves the bag to the padded bag's masked kernel
+    on the CPU (bit-equality: tests/rewrites/test_masked_padded_bag.py); the DAE rewrite, which
+    adds rows in order, takes it as a segment sum."""
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -119,8 +120,9 @@ def test_masked_bag_in_a_blocked_order_stays_in_xla_on_the_cpu():
 
     proto = jax.jit(f).lower(t, ids, mask).compiler_ir("hlo").as_serialized_hlo_module_proto()
     cpu = rewrite_for(module_from_proto(proto, "masked"), "cpu", cost_model=False)
-    assert not cpu.clusters
-    assert any("in the order 'blocked'" in n["reason"] for n in cpu.near_misses), cpu.near_misses
+    (c,) = cpu.clusters
+    assert c["kind"] == "padded_bag" and c["attributes"]["sum_order"] == "blocked", c
+    assert not any("in the order 'blocked'" in n["reason"] for n in cpu.near_misses)
     dae = rewrite_for(module_from_proto(proto, "masked"), "dae")
     assert [c["kind"] for c in dae.clusters] == ["segment_reduce"]
 
