@@ -8,6 +8,9 @@ backward scatter) must run in the addresses mode."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from helper_modules import load_helper
@@ -136,3 +139,45 @@ def test_fused_sgd_update_agrees_or_is_refused(level):
     if not same_as_full(program, inputs):
         with pytest.raises(AddressesUnsupported, match="depends on data"):
             run_program_fast(program, inputs, mode="addresses")
+
+
+def _bag_with_carried_register() -> str:
+    """The -O3 sum bag with a register carried across its row callback's loop iterations and
+    firings: each iteration branches on r24 (an extra op when nonzero) before writing it, and
+    each bag's end resets it. So a firing's op count depends on r24 at the firing's start (0 at
+    a bag's first row, the last column otherwise): r24 is live-in though the loop body writes
+    it, and the firing after a reset must not be replayed from the one before."""
+    from ember_xla.dae import to_text
+
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    from bench_emulator import bag_program
+
+    lines = to_text(bag_program(3, 24)).splitlines()
+    out = []
+    for ln in lines:
+        f = ln.split()
+        if f[:2] == ["program", "bag"]:
+            ln = " ".join(f[:5] + [str(int(f[5]) + 2)] + f[6:])
+        elif f[:2] == ["reg", "23"]:
+            ln += "\nreg 24 s index 0\nreg 25 s f32 0"
+        elif f[:2] == ["case", "1"]:
+            ln = f"case 1 {int(f[2]) + 4}"
+        elif f[0] == "for" and f[4] == "18":
+            ln = " ".join(f[:-1] + [str(int(f[-1]) + 4)])
+        elif f[0] == "vmask" and f[4] == "19":
+            ln += "\nif 0 1 2 24 2 0\nconst 1 0 1 25 1.0\naddf 1 2 0 25 25 25\nmov 1 1 0 24 18"
+        elif f[:2] == ["case", "2"]:
+            ln = "case 2 2\nconst 1 0 1 24 0"
+        elif f[0] == "code":
+            ln = f"code {int(f[1]) + 1}\nconst 1 0 1 24 0"
+        out.append(ln)
+    return "\n".join(out) + "\n"
+
+
+def test_a_register_carried_across_firings_keeps_replays_exact():
+    text = _bag_with_carried_register()
+    inputs = slc_examples.bag_inputs(np.random.default_rng(7), [3, 1, 4, 2, 2], 30, 24)
+    shape = [(5, 24)]
+    assert same_as_full(text, inputs, shape)
+    _, tr = run_program_fast(text, inputs, shape)
+    assert any(v != int(v) for v in tr.cases[1].ops.values())  # the firings' counts differ

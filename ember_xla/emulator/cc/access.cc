@@ -18,8 +18,12 @@ void AccessRun::Start(int32_t t) {
                    std::to_string(st));
   tu_src_[t] = std::max({src_[u.lb], src_[u.ub], src_[u.step]});
   std::vector<RowBuffer>& buffers = row_buffers_[t];  // a TU never starts inside itself
-  if (!SameShapeOnly(t, ub, buffers)) buffers.clear();
-  for (const Registration* g : buffers.empty() ? at_[t * 3 + kEnd] : kNoRegs) {
+  // addresses mode: row buffers of table data kept from the last start when of the same length
+  const int64_t len = std::max<int64_t>(ub, 0);
+  const bool keep =
+      m_.addresses_ && shape_only_rows_[t] && !buffers.empty() && rows_len_[t] == len;
+  if (!keep) buffers.clear(), rows_len_[t] = m_.addresses_ && shape_only_rows_[t] ? len : -1;
+  for (const Registration* g : keep ? kNoRegs : at_[t * 3 + kEnd]) {
     if (g->what != kBufferWhat) continue;
     const int32_t s = (int32_t)g->value;
     bool have = false;
@@ -83,28 +87,13 @@ void AccessRun::Start(int32_t t) {
   Fire(t, kEnd, buffers);
 }
 
-bool AccessRun::SameShapeOnly(int32_t t, int64_t ub, const std::vector<RowBuffer>& buffers) {
-  if (!m_.addresses_ || !shape_only_rows_[t] || buffers.empty()) return false;
-  size_t k = 0;
-  for (const Registration* g : at_[t * 3 + kEnd]) {
-    if (g->what != kBufferWhat) continue;
-    const int32_t s = (int32_t)g->value;
-    if (k == buffers.size() || buffers[k].stream != s ||
-        buffers[k].buf.get() != ShapeOnly(e_.streams[s].dtype, std::max<int64_t>(ub, 0)).get())
-      return false;
-    ++k;
-  }
-  return k == buffers.size();
-}
-
 void AccessRun::Fire(int32_t t, Event ev, std::vector<RowBuffer>& buffers) {
   for (const Registration* g : at_[t * 3 + ev]) {
     if (g->what == kTokenWhat) {
-      int64_t number = -1;
-      for (size_t c = 0; c < e_.cases.size(); ++c)
-        if (e_.cases[c].id == g->value) number = m_.cb_[k_][c];
-      m_.trace_->Token(number);
-      m_.RunCase(k_, g->value);
+      const size_t j = (size_t)(g - e_.regs.data());
+      const int64_t c = token_case_[j];
+      m_.trace_->Token(token_number_[j]);
+      m_.RunCase(k_, c >= 0 ? c : m_.CaseIndex(k_, g->value));  // (-1: raises "no case")
       continue;
     }
     // push onto the ring (grow it when full, keeping FIFO order)
@@ -118,12 +107,12 @@ void AccessRun::Fire(int32_t t, Event ev, std::vector<RowBuffer>& buffers) {
     Value& slot = m_.queue_[m_.QueueAt(m_.q_size_)];
     int64_t nbytes;
     if (g->what == kBufferWhat) {
-      BufferRef b;
+      const BufferRef* b = nullptr;  // (no reference-count traffic)
       for (RowBuffer& rb : buffers)
-        if (rb.stream == g->value) b = rb.buf;
-      if (!b) throw RunError("a buffer registration outside its tu's end event");
-      slot.SetBuffer(b);
-      nbytes = b->nbytes();
+        if (rb.stream == g->value) b = &rb.buf;
+      if (!b || !*b) throw RunError("a buffer registration outside its tu's end event");
+      slot.SetBuffer(*b);
+      nbytes = (*b)->nbytes();
     } else {
       const Value& v = vals_[g->value];
       if (!v.set) throw RunError("push of a stream that has no value");
@@ -167,7 +156,7 @@ void AccessRun::Eval(int32_t s, int layer) {
         if (IsFloat(st.dtype)) tmp.f[l] = RoundTo((double)r, st.dtype);
         else tmp.i[l] = Wrap(r, st.dtype);
       }
-      std::swap(out, tmp);
+      out.Swap(tmp);
       return;
     }
     case StreamKind::Mem: {
@@ -245,17 +234,19 @@ void AccessRun::VMem(int32_t s, const Stream& st, int64_t dep, int layer) {
       src_[s] = m_.trace_->Load(m_.Address(m, at), ItemSize(m.dtype), dep, queued_[s], layer);
     }
   }
-  std::swap(vals_[s], tmp);
+  vals_[s].Swap(tmp);
 }
 
 void Machine::RunEngine(int64_t k) {
   const Engine& e = p_.engines[k];
+  ++reg_epoch_;  // (the engine's variables, and whatever top-level code wrote before)
   for (const Var& v : e.vars) val_[v.reg] = val_[v.init];
   q_head_ = 0, q_size_ = 0;
   AccessRun(*this, k).Run();
   if (q_size_)
     throw RunError("engine " + std::to_string(k) + ": " + std::to_string(q_size_) +
                    " operands left in the data queue (registered but never popped)");
+  ++reg_epoch_;
   for (const Var& v : e.vars)
     if (v.result >= 0) val_[v.result] = val_[v.reg];
 }

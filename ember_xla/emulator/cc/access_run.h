@@ -33,11 +33,20 @@ class AccessRun {
       for (int32_t u = e_.tus[t].parent; u >= 0; u = e_.tus[u].parent) ++d;
       depth_[t] = d;
     }
+    token_case_.assign(e_.regs.size(), -1);
+    token_number_.assign(e_.regs.size(), -1);
     for (const Registration& g : e_.regs) {
       at_[g.tu * 3 + g.event].push_back(&g);
       if (g.what != kTokenWhat) queued_[g.value] = 1;
+      const size_t j = (size_t)(&g - e_.regs.data());
+      for (size_t c = e_.cases.size(); g.what == kTokenWhat && c-- > 0;)
+        if (e_.cases[c].id == g.value) {
+          token_case_[j] = (int64_t)c;
+          if (token_number_[j] < 0) token_number_[j] = m.cb_[k][c];
+        }
     }
     shape_only_rows_.assign(nt, 1);
+    rows_len_.assign(nt, -1);
     for (size_t t = 0; t < nt; ++t) {  // its row buffers: distinct streams, of table data
       std::vector<int32_t> seen;
       for (const Registration* g : at_[t * 3 + kEnd]) {
@@ -49,6 +58,7 @@ class AccessRun {
     }
     fast_.assign(nt, 0);
     tail_.assign(nt, 0);
+    plans_.resize(nt);
     for (size_t t = 0; m.addresses_ && t < nt; ++t) {
       fast_[t] = RowsOnly((int32_t)t);
       tail_[t] = fast_[t] && TailToo((int32_t)t);
@@ -105,9 +115,6 @@ class AccessRun {
     shape_only_.push_back(ShapeOnlyBuffer(dt, {n}));
     return shape_only_.back();
   }
-  // Addresses mode: TU t's row buffers (at a start with upper bound ub) are the data-less
-  // buffers `buffers` holds from its last start (they are kept, not rebuilt).
-  bool SameShapeOnly(int32_t t, int64_t ub, const std::vector<RowBuffer>& buffers);
 
   // Addresses mode: the stream's values are not read (table data, or a buffer the core writes).
   bool Skip(const Buffer& m) const { return m_.addresses_ && (IsFloat(m.dtype) || !m.data); }
@@ -128,6 +135,30 @@ class AccessRun {
   // (done), the last iteration (not tail_[t]), or one whose bounds check fails (the generic
   // loop raises the error).
   int64_t FastRows(int32_t t, int64_t lb, int64_t ub, int64_t vl, int64_t stride);
+  // One vmem stream of a fast TU as FastRows records it: what is fixed is planned at the TU's
+  // first start (PlanRows); the buffer is checked again when its register's changes; the
+  // other TUs' index values, the dependency and `pre` are read at every start.
+  struct RowLoad {
+    int32_t s, reg;  // the stream, the register of its buffer
+    const Buffer* m;
+    BufferRef keep;  // m alive (a pointer compared with the register's is never stale)
+    int64_t idx[8], dep;
+    size_t ni, ind;  // ind: position of the TU's index among the indices, or ni (none)
+    int32_t other[8];  // the other indices' streams (values of other TUs) and their positions
+    size_t other_pos[8], n_other;
+    int64_t bytes;
+    bool queued;
+    // the TU's index is the last dimension (lin): the flat index at x is pre + x, the other
+    // dimensions' indices in range or not (pre_ok); the buffer's address and item size
+    bool lin, pre_ok;
+    int64_t pre, last_dim, mbase, item;
+  };
+  struct RowsPlan {
+    bool built = false, ok = false;  // ok: FastRows applies (else the generic loop runs)
+    size_t n = 0;
+    RowLoad loads[8];
+  };
+  void PlanRows(int32_t t, int64_t vl);
   // FastRows may run the last iteration of fast TU t too (see FastRows).
   bool TailToo(int32_t t) const;
   // FastRows applies to TU t: a vector TU without children or iteration events whose streams
@@ -147,12 +178,19 @@ class AccessRun {
   std::vector<std::vector<int32_t>> owned_, children_;
   std::vector<std::vector<const Registration*>> at_;
   std::vector<uint8_t> queued_;
+  // per registration, a token's: case index (the first of its id) and callback number (the
+  // last's: as the trace always numbered it), or -1 (no such case)
+  std::vector<int64_t> token_case_, token_number_;
   std::vector<int> depth_;
   std::vector<std::vector<RowBuffer>> row_buffers_;  // per TU: the buffers of its running start
   std::vector<BufferRef> shape_only_;
   std::vector<uint8_t> fast_;  // per TU: FastRows applies (addresses mode)
   std::vector<uint8_t> tail_;  // per TU: FastRows runs its last iteration too
+  std::vector<RowsPlan> plans_;  // per TU: FastRows' plan
   std::vector<uint8_t> shape_only_rows_;  // per TU: its row buffers are data-less (addresses)
+  // per TU, with shape_only_rows_ in the addresses mode: the length of the data-less row
+  // buffers row_buffers_ holds (kept from start to start while it does not change), or -1
+  std::vector<int64_t> rows_len_;
   const std::vector<const Registration*> kNoRegs;
 };
 

@@ -20,10 +20,13 @@ void ForReads(const Instr& in, Fn&& fn) {
 
 struct Walk {
   CaseMemo* memo;
-  std::vector<uint8_t> killed;   // written by a top-level instruction so far
-  std::vector<int32_t> writes;   // every register written (with repeats: one per writer)
+  std::vector<int32_t> writes;  // every register written (with repeats: one per writer)
 
-  void Run(const std::vector<Instr>& code, size_t lo, size_t hi, bool top) {
+  // `killed`: the registers surely written since the firing began, as seen at `lo` (a loop
+  // body or a branch walks a copy: it may run zero times; an instruction's write is whole).
+  // A read of a register not killed is a read of its value at the firing's start: live-in.
+  void Run(const std::vector<Instr>& code, size_t lo, size_t hi, bool top,
+           std::vector<uint8_t>& killed) {
     size_t i = lo;
     while (i < hi) {
       const Instr& in = code[i];
@@ -36,18 +39,20 @@ struct Walk {
         if (!killed[r]) AddUnique(&memo->live_in, r);
       });
       for (int32_t d : in.dst) writes.push_back(d);
-      // a loop may run zero times: its induction variable is not surely written
-      if (top && in.op != Op::For)
-        for (int32_t d : in.dst) killed[d] = 1;
-      if (in.op == Op::For) {
+      if (in.op == Op::For) {  // each iteration writes the induction variable first
         const size_t n = (size_t)in.imm[0].i;
-        Run(code, i + 1, i + 1 + n, false);
+        std::vector<uint8_t> body = killed;
+        for (int32_t d : in.dst) body[d] = 1;
+        Run(code, i + 1, i + 1 + n, false, body);
         i += 1 + n;
       } else if (in.op == Op::If) {
         const size_t nt = (size_t)in.imm[0].i, ne = (size_t)in.imm[1].i;
-        Run(code, i + 1, i + 1 + nt + ne, false);
+        std::vector<uint8_t> then_k = killed, else_k = killed;
+        Run(code, i + 1, i + 1 + nt, false, then_k);
+        Run(code, i + 1 + nt, i + 1 + nt + ne, false, else_k);
         i += 1 + nt + ne;
       } else {
+        for (int32_t d : in.dst) killed[d] = 1;
         ++i;
       }
     }
@@ -85,8 +90,9 @@ std::vector<CaseMemo> PlanCaseMemos(const Program& p) {
   for (size_t k = 0; k < cases.size(); ++k) {
     CaseMemo& m = out[k];
     m.eligible = true;
-    Walk w{&m, std::vector<uint8_t>(nr, 0), {}};
-    w.Run(cases[k]->code, 0, cases[k]->code.size(), true);
+    Walk w{&m, {}};
+    std::vector<uint8_t> killed(nr, 0);
+    w.Run(cases[k]->code, 0, cases[k]->code.size(), true, killed);
     for (int32_t d : m.pop_dst)  // a pop's destination must be written by that pop only
       if (std::count(w.writes.begin(), w.writes.end(), d) != 1) m.eligible = false;
     if (!m.eligible) continue;

@@ -22,6 +22,9 @@ namespace ember_emu {
 // Equal as far as a firing can tell: shape, known-ness, the values of known scalars and
 // vectors (bit for bit), the same buffer object.
 inline bool SameValue(const Value& a, const Value& b) {
+  if (a.lanes == 0 && b.lanes == 0 && a.set && b.set && a.known && b.known && a.dt == b.dt &&
+      !IsFloat(a.dt))
+    return a.i[0] == b.i[0];  // (the common key: a known integer scalar)
   if (a.set != b.set || a.known != b.known || a.dt != b.dt || a.lanes != b.lanes) return false;
   if (!a.set) return true;
   if (a.lanes == -1) return a.m == b.m;
@@ -73,6 +76,10 @@ struct CaseMemo {
   std::vector<int32_t> restore;      // registers written that live_in or other code reads
   // the last recorded firing
   bool valid = false;
+  // the firing leaves its live-in registers as it found them (so while no other code runs,
+  // the next firing finds them equal to key_regs), and reg_epoch_ after it
+  bool idempotent = false;
+  uint64_t epoch = 0;
   std::vector<Value> key_regs, key_entries, result;  // live_in, popped entries, restore
   std::vector<double> delta;                          // op counts per class of one firing
 };

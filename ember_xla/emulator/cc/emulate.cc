@@ -23,10 +23,44 @@ namespace ffi = xla::ffi;
 namespace ember_emu {
 namespace {
 
+// A freed run's trace, kept cleared for the next run: its columns' pages stay mapped, so a run
+// no longer than it records without page faults (one trace of at most kKeptEvents events,
+// ~34 bytes each; a longer one is freed as before, into timing.cc's kept mappings).
+constexpr size_t kKeptTraces = 1, kKeptEvents = (size_t)8 << 20;
+std::mutex g_trace_mu;
+std::vector<std::unique_ptr<TraceBuffer>> g_traces;
+
+std::unique_ptr<TraceBuffer> TakeTrace() {
+  {
+    std::lock_guard<std::mutex> lock(g_trace_mu);
+    if (!g_traces.empty()) {
+      std::unique_ptr<TraceBuffer> t = std::move(g_traces.back());
+      g_traces.pop_back();
+      return t;
+    }
+  }
+  return std::make_unique<TraceBuffer>();
+}
+
+void KeepTrace(std::unique_ptr<TraceBuffer> t) {
+  if (!t || t->kind.size() > kKeptEvents) return;
+  t->Clear();
+  std::lock_guard<std::mutex> lock(g_trace_mu);
+  if (g_traces.size() < kKeptTraces) g_traces.push_back(std::move(t));
+}
+
 struct Run {
   Program program;
-  TraceBuffer trace;
+  std::unique_ptr<TraceBuffer> trace_owned = TakeTrace();
+  TraceBuffer& trace = *trace_owned;
   std::unique_ptr<Machine> machine;
+  Run() = default;
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
+  ~Run() {
+    machine.reset();
+    KeepTrace(std::move(trace_owned));
+  }
 };
 
 // Simulates a finished run on a target; false with a message when it does not fit.

@@ -105,6 +105,7 @@ void Machine::Run() {
 }
 
 void Machine::RunCode(const std::vector<Instr>& code, size_t lo, size_t hi, CaseStats* cnt) {
+  ++reg_epoch_;
   size_t i = lo;
   while (i < hi) {
     const Instr& in = code[i];
@@ -159,7 +160,7 @@ void Machine::RunCode(const std::vector<Instr>& code, size_t lo, size_t hi, Case
         if (!ok)
           throw RunError(std::string("pop: the queue holds ") + DTypeName(e.dt) +
                          " entry, the case expects " + DTypeName(r.dtype));
-        std::swap(val_[in.dst[0]], e);
+        val_[in.dst[0]].Swap(e);
         q_head_ = QueueAt(1);
         --q_size_;
         break;
@@ -220,53 +221,59 @@ bool Machine::StepUnknown(const Instr& in) {
   return true;
 }
 
-void Machine::RunCase(int64_t engine, int64_t case_id) {
+int64_t Machine::CaseIndex(int64_t engine, int64_t case_id) const {
   const Engine& e = p_.engines[engine];
-  for (size_t c = 0; c < e.cases.size(); ++c) {
-    if (e.cases[c].id != case_id) continue;
-    const int64_t num = cb_[engine][c];
-    CaseStats& s = stats_[num];
-    CaseMemo* mm = addresses_ && !memo_off_ && memo_[num].eligible ? &memo_[num] : nullptr;
-    if (mm && ReplayMemo(*mm, s)) return;
-    const bool record = mm && q_size_ >= mm->pop_dst.size();
-    std::vector<Value> regs, entries;
-    std::vector<double> before;
-    const size_t trace_before = trace_->kind.size();
-    const int64_t base_before = next_base_;
-    if (record) {
-      for (int32_t r : mm->live_in) regs.push_back(val_[r]);
-      for (size_t j = 0; j < mm->pop_dst.size(); ++j)
-        entries.push_back(queue_[QueueAt(j)]);
-      before = s.total;
-      before.resize(kNumOpClasses, 0.0);
-    }
-    ++s.fired;
-    RunCode(e.cases[c].code, 0, e.cases[c].code.size(), &s);
-    if (!record || memo_off_) return;
-    if (trace_->kind.size() != trace_before || next_base_ != base_before) {
-      mm->eligible = false, mm->valid = false;  // effects beyond registers: never replayed
-      return;
-    }
-    mm->key_regs = std::move(regs);
-    mm->key_entries = std::move(entries);
-    mm->result.clear();
-    for (int32_t r : mm->restore) mm->result.push_back(val_[r]);
-    mm->delta.assign(kNumOpClasses, 0.0);
-    for (int k = 0; k < kNumOpClasses && !s.total.empty(); ++k) mm->delta[k] = s.total[k] - before[k];
-    mm->valid = true;
+  for (size_t c = 0; c < e.cases.size(); ++c)
+    if (e.cases[c].id == case_id) return (int64_t)c;
+  throw RunError("no case " + std::to_string(case_id));
+}
+
+void Machine::RunCase(int64_t engine, int64_t c) {
+  const Case& cs = p_.engines[engine].cases[c];
+  const int64_t num = cb_[engine][c];
+  CaseStats& s = stats_[num];
+  CaseMemo* mm = addresses_ && !memo_off_ && memo_[num].eligible ? &memo_[num] : nullptr;
+  if (mm && ReplayMemo(*mm, s)) return;
+  const bool record = mm && q_size_ >= mm->pop_dst.size();
+  const size_t trace_before = trace_->kind.size();
+  const int64_t base_before = next_base_;
+  if (record) {  // the key, into the memo's kept storage (no allocation once it has lanes)
+    mm->valid = false;
+    mm->key_regs.resize(mm->live_in.size());
+    for (size_t j = 0; j < mm->live_in.size(); ++j) AssignValue(mm->key_regs[j], val_[mm->live_in[j]]);
+    mm->key_entries.resize(mm->pop_dst.size());
+    for (size_t j = 0; j < mm->pop_dst.size(); ++j)
+      AssignValue(mm->key_entries[j], queue_[QueueAt(j)]);
+    mm->delta = s.total;
+    mm->delta.resize(kNumOpClasses, 0.0);
+  }
+  ++s.fired;
+  RunCode(cs.code, 0, cs.code.size(), &s);
+  if (!record || memo_off_) return;
+  if (trace_->kind.size() != trace_before || next_base_ != base_before) {
+    mm->eligible = false;  // effects beyond registers: never replayed
     return;
   }
-  throw RunError("no case " + std::to_string(case_id));
+  mm->result.resize(mm->restore.size());
+  for (size_t j = 0; j < mm->restore.size(); ++j) AssignValue(mm->result[j], val_[mm->restore[j]]);
+  for (int k = 0; k < kNumOpClasses; ++k)
+    mm->delta[k] = (s.total.empty() ? 0.0 : s.total[k]) - mm->delta[k];
+  mm->idempotent = true;
+  for (size_t j = 0; j < mm->live_in.size(); ++j)
+    mm->idempotent &= SameValue(val_[mm->live_in[j]], mm->key_regs[j]);
+  mm->epoch = ++reg_epoch_;
+  mm->valid = true;
 }
 
 bool Machine::ReplayMemo(CaseMemo& mm, CaseStats& s) {
   if (!mm.valid || q_size_ < mm.pop_dst.size()) return false;
-  for (size_t j = 0; j < mm.live_in.size(); ++j)
-    if (!SameValue(val_[mm.live_in[j]], mm.key_regs[j])) return false;
+  if (!mm.idempotent || mm.epoch != reg_epoch_)  // (else the registers are as it left them)
+    for (size_t j = 0; j < mm.live_in.size(); ++j)
+      if (!SameValue(val_[mm.live_in[j]], mm.key_regs[j])) return false;
   for (size_t j = 0; j < mm.pop_dst.size(); ++j)
     if (!SameEntry(queue_[QueueAt(j)], mm.key_entries[j])) return false;
   for (int32_t d : mm.pop_dst) {
-    std::swap(val_[d], queue_[q_head_]);
+    val_[d].Swap(queue_[q_head_]);
     q_head_ = QueueAt(1);
     --q_size_;
   }
@@ -274,6 +281,7 @@ bool Machine::ReplayMemo(CaseMemo& mm, CaseStats& s) {
   if (s.total.empty()) s.total.assign(kNumOpClasses, 0.0);
   for (int k = 0; k < kNumOpClasses; ++k) s.total[k] += mm.delta[k];
   ++s.fired;
+  mm.epoch = ++reg_epoch_;
   return true;
 }
 

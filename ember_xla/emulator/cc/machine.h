@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "program.h"
@@ -37,6 +38,12 @@ struct Value {
     dt = d, lanes = l, set = true, known = true, m.reset();
     if (IsFloat(d)) f.resize((size_t)std::max<int64_t>(l, 1));
     else i.resize((size_t)std::max<int64_t>(l, 1));
+  }
+  // exchanges the two values field by field (no temporary Value)
+  void Swap(Value& o) noexcept {
+    std::swap(dt, o.dt), std::swap(lanes, o.lanes), std::swap(set, o.set);
+    std::swap(known, o.known);
+    f.swap(o.f), i.swap(o.i), m.swap(o.m);
   }
   // Shape(b->dtype, -1) then m = b, without touching the reference count when m is b already.
   void SetBuffer(const BufferRef& b) {
@@ -85,7 +92,8 @@ class Machine {
   bool StepUnknown(const Instr& in);  // addresses mode: true when `in` was skipped
   bool ReplayMemo(CaseMemo& memo, CaseStats& s);  // addresses mode: true on a replay
   void RunEngine(int64_t k);
-  void RunCase(int64_t engine, int64_t case_id);
+  int64_t CaseIndex(int64_t engine, int64_t case_id) const;  // RunError when there is none
+  void RunCase(int64_t engine, int64_t c);  // the engine's case c (CaseIndex), one firing
   const Buffer& Mem(int32_t r, const char* what) const;
   int64_t Address(const Buffer& b, int64_t flat) const { return b.base + flat * ItemSize(b.dtype); }
 
@@ -99,6 +107,10 @@ class Machine {
   std::vector<CaseStats> stats_;          // per callback number
   std::vector<CaseMemo> memo_;            // addresses mode: per callback number
   bool memo_off_ = false;                 // a store of known data: no firing is replayed
+  // bumped whenever registers may change other than by a memoised firing's replay of itself
+  // (any interpreted code, any replay, an engine's start and end): a memo whose last firing
+  // left reg_epoch_ as it is now finds the registers as that firing left them
+  uint64_t reg_epoch_ = 0;
   // the data queue of the running engine: a ring of reusable slots (empty or a power of two
   // of them: it starts at 8 and doubles, so a position wraps with a mask)
   std::vector<Value> queue_;

@@ -29,7 +29,7 @@ void Machine::Step(const Instr& in) {
   for (int32_t x : in.src) aliased |= x == d;
   Value& out = (d >= 0 && !aliased) ? val_[d] : out_;
   auto commit = [&]() {
-    if (&out == &out_) std::swap(val_[d], out_);
+    if (&out == &out_) val_[d].Swap(out_);
   };
   switch (in.op) {
     case Op::Const: {
@@ -232,6 +232,11 @@ void Machine::Step(const Instr& in) {
           if (load) out.f[l] = p[l];
           else p[l] = (float)x.f[l];
         }
+        if (load) return commit();
+        return;
+      }
+      if (!m.data && mask.lanes == lanes && last >= 0 && last + lanes <= width) {
+        if (load) out.known = false;  // addresses mode, every lane inside: nothing to check
         if (load) return commit();
         return;
       }
