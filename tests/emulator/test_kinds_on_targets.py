@@ -352,7 +352,7 @@ BACKWARD = ("scatter_grad", "sparse_sgd", "sparse_adagrad", "sparse_rowwise_adag
 
 
 @pytest.mark.parametrize("case", ["edge", "oob"])
-@pytest.mark.parametrize("step", ["jraph_gcn_node_embed_sgd", "lm_token_embedding_tied_sgd",
+@pytest.mark.parametrize("step", ["jraph_gcn_node_embed_sgd", "flax_linen_bag_sum_adam",
                                   "flax_linen_bag_sum_adagrad",
                                   "flax_linen_bag_sum_optax_rowwise_adagrad",
                                   "keras_embedding_average_adagrad"])
