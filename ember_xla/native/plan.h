@@ -49,7 +49,7 @@ inline int64_t ResolveOne(int64_t i, int64_t n, const Options& opt) {
   return (i < 0 || i >= n) ? -1 : i;
 }
 
-// plan.src of a lookup masked out of its padded bag (SpecialRow: the all-zero row).
+// plan.src of a lookup masked out of its padded bag (RowPointer: the all-zero row).
 constexpr int64_t kMaskedRow = -2;
 
 // The row entry `r` reads: table row r, or for r < 0 row -r-1 of `special` (D NaNs, then D

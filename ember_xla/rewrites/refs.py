@@ -8,6 +8,7 @@ calling op's operand), so patterns see through JAX's ``_take``/``_where`` helper
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -77,6 +78,12 @@ def scalar_constant(ref: Ref) -> float | None:
     if flat.size == 0 or not (np.all(flat == flat[0]) or np.all(np.isnan(flat.astype(float)))):
         return None
     return float(flat[0]) if flat.dtype != np.bool_ else float(bool(flat[0]))
+
+
+def plus_zero(ref: Ref) -> bool:
+    """Is ``ref`` a +0.0 constant (or a splat of one): not -0.0, which adds differently?"""
+    c = scalar_constant(ref)
+    return c is not None and c == 0.0 and math.copysign(1.0, c) > 0
 
 
 def binary_combiner(op: Operation) -> str | None:

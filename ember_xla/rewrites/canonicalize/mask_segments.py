@@ -45,14 +45,13 @@ from ember_xla.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
 from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
-from ember_xla.ir.value import Value
 from ember_xla.native.padded_order import BagSum, OrderNotReproduced, sum_order
 from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit, constant_along_last
 from ember_xla.rewrites.canonicalize.lookups import RowLookup, lookup_ids, relookup, row_lookup
 from ember_xla.rewrites.canonicalize.notes import note
 from ember_xla.rewrites.patterns.scatter_grad import depends_on, forward_gather
-from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
+from ember_xla.rewrites.refs import Ref, binary_combiner, plus_zero, scalar_constant
 
 PASS = "masked-bag-to-segments"
 _IDENTITY = {"add": 0.0, "maximum": -math.inf, "minimum": math.inf}
@@ -178,11 +177,6 @@ class MaskedBag(RewritePattern):
         rw.replace_op(op, scatter)
 
 
-def _plus_zero(v: Value) -> bool:
-    c = scalar_constant(Ref(v))
-    return c is not None and c == 0.0 and math.copysign(1.0, c) > 0
-
-
 class MaskedSegments(RewritePattern):
     """``scatter(+0, seg, select(m, rows, 0))`` add, m constant along D, rows a row lookup
     -> ``scatter(+0, select(m, seg, S), rows)``: masked lookups dropped (module docstring)."""
@@ -212,7 +206,7 @@ class MaskedSegments(RewritePattern):
             return  # a lookup's gradient (the transpose of a segment sum): scatter_grad's
         where = f"masked segment rows {sel.name} of scatter {op.name}"
         c = scalar_constant(Ref(fill))
-        if c is None or c != 0.0 or not _plus_zero(base):
+        if c is None or c != 0.0 or not plus_zero(Ref(base)):
             note(PASS, op, f"{where}: the masked-out value {c} or the init is not 0 from a +0 "
                            "sum, so masked lookups are not no-ops")
             return

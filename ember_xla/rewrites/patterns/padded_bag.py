@@ -11,8 +11,6 @@ kernel skips it in XLA:CPU's order of the unmasked bag."""
 
 from __future__ import annotations
 
-import math
-
 from ember_xla.custom_calls import PADDED_BAG
 from ember_xla.ir.operation import Operation
 from ember_xla.native.padded_order import BagSum, OrderNotReproduced, sum_order
@@ -25,17 +23,19 @@ from ember_xla.rewrites.patterns.common import (
     split_weighted,
     weights_chain,
 )
-from ember_xla.rewrites.refs import Ref, binary_combiner, resolve, scalar_constant
+from ember_xla.rewrites.refs import Ref, binary_combiner, plus_zero, resolve, scalar_constant
 from ember_xla.rewrites.walk import NoMatch, Walk
+
+
+def _mask_select(rows: Ref) -> bool:
+    """Is ``rows`` ``select(mask, rows, +0)`` (not jnp.take's fill, whose fill is NaN)?"""
+    sel = resolve(rows)
+    return sel.op.opcode == "select" and plus_zero(Ref(sel.op.operands[2], sel.stack))
 
 
 def masked_rows(walk: Walk, sel: Ref, n_lookups: int) -> tuple[Ref, Ref]:
     """``select(broadcast(mask), rows, +0)`` -> (rows, the [B,P] pred mask), claiming the
     select and the mask's broadcasts."""
-    c = scalar_constant(Ref(sel.op.operands[2], sel.stack))
-    if c is None or c != 0.0 or math.copysign(1.0, c) < 0:
-        raise NoMatch(f"select {sel.op.name} is neither jnp.take's out-of-bounds fill nor a "
-                      "mask of the rows with +0")
     walk.take(sel)
     mask = weights_chain(walk, Ref(sel.op.operands[0], sel.stack), n_lookups)
     if mask.value.type.element_type != "pred":
@@ -90,10 +90,8 @@ class PaddedBag(Pattern):
             walk.take(rows)
             rows = Ref(rows.op.operands[0])
         mask = None
-        if self.xla_order and combiner == "sum" and init == 0.0 and not _take_fill(rows):
-            probe = walk.enter(rows) if rows.op.opcode == "call" else rows
-            if probe.op.opcode == "select":
-                rows, mask = masked_rows(walk, probe, b * p)
+        if self.xla_order and combiner == "sum" and init == 0.0 and _mask_select(rows):
+            rows, mask = masked_rows(walk, walk.enter(rows), b * p)
         rows, weights = split_weighted(walk, rows, b * p)
         if mask is not None and weights is not None:
             raise NoMatch(f"reduce {op.name} sums masked rows times weights: the masked kernel "
@@ -125,11 +123,3 @@ class PaddedBag(Pattern):
             cluster.notes.append(f"padding mask {mask.op.name}: masked lookups add nothing")
         return cluster
 
-
-def _take_fill(rows: Ref) -> bool:
-    """Is ``rows`` jnp.take's own out-of-bounds fill (``select(in_bounds, gather, NaN)``)?"""
-    probe = resolve(rows)
-    if probe.op.opcode != "select":
-        return False
-    c = scalar_constant(Ref(probe.op.operands[2], probe.stack))
-    return c is not None and math.isnan(c)

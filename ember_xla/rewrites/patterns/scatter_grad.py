@@ -30,7 +30,7 @@ from ember_xla.rewrites.patterns.sparse_apply import (
     scatters_whole_rows,
     sparse_apply,
 )
-from ember_xla.rewrites.refs import Ref, binary_combiner, resolve, scalar_constant
+from ember_xla.rewrites.refs import Ref, binary_combiner, plus_zero, resolve, scalar_constant
 from ember_xla.rewrites.same_value import same_elements
 from ember_xla.rewrites.walk import NoMatch, Walk
 
@@ -95,8 +95,7 @@ def depends_on(value: Value, op: Operation) -> bool:
 
 def _zero_operand(op: Operation) -> None:
     zero = resolve(Ref(op.operands[0]))
-    v = scalar_constant(zero)
-    if v is None or v != 0.0 or math.copysign(1.0, v) < 0:
+    if not plus_zero(zero):
         raise NoMatch(f"scatter {op.name} adds into {zero.op.opcode} {zero.op.name}, not a "
                       "+0 table: not a lookup's gradient")
 
