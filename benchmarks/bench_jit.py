@@ -9,9 +9,12 @@ parameters live on the device (as a server keeps them), each call gets the batch
 arrays (as a request brings it).
 
 For every batch size, in one process, ``jax.jit(model)`` and ``ember_xla.jit(model)``
-alternate (``--rounds`` rounds of at least ``--calls`` calls and about 5 ms each, the order
-rotated every round, after untimed warm-up calls); medians of the per-round mean call
-times. The per-call overhead is timed the same way on a function that takes the same 19
+alternate (``--rounds`` rounds; in each, every variant runs blocks of at least ``--calls``
+calls and about 2.5 ms in one order and then in the reverse order, the order rotated every
+round, after untimed warm-up calls): the call times are medians of the per-round means, the
+speedup is the median of the per-round ratios with its 95% confidence interval, beside the
+same ratio between two ``jax.jit`` of the same function (one program: the measurement's
+noise). The per-call overhead is timed the same way on a function that takes the same 19
 arguments (``keep_unused=True``, so every one is transferred or passed through) and returns
 one of them: what the dispatch costs beyond the program. One call of each
 is compared bit for bit before timing (the largest difference printed if any). The training
@@ -26,6 +29,7 @@ output (a training loop), the two compared bit for bit on the first step.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import sys
@@ -82,19 +86,44 @@ def timed(fn, args, calls: int) -> float:
     return (time.perf_counter() - t0) / calls
 
 
-def alternate(fns: dict, args, rounds: int, calls: int,
-              round_s: float = 5e-3) -> dict[str, float]:
-    """Medians of per-round mean call times; each round at least ``calls`` calls and about
-    ``round_s`` seconds long (short rounds of a fast call measure the machine's noise, not
-    the call), the order of the variants rotated every round (none always runs first)."""
+def rounds(fns: dict, args, n: int, calls: int, round_s: float = 5e-3) -> dict[str, list[float]]:
+    """Per-round mean call times of every variant. A round runs each variant for at least
+    ``calls`` calls and about ``round_s`` seconds (short blocks of a fast call measure the
+    machine's noise, not the call), in one order and then in the reverse one (A B B A: a
+    drift of the machine within the round weighs on every variant alike); the order rotates
+    every round, so none always runs first."""
     single = max(timed(fn, args, 3) for fn in fns.values())
-    calls = max(calls, int(round_s / max(single, 1e-7)))
+    calls = max(calls, int(round_s / 2 / max(single, 1e-7)))
     runs: dict[str, list[float]] = {k: [] for k in fns}
     order = list(fns)
-    for r in range(rounds):
-        for k in order[r % len(order):] + order[:r % len(order)]:
-            runs[k].append(timed(fns[k], args, calls))
-    return {k: statistics.median(v) for k, v in runs.items()}
+    for r in range(n):
+        turn = order[r % len(order):] + order[:r % len(order)]
+        t = {k: 0.0 for k in fns}
+        for k in turn + turn[::-1]:
+            t[k] += timed(fns[k], args, calls) / 2
+        for k in fns:
+            runs[k].append(t[k])
+    return runs
+
+
+def alternate(fns: dict, args, n: int, calls: int) -> dict[str, float]:
+    """Medians of the per-round mean call times (``rounds``)."""
+    return {k: statistics.median(v) for k, v in rounds(fns, args, n, calls).items()}
+
+
+def paired(runs: dict[str, list[float]], base: str, other: str) -> tuple[float, float, float]:
+    """``base``'s time over ``other``'s: the median of the per-round ratios (the two timed
+    side by side in every round) and its ~95% confidence interval from order statistics
+    (the median's distribution-free interval: ranks n/2 -+ 0.98 sqrt(n))."""
+    r = sorted(a / b for a, b in zip(runs[base], runs[other], strict=True))
+    n = len(r)
+    half = 0.98 * n ** 0.5
+    lo, hi = max(0, int(n / 2 - half)), min(n - 1, int(math.ceil(n / 2 + half)) - 1)
+    return statistics.median(r), r[lo], r[hi]
+
+
+def ratio_text(m: tuple[float, float, float]) -> str:
+    return f"{m[0]:.3f}x (95% CI {m[1]:.3f}-{m[2]:.3f})"
 
 
 def clusters(f) -> str:
@@ -126,12 +155,17 @@ def serve(model, params, b: int, args) -> None:
         assert ours == fns["jax.jit"].lower(*call).compile().as_text(), "not jax's program"
         ok += " (nothing rewritten: the same optimized module as jax.jit's)"
     over = alternate(noops, call, args.rounds, args.calls)
-    med = alternate(fns, call, args.rounds, args.calls)
+    fns["jax.jit (again)"] = jax.jit(apply)  # the same program: the noise of the measurement
+    runs = rounds(fns, call, args.rounds, args.calls)
+    med = {k: statistics.median(v) for k, v in runs.items()}
     print(f"B={b:5d}  {clusters(fns['ember_xla.jit'])} clusters rewritten, bit-identical: {ok}")
-    for k in fns:
+    for k in ("jax.jit", "ember_xla.jit"):
         print(f"  {k:14s} {med[k] * 1e6:10.1f} us/call   overhead {over[k] * 1e6:6.1f} us/call")
-    print(f"  speedup ember_xla.jit vs jax.jit: {med['jax.jit'] / med['ember_xla.jit']:.2f}x"
-          f"   overhead difference {(over['ember_xla.jit'] - over['jax.jit']) * 1e6:+.1f} us")
+    print(f"  speedup ember_xla.jit vs jax.jit: "
+          f"{ratio_text(paired(runs, 'jax.jit', 'ember_xla.jit'))}   overhead difference "
+          f"{(over['ember_xla.jit'] - over['jax.jit']) * 1e6:+.1f} us")
+    print(f"  noise: jax.jit vs a second jax.jit of the same function: "
+          f"{ratio_text(paired(runs, 'jax.jit', 'jax.jit (again)'))}")
 
 
 def train(model, params, b: int, args) -> None:
@@ -187,7 +221,8 @@ def main() -> None:
     model = build_model()
     params = jax.device_put(model.init(jax.random.key(0), *batch(np.random.default_rng(0), 2)))
     print(f"flax DLRM-like: tables {ROWS} x D={DIM}, pooling {POOL}; {args.rounds} rounds of >= "
-          f"{args.calls} calls and ~5 ms, order rotated, medians; load {os.getloadavg()[0]:.1f}")
+          f"{args.calls} calls and ~2.5 ms each way (A B B A), order rotated, medians; "
+          f"load {os.getloadavg()[0]:.1f}")
     for b in args.batches:
         serve(model, params, b, args)
     if args.train_batch:
