@@ -168,7 +168,8 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
         say(f"  outputs bitwise equal: {v['bitwise_equal']}, max abs difference "
             f"{v['max_abs_diff']:.3g}" + (f" over {len(cases) + 1} input sets" if cases else ""))
         if not within_tolerance(v):
-            raise ModelFailed(f"{model.source}: verify: {mismatch_line(v, verify_atol)}; "
+            why = f"; {v['diagnosis']}" if v.get("diagnosis") else ""
+            raise ModelFailed(f"{model.source}: verify: {mismatch_line(v, verify_atol)}{why}; "
                               "nothing written")
     else:
         say("[2/3] verification skipped (pass --verify)")

@@ -138,7 +138,39 @@ def verify_rewrite(original: Module, rewritten: Module,
     if worst is not None:
         result["worst"] = worst
     result["atol"], result["rtol"] = atol, rtol
+    if not within_tolerance(result) and worst is not None:
+        xs = inputs if worst["case"] in (None, "in_range") else (id_cases or {})[worst["case"]]
+        why = xla_self_disagreement(original, b.run(xs), xs, atol, rtol)
+        if why:
+            result["diagnosis"] = why
     return result
+
+
+#: XLA:CPU's offload of fusions to YNNPACK, off: the original's own result without it.
+NO_YNN = {"xla_cpu_experimental_ynn_fusion_type": ""}
+
+
+def xla_self_disagreement(original: Module, got: list[np.ndarray], inputs: list[np.ndarray],
+                          atol: float, rtol: float) -> str | None:
+    """When the rewrite's outputs ``got`` differ from the original's, whether XLA:CPU
+    disagrees with itself on the original: compiled with its YNNPACK fusions off, does the
+    original give other outputs, equal to the rewrite's? Then the mismatch is XLA:CPU's
+    (jaxlib's YNNPACK fusions have miscompiled modules, e.g. a reduce fused into a dot with a
+    broadcast constant operand); the sentence says so. None otherwise, or when the check
+    cannot run. Short: the error line keeps its last 180 characters."""
+    from ember_xla.runtime.xla_cpu import XlaError
+
+    try:
+        plain = compile_module(original, NO_YNN).run(inputs)
+        default = compile_module(original).run(inputs)
+    except XlaError:
+        return None
+    if within_tolerance(compare_outputs(default, plain, atol, rtol)):
+        return None
+    if not within_tolerance(compare_outputs(plain, got, atol, rtol)):
+        return None
+    return ("XLA:CPU miscompiles the original: without its YNNPACK fusions (XLA_FLAGS="
+            "--xla_cpu_experimental_ynn_fusion_type=) it gives the rewrite's outputs")
 
 
 def _rank(w: dict[str, Any] | None) -> tuple[bool, float]:

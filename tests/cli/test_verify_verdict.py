@@ -47,6 +47,7 @@ def test_rewrite_verify_mismatch_exits_1_and_writes_nothing(bag_model, tmp_path,
     line = lines[0]
     assert line.startswith("ember-xla: error: ") and str(bag_model) in line
     assert "output 0 differs" in line and "at index [0, 0]" in line and "nothing written" in line
+    assert "miscompiles" not in line  # a wrong kernel is the rewrite's fault, not XLA's
     assert "> --verify_atol=0.0001 + --verify_rtol=1e-05 x |original|)" in line
     assert not out.exists()
     assert not [n for n in os.listdir(tmp_path) if "ember-new" in n]

@@ -83,3 +83,40 @@ def test_verify_report_of_infinite_outputs_is_strict_json(tmp_path, cli):
     assert report["verify"]["max_abs_diff"] == 0.0 and report["verify"]["bitwise_equal"]
 
 
+
+
+def _relu_bag_dot(t, ids):
+    import jax
+    import jax.numpy as jnp
+
+    return jax.nn.relu(t[ids].sum(1)) @ jnp.ones((t.shape[1], 4), t.dtype)
+
+
+def test_verify_names_xla_miscompiling_the_original(tmp_path, cli):
+    """A bag whose sum XLA:CPU fuses, with a ReLU, into a YNNPACK dot with a broadcast
+    constant: jaxlib 0.10.2 computes the original wrong there. The rewrite (the bag as a
+    kernel, bit-equal to numpy's row order here up to the dot) then differs from it; verify
+    must still refuse (nothing written) and say that XLA disagrees with itself."""
+    import jax
+    import jax.numpy as jnp
+
+    v, d, b, p = 50_000, 32, 512, 20
+    rng = np.random.default_rng(0)
+    t = rng.standard_normal((v, d)).astype(np.float32)
+    ids = rng.integers(0, v, (b, p)).astype(np.int32)
+    want = np.maximum(t[ids].sum(1), 0) @ np.ones((d, 4), np.float32)
+    if np.abs(np.asarray(jax.jit(_relu_bag_dot)(t, ids)) - want).max() < 1e-3:
+        pytest.skip("this jaxlib computes the fused reduce + dot with a constant right")
+    lowered = jax.jit(_relu_bag_dot).lower(jax.ShapeDtypeStruct((v, d), jnp.float32),
+                                           jax.ShapeDtypeStruct((b, p), jnp.int32))
+    model = tmp_path / "relu_bag_dot.pb"
+    model.write_bytes(lowered.compiler_ir("hlo").as_serialized_hlo_module_proto())
+    out = tmp_path / "o"
+    p1 = cli("rewrite", str(model), "--out", str(out), "--verify")
+    assert p1.returncode == 1 and not out.exists(), p1.stdout + p1.stderr
+    assert "XLA:CPU miscompiles the original: without its YNNPACK fusions" in p1.stderr, p1.stderr
+    assert "nothing written" in p1.stderr and "Traceback" not in p1.stderr
+    p2 = cli("rewrite", str(model), "--out", str(out), "--verify",
+             extra_env={"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusion_type="})
+    assert p2.returncode == 0, p2.stderr
+    assert json.loads((out / "report.json").read_text())["clusters"]
