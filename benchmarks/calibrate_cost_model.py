@@ -58,6 +58,15 @@ FAMILIES = {
     "padded_bag/sum": "sum",
 }  # padded max/min bags are not rewritten (kept in XLA: see the padded_bag pattern)
 
+# The gradient of a lookup whose update stays in XLA (ember.scatter_grad, not fused into an
+# optimizer): its two forms, on a grid of table rows V, lookups L and dimension D.
+GRAD_FAMILY = "scatter_grad/sum"
+GRAD_FORMS = ("plain", "gathered")
+GRAD_ROWS = (1_000, 10_000, 100_000, 1_000_000)
+GRAD_LOOKUPS = (1_000, 10_000, 100_000, 1_000_000)
+GRAD_DIMS = (16, 64, 128)
+GRAD_POOLING = 10  # lookups per pooled row in the gathered form
+
 
 def model_fn(op: str, batch: int):
     import jax
@@ -117,6 +126,110 @@ def measure(op: str, batch: int, pooling: int, dim: int, reps: int, rng) -> dict
     return {"B": batch, "P": pooling, "D": dim, "L": lookups, "S": batch,
             "xla_s": statistics.median(times["xla"]), "ember_s": statistics.median(times["ember"]),
             "xla_min_s": min(times["xla"]), "ember_min_s": min(times["ember"])}
+
+
+def grad_fn(form: str, pooled: int):
+    """A loss's value and its gradient with respect to the table: the forward lookup (which the
+    gradient pattern needs in the module) and the gradient, whose rows are ``m`` itself
+    (plain: updates [L, D]) or ``m``'s rows gathered by segment id (gathered: the kernel reads
+    the pooled gradient rows itself)."""
+    import jax
+    import jax.numpy as jnp
+
+    if form == "plain":
+        def f(t, m, r):
+            return jax.value_and_grad(lambda t: jnp.sum(jnp.take(t, r, axis=0) * m))(t)
+
+        return f
+
+    def g(t, m, r, s):
+        return jax.value_and_grad(lambda t: jnp.sum(jax.ops.segment_sum(
+            jnp.take(t, r, axis=0), s, num_segments=pooled) * m))(t)
+
+    return g
+
+
+def grad_inputs(form: str, rows: int, lookups: int, dim: int, rng) -> list[np.ndarray]:
+    table = rng.standard_normal((rows, dim), dtype=np.float32)
+    ids = rng.integers(0, rows, lookups, dtype=np.int32)
+    if form == "plain":
+        return [table, rng.standard_normal((lookups, dim), dtype=np.float32), ids]
+    pooled = lookups // GRAD_POOLING
+    seg = np.repeat(np.arange(pooled, dtype=np.int32), GRAD_POOLING)
+    return [table, rng.standard_normal((pooled, dim), dtype=np.float32), ids, seg]
+
+
+def measure_grad(form: str, rows: int, lookups: int, dim: int, reps: int, rng) -> dict:
+    """XLA's module and the one whose table gradient is an unfused ``ember.scatter_grad``,
+    alternating; both compute the loss (the forward lookup) too. In the gathered form the
+    forward segment sum of the pooled rows also matches the gradient pattern (a scatter-add
+    into [B, D] whose ids a gather of ``m`` reads): that call is put back into XLA, so only
+    the table's gradient differs."""
+    import jax
+
+    from ember_xla.hlo_import.jax_source import from_jax
+    from ember_xla.ir.rewriter import PatternRewriter
+    from ember_xla.rewrites.keep_in_xla import keep_in_xla
+    from ember_xla.rewrites.pipeline import rewrite_module
+    from ember_xla.runtime.execute import compile_module
+
+    args = grad_inputs(form, rows, lookups, dim, rng)
+    module = from_jax(grad_fn(form, lookups // GRAD_POOLING), *args).module
+    result = rewrite_module(module, cost_model=False)
+    table_grads = [c for c in result.clusters if c["kind"] == "scatter_grad"
+                   and c["table"].get("parameter_number") == 0]
+    want_roles = {"plain": "updates", "gathered": "source_rows"}[form]
+    where = f"{GRAD_FAMILY} {form} V={rows} L={lookups} D={dim}"
+    if len(table_grads) != 1 or want_roles not in table_grads[0]["inputs"]:
+        raise SystemExit(f"{where}: expected one {form} table gradient, got {result.clusters}")
+    rw = PatternRewriter()
+    for c in result.clusters:
+        if c is not table_grads[0]:
+            keep_in_xla(result.module, c["custom_call"], rw)
+    exes = {"xla": compile_module(module), "ember": compile_module(result.module)}
+    on_device = [jax.device_put(a) for a in args]
+    loaded = {k: e._loaded for k, e in exes.items()}
+    outs = {k: [np.asarray(o) for o in ex.execute(on_device)] for k, ex in loaded.items()}
+    for w, g in zip(outs["xla"], outs["ember"], strict=True):
+        if w.tobytes() != g.tobytes():
+            raise SystemExit(f"{where}: ember != XLA")
+    times = _alternate(loaded, on_device, reps)
+    return {"form": form, "V": rows, "D": dim, "L": lookups, "S": rows,
+            "xla_s": statistics.median(times["xla"]), "ember_s": statistics.median(times["ember"]),
+            "xla_min_s": min(times["xla"]), "ember_min_s": min(times["ember"])}
+
+
+def calibrate_grad(reps: int, rng, argv: list[str] | None) -> dict:
+    """The scatter_grad/sum family: measured on the grid, fitted as the lookup families (both
+    forms in one fit; the per-form residuals are stored beside it), with the command, date
+    and load average of this measurement."""
+    load0 = os.getloadavg()[0]
+    points = []
+    for form in GRAD_FORMS:
+        for v in GRAD_ROWS:
+            for n in GRAD_LOOKUPS:
+                for d in GRAD_DIMS:
+                    m = measure_grad(form, v, n, d, reps, rng)
+                    points.append(m)
+                    print(f"{GRAD_FAMILY} {form:8s} V={v:7d} L={n:7d} D={d:3d}  XLA "
+                          f"{m['xla_s'] * 1e6:10.1f} us  ember {m['ember_s'] * 1e6:10.1f} us  "
+                          f"ratio {m['xla_s'] / m['ember_s']:.2f}x  load "
+                          f"{os.getloadavg()[0]:.1f}", flush=True)
+    entry = fitted(points)
+    entry["forms_median_rel_residual"] = {
+        form: {b: _median_residual(entry[b], [p for p in points if p["form"] == form],
+                                   f"{b}{FIT_ON}") for b in ("xla", "ember")}
+        for form in GRAD_FORMS}
+    print(f"  per form: {entry['forms_median_rel_residual']}")
+    entry["command"] = _command(argv)
+    entry["date"] = _now()
+    entry["load_average"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
+    return entry
+
+
+def _median_residual(coef: dict, points: list[dict], key: str) -> float:
+    return float(np.median([abs(coef["c0_s"] + _single_work(coef, p) - p[key]) / p[key]
+                            for p in points]))
 
 
 def _nnls(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -356,7 +469,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reps", type=int, default=15)
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--show", action="store_true", help="print only; write no file")
-    p.add_argument("--families", default=",".join(FAMILIES))
+    p.add_argument("--families", default=",".join([*FAMILIES, GRAD_FAMILY]),
+                   help="comma-separated; a subset is measured into the existing --out (or "
+                        "the package's file), keeping its other families")
     p.add_argument("--grouped-only", action="store_true",
                    help="measure only the module floor and the grouped calls; keep the single "
                         "families of --out (or the package's file)")
@@ -373,8 +488,21 @@ def main(argv: list[str] | None = None) -> int:
         doc = json.loads((args.out if args.out.exists() else OUT).read_text())
         calibrate_grouped(doc, args.reps, rng, argv)
         return 0 if args.show else _write(doc, args.out)
+    wanted = args.families.split(",")
+    unknown = [f for f in wanted if f not in FAMILIES and f != GRAD_FAMILY]
+    if unknown:
+        raise SystemExit(f"unknown families {unknown}; known: {[*FAMILIES, GRAD_FAMILY]}")
+    if set(wanted) < {*FAMILIES, GRAD_FAMILY}:
+        doc = json.loads((args.out if args.out.exists() else OUT).read_text())
+        for fam in wanted:
+            doc["families"][fam] = (calibrate_grad(args.reps, rng, argv) if fam == GRAD_FAMILY
+                                    else _calibrate_family(fam, args.reps, rng, argv))
+        return 0 if args.show else _write(doc, args.out)
     families = {}
-    for fam in args.families.split(","):
+    for fam in wanted:
+        if fam == GRAD_FAMILY:
+            families[fam] = calibrate_grad(args.reps, rng, argv)
+            continue
         op = FAMILIES[fam]
         points = []
         for b in BATCHES:
@@ -400,6 +528,18 @@ def main(argv: list[str] | None = None) -> int:
     if "segment_reduce/sum" in families:
         calibrate_grouped(doc, args.reps, rng, argv)
     return 0 if args.show else _write(doc, args.out)
+
+
+def _calibrate_family(fam: str, reps: int, rng, argv: list[str] | None) -> dict:
+    """One lookup family measured and fitted alone (into an existing file), with the command,
+    date and load average of this measurement."""
+    load0 = os.getloadavg()[0]
+    points = [measure(FAMILIES[fam], b, pool, d, reps, rng)
+              for b in BATCHES for pool in POOLINGS for d in DIMS]
+    entry = fitted(points)
+    entry.update(command=_command(argv), date=_now(),
+                 load_average=[round(load0, 2), round(os.getloadavg()[0], 2)])
+    return entry
 
 
 def _write(doc: dict, out: Path) -> int:
