@@ -19,6 +19,7 @@ from ember_xla.rewrites.cluster import NearMiss
 from ember_xla.rewrites.coverage import uncovered
 from ember_xla.rewrites.fuse_optimizer import fuse_optimizers
 from ember_xla.rewrites.group_tables import GROUPED, group_tables
+from ember_xla.rewrites.keep_in_xla import keep_in_xla
 from ember_xla.rewrites.matcher import Pattern, find_clusters
 from ember_xla.rewrites.multi_output import merge_multi_output
 from ember_xla.rewrites.outline import outline
@@ -62,7 +63,9 @@ class RewriteClusters(ModulePass):
     pipeline (rewrites/canonicalize); ``assume_finite_tables`` lets it turn one-hot lookups
     into gathers (exact only for tables without Inf/NaN). ``cost_model``: on | off | env
     (EMBER_XLA_COST_MODEL, default on): clusters the measured cost model predicts faster in XLA
-    stay there (profitability.py), reported as near-misses with both predicted times.
+    stay there (profitability.py), reported as near-misses with both predicted times; a
+    lookup's gradient is judged after optimizer fusion: fused, it stays rewritten; unfused
+    and predicted slower, its call goes back to XLA (keep_in_xla.py).
     ``multi_output``: segment reductions of one lookup (sum and max of the same gathered rows)
     share one ``ember.multi_segment_reduce`` call (multi_output.py), listed in ``groups``.
     ``fuse_optimizer``: a lookup's gradient whose only use is an exact SGD/Adagrad update
@@ -115,8 +118,12 @@ class RewriteClusters(ModulePass):
                 found.counters[n.pattern]["kept_in_xla"] += 1
         allowed: set[int] | None = None if plan is None else set()
         by_name: dict[str, Any] = {}
+        slow_grads: dict[str, tuple[NearMiss, dict[str, float]]] = {}
         for i, c in enumerate(found.clusters):
             entry = cluster_entry(c, None)  # describe before the cluster's ops are erased
+            grad_p = (profitability.gradient_prediction(c)
+                      if plan is not None and c.kind == "scatter_grad" else None)
+            grad_miss = profitability.gradient_kept(c, grad_p)
             if plan is not None and id(c) in plan.predictions:
                 entry["predicted_us"] = _us(plan.predictions[id(c)])
                 entry["decision"] = plan.decisions[id(c)]
@@ -130,6 +137,10 @@ class RewriteClusters(ModulePass):
                 allowed.add(id(cc))
             entry["custom_call"] = cc.name
             entry["outlined_computation"] = cc.callees[0].name
+            if grad_p is not None:
+                entry["predicted_us"] = _us(grad_p)
+                if grad_miss is not None:
+                    slow_grads[cc.name] = (grad_miss, grad_p)
             by_name[cc.callees[0].name] = c
             entries.append(entry)
         grads = [e for e in entries if e["pass"] == "backward"]
@@ -137,6 +148,14 @@ class RewriteClusters(ModulePass):
         for e in grads:
             e.update(fused.get(e["custom_call"], {
                 "optimizer": None, "optimizer_reason": "optimizer fusion is off"}))
+        for e in grads:  # an unfused gradient predicted slower than XLA's scatter goes back
+            if e["optimizer"] is None and e["custom_call"] in slow_grads:
+                n, p = slow_grads[e["custom_call"]]
+                keep_in_xla(module, e["custom_call"], rw)
+                entries.remove(e)
+                misses.append({**near_miss_entry(n), "kept_in_xla": True, "decision": "xla",
+                               "predicted_us": _us(p)})
+                found.counters[n.pattern]["kept_in_xla"] += 1
         multi = (merge_multi_output(module, rw)
                  if self.multi_output and len(entries) > 1 else [])
         groups = (group_tables(module, rw, self.group_concat, allowed)

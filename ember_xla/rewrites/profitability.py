@@ -16,6 +16,12 @@ measured 0.77-1.0x (the B=1 26-table stage, segment_max D=256: docs/BENCHMARKS.m
 near-ties stay in XLA. The environment variable ``EMBER_XLA_COST_MODEL=off``
 (or ``rewrite_module(..., cost_model=False)``, ``ember-xla rewrite --rewrite_all``) rewrites
 every cluster regardless.
+
+The gradient of a lookup (``scatter_grad``) is judged later, once optimizer fusion has run
+(rewrites/pipeline.py): a gradient fused into its update always stays rewritten (the fused
+kernel replaces XLA's dense update too), an unfused one by the ``scatter_grad/sum`` family
+(``gradient_prediction``: lookups L, table rows V as the output rows, D), put back into XLA
+by keep_in_xla.py when predicted slower.
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ from ember_xla.rewrites.cluster import Cluster, NearMiss
 MODEL_FILE = "cost_model.json"
 # Rewrite only when predicted ember time <= (1 - MARGIN) * predicted XLA time.
 MARGIN = 0.25
+# Kinds judged after optimizer fusion (pipeline.py), not by ``split``/``predict``.
+DEFERRED = ("scatter_grad",)
 
 
 def enabled() -> bool:
@@ -71,12 +79,44 @@ def _time(coef: dict[str, float], s: dict[str, int]) -> float:
 def predict(c: Cluster, model: dict[str, Any] | None = None) -> dict[str, float] | None:
     """Predicted seconds {"ember": ..., "xla": ...} for the cluster, or None when the model has
     no family for it (then the cluster is rewritten, as without a model)."""
+    if c.kind in DEFERRED:
+        return None
     model = model or load_model()
     fam = model["families"].get(family(c))
     if fam is None:
         return None
     s = sizes(c)
     return {"ember": _time(fam["ember"], s), "xla": _time(fam["xla"], s)}
+
+
+def gradient_sizes(c: Cluster) -> dict[str, int]:
+    """A table gradient's lookups L (ids of its index operand), output rows S (the table's V)
+    and dimension D."""
+    out = c.root.result.type
+    return {"L": _count(c.inputs[0].type), "S": int(out.dims[0]), "D": int(out.dims[1])}
+
+
+def gradient_prediction(c: Cluster, model: dict[str, Any] | None = None
+                        ) -> dict[str, float] | None:
+    """Predicted seconds {"ember": ..., "xla": ...} of an unfused table gradient, or None when
+    the model has no scatter_grad family."""
+    model = model or load_model()
+    fam = model["families"].get(family(c))
+    if fam is None:
+        return None
+    s = gradient_sizes(c)
+    return {"ember": _time(fam["ember"], s), "xla": _time(fam["xla"], s)}
+
+
+def gradient_kept(c: Cluster, p: dict[str, float] | None) -> NearMiss | None:
+    """The near-miss of an unfused table gradient predicted not ``MARGIN`` faster than XLA,
+    or None when it stays rewritten."""
+    if p is None or p["ember"] <= (1.0 - MARGIN) * p["xla"]:
+        return None
+    return NearMiss(c.pattern, c.root,
+                    f"kept in XLA: predicted native {us(p['ember'])} vs XLA {us(p['xla'])}, "
+                    f"not {MARGIN:.0%} faster ({family(c)}, {gradient_sizes(c)}; unfused "
+                    "gradient)", direction="backward")
 
 
 def unmodelled_slow(c: Cluster) -> str | None:

@@ -1,0 +1,110 @@
+"""The cost model's verdict on a lookup's gradient, taken after optimizer fusion: an unfused
+gradient (Adam's, whose update stays in XLA) predicted slower than XLA's scatter goes back to
+XLA as a call of its outlined computation, reported as a kept near-miss with its predicted
+times; a big table's stays rewritten; a fused update always stays fused. ~15 s (exports a few
+training steps, runs the small ones on XLA:CPU)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+import training_steps as ts
+
+from ember_xla.hlo_import.jax_source import from_jax
+from ember_xla.ir.rewriter import PatternRewriter
+from ember_xla.rewrites import profitability
+from ember_xla.rewrites.keep_in_xla import keep_in_xla
+from ember_xla.rewrites.patterns import ScatterGrad
+from ember_xla.rewrites.pipeline import rewrite_module
+from ember_xla.runtime.execute import run_module
+
+native = pytest.importorskip("ember_xla.native")
+try:
+    native.register_targets()
+except native.NativeLibraryMissing as err:  # pragma: no cover - depends on the install
+    pytest.skip(str(err), allow_module_level=True)
+
+FAMILY = "scatter_grad/sum"
+
+
+def _kept_gradients(r) -> list[dict]:
+    return [n for n in r.near_misses
+            if n.get("kept_in_xla") and n["pattern"] == "ember.scatter_grad"]
+
+
+def _small_step(opt: optax.GradientTransformation):
+    rng = np.random.default_rng(0)
+    w, t = ts.head(rng), ts.table(rng)
+    ids, y = ts.batch(rng)
+    return ts.optax_step(ts.bag_take(w), opt), (t, opt.init(t), ids, y)
+
+
+def test_the_model_has_the_gradient_family():
+    entry = profitability.load_model()["families"][FAMILY]
+    assert {p["form"] for p in entry["points"]} == {"plain", "gathered"}
+    assert entry["command"].startswith("python benchmarks/calibrate_cost_model.py")
+    assert entry["date"] and entry["load_average"]
+
+
+def test_small_table_adam_gradient_is_kept_in_xla_and_computes_the_same():
+    step, args = _small_step(optax.adam(1e-2))
+    r = ts.check_step(step, *args, cost_model=True)  # bit-equal outputs, both precisions
+    assert not ts.backward(r)
+    (miss,) = _kept_gradients(r)
+    p = miss["predicted_us"]
+    assert p["ember"] > (1 - profitability.MARGIN) * p["xla"] > 0
+    assert miss["reason"].startswith(f"kept in XLA: predicted native {p['ember']:.1f} us vs XLA ")
+    assert miss["reason"].endswith("unfused gradient)") and FAMILY in miss["reason"]
+    assert miss["decision"] == "xla" and miss["pass"] == "backward"
+    assert r.counters["ember.scatter_grad"]["kept_in_xla"] == 1
+    assert not any(op.opcode == "custom-call" and "scatter_grad" in op.name
+                   for op in r.module.walk())
+    # The cost model off (the test suite's default) rewrites it.
+    (e,) = ts.backward(ts.check_step(step, *args, cost_model=False))
+    assert e["kind"] == "scatter_grad" and e["optimizer"] is None
+
+
+def test_a_kept_gradient_runs_as_its_outlined_ops():
+    """The call that replaces a kept gradient's custom-call computes XLA's bits (here the only
+    cluster of the step, so ``rewrite_module`` returns the input module: this builds the call
+    module itself)."""
+    step, args = _small_step(optax.adam(1e-2))
+    module = from_jax(step, *args).module
+    r = rewrite_module(module, [ScatterGrad()], cost_model=False)
+    (e,) = r.clusters
+    call = keep_in_xla(r.module, e["custom_call"], PatternRewriter())
+    assert call.opcode == "call" and call.callees[0].name == e["outlined_computation"]
+    assert not any(op.opcode == "custom-call" for op in r.module.walk())
+    ins = ts.flat(args)
+    for opts in ts.OPTIONS:
+        want, got = run_module(module, ins, opts), run_module(r.module, ins, opts)
+        assert all(ts.same_bits(a, b) for a, b in zip(want, got, strict=True)), opts
+    with pytest.raises(ValueError, match="no custom-call nope"):
+        keep_in_xla(r.module, "nope", PatternRewriter())
+
+
+def test_big_table_adam_gradient_stays_rewritten():
+    V, D, L = 1_000_000, 64, 40_000
+    opt = optax.adam(1e-3)
+    w = np.ones((D, 1), np.float32)
+    table = jax.ShapeDtypeStruct((V, D), jnp.float32)
+    state = jax.eval_shape(opt.init, table)
+    args = (table, state, jax.ShapeDtypeStruct((L // 4, 4), jnp.int32),
+            jax.ShapeDtypeStruct((L // 4,), jnp.float32))
+    r = rewrite_module(from_jax(ts.optax_step(ts.bag_take(w), opt), *args).module,
+                       cost_model=True)
+    (e,) = ts.backward(r)
+    assert e["kind"] == "scatter_grad" and e["optimizer"] is None
+    assert e["predicted_us"]["ember"] <= (1 - profitability.MARGIN) * e["predicted_us"]["xla"]
+    assert not _kept_gradients(r)
+
+
+def test_small_table_fused_sgd_stays_fused():
+    step, args = _small_step(optax.sgd(0.1))
+    r = ts.check_step(step, *args, cost_model=True)
+    (e,) = ts.backward(r)
+    assert e["optimizer"] == "sgd" and e["custom_call"].startswith("ember_sparse_sgd")
+    assert not _kept_gradients(r)
