@@ -148,8 +148,8 @@ class RewriteClusters(ModulePass):
         for e in grads:
             e.update(fused.get(e["custom_call"], {
                 "optimizer": None, "optimizer_reason": "optimizer fusion is off"}))
-        for e in grads:  # an unfused gradient predicted slower than XLA's scatter goes back
-            if e["optimizer"] is None and e["custom_call"] in slow_grads:
+        for e in list(entries):  # unfused, predicted slower than XLA's scatter: back to XLA
+            if e.get("optimizer") is None and e["custom_call"] in slow_grads:
                 n, p = slow_grads[e["custom_call"]]
                 keep_in_xla(module, e["custom_call"], rw)
                 entries.remove(e)

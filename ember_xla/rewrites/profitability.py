@@ -115,8 +115,9 @@ def gradient_kept(c: Cluster, p: dict[str, float] | None) -> NearMiss | None:
         return None
     return NearMiss(c.pattern, c.root,
                     f"kept in XLA: predicted native {us(p['ember'])} vs XLA {us(p['xla'])}, "
-                    f"not {MARGIN:.0%} faster ({family(c)}, {gradient_sizes(c)}; unfused "
-                    "gradient)", direction="backward")
+                    f"not {MARGIN:.0%} faster ({family(c)}, {gradient_sizes(c)}; "
+                    f"{'unfused gradient' if c.direction == 'backward' else 'scatter-add'})",
+                    direction=c.direction)
 
 
 def unmodelled_slow(c: Cluster) -> str | None:
