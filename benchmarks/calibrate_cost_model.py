@@ -66,6 +66,8 @@ GRAD_ROWS = (1_000, 10_000, 100_000, 1_000_000)
 GRAD_LOOKUPS = (1_000, 10_000, 100_000, 1_000_000)
 GRAD_DIMS = (16, 64, 128)
 GRAD_POOLING = 10  # lookups per pooled row in the gathered form
+GRAD_RULE = ("ember_xla/rewrites/gradient_rule.py: the measured points (the fit below is "
+             "recorded, not used: its residuals are too large)")
 
 
 def model_fn(op: str, batch: int):
@@ -216,6 +218,7 @@ def calibrate_grad(reps: int, rng, argv: list[str] | None) -> dict:
                           f"ratio {m['xla_s'] / m['ember_s']:.2f}x  load "
                           f"{os.getloadavg()[0]:.1f}", flush=True)
     entry = fitted(points)
+    entry["decided_by"] = GRAD_RULE
     entry["forms_median_rel_residual"] = {
         form: {b: _median_residual(entry[b], [p for p in points if p["form"] == form],
                                    f"{b}{FIT_ON}") for b in ("xla", "ember")}

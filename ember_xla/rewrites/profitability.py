@@ -20,8 +20,9 @@ every cluster regardless.
 The gradient of a lookup (``scatter_grad``) is judged later, once optimizer fusion has run
 (rewrites/pipeline.py): a gradient fused into its update always stays rewritten (the fused
 kernel replaces XLA's dense update too), an unfused one by the ``scatter_grad/sum`` family
-(``gradient_prediction``: lookups L, table rows V as the output rows, D), put back into XLA
-by keep_in_xla.py when predicted slower.
+(``gradient_prediction``: lookups L, table rows V, D; its measured grid read by
+gradient_rule.py, as the linear model fits it poorly), put back into XLA by keep_in_xla.py
+when predicted not ``MARGIN`` faster.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import os
 from importlib import resources
 from typing import Any
 
+from ember_xla.rewrites import gradient_rule
 from ember_xla.rewrites.cluster import Cluster, NearMiss
 
 MODEL_FILE = "cost_model.json"
@@ -98,14 +100,15 @@ def gradient_sizes(c: Cluster) -> dict[str, int]:
 
 def gradient_prediction(c: Cluster, model: dict[str, Any] | None = None
                         ) -> dict[str, float] | None:
-    """Predicted seconds {"ember": ..., "xla": ...} of an unfused table gradient, or None when
-    the model has no scatter_grad family."""
+    """Predicted seconds {"ember": ..., "xla": ...} of an unfused table gradient by the
+    measured rule of gradient_rule.py, or None when the model has no scatter_grad family."""
     model = model or load_model()
     fam = model["families"].get(family(c))
     if fam is None:
         return None
     s = gradient_sizes(c)
-    return {"ember": _time(fam["ember"], s), "xla": _time(fam["xla"], s)}
+    return gradient_rule.predict(fam["points"], gradient_rule.form_of(c.input_roles),
+                                 s["S"], s["L"], s["D"])
 
 
 def gradient_kept(c: Cluster, p: dict[str, float] | None) -> NearMiss | None:

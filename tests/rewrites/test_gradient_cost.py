@@ -15,7 +15,7 @@ import training_steps as ts
 
 from ember_xla.hlo_import.jax_source import from_jax
 from ember_xla.ir.rewriter import PatternRewriter
-from ember_xla.rewrites import profitability
+from ember_xla.rewrites import gradient_rule, profitability
 from ember_xla.rewrites.keep_in_xla import keep_in_xla
 from ember_xla.rewrites.patterns import ScatterGrad
 from ember_xla.rewrites.pipeline import rewrite_module
@@ -47,6 +47,33 @@ def test_the_model_has_the_gradient_family():
     assert {p["form"] for p in entry["points"]} == {"plain", "gathered"}
     assert entry["command"].startswith("python benchmarks/calibrate_cost_model.py")
     assert entry["date"] and entry["load_average"]
+    assert len(entry["points"]) == 96 and "gradient_rule.py" in entry["decided_by"]
+
+
+def test_the_rule_reads_the_measured_grid():
+    """At a grid point the predicted XLA time is the measured median; the speedup is the cell's
+    less favourable statistic; off the grid it lies between its neighbours' and is clamped
+    outside; small tables predict XLA, a big table with few lookups the kernel."""
+    pts = profitability.load_model()["families"][FAMILY]["points"]
+    p = next(q for q in pts if q["form"] == "plain" and (q["V"], q["L"], q["D"]) == (
+        100_000, 10_000, 64))
+    got = gradient_rule.predict(pts, "plain", 100_000, 10_000, 64)
+    assert got["xla"] == pytest.approx(p["xla_s"])
+    cell = [q for q in pts if q["form"] == "plain" and (q["V"], q["L"]) == (100_000, 10_000)]
+    want = min(np.median([q["xla_s"] / q["ember_s"] for q in cell]),
+               np.median([q["xla_min_s"] / q["ember_min_s"] for q in cell]))
+    assert got["xla"] / got["ember"] == pytest.approx(want)
+    mid = gradient_rule.predict(pts, "plain", 100_000, 31_623, 64)
+    ends = [gradient_rule.predict(pts, "plain", 100_000, n, 64) for n in (10_000, 100_000)]
+    speed = [e["xla"] / e["ember"] for e in ends]
+    assert min(speed) <= mid["xla"] / mid["ember"] <= max(speed)
+    assert gradient_rule.predict(pts, "plain", 10, 10, 2) == gradient_rule.predict(
+        pts, "plain", 1000, 1000, 16)
+    for form in ("plain", "gathered"):
+        small = gradient_rule.predict(pts, form, 1000, 1000, 16)
+        big = gradient_rule.predict(pts, form, 1_000_000, 10_000, 64)
+        assert small["ember"] > small["xla"] and big["ember"] < (1 - profitability.MARGIN) * \
+            big["xla"]
 
 
 def test_small_table_adam_gradient_is_kept_in_xla_and_computes_the_same():

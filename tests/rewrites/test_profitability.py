@@ -21,8 +21,7 @@ from ember_xla.runtime.compare import compare_outputs
 from ember_xla.runtime.execute import run_module
 
 CALIBRATE = Path(__file__).resolve().parents[2] / "benchmarks" / "calibrate_cost_model.py"
-FAMILIES = ("segment_reduce/sum", "segment_reduce/max", "padded_bag/sum",  # padded max: kept in XLA
-            "scatter_grad/sum")
+FAMILIES = ("segment_reduce/sum", "segment_reduce/max", "padded_bag/sum")  # padded max: kept in XLA
 
 
 def _segment_sum_module(batch: int, pooling: int, dim: int, rows: int = 20_000):
