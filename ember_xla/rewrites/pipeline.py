@@ -118,12 +118,13 @@ class RewriteClusters(ModulePass):
                 found.counters[n.pattern]["kept_in_xla"] += 1
         allowed: set[int] | None = None if plan is None else set()
         by_name: dict[str, Any] = {}
-        slow_grads: dict[str, tuple[NearMiss, dict[str, float]]] = {}
+        slow_grads: dict[str, tuple[str, dict[str, Any], dict[str, float]]] = {}
         for i, c in enumerate(found.clusters):
             entry = cluster_entry(c, None)  # describe before the cluster's ops are erased
             grad_p = (profitability.gradient_prediction(c)
                       if plan is not None and c.kind == "scatter_grad" else None)
             grad_miss = profitability.gradient_kept(c, grad_p)
+            miss_entry = None if grad_miss is None else near_miss_entry(grad_miss)  # in place
             if plan is not None and id(c) in plan.predictions:
                 entry["predicted_us"] = _us(plan.predictions[id(c)])
                 entry["decision"] = plan.decisions[id(c)]
@@ -139,8 +140,8 @@ class RewriteClusters(ModulePass):
             entry["outlined_computation"] = cc.callees[0].name
             if grad_p is not None:
                 entry["predicted_us"] = _us(grad_p)
-                if grad_miss is not None:
-                    slow_grads[cc.name] = (grad_miss, grad_p)
+                if grad_miss is not None and miss_entry is not None:
+                    slow_grads[cc.name] = (grad_miss.pattern, miss_entry, grad_p)
             by_name[cc.callees[0].name] = c
             entries.append(entry)
         grads = [e for e in entries if e["pass"] == "backward"]
@@ -150,12 +151,12 @@ class RewriteClusters(ModulePass):
                 "optimizer": None, "optimizer_reason": "optimizer fusion is off"}))
         for e in list(entries):  # unfused, predicted slower than XLA's scatter: back to XLA
             if e.get("optimizer") is None and e["custom_call"] in slow_grads:
-                n, p = slow_grads[e["custom_call"]]
+                pattern, miss, p = slow_grads[e["custom_call"]]
                 keep_in_xla(module, e["custom_call"], rw)
                 entries.remove(e)
-                misses.append({**near_miss_entry(n), "kept_in_xla": True, "decision": "xla",
+                misses.append({**miss, "kept_in_xla": True, "decision": "xla",
                                "predicted_us": _us(p)})
-                found.counters[n.pattern]["kept_in_xla"] += 1
+                found.counters[pattern]["kept_in_xla"] += 1
         multi = (merge_multi_output(module, rw)
                  if self.multi_output and len(entries) > 1 else [])
         groups = (group_tables(module, rw, self.group_concat, allowed)
