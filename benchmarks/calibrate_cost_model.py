@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import itertools
 import json
 import os
 import platform
@@ -207,16 +208,12 @@ def calibrate_grad(reps: int, rng, argv: list[str] | None) -> dict:
     and load average of this measurement."""
     load0 = os.getloadavg()[0]
     points = []
-    for form in GRAD_FORMS:
-        for v in GRAD_ROWS:
-            for n in GRAD_LOOKUPS:
-                for d in GRAD_DIMS:
-                    m = measure_grad(form, v, n, d, reps, rng)
-                    points.append(m)
-                    print(f"{GRAD_FAMILY} {form:8s} V={v:7d} L={n:7d} D={d:3d}  XLA "
-                          f"{m['xla_s'] * 1e6:10.1f} us  ember {m['ember_s'] * 1e6:10.1f} us  "
-                          f"ratio {m['xla_s'] / m['ember_s']:.2f}x  load "
-                          f"{os.getloadavg()[0]:.1f}", flush=True)
+    for form, v, n, d in itertools.product(GRAD_FORMS, GRAD_ROWS, GRAD_LOOKUPS, GRAD_DIMS):
+        m = measure_grad(form, v, n, d, reps, rng)
+        points.append(m)
+        print(f"{GRAD_FAMILY} {form:8s} V={v:7d} L={n:7d} D={d:3d}  XLA "
+              f"{m['xla_s'] * 1e6:10.1f} us  ember {m['ember_s'] * 1e6:10.1f} us  ratio "
+              f"{m['xla_s'] / m['ember_s']:.2f}x  load {os.getloadavg()[0]:.1f}", flush=True)
     entry = fitted(points)
     entry["decided_by"] = GRAD_RULE
     entry["forms_median_rel_residual"] = {
@@ -292,7 +289,7 @@ def refit(source: Path, out: Path, argv: list[str] | None) -> int:
     doc = json.loads(source.read_text())
     for fam, entry in doc["families"].items():
         print(fam)
-        doc["families"][fam] = fitted(entry["points"])
+        doc["families"][fam] = {**entry, **fitted(entry["points"])}  # keeps its own notes
     if "grouped" in doc:
         print("grouped")
         doc["grouped"] = grouped_entry(doc["grouped"]["points"], doc["families"],
