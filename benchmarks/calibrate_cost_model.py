@@ -24,6 +24,12 @@ terms without its c0) the same way for the grouped call and for k separate calls
 k-table modules get work coefficients of their own (they are not the sum of single-cluster
 modules).
 
+The ``scatter_grad/sum`` family (``--families scatter_grad/sum`` measures it alone into the
+existing file) times a lookup's gradient whose update stays in XLA: ``jax.value_and_grad`` of
+a lookup's loss, XLA's module vs the one with an unfused ``ember.scatter_grad``, over table
+rows V, lookups L and D, plain and gathered forms. Its linear fit is stored but the decision
+reads the measured points (ember_xla/rewrites/gradient_rule.py): the fit does not follow them.
+
 The machine is shared: run it when it is quiet, and compare the fit's residuals printed at
 the end (the JSON keeps them) before trusting a new file.
 """
