@@ -137,36 +137,3 @@ def test_small_table_fused_sgd_stays_fused():
     assert e["optimizer"] == "sgd" and e["custom_call"].startswith("ember_sparse_sgd")
     assert not _kept_gradients(r)
 
-
-def _edge_mlp(n: int):
-    def f(h, s, r, w):
-        msg = jax.nn.relu(jnp.concatenate([h[s], h[r]], 1) @ w)
-        return jax.ops.segment_sum(msg, r, n)
-    return f
-
-
-def test_small_segment_sum_of_computed_rows_is_kept_in_xla():
-    """The forward form (segment_rows.py: GNN messages summed by receiver), judged by the same
-    rule: a small graph's sum stays in XLA, bit-equal."""
-    rng = np.random.default_rng(1)
-    n, e, d = 40, 300, 8
-    args = (rng.standard_normal((n, d)).astype(np.float32),
-            rng.integers(0, n, e).astype(np.int32), rng.integers(0, n, e).astype(np.int32),
-            rng.standard_normal((2 * d, d)).astype(np.float32))
-    assert [c["kind"] for c in ts.check_step(_edge_mlp(n), *args, cost_model=False).clusters] \
-        == ["scatter_grad"]
-    r = ts.check_step(_edge_mlp(n), *args, cost_model=True)
-    assert not r.clusters
-    (miss,) = _kept_gradients(r)
-    assert miss["reason"].endswith("scatter-add)") and miss["pass"] == "forward"
-    assert miss["location"]["computation"] and miss["location"]["instruction"]
-
-
-def test_big_graph_few_edges_segment_sum_stays_rewritten():
-    n, e, d = 1_000_000, 10_000, 64
-    args = (jax.ShapeDtypeStruct((n, d), jnp.float32), jax.ShapeDtypeStruct((e,), jnp.int32),
-            jax.ShapeDtypeStruct((e,), jnp.int32), jax.ShapeDtypeStruct((2 * d, d), jnp.float32))
-    r = rewrite_module(from_jax(_edge_mlp(n), *args).module, cost_model=True)
-    (c,) = r.clusters
-    assert c["kind"] == "scatter_grad" and c["pass"] == "forward"
-    assert c["predicted_us"]["ember"] <= (1 - profitability.MARGIN) * c["predicted_us"]["xla"]
