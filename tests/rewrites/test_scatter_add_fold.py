@@ -28,16 +28,16 @@ except native.NativeLibraryMissing as err:  # pragma: no cover - depends on the 
 N, D, L, S = 300, 16, 4000, 200
 
 
-def graph(seed: int, l: int = L):
+def graph(seed: int, n_msgs: int = L):
     """Messages with -0.0, Inf and NaN rows; sorted receivers (~20 per node) with ids past
     either end (jax.ops.segment_sum drops them, as XLA's scatter does)."""
     rng = np.random.default_rng(seed)
     t = rng.standard_normal((N, D)).astype(np.float32)
     t[::9] = -0.0
     t[5, 3], t[7, 1], t[11, :] = np.inf, -np.inf, np.nan
-    ids = rng.integers(0, N, l).astype(np.int32)
-    seg = rng.integers(0, S, l)
-    seg[: min(l, 6)] = [-1, S, -S, S + 5, 0, S - 1][: min(l, 6)]
+    ids = rng.integers(0, N, n_msgs).astype(np.int32)
+    seg = rng.integers(0, S, n_msgs)
+    seg[:6] = [-1, S, -S, S + 5, 0, S - 1]
     seg = np.sort(seg).astype(np.int32)
     h = rng.standard_normal((S, D)).astype(np.float32)
     h[::5] = -0.0
@@ -98,7 +98,7 @@ def test_two_small_sums_added_stay_in_xla():
         return (jax.ops.segment_sum(t[ids], seg, S)
                 + jax.ops.segment_sum(t[ids[::-1]], seg, S)) * h
 
-    r = ts.check_step(f, *graph(4, l=40), cost_model=False)
+    r = ts.check_step(f, *graph(4, n_msgs=40), cost_model=False)
     assert not r.clusters
     assert any("concatenates" in n["reason"] for n in r.near_misses), r.near_misses
 
