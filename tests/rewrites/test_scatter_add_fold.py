@@ -145,3 +145,11 @@ def test_segment_max_plus_residual_is_rewritten():
 
     r = ts.check_step(f, *graph(3), cost_model=False)
     assert [c["kind"] for c in r.clusters] == ["segment_reduce"]
+
+
+def test_cost_model_keeps_the_fold_in_xla():
+    # XLA's fold is its own serial scatter onto A: never slower means it stays there
+    r = ts.check_step(FOLDED["gin"], *graph(9), cost_model=True)
+    assert not r.clusters
+    kept = [n for n in r.near_misses if n.get("kept_in_xla")]
+    assert len(kept) == 1 and "its own serial scatter onto A" in kept[0]["reason"]
