@@ -87,6 +87,7 @@ FOLD_KEPT = ("kept in XLA: XLA:CPU folds A + scatter-add(0, ids, rows) into its 
              "0.31-1.51x of XLA:CPU (1 thread: 0.77-1.68x), not in the cost model; "
              "rewritten with the cost model off")
 
+
 def unmodelled_slow(c: Cluster) -> str | None:
     """Why a cluster whose kernel path no family of the model describes, and which is measured
     slower than XLA:CPU, stays in XLA; None for the others."""

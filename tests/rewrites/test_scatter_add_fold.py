@@ -153,3 +153,22 @@ def test_cost_model_keeps_the_fold_in_xla():
     assert not r.clusters
     kept = [n for n in r.near_misses if n.get("kept_in_xla")]
     assert len(kept) == 1 and "its own serial scatter onto A" in kept[0]["reason"]
+
+
+def test_two_lookups_of_a_large_table_stay_in_xla():
+    # a two-tower model sharing a table: g = scatter(q) + scatter(i), with 2 x 24 x D update
+    # elements < V x D, which XLA concatenates into one scatter from 0 (rewriting each
+    # gradient as a sum from 0 gives other bits)
+    rng = np.random.default_rng(3)
+    t = (rng.standard_normal((1000, 8)) * 0.5).astype(np.float32)
+    q, i = (rng.integers(0, 20, (4, 6)).astype(np.int32) for _ in range(2))
+    y = rng.standard_normal(4).astype(np.float32)
+
+    def loss(t, q, i, y):
+        u, v = t[q].sum(1), jnp.take(t, i, axis=0).mean(1)
+        return ((jnp.sum(u * v, axis=1) - y) ** 2).mean()
+
+    r = ts.check_step(ts.sgd_step(loss, 0.1), t, q, i, y, cost_model=False)
+    assert not ts.backward(r)
+    misses = [n for n in r.near_misses if n.get("pass") == "backward"]
+    assert len(misses) == 2 and all("concatenates" in n["reason"] for n in misses), misses

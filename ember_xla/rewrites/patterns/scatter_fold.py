@@ -156,9 +156,11 @@ def fold_decision(scatter: Operation) -> Fold | str | None:
     if outcome == "none":
         return None  # measured: two scatters too large to concatenate stay apart
     if outcome == "concat":
-        return _refusal(scatter, add, "here both operands are scatter-adds, which XLA "
-                        "concatenates into one scatter from 0 (fewer update elements than "
-                        "result elements)")
+        return (f"scatter {scatter.name}'s only user {add.name} adds it to another "
+                "scatter-add (two lookups' gradients of one table, two segment sums): XLA:CPU "
+                "concatenates both into one scatter-add from 0 when their updates are fewer "
+                "elements than the result, adding one row's updates of both in one sequence: "
+                "it stays in XLA")
     other = add.operands[1] if add.operands[0] is scatter.result else add.operands[0]
     if scalar_constant(Ref(other)) is not None:
         return _refusal(scatter, add, f"A ({other.owner.name}) is a constant, which XLA "
