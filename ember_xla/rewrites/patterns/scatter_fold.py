@@ -152,6 +152,8 @@ def fold_decision(scatter: Operation) -> Fold | str | None:
     zero = scalar_constant(Ref(scatter.operands[0]))
     if zero is None or zero != 0.0:
         return None
+    if scatter.parent is not None and scatter is scatter.parent.root:
+        return _refusal(scatter, add, "the scatter is also its computation's result")
     outcome = add_outcome(add)
     if outcome == "none":
         return None  # measured: two scatters too large to concatenate stay apart
