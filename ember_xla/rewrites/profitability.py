@@ -84,7 +84,8 @@ def predict(c: Cluster, model: dict[str, Any] | None = None) -> dict[str, float]
 #: faster (docs/BENCHMARKS.md, benchmarks/bench_scatter_fold.py).
 FOLD_KEPT = ("kept in XLA: XLA:CPU folds A + scatter-add(0, ids, rows) into its own serial "
              "scatter onto A, which ember.ordered_scatter computes the same way; measured "
-             "0.31-1.51x of XLA:CPU (1 thread: 0.77-1.68x), not in the cost model; "
+             "0.31-1.95x of XLA:CPU under load (identical modules: 0.65-1.79x), not in the "
+             "cost model; "
              "rewritten with the cost model off")
 
 
