@@ -6,6 +6,7 @@ from typing import Any
 
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.lookup import Lookup, match_lookup
+from ember_xla.rewrites.patterns.scatter_fold import Fold, fold_decision
 from ember_xla.rewrites.refs import Ref, resolve
 from ember_xla.rewrites.walk import NoMatch, Walk
 
@@ -104,8 +105,6 @@ def folded_into_add(scatter: Any, what: str) -> str | None:
     (patterns/scatter_fold.py: each row's updates added onto A one by one), or None when XLA
     does not fold it (``what``: the cluster, the gradient). A fold ``ScatterFold`` can rewrite
     is taken by it first (as ``ember.ordered_scatter``); the reason then names it."""
-    from ember_xla.rewrites.patterns.scatter_fold import Fold, fold_decision
-
     d = fold_decision(scatter)
     if d is None:
         return None

@@ -34,6 +34,7 @@ from ember_xla.ir.operation import Operation
 from ember_xla.ir.value import Value
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.matcher import Pattern
+from ember_xla.rewrites.patterns.forward_lookup import depends_on, forward_gather
 from ember_xla.rewrites.patterns.sparse_apply import one_row_id_per_update, scatters_whole_rows
 from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
 from ember_xla.rewrites.walk import NoMatch
@@ -181,8 +182,6 @@ def fold_decision(scatter: Operation) -> Fold | str | None:
 def fold_cluster(fold: Fold) -> Cluster:
     """The ``ember.ordered_scatter`` cluster (combiner add) of ``fold``: {scatter, add} and the
     zero broadcast only the scatter reads; A, the ids and the rows computed by XLA as before."""
-    from ember_xla.rewrites.patterns.scatter_grad import depends_on, forward_gather
-
     s, add = fold.scatter, fold.add
     dest, ids, upd = s.operands
     owned = [add, s]
