@@ -22,7 +22,7 @@ class Sim {
   Sim(const TimingTarget& t, const TraceView& tr, std::string* err,
       SharedMemory* shared = nullptr, size_t n_private = 0)
       : t_(t), tr_(tr), err_(err), mem_(t, shared, n_private),
-        heap_(std::max<int64_t>(t.outstanding, 1)),
+        heap_(std::max<int64_t>(t.outstanding, 1), mem_.levels() + 1),
         line_shift_(t.line_bytes > 0 && (t.line_bytes & (t.line_bytes - 1)) == 0
                         ? __builtin_ctzll((uint64_t)t.line_bytes) : -1) {}
 
@@ -290,14 +290,11 @@ class Sim {
     const int64_t cap = t_.outstanding;
     double done = t;
     for (int64_t line = first; line <= last; ++line) {
-      heap_.PopThrough(t);
+      heap_.PopThrough<F != nullptr ? 4 : 0>(t);  // (F: 3 levels, then DRAM)
       if (heap_.size() >= cap) t = std::max(t, heap_.pop());
       int where;
       const double c = mem_.Access<F>(line, t, &where);
-      if (where == mem_.levels())  // single-channel DRAM: completions in request order
-        heap_.push_ordered(c);
-      else
-        heap_.push(c);
+      heap_.push(c, where < 0 ? mem_.levels() : where);  // by source: a level, DRAM
       done = std::max(done, c);
       t += step;
       access_busy_ += step;
@@ -401,7 +398,7 @@ class Sim {
   // compiled in when the target has those.
   bool Replay() {
     constexpr MemorySystem::NarrowLookupFn kShipped = &MemorySystem::NarrowLookup<4, 8, 16>;
-    if (mem_.narrow_lookup() == kShipped) return ReplayWith<kShipped>();
+    if (mem_.narrow_lookup() == kShipped && mem_.levels() == 3) return ReplayWith<kShipped>();
     return ReplayWith<nullptr>();
   }
   template <MemorySystem::NarrowLookupFn F>
