@@ -183,6 +183,11 @@ class Sim {
       lc.pos += k.delta;
       lc.pushes += k.pushes;
       Fetch(lc);
+      if (lc.left > 1) {  // the last level's sets of the layer's load after next
+        const int64_t ahead = lc.pos + next_[lc.pos].delta;
+        const int64_t addr = tr_.a[ahead];
+        mem_.Prefetch(LineOf(addr), LineOf(addr + std::max<int64_t>(tr_.b[ahead], 1) - 1));
+      }
       return;
     }
     int64_t pos = lc.pos + 1;
