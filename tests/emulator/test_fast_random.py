@@ -157,3 +157,14 @@ def test_hits_out_of_issue_order(outstanding, seed):
     issue time going back), with the outstanding requests binding: the in-flight set of the
     C++ core is the reference's heap."""
     same(variant(TMU, outstanding_requests=outstanding), hit_trace(seed))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_layer_numbers_of_any_size(seed):
+    """Layer numbers past the small ones the core finds directly (negative, large, mixed with
+    small ones) give the reference's report."""
+    tr = random_trace(seed)
+    names = {0: -5, 1: 17, 2: 1 << 40, 3: 3}
+    tr.layer = [names[v] if k == 0 else v for k, v in zip(tr.kind, tr.layer, strict=True)]
+    same(TMU, tr)
+    same(TARGETS["tmu-small-queue"], tr)
