@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace ember_emu {
@@ -142,6 +143,8 @@ struct LayerCursor {
   int64_t dep = -1;       // the event index of the load pos depends on, or -1
   int64_t entry = -1;     // the data-queue entry of the load at pos, or -1 (none, never pushed)
   int64_t tail = 0, tail_pushes = 0;  // while indexing: the layer's last load so far, pushes before it
+  // the last line prefetched for the layer's loads (a hint: any value works)
+  int64_t prefetched = std::numeric_limits<int64_t>::min();
 };
 
 }  // namespace detail

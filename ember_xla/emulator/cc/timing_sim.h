@@ -189,10 +189,17 @@ class Sim {
       lc.pos += k.delta;
       lc.pushes += k.pushes;
       Fetch(lc);
-      if (lc.left > 1) {  // the last level's sets of the layer's load after next
+      if (lc.left > 1 && line_shift_ >= 0) {
+        // the last level's sets of the layer's load after next (from its second line when the
+        // layer's last prefetch ended on its first)
         const int64_t ahead = lc.pos + next_[lc.pos].delta;
         const int64_t addr = tr_.a[ahead];
-        mem_.Prefetch(LineOf(addr), LineOf(addr + std::max<int64_t>(tr_.b[ahead], 1) - 1));
+        const int64_t last = (addr + std::max<int64_t>(tr_.b[ahead], 1) - 1) >> line_shift_;
+        const int64_t first = (addr >> line_shift_) + ((addr >> line_shift_) == lc.prefetched);
+        if (first <= last) {
+          mem_.Prefetch(first, last);
+          lc.prefetched = last;
+        }
       }
       return;
     }
@@ -295,7 +302,8 @@ class Sim {
       used_ += entries_[e].bytes;
       ++reserved_;
     }
-    const int64_t addr = tr_.a[i], nb = std::max<int64_t>(tr_.b[i], 1);
+    const int64_t addr = tr_.a[i], bytes = tr_.b[i], nb = std::max<int64_t>(bytes, 1);
+    bytes_loaded_ += bytes;
     const int64_t first = LineOf(addr), last = LineOf(addr + nb - 1);
     const double step = t_.agen_step;
     const int64_t cap = t_.outstanding;
@@ -312,7 +320,6 @@ class Sim {
     }
     done_[i] = done;
     max_done_ = std::max(max_done_, done);
-    bytes_loaded_ += tr_.b[i];
     if (e >= 0) {
       entries_[e].push = std::max(entries_[e].push, done);
       --entries_[e].remaining;
