@@ -165,6 +165,10 @@ class Sim {
     return -1;
   }
   static constexpr int64_t kDirectLayers = 16;  // layer numbers 0 to 15 found without a search
+  // How far on in the trace a layer's move prefetches: 3 rows of a bag trace of row loads,
+  // 1-2 rows of one of 8 chunk loads per row (of 8 to 32 events measured, the one that
+  // serves both)
+  static constexpr int64_t kPrefetchAhead = 12;
 
   // Moves the token cursor to the next TOKEN event at or after tok_pos_.
   void AdvanceToken() {
@@ -189,10 +193,10 @@ class Sim {
       lc.pos += k.delta;
       lc.pushes += k.pushes;
       Fetch(lc);
-      if (lc.left > 1 && line_shift_ >= 0) {
-        // the last level's sets of the layer's load after next (from its second line when the
-        // layer's last prefetch ended on its first)
-        const int64_t ahead = lc.pos + next_[lc.pos].delta;
+      const int64_t ahead = lc.pos + kPrefetchAhead;
+      if (ahead < tr_.n && line_shift_ >= 0 && tr_.kind[ahead] == kLoad) {
+        // the last level's sets of the load kPrefetchAhead events on (from its second line
+        // when this layer's last prefetch ended on its first)
         const int64_t addr = tr_.a[ahead];
         const int64_t last = (addr + std::max<int64_t>(tr_.b[ahead], 1) - 1) >> line_shift_;
         const int64_t first = (addr >> line_shift_) + ((addr >> line_shift_) == lc.prefetched);
