@@ -194,9 +194,10 @@ class Sim {
       lc.pushes += k.pushes;
       Fetch(lc);
       const int64_t ahead = lc.pos + kPrefetchAhead;
-      if (ahead < tr_.n && line_shift_ >= 0 && tr_.kind[ahead] == kLoad) {
-        // the last level's sets of the load kPrefetchAhead events on (from its second line
-        // when this layer's last prefetch ended on its first)
+      if (lc.entry >= 0 && ahead < tr_.n && line_shift_ >= 0 && tr_.kind[ahead] == kLoad &&
+          tr_.queued[ahead]) {
+        // a layer of data loads: the last level's sets of the data load kPrefetchAhead events
+        // on (from its second line when this layer's last prefetch ended on its first)
         const int64_t addr = tr_.a[ahead];
         const int64_t last = (addr + std::max<int64_t>(tr_.b[ahead], 1) - 1) >> line_shift_;
         const int64_t first = (addr >> line_shift_) + ((addr >> line_shift_) == lc.prefetched);
