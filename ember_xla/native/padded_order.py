@@ -80,6 +80,46 @@ def _ynn_weighted(b: int, p: int, d: int, shape: str, combiner: str, init: float
     return "sequential_fma"
 
 
+#: The identity a max / min bag's reduce starts from (jnp, Keras and TF all start there).
+MINMAX_INIT = {"max": float("-inf"), "min": float("inf")}
+
+
+def minmax_order(bag: BagSum) -> str:
+    """How XLA:CPU computes a max / min padded bag (a ``reduce`` over the bag axis), as the
+    kernel's ``sum_order`` (native/padded_minmax.h): "reduce_loop" (its own loop, below
+    YNN_MIN_ELEMENTS) or "ynn_groups4" (YNNPACK's groups of 4 rows, from YNN_MIN_ELEMENTS on);
+    the two differ in NaN handling (the loop propagates NaN, YNNPACK's vmaxps drops it) and in
+    signed zeros. Measured bit for bit against jax/jaxlib 0.10.2 (docs/RELIABILITY.md, "Max and
+    min bags"); raises OrderNotReproduced for the bags that are not reproduced."""
+    shape = f"[{bag.b},{bag.p},{bag.d}] {bag.reduce_type}"
+    what = f"{bag.combiner} bag {shape}"
+    kept = "so the cluster stays in XLA"
+    table_type = bag.table_type or bag.reduce_type
+    if bag.reduce_type != "f32" or table_type != "f32":
+        raise OrderNotReproduced(
+            f"{what} of {table_type} rows: XLA:CPU's max/min of bf16/f16 (YNNPACK compares "
+            f"them as sign-magnitude integers) is reproduced for f32 rows only, {kept}")
+    if bag.weighted:
+        raise OrderNotReproduced(f"weighted {what}: only unweighted max/min bags are "
+                                 f"reproduced, {kept}")
+    if bag.init != MINMAX_INIT[bag.combiner]:
+        raise OrderNotReproduced(f"{what} starts at {bag.init}, not "
+                                 f"{MINMAX_INIT[bag.combiner]}: reproduced from the identity "
+                                 f"only, {kept}")
+    if bag.p == 1:
+        raise OrderNotReproduced(
+            f"{what} of one row: XLA:CPU folds the reduce over it away (the bag is its row, "
+            "denormals kept), which the kernel, comparing the row with the init under "
+            f"denormals-are-zero, does not reproduce, {kept}")
+    if bag.b * bag.p * bag.d < YNN_MIN_ELEMENTS:
+        return "reduce_loop"
+    if bag.d == 1:
+        raise OrderNotReproduced(
+            f"{what}: YNNPACK reduces rows of one value along the contiguous bag axis, in "
+            f"16-lane tiles folded horizontally, which is not reproduced, {kept}")
+    return "ynn_groups4"
+
+
 @dataclasses.dataclass(frozen=True)
 class BagSum:
     """A padded bag's lookup and sum: everything that decides the order in which XLA:CPU adds
