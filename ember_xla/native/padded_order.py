@@ -80,6 +80,13 @@ def _ynn_weighted(b: int, p: int, d: int, shape: str, combiner: str, init: float
     return "sequential_fma"
 
 
+#: Below the YNNPACK size XLA:CPU's own loop takes a max/min bag's rows in order (the result:
+#: the first NaN, or the bag's max / min) except from 20 (s64 ids; s32: 23, jnp.take clip
+#: mode: 30) to 32 rows, where LLVM vectorizes it, and past 32 rows it reduces tree windows of
+#: 32 rows, in order, then the windows in order (measured; docs/RELIABILITY.md). Up to 19
+#: windows are kept (the vectorization's lower limit).
+MINMAX_VECTOR_WIDTHS = (20, 32)
+MINMAX_MAX_WIDTH = 19 * TREE_WINDOW
 #: The identity a max / min bag's reduce starts from (jnp, Keras and TF all start there).
 MINMAX_INIT = {"max": float("-inf"), "min": float("inf")}
 
@@ -112,6 +119,19 @@ def minmax_order(bag: BagSum) -> str:
             "denormals kept), which the kernel, comparing the row with the init under "
             f"denormals-are-zero, does not reproduce, {kept}")
     if bag.b * bag.p * bag.d < YNN_MIN_ELEMENTS:
+        if bag.index_mode == "fill":
+            raise OrderNotReproduced(
+                f"{what}, jnp.take's fill mode: XLA:CPU's own loop, with the fill's NaN rows "
+                "fused in, gives NaN results whose sign and payload are not reproduced, "
+                f"{kept}")
+        if MINMAX_VECTOR_WIDTHS[0] <= bag.p <= MINMAX_VECTOR_WIDTHS[1] or \
+                bag.p > MINMAX_MAX_WIDTH:
+            raise OrderNotReproduced(
+                f"{what}: XLA:CPU's own loop vectorizes bags of {MINMAX_VECTOR_WIDTHS[0]}-"
+                f"{MINMAX_VECTOR_WIDTHS[1]} rows (and the reduce of more than "
+                f"{MINMAX_MAX_WIDTH // TREE_WINDOW} tree windows), in an order that decides "
+                f"which NaN's sign and payload a bag of several NaNs gives, not reproduced, "
+                f"{kept}")
         return "reduce_loop"
     if bag.d == 1:
         raise OrderNotReproduced(
