@@ -131,3 +131,31 @@ def test_adversarial_bags(values, order):
 ])
 def test_kept_with_reason(fn, args, words):
     _expect_kept(fn, args, words)
+
+
+@pytest.mark.parametrize("b,p,d,order", [(4, 6, 8, "reduce_loop"), (64, 10, 16, "ynn_groups4")])
+def test_keras_global_max_pooling(b, p, d, order):
+    """Keras 3 (TF backend) Embedding + GlobalMaxPooling1D, exported through ember's TF path,
+    with an adversarial table: one cluster in XLA:CPU's order, bytes equal to the original."""
+    import keras
+
+    from ember_xla.hlo_import.tf_source import from_tf_function
+
+    n = 60
+    rng = np.random.default_rng(b + p + d)
+    table = _table(n, d, rng)
+    inp = keras.Input((p,), dtype="int32")
+    emb = keras.layers.Embedding(n, d)
+    model = keras.Model(inp, keras.layers.GlobalMaxPooling1D()(emb(inp)))
+    emb.set_weights([table])
+    ids = rng.integers(0, n, (b, p)).astype(np.int32)
+    m = from_tf_function(lambda i: model(i), ids, source=f"keras_gmp_{b}x{p}x{d}")
+    r = rewrite_module(m.module, cost_model=False)
+    assert len(r.clusters) == 1, r.near_misses
+    assert r.clusters[0]["attributes"]["sum_order"] == order
+    args = [ids] + [np.asarray(m.bound[k]) for k in sorted(m.bound)]
+    assert any(a.tobytes() == table.tobytes() for a in args[1:])  # the adversarial table
+    for opts in OPTIONS:
+        want = run_module(m.module, args, OPTIONS[opts])[0]
+        got = run_module(r.module, args, OPTIONS[opts])[0]
+        assert np.array_equal(_bits(want), _bits(got)), opts
