@@ -25,8 +25,8 @@ KERNEL_ATTRS = ("combiner", "index_bits", "index_mode", "init", "weighted", "wra
 #: loop) or "ynn_groups4" (YNNPACK's groups of 4 rows), each with its NaN and signed-zero
 #: semantics (native/padded_minmax.h).
 PADDED_ATTRS = (*KERNEL_ATTRS, "sum_order")
-SUM_ORDERS = ("sequential", "sequential_fma", "blocked", "vector8", "tree32", "reduce_loop",
-              "ynn_groups4")
+MINMAX_ORDERS = ("reduce_loop", "ynn_groups4")
+SUM_ORDERS = ("sequential", "sequential_fma", "blocked", "vector8", "tree32", *MINMAX_ORDERS)
 
 #: Attributes of ember.multi_segment_reduce: one comma-separated combiner and init per result
 #: (``combiners="sum,max"``, ``inits="0.0,-inf"``; inits as ``repr(float)`` prints them).

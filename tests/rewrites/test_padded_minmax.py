@@ -159,3 +159,18 @@ def test_keras_global_max_pooling(b, p, d, order):
         want = run_module(m.module, args, OPTIONS[opts])[0]
         got = run_module(r.module, args, OPTIONS[opts])[0]
         assert np.array_equal(_bits(want), _bits(got)), opts
+
+
+def test_dae_lowering_refuses_the_xla_semantics_and_keeps_max_bags_in_xla():
+    """The DAE contract has no XLA:CPU max/min semantics: the CPU rewrite's max bag reads as a
+    refusal naming them; the DAE machine's own rewrite keeps max bags in XLA."""
+    from ember_xla.call_specs import LoweringRefused, cluster_spec, ember_calls
+
+    args = [np.zeros((60, 16), np.float32), np.zeros((64, 10), np.int32)]
+    m = from_jax(FUNCS["max"], *args)
+    (call,) = ember_calls(rewrite_module(m.module, cost_model=False).module)
+    with pytest.raises(LoweringRefused, match="not in the DAE contract"):
+        cluster_spec(call)
+    dae = rewrite_module(m.module, cost_model=False, xla_order=False)
+    assert not dae.clusters
+    assert "DAE programs do not" in str(dae.near_misses)
