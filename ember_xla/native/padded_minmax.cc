@@ -63,19 +63,23 @@ __attribute__((always_inline)) inline typename Lanes<VL>::V Loop(typename Lanes<
   return (typename Lanes<VL>::V)r;
 }
 
-// Columns [c0, c1) of one bag, VL at a time; rows[p] points at lookup p's row.
+// Columns [c0, c1) of one bag, VL at a time; rows[p] points at lookup p's row, `fill` at
+// fill mode's NaN row (an out-of-range lookup).
 template <int VL, int Kind, MinMaxOrder Order>
-__attribute__((always_inline)) inline void Columns(const float* const* rows, int64_t width,
-                                                   int64_t c0, int64_t c1, float init,
-                                                   float zero_f, float* __restrict out) {
+__attribute__((always_inline)) inline void Columns(const float* const* rows, const float* fill,
+                                                   int64_t width, int64_t c0, int64_t c1,
+                                                   float init, float zero_f,
+                                                   float* __restrict out) {
   using V = typename Lanes<VL>::V;
   using VU = typename Lanes<VL>::VU;
-  V zero, start;
-  for (int l = 0; l < VL; ++l) zero[l] = zero_f, start[l] = init;
+  V zero, start, qnan;
+  for (int l = 0; l < VL; ++l) zero[l] = zero_f, start[l] = init, qnan[l] = fill[0];
   for (int64_t c = c0; c + VL <= c1; c += VL) {
     V acc = start;
     if constexpr (Order == MinMaxOrder::kReduceLoop) {
-      for (int64_t p = 0; p < width; ++p) acc = Loop<VL, Kind>(acc, Load<VL>(rows[p] + c, zero));
+      // LLVM folds max/min(acc, fill's NaN constant) to the NaN: it replaces any acc
+      for (int64_t p = 0; p < width; ++p)
+        acc = rows[p] == fill ? qnan : Loop<VL, Kind>(acc, Load<VL>(rows[p] + c, zero));
     } else {
       for (int64_t g = 0; g < width; g += 4) {
         const V a0 = Load<VL>(rows[g] + c, zero);
@@ -90,20 +94,21 @@ __attribute__((always_inline)) inline void Columns(const float* const* rows, int
 }
 
 template <int Kind, MinMaxOrder Order>
-void BagsBaseline(const float* const* rows, int64_t width, int64_t d, float init, float zero,
-                  float* out) {
+void BagsBaseline(const float* const* rows, const float* fill, int64_t width, int64_t d,
+                  float init, float zero, float* out) {
   const int64_t d8 = d - d % 8;
-  Columns<8, Kind, Order>(rows, width, 0, d8, init, zero, out);
-  Columns<1, Kind, Order>(rows, width, d8, d, init, zero, out);
+  Columns<8, Kind, Order>(rows, fill, width, 0, d8, init, zero, out);
+  Columns<1, Kind, Order>(rows, fill, width, d8, d, init, zero, out);
 }
 
 #if defined(__x86_64__)
 template <int Kind, MinMaxOrder Order>
-__attribute__((target("avx2"))) void BagsAvx2(const float* const* rows, int64_t width, int64_t d,
-                                              float init, float zero, float* out) {
+__attribute__((target("avx2"))) void BagsAvx2(const float* const* rows, const float* fill,
+                                              int64_t width, int64_t d, float init, float zero,
+                                              float* out) {
   const int64_t d8 = d - d % 8;
-  Columns<8, Kind, Order>(rows, width, 0, d8, init, zero, out);
-  Columns<1, Kind, Order>(rows, width, d8, d, init, zero, out);
+  Columns<8, Kind, Order>(rows, fill, width, 0, d8, init, zero, out);
+  Columns<1, Kind, Order>(rows, fill, width, d8, d, init, zero, out);
 }
 
 bool HasAvx2() {
@@ -130,11 +135,11 @@ void Part(const float* table, const float* nan_row, const Plan& plan, int64_t b0
     }
 #if defined(__x86_64__)
     if (HasAvx2()) {
-      BagsAvx2<Kind, Order>(rows.data(), width, d, init, zero, out + b * d);
+      BagsAvx2<Kind, Order>(rows.data(), nan_row, width, d, init, zero, out + b * d);
       continue;
     }
 #endif
-    BagsBaseline<Kind, Order>(rows.data(), width, d, init, zero, out + b * d);
+    BagsBaseline<Kind, Order>(rows.data(), nan_row, width, d, init, zero, out + b * d);
   }
 }
 

@@ -6,7 +6,9 @@
 // kReduceLoop (XLA's own reduce loop, below 4096 elements): acc = init, then for each row
 // acc = op(acc, v): a NaN acc stays; else a NaN v is the result with its sign bit ANDed (max)
 // or ORed (min) with acc's; else equal values give the AND (max) / OR (min) of their bits (so
-// max(-0, +0) = +0, min = -0); else the larger (smaller).
+// max(-0, +0) = +0, min = -0); else the larger (smaller). An out-of-range lookup of
+// jnp.take's fill mode makes acc the NaN (LLVM folds the op with the fill's NaN constant to
+// that NaN), whatever acc was.
 //
 // kYnnGroups4 (YNNPACK, from 4096 elements): the rows in groups of 4 (a short last group
 // repeats its first row), each group folded acc = vmaxps(acc, next) from its first row, then

@@ -119,10 +119,11 @@ def minmax_order(bag: BagSum) -> str:
             "denormals kept), which the kernel, comparing the row with the init under "
             f"denormals-are-zero, does not reproduce, {kept}")
     if bag.b * bag.p * bag.d < YNN_MIN_ELEMENTS:
-        if bag.index_mode == "fill":
+        if bag.index_mode == "fill" and bag.p >= MINMAX_VECTOR_WIDTHS[0]:
             raise OrderNotReproduced(
                 f"{what}, jnp.take's fill mode: XLA:CPU's own loop, with the fill's NaN rows "
-                "fused in, gives NaN results whose sign and payload are not reproduced, "
+                f"fused in, is reproduced up to {MINMAX_VECTOR_WIDTHS[0] - 1} rows (its tree "
+                "windows give NaN results whose sign and payload are not reproduced), "
                 f"{kept}")
         if MINMAX_VECTOR_WIDTHS[0] <= bag.p <= MINMAX_VECTOR_WIDTHS[1] or \
                 bag.p > MINMAX_MAX_WIDTH:
