@@ -175,3 +175,21 @@ def test_dae_lowering_refuses_the_xla_semantics_and_keeps_max_bags_in_xla():
     dae = rewrite_module(m.module, cost_model=False, xla_order=False)
     assert not dae.clusters
     assert "DAE programs do not" in str(dae.near_misses)
+
+
+@pytest.mark.parametrize("b,p,d", [(4, 5, 8), (64, 10, 16)])
+def test_embedding_bag_padded_max_is_the_jnp_bag(b, p, d):
+    """``ember_xla.embedding_bag`` asks the same rule: its padded max/min bags give the bytes
+    of the jnp bag they replace, in both regimes."""
+    import jax
+
+    from ember_xla import embedding_bag
+
+    rng = np.random.default_rng(b * p * d)
+    n = 60
+    table, ids = _table(n, d, rng), rng.integers(0, n, (b, p)).astype(np.int32)
+    for combiner in ("max", "min"):
+        want = np.asarray(jax.jit(FUNCS[combiner])(table, ids))
+        got = np.asarray(jax.jit(lambda t, i, c=combiner: embedding_bag(t, i, combiner=c))(
+            table, ids))
+        assert got.tobytes() == want.tobytes(), combiner
