@@ -193,3 +193,19 @@ def test_embedding_bag_padded_max_is_the_jnp_bag(b, p, d):
         got = np.asarray(jax.jit(lambda t, i, c=combiner: embedding_bag(t, i, combiner=c))(
             table, ids))
         assert got.tobytes() == want.tobytes(), combiner
+
+
+def test_sum_and_max_of_one_bag_are_two_calls():
+    """A bag's sum and max (one gather, two reduces): two padded-bag calls; the max bytes
+    equal, the sum's too but for NaN payloads (a sum's NaN payload is not reproduced,
+    RELIABILITY.md)."""
+    rng = np.random.default_rng(3)
+    args = [_table(60, 16, rng), rng.integers(0, 60, (64, 10)).astype(np.int32)]
+    m = from_jax(lambda t, i: (t[i].sum(1), t[i].max(1)), *args)
+    r = rewrite_module(m.module, cost_model=False)
+    assert sorted(c["attributes"]["sum_order"] for c in r.clusters) == ["blocked", "ynn_groups4"]
+    for opts in OPTIONS:
+        (ws, wm), (gs, gm) = (run_module(x, args, OPTIONS[opts]) for x in (m.module, r.module))
+        assert wm.tobytes() == gm.tobytes(), opts
+        nan = np.isnan(ws)
+        assert np.array_equal(nan, np.isnan(gs)) and ws[~nan].tobytes() == gs[~nan].tobytes()
