@@ -4,6 +4,7 @@
 // columns one at a time with the same operations.
 #include "padded_minmax.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -28,6 +29,9 @@ template <> struct Lanes<8> {
 };
 
 constexpr int32_t kSign = INT32_MIN;
+// YNNPACK reduces the bag axis in tiles of floor(kYnnTileValues / D) rows, each in groups of 4
+// from its first row (padded_minmax.h).
+constexpr int64_t kYnnTileValues = 32768;
 
 // Kind 1: max, 2: min. `zero` is +0 the compiler cannot see: v == zero holds for +-0 and,
 // under the caller's DAZ, for denormals, which become the zero of their sign.
@@ -67,8 +71,8 @@ __attribute__((always_inline)) inline typename Lanes<VL>::V Loop(typename Lanes<
 // fill mode's NaN row (an out-of-range lookup).
 template <int VL, int Kind, MinMaxOrder Order>
 __attribute__((always_inline)) inline void Columns(const float* const* rows, const float* fill,
-                                                   int64_t width, int64_t c0, int64_t c1,
-                                                   float init, float zero_f,
+                                                   int64_t width, int64_t tile, int64_t c0,
+                                                   int64_t c1, float init, float zero_f,
                                                    float* __restrict out) {
   using V = typename Lanes<VL>::V;
   using VU = typename Lanes<VL>::VU;
@@ -81,12 +85,15 @@ __attribute__((always_inline)) inline void Columns(const float* const* rows, con
       for (int64_t p = 0; p < width; ++p)
         acc = rows[p] == fill ? qnan : Loop<VL, Kind>(acc, Load<VL>(rows[p] + c, zero));
     } else {
-      for (int64_t g = 0; g < width; g += 4) {
-        const V a0 = Load<VL>(rows[g] + c, zero);
-        V grp = a0;
-        for (int64_t i = 1; i < 4; ++i)
-          grp = Ynn<VL, Kind>(grp, g + i < width ? Load<VL>(rows[g + i] + c, zero) : a0);
-        acc = Ynn<VL, Kind>(grp, acc);
+      for (int64_t t0 = 0; t0 < width; t0 += tile) {
+        const int64_t t1 = std::min(width, t0 + tile);
+        for (int64_t g = t0; g < t1; g += 4) {
+          const V a0 = Load<VL>(rows[g] + c, zero);
+          V grp = a0;
+          for (int64_t i = 1; i < 4; ++i)
+            grp = Ynn<VL, Kind>(grp, g + i < t1 ? Load<VL>(rows[g + i] + c, zero) : a0);
+          acc = Ynn<VL, Kind>(grp, acc);
+        }
       }
     }
     *reinterpret_cast<VU*>(out + c) = acc;
@@ -94,21 +101,21 @@ __attribute__((always_inline)) inline void Columns(const float* const* rows, con
 }
 
 template <int Kind, MinMaxOrder Order>
-void BagsBaseline(const float* const* rows, const float* fill, int64_t width, int64_t d,
-                  float init, float zero, float* out) {
+void BagsBaseline(const float* const* rows, const float* fill, int64_t width, int64_t tile,
+                  int64_t d, float init, float zero, float* out) {
   const int64_t d8 = d - d % 8;
-  Columns<8, Kind, Order>(rows, fill, width, 0, d8, init, zero, out);
-  Columns<1, Kind, Order>(rows, fill, width, d8, d, init, zero, out);
+  Columns<8, Kind, Order>(rows, fill, width, tile, 0, d8, init, zero, out);
+  Columns<1, Kind, Order>(rows, fill, width, tile, d8, d, init, zero, out);
 }
 
 #if defined(__x86_64__)
 template <int Kind, MinMaxOrder Order>
 __attribute__((target("avx2"))) void BagsAvx2(const float* const* rows, const float* fill,
-                                              int64_t width, int64_t d, float init, float zero,
-                                              float* out) {
+                                              int64_t width, int64_t tile, int64_t d,
+                                              float init, float zero, float* out) {
   const int64_t d8 = d - d % 8;
-  Columns<8, Kind, Order>(rows, fill, width, 0, d8, init, zero, out);
-  Columns<1, Kind, Order>(rows, fill, width, d8, d, init, zero, out);
+  Columns<8, Kind, Order>(rows, fill, width, tile, 0, d8, init, zero, out);
+  Columns<1, Kind, Order>(rows, fill, width, tile, d8, d, init, zero, out);
 }
 
 bool HasAvx2() {
@@ -121,6 +128,7 @@ template <int Kind, MinMaxOrder Order>
 void Part(const float* table, const float* nan_row, const Plan& plan, int64_t b0, int64_t b1,
           int64_t width, int64_t d, float init, float zero, float* out) {
   constexpr int64_t kAhead = 16;  // lookups whose rows are prefetched ahead
+  const int64_t tile = d > 0 ? std::max<int64_t>(1, kYnnTileValues / d) : 1;
   std::vector<const float*> rows(static_cast<size_t>(width));
   const int64_t k_end = b1 * width;
   for (int64_t b = b0; b < b1; ++b) {
@@ -135,11 +143,12 @@ void Part(const float* table, const float* nan_row, const Plan& plan, int64_t b0
     }
 #if defined(__x86_64__)
     if (HasAvx2()) {
-      BagsAvx2<Kind, Order>(rows.data(), nan_row, width, d, init, zero, out + b * d);
+      BagsAvx2<Kind, Order>(rows.data(), nan_row, width, tile, d, init, zero, out + b * d);
       continue;
     }
 #endif
-    BagsBaseline<Kind, Order>(rows.data(), nan_row, width, d, init, zero, out + b * d);
+    BagsBaseline<Kind, Order>(rows.data(), nan_row, width, tile, d, init, zero,
+                              out + b * d);
   }
 }
 

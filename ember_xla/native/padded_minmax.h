@@ -10,10 +10,11 @@
 // jnp.take's fill mode makes acc the NaN (LLVM folds the op with the fill's NaN constant to
 // that NaN), whatever acc was.
 //
-// kYnnGroups4 (YNNPACK, from 4096 elements): the rows in groups of 4 (a short last group
-// repeats its first row), each group folded acc = vmaxps(acc, next) from its first row, then
-// C = vmaxps(acc, C) from C = init; vmaxps(a, b) = a > b ? a : b (vminps alike), so a NaN row
-// is dropped unless every later compare keeps it, and ties keep b.
+// kYnnGroups4 (YNNPACK, from 4096 elements): the bag's rows in tiles of floor(32768 / D)
+// rows, each tile's rows in groups of 4 (a tile's short last group repeats its first row),
+// each group folded acc = vmaxps(acc, next) from its first row, then C = vmaxps(acc, C) from
+// C = init; vmaxps(a, b) = a > b ? a : b (vminps alike), so NaN rows are dropped (an all-NaN
+// bag gives init) and ties keep b.
 //
 // Both read every row value with the denormals-are-zero of the caller's MXCSR (XLA runs with
 // DAZ: a denormal is the signed zero), NaNs unchanged (signalling ones too).

@@ -87,6 +87,10 @@ def _ynn_weighted(b: int, p: int, d: int, shape: str, combiner: str, init: float
 #: windows are kept (the vectorization's lower limit).
 MINMAX_VECTOR_WIDTHS = (20, 32)
 MINMAX_MAX_WIDTH = 19 * TREE_WINDOW
+#: YNNPACK reduces a max/min bag's rows in tiles of floor(YNN_TILE_VALUES / D) rows, each in
+#: groups of 4 from its first row (measured: a tile's short last group repeats its first row;
+#: native/padded_minmax.h).
+YNN_TILE_VALUES = 32768
 #: The identity a max / min bag's reduce starts from (jnp, Keras and TF all start there).
 MINMAX_INIT = {"max": float("-inf"), "min": float("inf")}
 
@@ -138,6 +142,10 @@ def minmax_order(bag: BagSum) -> str:
         raise OrderNotReproduced(
             f"{what}: YNNPACK reduces rows of one value along the contiguous bag axis, in "
             f"16-lane tiles folded horizontally, which is not reproduced, {kept}")
+    if bag.d > YNN_TILE_VALUES:
+        raise OrderNotReproduced(
+            f"{what}: YNNPACK's tiles of the bag axis (floor({YNN_TILE_VALUES} / D) rows) are "
+            f"measured for D <= {YNN_TILE_VALUES} only, {kept}")
     return "ynn_groups4"
 
 

@@ -209,3 +209,22 @@ def test_sum_and_max_of_one_bag_are_two_calls():
         assert wm.tobytes() == gm.tobytes(), opts
         nan = np.isnan(ws)
         assert np.array_equal(nan, np.isnan(gs)) and ws[~nan].tobytes() == gs[~nan].tobytes()
+
+
+@pytest.mark.parametrize("b,p,d", [(3, 513, 100), (2, 40, 1500), (1, 8, 4097), (2, 16, 2500),
+                                   (2, 8, 4096)])
+def test_ynnpack_tiles_of_the_bag_axis(b, p, d):
+    """YNNPACK reduces the bag axis in tiles of floor(32768 / D) rows, each in groups of 4: a
+    (+0, -0) / (-0, +0) / (NaN, +0) pair of rows at every position of the bag (-1 elsewhere)
+    gives +0 or -0 by where the tiles and groups cut it; bytes equal."""
+    table = np.full((p, d), -1.0, np.float32)
+    pairs = [(0.0, -0.0), (-0.0, 0.0), (np.nan, 0.0)]
+    for c in range(d):
+        q = (c * 7 + 3) % (p - 1)
+        table[q, c], table[q + 1, c] = pairs[(c // (p - 1)) % 3]
+    ids = np.tile(np.arange(p, dtype=np.int32), (b, 1))
+    for kind in ("max", "min"):
+        t = table if kind == "max" else -table
+        want, got, r = _run(FUNCS[kind], [t, ids], "excess")
+        assert r.clusters[0]["attributes"]["sum_order"] == "ynn_groups4"
+        assert want.tobytes() == got.tobytes(), kind
