@@ -228,3 +228,20 @@ def test_ynnpack_tiles_of_the_bag_axis(b, p, d):
         want, got, r = _run(FUNCS[kind], [t, ids], "excess")
         assert r.clusters[0]["attributes"]["sum_order"] == "ynn_groups4"
         assert want.tobytes() == got.tobytes(), kind
+
+
+@pytest.mark.parametrize("b,p,d,kept", [(2, 40, 1500, True), (3, 100, 1000, True),
+                                        (2, 8, 4096, False), (2, 160, 204, False)])
+def test_sums_over_ynnpack_tiles_stay_in_xla(b, p, d, kept):
+    """The same tiles cut a sum: a bag of more rows than floor(32768 / D) stays in XLA with the
+    reason (the blocked sum across tiles is not XLA's); the others stay bit-equal."""
+    rng = np.random.default_rng(d)
+    args = [(rng.standard_normal((200, d)) * 1e3).astype(np.float32),
+            rng.integers(0, 200, (b, p)).astype(np.int32)]
+    fn = lambda t, i: t[i].sum(1)  # noqa: E731
+    if kept:
+        _expect_kept(fn, args, "in tiles of that many rows")
+        return
+    want, got, r = _run(fn, args, "excess")
+    assert r.clusters[0]["attributes"]["sum_order"] == "blocked"
+    assert want.tobytes() == got.tobytes()
