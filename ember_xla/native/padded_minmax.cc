@@ -138,7 +138,8 @@ void Part(const float* table, const float* nan_row, const Plan& plan, int64_t b0
       const int64_t k = b * width + p + kAhead;
       if (k < k_end && plan.src[k] >= 0) {
         const char* a = reinterpret_cast<const char*>(table + plan.src[k] * d);
-        for (int64_t x = 0; x < d * 4; x += 64) __builtin_prefetch(a + x, 0, EMBER_PREFETCH_LOCALITY);
+        for (int64_t x = 0; x < d * 4; x += 64)
+          __builtin_prefetch(a + x, 0, EMBER_PREFETCH_LOCALITY);
       }
     }
 #if defined(__x86_64__)
@@ -177,6 +178,7 @@ ffi::Error RunPaddedMinMax(const ffi::AnyBuffer& table, const Plan& plan, int64_
     return ffi::Error::InvalidArgument(
         "ember.padded_bag: the reduce_loop / ynn_groups4 orders take unweighted, unmasked bags");
   const int64_t d = table.dimensions()[1];
+  if (d == 0 || bags == 0) return ffi::Error::Success();  // nothing to write
   const float* t = static_cast<const float*>(table.untyped_data());
   float* o = static_cast<float*>(out.untyped_data());
   std::vector<float> nan_row(static_cast<size_t>(2 * d), 0.0f);  // D NaNs, D zeros

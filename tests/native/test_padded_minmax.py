@@ -63,3 +63,11 @@ def test_unsupported_use_is_one_clear_error(combiner, dtype, match):
     table = jnp.ones((5, 3), dtype)
     with pytest.raises(Exception, match=match):
         _call(table, np.zeros((2, 4), np.int32), combiner, "ynn_groups4", init=0.0, dtype=dtype)
+
+
+@pytest.mark.parametrize("order", ["reduce_loop", "ynn_groups4"])
+def test_rows_of_no_values_and_no_bags(order):
+    assert _call(np.ones((5, 0), np.float32), np.zeros((2, 3), np.int32), "min", order).shape \
+        == (2, 0)
+    assert _call(np.ones((5, 3), np.float32), np.zeros((0, 3), np.int32), "max", order).shape \
+        == (0, 3)
