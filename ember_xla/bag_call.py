@@ -48,7 +48,12 @@ def _padded_order(spec: BagSpec, table: Any, ids: Any) -> str:
     """The order XLA:CPU adds the rows of the same bag written in jnp (``t[ids].sum(1)``, or
     ``jnp.take(t, ids, mode=...)`` for the call's index mode, with the call's id type), so the
     call gives the same bits; row after row where that order is not reproduced."""
-    from ember_xla.native.padded_order import BagSum, OrderNotReproduced, sum_order
+    from ember_xla.native.padded_order import (
+        BagSum,
+        OrderNotReproduced,
+        minmax_order,
+        sum_order,
+    )
 
     b, p = ids.shape
     dtype = str(jnp.dtype(table.dtype))
@@ -57,7 +62,8 @@ def _padded_order(spec: BagSpec, table: Any, ids: Any) -> str:
                  "s32" if jnp.dtype(ids.dtype) == jnp.int32 else "s64", spec.mode,
                  spec.wrap_negative)
     try:
-        return sum_order(bag)
+        # max/min: XLA:CPU's NaN and signed-zero semantics (its loop's or YNNPACK's)
+        return minmax_order(bag) if spec.combiner in ("max", "min") else sum_order(bag)
     except OrderNotReproduced:
         return "sequential"
 

@@ -10,7 +10,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ember_xla.custom_calls import SUM_ORDERS, TARGETS, call_attributes, is_ember_call
+from ember_xla.custom_calls import (
+    MINMAX_ORDERS,
+    SUM_ORDERS,
+    TARGETS,
+    call_attributes,
+    is_ember_call,
+)
 from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.operation import Operation
 
@@ -175,6 +181,11 @@ def cluster_spec(op: Operation) -> ClusterSpec:
     if missing:
         raise LoweringRefused(f"{where}: attributes missing: {', '.join(missing)}")
     combiner, mode, bits = attrs["combiner"], attrs["index_mode"], attrs["index_bits"]
+    if attrs.get("sum_order") in MINMAX_ORDERS:
+        raise LoweringRefused(f"{where}: a max/min padded bag with XLA:CPU's NaN and signed-zero "
+                              f"semantics (sum_order={attrs['sum_order']}, the CPU kernel's) is "
+                              "not in the DAE contract; emulate the original model, whose "
+                              "max/min bags stay in XLA for the DAE machine")
     if attrs.get("sum_order", "sequential") not in SUM_ORDERS:
         raise LoweringRefused(f"{where}: sum_order={attrs['sum_order']!r} is not one of "
                               f"{', '.join(SUM_ORDERS)}")

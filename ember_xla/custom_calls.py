@@ -21,9 +21,12 @@ KERNEL_ATTRS = ("combiner", "index_bits", "index_mode", "init", "weighted", "wra
 #: (weighted rows with one fused multiply-add each), "blocked" (the blocks of 4 / 16 / 256
 #: rows that XLA:CPU's YNNPACK reduce uses; native/blocked_sum.h), "vector8" (8 lanes folded
 #: in halves, XLA:CPU's vectorized loop for 25-32 rows) or "tree32" (XLA's tree-reduction
-#: windows of 32 rows; native/window_sum.h).
+#: windows of 32 rows; native/window_sum.h); for max/min bags "reduce_loop" (XLA's own reduce
+#: loop) or "ynn_groups4" (YNNPACK's groups of 4 rows), each with its NaN and signed-zero
+#: semantics (native/padded_minmax.h).
 PADDED_ATTRS = (*KERNEL_ATTRS, "sum_order")
-SUM_ORDERS = ("sequential", "sequential_fma", "blocked", "vector8", "tree32")
+MINMAX_ORDERS = ("reduce_loop", "ynn_groups4")
+SUM_ORDERS = ("sequential", "sequential_fma", "blocked", "vector8", "tree32", *MINMAX_ORDERS)
 
 #: Attributes of ember.multi_segment_reduce: one comma-separated combiner and init per result
 #: (``combiners="sum,max"``, ``inits="0.0,-inf"``; inits as ``repr(float)`` prints them).

@@ -4,10 +4,12 @@
 // g * g into an Adagrad slot). XLA:CPU applies the updates one after another in index order,
 // so a row hit by updates i1 < i2 < ... becomes ((t - u_i1) - u_i2) - ..., each operation
 // rounded on its own; the kernel does exactly that, in parallel over the distinct rows
-// (row_groups.h: each row's updates in index order). Indices outside [0, V) are dropped, as
+// (row_groups.h: each row's updates in index order), or, with many updates for the rows, by
+// row ranges each scanning the ids in order (RunScan). Indices outside [0, V) are dropped, as
 // XLA's scatter drops them. The result normally aliases the operand
 // (output_to_operand_aliasing): only the touched rows are read and written; otherwise the
 // operand is copied into the result first. f32 only.
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -50,6 +52,35 @@ void Run(const RowGroups& g, const float* upd, int64_t d, float* out) {
   });
 }
 
+// Many updates for the rows (the updates at least an eighth of the rows, as in a GNN's
+// residual h + segment_sum): each part takes a contiguous range of rows and scans the ids in
+// index order, applying those in its range -- XLA:CPU's order per row, the updates read in
+// order (grouping by row would read a large update array in random order), no grouping pass.
+template <bool kSubtract, typename I>
+void RunScan(const I* idx, int64_t n, int64_t v, const float* upd, int64_t d, float* out) {
+  const int64_t parts =
+      std::max<int64_t>(1, std::min<int64_t>(PoolThreads(), n * d / (int64_t{1} << 14)));
+  RunCuts(EvenCuts(v, parts), [&](int64_t r0, int64_t r1) {
+    for (int64_t j = 0; j < n; ++j) {
+      if (j + 8 < n) {
+        const int64_t ahead = static_cast<int64_t>(idx[j + 8]);
+        if (ahead >= r0 && ahead < r1) PrefetchRow(out + ahead * d, d);
+      }
+      const int64_t r = static_cast<int64_t>(idx[j]);
+      if (r >= r0 && r < r1) ApplyRow<kSubtract>(out + r * d, upd + j * d, d);
+    }
+  });
+}
+
+template <bool kSubtract>
+void Scan(const ffi::AnyBuffer& indices, int64_t v, const float* upd, int64_t d, float* out) {
+  const int64_t n = indices.dimensions()[0];
+  if (indices.element_type() == ffi::DataType::S32)
+    RunScan<kSubtract>(static_cast<const int32_t*>(indices.untyped_data()), n, v, upd, d, out);
+  else
+    RunScan<kSubtract>(static_cast<const int64_t*>(indices.untyped_data()), n, v, upd, d, out);
+}
+
 ffi::Error OrderedScatterImpl(ffi::AnyBuffer operand, ffi::AnyBuffer indices,
                               ffi::AnyBuffer updates, ffi::Result<ffi::AnyBuffer> out,
                               ffi::ThreadPool xla_pool, std::string_view combiner) {
@@ -76,10 +107,17 @@ ffi::Error OrderedScatterImpl(ffi::AnyBuffer operand, ffi::AnyBuffer indices,
       ParallelRows(v, 4096, [&](int64_t r0, int64_t r1) {
         std::memcpy(dst + r0 * d, src + r0 * d, static_cast<size_t>((r1 - r0) * d) * sizeof(float));
       });
+    const float* upd = static_cast<const float*>(updates.untyped_data());
+    if (indices.dimensions()[0] * 8 >= v) {
+      if (combiner == "subtract")
+        Scan<true>(indices, v, upd, d, dst);
+      else
+        Scan<false>(indices, v, upd, d, dst);
+      return ffi::Error::Success();
+    }
     RowGroups& g = ScratchGroups();
     BuildRowGroups(indices.untyped_data(), indices.element_type() == ffi::DataType::S32,
                    indices.dimensions()[0], v, &g);
-    const float* upd = static_cast<const float*>(updates.untyped_data());
     if (combiner == "subtract")
       Run<true>(g, upd, d, dst);
     else

@@ -1,8 +1,10 @@
 // ember.padded_bag: T[N,D], ids[B,P] (+ weights[B,P]) (+ mask pred[B,P]) -> [B,D]; bag b is
 // ids[b, 0..P) in order, without the lookups whose mask is false (unweighted sums only: a
-// masked-out lookup adds +0, which changes no sum started at +0).
+// masked-out lookup adds +0, which changes no sum started at +0). sum_order: the order (and,
+// for max/min, the NaN and signed-zero semantics) of XLA:CPU's reduce (native/padded_order.py).
 #include "blocked_sum.h"
 #include "handler.h"
+#include "padded_minmax.h"
 #include "pool.h"
 #include "reduce.h"
 #include "test_fault.h"
@@ -24,10 +26,11 @@ ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::Remainin
         e.failure())
       return e;
     if (sum_order != "sequential" && sum_order != "sequential_fma" && sum_order != "blocked" &&
-        sum_order != "vector8" && sum_order != "tree32")
+        sum_order != "vector8" && sum_order != "tree32" && sum_order != "reduce_loop" &&
+        sum_order != "ynn_groups4")
       return ffi::Error::InvalidArgument(
-          "ember.padded_bag: sum_order must be sequential, sequential_fma, blocked, vector8 or "
-          "tree32, not " + std::string(sum_order));
+          "ember.padded_bag: sum_order must be sequential, sequential_fma, blocked, vector8, "
+          "tree32, reduce_loop or ynn_groups4, not " + std::string(sum_order));
     // XLA:CPU compiles for the host: it contracts the multiply and the add only where the CPU
     // has FMA, so the kernel does too
     opt.fused_multiply_add = sum_order == "sequential_fma" && CpuHasFma();
@@ -71,6 +74,14 @@ ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::Remainin
     if (sum_order == "blocked") {
       if (auto e = RunBlockedPaddedSum(table, weights, wtype, plan, bags, width, opt, *out);
           e.failure())
+        return e;
+      InjectTestFault(*out);
+      return ffi::Error::Success();
+    }
+    if (sum_order == "reduce_loop" || sum_order == "ynn_groups4") {
+      const MinMaxOrder order =
+          sum_order == "reduce_loop" ? MinMaxOrder::kReduceLoop : MinMaxOrder::kYnnGroups4;
+      if (auto e = RunPaddedMinMax(table, plan, bags, width, opt, order, *out); e.failure())
         return e;
       InjectTestFault(*out);
       return ffi::Error::Success();

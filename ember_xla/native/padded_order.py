@@ -18,6 +18,10 @@ class OrderNotReproduced(Exception):
 #: XLA:CPU gives a reduce to YNNPACK when its operand or result has this many elements
 #: (xla/backends/cpu/ynn_support.cc: IsInstructionPreferredByYnn).
 YNN_MIN_ELEMENTS = 4096
+#: YNNPACK reduces a bag's rows in tiles of floor(YNN_TILE_VALUES / D) rows (measured): a max
+#: or min bag tile by tile, each in groups of 4 from its first row (a tile's short last group
+#: repeats its first row; native/padded_minmax.h); sums across tiles are not reproduced.
+YNN_TILE_VALUES = 32768
 #: Below the YNNPACK size XLA:CPU's own loop adds a bag's rows one after the other up to this
 #: many rows; past it LLVM vectorizes the loop, when depends on the loop's code: the rows' type
 #: (bf16 / f16 rows are converted to f32 in the loop) and the ids' type. Measured
@@ -57,6 +61,17 @@ DOT_MAX_PRODUCTS = 32768
 DOT_UNREPRODUCED_DIM = 2
 
 
+def _check_ynn_tiles(p: int, d: int, shape: str) -> None:
+    """YNNPACK's reduce cuts a bag of more than floor(YNN_TILE_VALUES / D) rows into tiles of
+    that many rows; the blocked sum across tiles is not reproduced (measured: 1811 of 3000
+    outputs of [2,40,1500] sums differ from the blocked order)."""
+    if p > YNN_TILE_VALUES // d:
+        raise OrderNotReproduced(
+            f"bag {shape}: YNNPACK sums a bag of more than floor({YNN_TILE_VALUES} / D) = "
+            f"{YNN_TILE_VALUES // d} rows in tiles of that many rows, an order the blocked sum "
+            "does not reproduce, so the cluster stays in XLA")
+
+
 def _ynn_weighted(b: int, p: int, d: int, shape: str, combiner: str, init: float,
                   f16_products: bool) -> str:
     """The order of a weighted bag at YNNPACK sizes (see DOT_MIN_DIM), or OrderNotReproduced."""
@@ -71,6 +86,7 @@ def _ynn_weighted(b: int, p: int, d: int, shape: str, combiner: str, init: float
             raise OrderNotReproduced(f"weighted bag {shape}: XLA:CPU's YNNPACK order for bags "
                                      f"of {BLOCKED_MAX_WIDTH} or more rows is not reproduced, "
                                      f"{kept}")
+        _check_ynn_tiles(p, d, shape)
         return "blocked" if p > 4 else "sequential"
     if d < DOT_MIN_DIM or b < 2 or p * d > DOT_MAX_PRODUCTS:
         raise OrderNotReproduced(
@@ -78,6 +94,71 @@ def _ynn_weighted(b: int, p: int, d: int, shape: str, combiner: str, init: float
             f"reproduced for D >= {DOT_MIN_DIM}, B >= 2 and P * D <= {DOT_MAX_PRODUCTS} only, "
             f"{kept}")
     return "sequential_fma"
+
+
+#: Below the YNNPACK size XLA:CPU's own loop takes a max/min bag's rows in order (the result:
+#: the first NaN, or the bag's max / min) except from 20 (s64 ids; s32: 23, jnp.take clip
+#: mode: 30) to 32 rows, where LLVM vectorizes it, and past 32 rows it reduces tree windows of
+#: 32 rows, in order, then the windows in order (measured; docs/RELIABILITY.md). Up to 19
+#: windows are kept (the vectorization's lower limit).
+MINMAX_VECTOR_WIDTHS = (20, 32)
+MINMAX_MAX_WIDTH = 19 * TREE_WINDOW
+#: The identity a max / min bag's reduce starts from (jnp, Keras and TF all start there).
+MINMAX_INIT = {"max": float("-inf"), "min": float("inf")}
+
+
+def minmax_order(bag: BagSum) -> str:
+    """How XLA:CPU computes a max / min padded bag (a ``reduce`` over the bag axis), as the
+    kernel's ``sum_order`` (native/padded_minmax.h): "reduce_loop" (its own loop, below
+    YNN_MIN_ELEMENTS) or "ynn_groups4" (YNNPACK's groups of 4 rows, from YNN_MIN_ELEMENTS on);
+    the two differ in NaN handling (the loop propagates NaN, YNNPACK's vmaxps drops it) and in
+    signed zeros. Measured bit for bit against jax/jaxlib 0.10.2 (docs/RELIABILITY.md, "Max and
+    min bags"); raises OrderNotReproduced for the bags that are not reproduced."""
+    shape = f"[{bag.b},{bag.p},{bag.d}] {bag.reduce_type}"
+    what = f"{bag.combiner} bag {shape}"
+    kept = "so the cluster stays in XLA"
+    table_type = bag.table_type or bag.reduce_type
+    if bag.reduce_type != "f32" or table_type != "f32":
+        raise OrderNotReproduced(
+            f"{what} of {table_type} rows: XLA:CPU's max/min of bf16/f16 (YNNPACK compares "
+            f"them as sign-magnitude integers) is reproduced for f32 rows only, {kept}")
+    if bag.weighted:
+        raise OrderNotReproduced(f"weighted {what}: only unweighted max/min bags are "
+                                 f"reproduced, {kept}")
+    if bag.init != MINMAX_INIT[bag.combiner]:
+        raise OrderNotReproduced(f"{what} starts at {bag.init}, not "
+                                 f"{MINMAX_INIT[bag.combiner]}: reproduced from the identity "
+                                 f"only, {kept}")
+    if bag.p == 1:
+        raise OrderNotReproduced(
+            f"{what} of one row: XLA:CPU folds the reduce over it away (the bag is its row, "
+            "denormals kept), which the kernel, comparing the row with the init under "
+            f"denormals-are-zero, does not reproduce, {kept}")
+    if bag.b * bag.p * bag.d < YNN_MIN_ELEMENTS:
+        if bag.index_mode == "fill" and bag.p >= MINMAX_VECTOR_WIDTHS[0]:
+            raise OrderNotReproduced(
+                f"{what}, jnp.take's fill mode: XLA:CPU's own loop, with the fill's NaN rows "
+                f"fused in, is reproduced up to {MINMAX_VECTOR_WIDTHS[0] - 1} rows (its tree "
+                "windows give NaN results whose sign and payload are not reproduced), "
+                f"{kept}")
+        if MINMAX_VECTOR_WIDTHS[0] <= bag.p <= MINMAX_VECTOR_WIDTHS[1] or \
+                bag.p > MINMAX_MAX_WIDTH:
+            raise OrderNotReproduced(
+                f"{what}: XLA:CPU's own loop vectorizes bags of {MINMAX_VECTOR_WIDTHS[0]}-"
+                f"{MINMAX_VECTOR_WIDTHS[1]} rows (and the reduce of more than "
+                f"{MINMAX_MAX_WIDTH // TREE_WINDOW} tree windows), in an order that decides "
+                f"which NaN's sign and payload a bag of several NaNs gives, not reproduced, "
+                f"{kept}")
+        return "reduce_loop"
+    if bag.d == 1:
+        raise OrderNotReproduced(
+            f"{what}: YNNPACK reduces rows of one value along the contiguous bag axis, in "
+            f"16-lane tiles folded horizontally, which is not reproduced, {kept}")
+    if bag.d > YNN_TILE_VALUES:
+        raise OrderNotReproduced(
+            f"{what}: YNNPACK's tiles of the bag axis (floor({YNN_TILE_VALUES} / D) rows) are "
+            f"measured for D <= {YNN_TILE_VALUES} only, {kept}")
+    return "ynn_groups4"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,6 +222,7 @@ def sum_order(bag: BagSum) -> str:
         if p >= BLOCKED_MAX_WIDTH:
             raise OrderNotReproduced(f"bag {shape}: XLA:CPU's YNNPACK order for bags of "
                                      f"{BLOCKED_MAX_WIDTH} or more rows is not reproduced, {kept}")
+        _check_ynn_tiles(p, d, shape)
         return "blocked" if p > 4 else "sequential"
     if weighted and reduce_type == "f32" and p >= FMA_MAX_WIDTH:
         raise OrderNotReproduced(f"weighted bag {shape}: XLA:CPU's fused multiply-reduce loop "

@@ -32,7 +32,8 @@ template <typename BagsFn>
 void RunBagParts(int64_t bags, int64_t width, int64_t d, const BagsFn& bags_fn) {
   const int64_t work = bags * (width + 1) * d;
   const int64_t threads = work < kParallelWork ? 1 : PoolThreads();
-  const int64_t parts = std::min<int64_t>(bags, threads * kPartsPerThread);
+  // one thread: one part (more parts would still go through the pool, at ~6 us a call)
+  const int64_t parts = threads <= 1 ? 1 : std::min<int64_t>(bags, threads * kPartsPerThread);
   if (parts <= 1) {
     bags_fn(int64_t{0}, bags);
     return;

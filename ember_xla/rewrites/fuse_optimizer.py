@@ -469,13 +469,23 @@ SLOT_SCATTER = ("a TF/Keras optimizer slot's scatter-add (Keras Adagrad's accumu
                 "apart")
 
 
+FOLDED_GRADIENT = ("the gradient is added to a dense value (optax momentum's g + 0.9 * m, "
+                   "weight decay, a tied table's dense gradient), which XLA:CPU folds into "
+                   "the scatter-add: rewritten as ember.ordered_scatter onto that value; the "
+                   "dense update that follows stays in XLA")
+
+
 def alias_sparse_apply(module: Module, cc: Operation) -> dict[str, Any]:
-    """An ``ember.ordered_scatter`` (a TF/Keras sparse apply) updates its variable in place
-    unless that is an entry parameter the caller keeps; its report fields: ``sgd`` for the
-    table's scatter-subtract of ``lr * g`` (Keras/TF SGD), none for a slot's scatter-add."""
+    """An ``ember.ordered_scatter`` (a TF/Keras sparse apply, or XLA's fold of
+    ``A + scatter-add(0, ids, rows)``, whose reference computation ends in that add) updates
+    its operand in place unless that is an entry parameter the caller keeps; its report
+    fields: ``sgd`` for the table's scatter-subtract of ``lr * g`` (Keras/TF SGD), none for a
+    slot's scatter-add or a fold."""
     if in_place(module, cc.operands[0]):
         cc.attributes["output_operand_aliasing"] = [
             {"output_shape_index": [], "operand_index": 0, "operand_shape_index": []}]
+    if cc.callees and cc.callees[0].root.opcode == "add":
+        return {"optimizer": None, "optimizer_reason": FOLDED_GRADIENT}
     if cc.attributes[ATTRS_KEY]["combiner"] == "subtract":
         return {"optimizer": "sgd"}
     return {"optimizer": None, "optimizer_reason": SLOT_SCATTER}

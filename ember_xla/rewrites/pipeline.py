@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ember_xla.custom_calls import TARGETS
+from ember_xla.custom_calls import ORDERED_SCATTER, TARGETS
 from ember_xla.hlo.verifier import verify_module
 from ember_xla.ir.graph import Module
 from ember_xla.ir.passes import ModulePass, register_pass
@@ -145,7 +145,10 @@ class RewriteClusters(ModulePass):
             by_name[cc.callees[0].name] = c
             entries.append(entry)
         grads = [e for e in entries if e["pass"] == "backward"]
-        fused = fuse_optimizers(module, rw) if self.fuse_optimizer and grads else {}
+        # an ordered scatter (a sparse apply, XLA's fold of A + scatter-add) is aliased with
+        # its operand there too, forward ones included
+        scatters = grads or any(e["kind"] == ORDERED_SCATTER.kind for e in entries)
+        fused = fuse_optimizers(module, rw) if self.fuse_optimizer and scatters else {}
         for e in grads:
             e.update(fused.get(e["custom_call"], {
                 "optimizer": None, "optimizer_reason": "optimizer fusion is off"}))

@@ -123,6 +123,16 @@ def gradient_kept(c: Cluster, p: dict[str, float] | None) -> NearMiss | None:
                     direction=c.direction)
 
 
+#: XLA:CPU's fold of A + scatter-add(0, ids, rows) (patterns/scatter_fold.py) is XLA's own
+#: serial scatter onto A: the ordered scatter can only add the cores, and measured it is not
+#: faster (docs/BENCHMARKS.md, benchmarks/bench_scatter_fold.py).
+FOLD_KEPT = ("kept in XLA: XLA:CPU folds A + scatter-add(0, ids, rows) into its own serial "
+             "scatter onto A, which ember.ordered_scatter computes the same way; measured "
+             "0.31-1.95x of XLA:CPU under load (identical modules: 0.65-1.79x), not in the "
+             "cost model; "
+             "rewritten with the cost model off")
+
+
 def unmodelled_slow(c: Cluster) -> str | None:
     """Why a cluster whose kernel path no family of the model describes, and which is measured
     slower than XLA:CPU, stays in XLA; None for the others."""
@@ -131,6 +141,8 @@ def unmodelled_slow(c: Cluster) -> str | None:
         return ("kept in XLA: weighted f16 padded bags summed in YNNPACK's blocked order are "
                 "not in the cost model and measured 0.12-0.62x of XLA:CPU "
                 "(benchmarks/padded_order_speed.py)")
+    if c.kind == "ordered_scatter" and c.root.opcode == "add":
+        return f"{FOLD_KEPT} ({c.root.name})"
     return None
 
 
@@ -147,7 +159,8 @@ def split(clusters: list[Cluster]) -> tuple[list[Cluster],
     for c in clusters:
         why = unmodelled_slow(c)
         if why is not None:
-            kept.append((NearMiss(c.pattern, c.root, why), {}))
+            backward = "backward" if c.direction == "backward" else None
+            kept.append((NearMiss(c.pattern, c.root, why, backward), {}))
             continue
         p = predict(c)
         if p is not None and p["ember"] > (1.0 - MARGIN) * p["xla"]:

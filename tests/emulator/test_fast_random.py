@@ -129,3 +129,42 @@ def test_entries_without_loads_are_pushed_in_order():
     for name in ("tmu", "tmu-small-queue"):
         r = same(TARGETS[name], tr)
         assert r is not None and r.entries == 400 and r.tokens == 200
+
+
+def hit_trace(seed: int, n: int = 400) -> Trace:
+    """Loads of three layers from a small pool of lines (hits at every level, few DRAM lines)
+    where each layer's loads wait for another layer's: the issue times of one level's hits
+    go back and forth between layers."""
+    rng = np.random.default_rng(seed)
+    tr = Trace()
+    tr.define_case(0, {"add": int(rng.integers(1, 5))}, pops=1)
+    pool = rng.integers(0, 1 << 22, 24) * 64
+    last = [-1, -1, -1]
+    for _ in range(n):
+        lay = int(rng.integers(0, 3))
+        dep = last[(lay + 1) % 3] if rng.random() < 0.6 else -1
+        last[lay] = tr.load(int(rng.choice(pool)) + int(rng.integers(0, 64)),
+                            int(rng.integers(1, 200)), dep=dep, layer=lay)
+        tr.push(int(rng.integers(1, 64)))
+        tr.token(0)
+    return tr
+
+
+@pytest.mark.parametrize("outstanding", [1, 2, 3, 5, 128])
+@pytest.mark.parametrize("seed", range(4))
+def test_hits_out_of_issue_order(outstanding, seed):
+    """Completions of one cache level that arrive earlier than ones already in flight (an
+    issue time going back), with the outstanding requests binding: the in-flight set of the
+    C++ core is the reference's heap."""
+    same(variant(TMU, outstanding_requests=outstanding), hit_trace(seed))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_layer_numbers_of_any_size(seed):
+    """Layer numbers past the small ones the core finds directly (negative, large, mixed with
+    small ones) give the reference's report."""
+    tr = random_trace(seed)
+    names = {0: -5, 1: 17, 2: 1 << 40, 3: 3}
+    tr.layer = [names[v] if k == 0 else v for k, v in zip(tr.kind, tr.layer, strict=True)]
+    same(TMU, tr)
+    same(TARGETS["tmu-small-queue"], tr)

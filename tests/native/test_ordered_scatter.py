@@ -3,7 +3,9 @@
 bit under both excess-precision settings: duplicate ids applied one by one in index order
 (many of them on one row, so the parallel split over rows matters), ids past either end
 dropped, an empty batch, NaN/Inf/-0 updates, s32 and s64 ids, the result aliased with the
-operand (jax donation) or not. Bad operands and attributes give one clear error."""
+operand (jax donation) or not; both strategies (few updates for the rows: grouped by row;
+many, n >= V / 8: row ranges scanning the ids in order). Bad operands and attributes give one
+clear error."""
 
 from __future__ import annotations
 
@@ -38,7 +40,8 @@ def rows(rng, shape):
 @pytest.mark.parametrize("excess", [True, False])
 @pytest.mark.parametrize("combiner", ["subtract", "add"])
 @pytest.mark.parametrize("v,n,d,hot", [(20, 24, 8, 0), (7, 3000, 5, 0), (1000, 5000, 16, 2000),
-                                       (100_000, 64, 128, 0), (5, 0, 4, 0), (3, 40, 1, 0)])
+                                       (100_000, 64, 128, 0), (5, 0, 4, 0), (3, 40, 1, 0),
+                                       (10_000, 1000, 8, 500)])
 def test_ordered_scatter_is_xla_scatter(combiner, v, n, d, hot, excess):
     rng = np.random.default_rng(v + n + d + hot)
     t = rows(rng, (v, d))

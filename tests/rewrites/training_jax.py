@@ -233,9 +233,9 @@ def _lm_build():
 reg(TrainStep("lm_token_embedding_tied_sgd", "optax", "sgd", "jax", (), (None,),
               _lm_build, _lm_inputs, donate=(0,), refusal="stays in XLA",
               notes="a lookup without reduction is no forward cluster; the tied table also "
-                    "gets a dense gradient from the logits, so its update is not sparse, and "
-                    "XLA folds that add into the lookup's scatter-add (its rows added onto "
-                    "the dense gradient), so the scatter stays in XLA; "
+                    "gets a dense gradient from the logits, so its update is not sparse and "
+                    "stays in XLA; XLA folds that add into the lookup's scatter-add (its rows "
+                    "added onto the dense gradient), rewritten as that ember.ordered_scatter; "
                     "the integer-label cross-entropy's take_along_axis transposes to a "
                     "zero-initialised scatter-add over [B, T, V] that is not a table gradient"))
 

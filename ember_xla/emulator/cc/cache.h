@@ -348,6 +348,15 @@ class MemorySystem {
     return done;
   }
   int levels() const { return n_; }
+  // Asks the host to bring the last level's sets of lines [first, last] into its caches (a
+  // hint only: nothing the model sees changes; that level's tags, 2 MiB for the shipped
+  // LLC, are what misses the host's caches). Only for the narrow lookup.
+  __attribute__((always_inline)) void Prefetch(int64_t first, int64_t last) const {
+    if (!narrow_lookup_) return;
+    const NarrowLevel& c = narrow_[n_ - 1];
+    for (int64_t line = first; line <= last; ++line)
+      __builtin_prefetch(c.tags + (line & c.mask) * c.ways, 1, 3);
+  }
   // The narrow lookup compiled for the levels (null: none; MemorySystem::Lookup).
   NarrowLookupFn narrow_lookup() const { return narrow_lookup_; }
   // Lookups that hit / missed level k (a lookup reaches a level when every level before it

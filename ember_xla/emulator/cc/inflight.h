@@ -4,52 +4,91 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace ember_emu {
 namespace detail {
 
-// Completion times of the requests in flight, as one multiset (the reference's heapq) split in
-// two: DRAM completions arrive in increasing order (the channel serialises them), so they wait
-// in a FIFO ring; cache hits go into a binary min-heap whose unused slots hold +inf (no bounds
-// checks, branch-free choice of the smaller child). The minimum is the smaller of both fronts.
-// The ring's slots are a power of two, its ends running counts; the slot after its last
-// completion holds +inf, so an empty ring's front is +inf too (no emptiness checks).
+// Completion times of the requests in flight, as one multiset (the reference's heapq) split
+// by where each request was served: the completions of one source (a cache level, DRAM)
+// mostly arrive in increasing order (a level adds its fixed latency to issue times that
+// mostly increase; the single-channel DRAM serialises its completions), so each source has a
+// FIFO ring of the completions no earlier than its last one; a completion earlier than its
+// ring's last (an issue time that went back) goes into a binary min-heap instead. The
+// multiset is the union, so "remove every completion <= t", the size and "remove the
+// minimum" are those of the reference (which of equal minimums leaves does not matter).
+// A ring's slots are a power of two, its ends running counts; the slot after its last
+// completion holds +inf, so an empty ring's front is +inf too (no emptiness checks). The
+// heap's unused slots hold +inf (no bounds checks, branch-free choice of the smaller child).
 class InFlight {
  public:
-  explicit InFlight(int64_t cap)
-      : ring_(RingSlots(cap), kInf), mask_(ring_.size() - 1), heap_((size_t)(2 * cap + 4), kInf) {}
-  int64_t size() const { return (int64_t)(tail_ - head_) + n_heap_; }
+  static constexpr int kMaxRings = 10;
+  // cap: completions in flight at most; rings: the sources (ring numbers 0 to rings - 1)
+  InFlight(int64_t cap, int rings)
+      : n_rings_(std::min(std::max(rings, 1), kMaxRings)), slots_(RingSlots(cap)),
+        mask_(slots_ - 1), ring_(slots_ * (size_t)n_rings_, kInf),
+        heap_((size_t)(2 * cap + 4), kInf) {}
+  int64_t size() const { return n_; }
   double pop() {  // (not empty)
-    const double r = ring_[head_ & mask_];
-    if (r <= heap_[0]) {  // (+inf: the ring is empty, the heap is not)
-      ++head_;
-      return r;
+    int best = -1;
+    double m = heap_[0];
+    for (int k = 0; k < n_rings_; ++k) {
+      const double f = ring_[(size_t)k * slots_ + (head_[k] & mask_)];
+      if (f < m) m = f, best = k;
     }
-    const double top = heap_[0];
+    --n_;
+    lo_ = -kInf;  // (found again by the next PopThrough)
+    if (best >= 0) {
+      ++head_[best];
+      return m;
+    }
     const double x = heap_[--n_heap_];
     heap_[n_heap_] = kInf;
     if (n_heap_) SiftDown(x);
-    return top;
+    return m;
   }
-  // Removes every completion <= t (the requests done by cycle t): those of the ring, then
-  // those of the heap (the order does not matter: what is left is everything > t).
-  void PopThrough(double t) {
-    while (ring_[head_ & mask_] <= t) ++head_;  // +inf after the last
+  // Removes every completion <= t (the requests done by cycle t): those of each ring, then
+  // those of the heap (the order does not matter: what is left is everything > t). Nothing
+  // when t is below the earliest completion. R: the rings when known at compile time (0:
+  // the constructor's).
+  template <int R = 0>
+  __attribute__((always_inline)) void PopThrough(double t) {
+    if (t < lo_) return;  // (+inf when empty)
+    const int rings = R ? R : n_rings_;
+    const double* r = ring_.data();
+    double lo = kInf;
+    for (int k = 0; k < rings; ++k, r += slots_) {
+      uint64_t h = head_[k];
+      double f = r[h & mask_];
+      if (f <= t) {
+        const uint64_t h0 = h;
+        do f = r[++h & mask_]; while (f <= t);
+        n_ -= (int64_t)(h - h0);
+        head_[k] = h;
+      }
+      lo = std::min(lo, f);
+    }
     while (heap_[0] <= t) {  // +inf when empty
       const double x = heap_[--n_heap_];
       heap_[n_heap_] = kInf;
+      --n_;
       if (n_heap_) SiftDown(x);
     }
+    lo_ = std::min(lo, heap_[0]);
   }
-  // A completion no earlier than every DRAM completion pushed before (monotone); at most
-  // `cap` completions are in flight.
-  void push_ordered(double x) {
-    ring_[tail_ & mask_] = x;
-    ++tail_;
-    ring_[tail_ & mask_] = kInf;
-  }
-  void push(double x) {
+  // A completion from source k (< rings); at most `cap` completions are in flight.
+  __attribute__((always_inline)) void push(double x, int k) {
+    ++n_;
+    lo_ = std::min(lo_, x);
+    if (x >= back_[k]) {
+      double* r = ring_.data() + (size_t)k * slots_;
+      r[tail_[k] & mask_] = x;
+      ++tail_[k];
+      r[tail_[k] & mask_] = kInf;
+      back_[k] = x;
+      return;
+    }
     int64_t i = n_heap_++;
     double* h = heap_.data();
     while (i > 0) {
@@ -81,10 +120,16 @@ class InFlight {
     }
     h[i] = x;
   }
-  std::vector<double> ring_;
-  uint64_t mask_, head_ = 0, tail_ = 0;  // ring: completions [head_, tail_), slots by mask
+  const int n_rings_;
+  const size_t slots_;
+  const uint64_t mask_;
+  std::vector<double> ring_;  // ring k: slots [k * slots_, (k + 1) * slots_)
+  uint64_t head_[kMaxRings] = {}, tail_[kMaxRings] = {};  // ring k: completions [head, tail)
+  double back_[kMaxRings] = {-kInf, -kInf, -kInf, -kInf, -kInf,
+                             -kInf, -kInf, -kInf, -kInf, -kInf};  // the last pushed
   std::vector<double> heap_;
-  int64_t n_heap_ = 0;
+  int64_t n_heap_ = 0, n_ = 0;
+  double lo_ = kInf;  // no completion is earlier (-inf: not known)
 };
 
 // The next load of one traversal layer: a cursor over the trace (no per-load copy). It counts
@@ -98,6 +143,8 @@ struct LayerCursor {
   int64_t dep = -1;       // the event index of the load pos depends on, or -1
   int64_t entry = -1;     // the data-queue entry of the load at pos, or -1 (none, never pushed)
   int64_t tail = 0, tail_pushes = 0;  // while indexing: the layer's last load so far, pushes before it
+  // the last line prefetched for the layer's loads (a hint: any value works)
+  int64_t prefetched = std::numeric_limits<int64_t>::min();
 };
 
 }  // namespace detail

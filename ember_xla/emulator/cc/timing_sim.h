@@ -22,7 +22,7 @@ class Sim {
   Sim(const TimingTarget& t, const TraceView& tr, std::string* err,
       SharedMemory* shared = nullptr, size_t n_private = 0)
       : t_(t), tr_(tr), err_(err), mem_(t, shared, n_private),
-        heap_(std::max<int64_t>(t.outstanding, 1)),
+        heap_(std::max<int64_t>(t.outstanding, 1), mem_.levels() + 1),
         line_shift_(t.line_bytes > 0 && (t.line_bytes & (t.line_bytes - 1)) == 0
                         ? __builtin_ctzll((uint64_t)t.line_bytes) : -1) {}
 
@@ -79,20 +79,22 @@ class Sim {
     int64_t n_tok = 0;
     // room for an entry per event (only the pages of the entries written are touched)
     entries_.Resize((size_t)n);  // each written below
-    done_.Assign((size_t)n, -1.0);
+    done_.Resize((size_t)n);     // a load's written below (-1: not issued); only loads' are read
     linked_ = n < std::numeric_limits<int32_t>::max();
     if (linked_) next_.Resize((size_t)n);  // a link is written before it is read (below)
-    int64_t e = 0, pending = 0, bytes_loaded = 0;
+    int64_t e = 0, pending = 0;
     int64_t last_tok = -1, last_tok_pushes = 0;  // the last token so far, pushes before it
-    int64_t last_value = 0;
-    LayerCursor* last = nullptr;
+    // the cursor of each small layer number (-1: none yet); other numbers are searched
+    int32_t slot_of[kDirectLayers];
+    std::fill(slot_of, slot_of + kDirectLayers, -1);
     // the columns and arrays read once (the stores below may alias anything for the compiler)
     const int8_t* const kind = tr_.kind;
-    const int64_t *const a = tr_.a, *const b = tr_.b, *const c = tr_.c, *const lay = tr_.layer;
+    const int64_t *const a = tr_.a, *const c = tr_.c, *const lay = tr_.layer;
     const uint8_t* const queued = tr_.queued;
     const bool linked = linked_;
     Link* const next = linked ? next_.data() : nullptr;
     Entry* const entries = entries_.data();
+    double* const done = done_.data();
     const int64_t queue_bytes = t_.queue_bytes;
     for (int64_t i = 0; i < n; ++i) {
       const int8_t k = kind[i];
@@ -103,21 +105,18 @@ class Sim {
           return Fail("malformed trace: load " + std::to_string(i) + " depends on event " +
                       std::to_string(dep) + ", not an earlier load");
         const int64_t v = lay[i];
-        if (!last || v != last_value) {
-          last = nullptr;
-          for (LayerCursor& lc : layers_)
-            if (lc.value == v) last = &lc;
-          if (!last) {
-            layers_.push_back(LayerCursor{v, 0.0, i, e, 0});
-            last = &layers_.back();
-          }
-          last_value = v;
+        int64_t sl = (uint64_t)v < (uint64_t)kDirectLayers ? slot_of[v] : LayerSlot(v);
+        if (sl < 0) {  // a new layer
+          sl = (int64_t)layers_.size();
+          layers_.push_back(LayerCursor{v, 0.0, i, e, 0});
+          if ((uint64_t)v < (uint64_t)kDirectLayers) slot_of[v] = (int32_t)sl;
         }
-        if (linked && last->left) next[last->tail] = Link{(int32_t)(i - last->tail),
-                                                          (int32_t)(e - last->tail_pushes)};
-        last->tail = i, last->tail_pushes = e;
-        ++last->left;
-        bytes_loaded += b[i];
+        LayerCursor& lc = layers_[(size_t)sl];
+        if (linked && lc.left) next[lc.tail] = Link{(int32_t)(i - lc.tail),
+                                                    (int32_t)(e - lc.tail_pushes)};
+        lc.tail = i, lc.tail_pushes = e;
+        ++lc.left;
+        done[i] = -1.0;
         pending += queued[i] != 0;
       } else if (k == kPush) {
         // an entry without loads counts as one pending "load": its reservation pushes it
@@ -148,7 +147,6 @@ class Sim {
                     std::to_string((int)k));
       }
     }
-    bytes_loaded_ = bytes_loaded;
     if (linked_ && last_tok >= 0) next_[last_tok] = Link{};  // the last token: no next one
     n_entries_ = e;
     n_tok_ = n_tok;
@@ -159,6 +157,18 @@ class Sim {
     layers_left_ = (int64_t)layers_.size();
     return true;
   }
+
+  // The cursor of layer number v among layers_ (-1: none yet).
+  __attribute__((noinline)) int64_t LayerSlot(int64_t v) const {
+    for (size_t s = 0; s < layers_.size(); ++s)
+      if (layers_[s].value == v) return (int64_t)s;
+    return -1;
+  }
+  static constexpr int64_t kDirectLayers = 16;  // layer numbers 0 to 15 found without a search
+  // How far on in the trace a layer's move prefetches: 3 rows of a bag trace of row loads,
+  // 1-2 rows of one of 8 chunk loads per row (of 8 to 32 events measured, the one that
+  // serves both)
+  static constexpr int64_t kPrefetchAhead = 12;
 
   // Moves the token cursor to the next TOKEN event at or after tok_pos_.
   void AdvanceToken() {
@@ -183,6 +193,19 @@ class Sim {
       lc.pos += k.delta;
       lc.pushes += k.pushes;
       Fetch(lc);
+      const int64_t ahead = lc.pos + kPrefetchAhead;
+      if (lc.entry >= 0 && ahead < tr_.n && line_shift_ >= 0 && tr_.kind[ahead] == kLoad &&
+          tr_.queued[ahead]) {
+        // a layer of data loads: the last level's sets of the data load kPrefetchAhead events
+        // on (from its second line when this layer's last prefetch ended on its first)
+        const int64_t addr = tr_.a[ahead];
+        const int64_t last = (addr + std::max<int64_t>(tr_.b[ahead], 1) - 1) >> line_shift_;
+        const int64_t first = (addr >> line_shift_) + ((addr >> line_shift_) == lc.prefetched);
+        if (first <= last) {
+          mem_.Prefetch(first, last);
+          lc.prefetched = last;
+        }
+      }
       return;
     }
     int64_t pos = lc.pos + 1;
@@ -284,20 +307,18 @@ class Sim {
       used_ += entries_[e].bytes;
       ++reserved_;
     }
-    const int64_t addr = tr_.a[i], nb = std::max<int64_t>(tr_.b[i], 1);
+    const int64_t addr = tr_.a[i], bytes = tr_.b[i], nb = std::max<int64_t>(bytes, 1);
+    bytes_loaded_ += bytes;
     const int64_t first = LineOf(addr), last = LineOf(addr + nb - 1);
     const double step = t_.agen_step;
     const int64_t cap = t_.outstanding;
     double done = t;
     for (int64_t line = first; line <= last; ++line) {
-      heap_.PopThrough(t);
+      heap_.PopThrough<F != nullptr ? 4 : 0>(t);  // (F: 3 levels, then DRAM)
       if (heap_.size() >= cap) t = std::max(t, heap_.pop());
       int where;
       const double c = mem_.Access<F>(line, t, &where);
-      if (where == mem_.levels())  // single-channel DRAM: completions in request order
-        heap_.push_ordered(c);
-      else
-        heap_.push(c);
+      heap_.push(c, where < 0 ? mem_.levels() : where);  // by source: a level, DRAM
       done = std::max(done, c);
       t += step;
       access_busy_ += step;
@@ -401,7 +422,7 @@ class Sim {
   // compiled in when the target has those.
   bool Replay() {
     constexpr MemorySystem::NarrowLookupFn kShipped = &MemorySystem::NarrowLookup<4, 8, 16>;
-    if (mem_.narrow_lookup() == kShipped) return ReplayWith<kShipped>();
+    if (mem_.narrow_lookup() == kShipped && mem_.levels() == 3) return ReplayWith<kShipped>();
     return ReplayWith<nullptr>();
   }
   template <MemorySystem::NarrowLookupFn F>
@@ -448,7 +469,7 @@ class Sim {
 
   std::vector<LayerCursor> layers_;  // in first-appearance order (the reference's dict order)
   int64_t layers_left_ = 0;          // layers with loads left
-  ColumnArray<double> done_;         // per event: completion of a load, -1 before it issues
+  ColumnArray<double> done_;         // per load: its completion, -1 before it issues
   // Per load: how far on its layer's next load is, and the pushes between them; per token:
   // the same for the next token (traces of fewer than 2^31 events; longer ones are scanned).
   struct Link {
@@ -462,7 +483,7 @@ class Sim {
     double push = 0.0, pop = 0.0;  // cycles its data is all in the queue / it is popped
     int64_t bytes = 0;             // size
     int32_t remaining = 0;         // loads not yet done
-    uint8_t loadless = 0;          // made of no load
+    bool loadless = false;         // made of no load
   };
   ColumnArray<Entry> entries_;  // in the kept memory of trace columns (no fresh pages)
   int64_t n_entries_ = 0;

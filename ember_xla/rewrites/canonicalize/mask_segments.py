@@ -50,7 +50,7 @@ from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit, constant_along_last
 from ember_xla.rewrites.canonicalize.lookups import RowLookup, lookup_ids, relookup, row_lookup
 from ember_xla.rewrites.canonicalize.notes import note
-from ember_xla.rewrites.patterns.scatter_grad import depends_on, forward_gather
+from ember_xla.rewrites.patterns.forward_lookup import depends_on, forward_gather
 from ember_xla.rewrites.refs import Ref, binary_combiner, plus_zero, scalar_constant
 
 PASS = "masked-bag-to-segments"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember_xla.custom_calls import SCATTER_GRAD, SEGMENT_REDUCE, call_attributes
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.lookup import Lookup, match_lookup
-from ember_xla.rewrites.refs import Ref, binary_combiner, resolve, scalar_constant
+from ember_xla.rewrites.patterns.scatter_fold import Fold, fold_decision
+from ember_xla.rewrites.refs import Ref, resolve
 from ember_xla.rewrites.walk import NoMatch, Walk
 
 _COMBINERS = {"add": "sum", "maximum": "max", "minimum": "min"}
@@ -99,38 +99,18 @@ def one_row_fold(scatter: Any, what: str) -> str:
             f"-0.0 stays -0.0), so {what} stays in XLA")
 
 
-def _zero_scatter_add(v: Any) -> bool:
-    """Is ``v`` a scatter-add into a +0 constant (or an ember call that replaced one: a
-    lookup's gradient, a segment sum from 0)?"""
-    op = v.owner
-    if op.opcode == "custom-call":
-        target = op.attributes.get("custom_call_target")
-        if target == SCATTER_GRAD.name:
-            return True
-        attrs = call_attributes(op) if target == SEGMENT_REDUCE.name else {}
-        return attrs.get("combiner") == "sum" and float(attrs.get("init", 1.0)) == 0.0
-    if op.opcode != "scatter" or binary_combiner(op) != "add":
-        return False
-    c = scalar_constant(resolve(Ref(op.operands[0])))
-    return c is not None and c == 0.0
-
-
 def folded_into_add(scatter: Any, what: str) -> str | None:
-    """Why ``scatter`` (a scatter-add into +0) stays in XLA because its one user adds it to a
-    dense value, or None (``what``: the cluster, the gradient). XLA:CPU's simplifier folds
-    ``A + scatter-add(0, ids, rows)`` into ``scatter-add(A, ids, rows)``: each row's updates
-    are added onto A one by one (a GNN's residual ``h + segment_sum(...)``, optax's momentum
-    trace ``g + 0.9 * m``), while a kernel sums them from +0 and XLA adds that sum to A.
-    Two zero-initialised scatter-adds added together are not folded (measured bit-equal)."""
-    if len(scatter.result.uses) != 1:
+    """Why ``scatter`` (a scatter-add into +0) must not be summed from +0 by a kernel because
+    XLA:CPU folds its one user ``A + scatter`` into ``scatter-add(A, ids, rows)``
+    (patterns/scatter_fold.py: each row's updates added onto A one by one), or None when XLA
+    does not fold it (``what``: the cluster, the gradient). A fold ``ScatterFold`` can rewrite
+    is taken by it first (as ``ember.ordered_scatter``); the reason then names it."""
+    d = fold_decision(scatter)
+    if d is None:
         return None
-    add = scatter.result.users[0]
-    if add.opcode != "add":
-        return None
-    other = add.operands[1] if add.operands[0] is scatter.result else add.operands[0]
-    if other is scatter.result or _zero_scatter_add(other):
-        return None
-    return (f"scatter {scatter.name}'s only user adds it to {other.owner.opcode} "
-            f"{other.owner.name} ({add.name}): XLA:CPU folds A + scatter-add(0, ids, rows) into "
-            "scatter-add(A, ids, rows), adding each row onto A one by one, which a kernel "
-            f"summing the rows from +0 does not reproduce, so {what} stays in XLA")
+    if isinstance(d, Fold):
+        return (f"scatter {scatter.name}'s only user {d.add.name} adds it to "
+                f"{d.other.owner.opcode} {d.other.owner.name}: XLA:CPU folds A + scatter-add(0, "
+                "ids, rows) into scatter-add(A, ids, rows), which only ember.ordered_scatter "
+                f"(not in these patterns) computes, so {what} stays in XLA")
+    return f"{d}; {what} is not summed from +0"

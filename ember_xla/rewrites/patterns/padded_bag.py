@@ -13,7 +13,12 @@ from __future__ import annotations
 
 from ember_xla.custom_calls import PADDED_BAG
 from ember_xla.ir.operation import Operation
-from ember_xla.native.padded_order import BagSum, OrderNotReproduced, sum_order
+from ember_xla.native.padded_order import (
+    BagSum,
+    OrderNotReproduced,
+    minmax_order,
+    sum_order,
+)
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.matcher import Pattern
 from ember_xla.rewrites.patterns.common import (
@@ -63,14 +68,9 @@ class PaddedBag(Pattern):
             raise NoMatch(f"reduce of {src} over {op.attributes.get('dimensions')} is not a "
                           "[B,P,D] bag reduced over P")
         combiner = combiner_name(binary_combiner(op), f"reduce {op.name}")
-        if combiner in ("max", "min"):
-            # Measured (docs/RELIABILITY.md): XLA:CPU hands some of these reduces to YNNPACK,
-            # whose max/min drop NaN operands, and others to its own emitter, which propagates
-            # NaN; which one depends on shape and dtype (f32 [B,40,16]: YNNPACK, [B,4,8]: not;
-            # bf16/f16 max: never, min: at the same shapes as f32). Equivalence with XLA is the
-            # law and that choice is not ours to predict, so these bags stay in XLA.
-            raise NoMatch(f"reduce {op.name} is a {combiner} bag: XLA:CPU's NaN handling for "
-                          "max/min reduces depends on whether it offloads them to YNNPACK, so "
+        if combiner in ("max", "min") and not self.xla_order:
+            raise NoMatch(f"reduce {op.name} is a {combiner} bag: its kernel reproduces XLA:CPU's "
+                          "NaN and signed-zero semantics, which the DAE programs do not, so "
                           "the cluster stays in XLA")
         init = scalar_constant(Ref(op.operands[1]))
         if init is None:
@@ -112,7 +112,12 @@ class PaddedBag(Pattern):
         bag = BagSum(b, p, d, src.element_type, combiner, init, weights is not None,
                      table_type, index_type, lk.index_mode, lk.wrap_negative)
         try:
-            order = sum_order(bag) if self.xla_order else "sequential"
+            if combiner in ("max", "min"):
+                # XLA:CPU's own loop propagates NaN, YNNPACK's reduce (from 4096 elements)
+                # drops it; the rule reproduces both (docs/RELIABILITY.md)
+                order = minmax_order(bag)
+            else:
+                order = sum_order(bag) if self.xla_order else "sequential"
         except OrderNotReproduced as e:
             raise NoMatch(str(e)) from None
         cluster = make_cluster(self, walk, lk, [("ids", lk.indices)], weights, combiner, init)

@@ -25,72 +25,16 @@ from ember_xla.ir.value import Value
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.matcher import Pattern, looks_like_lookup
 from ember_xla.rewrites.patterns.common import folded_into_add, one_row_fold
+from ember_xla.rewrites.patterns.forward_lookup import depends_on, forward_gather, row_gathers
 from ember_xla.rewrites.patterns.sparse_apply import (
     one_row_id_per_update,
     scatters_whole_rows,
     sparse_apply,
 )
 from ember_xla.rewrites.refs import Ref, binary_combiner, plus_zero, resolve, scalar_constant
-from ember_xla.rewrites.same_value import same_elements
 from ember_xla.rewrites.walk import NoMatch, Walk
 
 GRAD_TYPES = ("f32", "bf16", "f16")
-
-
-def _unclamped(ids: Value, rows: int) -> Value | None:
-    """x if ``ids`` is ``clamp(0, x, rows - 1)`` (``mode="clip"``: JAX clamps the scatter's
-    indices explicitly, while the forward gather reads x and XLA's gather clamps it itself)."""
-    op = ids.owner
-    if op.opcode != "clamp" or len(op.operands) != 3:
-        return None
-    lo, hi = (scalar_constant(Ref(op.operands[i])) for i in (0, 2))
-    return op.operands[1] if lo == 0 and hi == rows - 1 else None
-
-
-def _table_gather(u: Operation, table_dims: tuple[int, ...]) -> bool:
-    """Is ``u`` a gather of whole rows of a table of shape ``table_dims``?"""
-    return (u.opcode == "gather" and tuple(u.operands[0].type.dims) == table_dims
-            and u.attributes.get("gather_dimension_numbers", {}).get(
-                "collapsed_slice_dims", []) == [0]
-            and list(u.attributes.get("gather_slice_sizes", [])) == [1, table_dims[1]])
-
-
-def row_gathers(ids: Value, table_dims: tuple[int, ...]) -> list[Operation]:
-    """The row gathers of tables of shape ``table_dims`` in ``ids``' computation."""
-    return [u for u in ids.owner.parent.ops if _table_gather(u, table_dims)]
-
-
-def forward_gather(ids: Value, table_dims: tuple[int, ...]) -> Operation | None:
-    """A row gather reading ``ids`` (or the ids a clip-mode clamp clamps) as its indices from a
-    table of shape ``table_dims``: the same value, or provably the same ids in the same order
-    (``same_elements``: the index arithmetic written again, reshaped, converted there and
-    back), as a hand-built gradient ``jnp.zeros_like(t).at[ids].add(rows)`` reads them."""
-    raw = _unclamped(ids, table_dims[0])
-    if raw is not None:
-        found = forward_gather(raw, table_dims)
-        if found is not None:
-            return found
-    for u in ids.owner.users:
-        if u.operands[1] is ids and _table_gather(u, table_dims):
-            return u
-    for u in row_gathers(ids, table_dims):
-        if same_elements(u.operands[1], ids):
-            return u
-    return None
-
-
-def depends_on(value: Value, op: Operation) -> bool:
-    """Does ``value`` depend on ``op``'s result (a complete search of its producers)?"""
-    stack, seen = [value.owner], set()
-    while stack:
-        o = stack.pop()
-        if o is op:
-            return True
-        if id(o) in seen:
-            continue
-        seen.add(id(o))
-        stack.extend(v.owner for v in o.operands)
-    return False
 
 
 def _zero_operand(op: Operation) -> None:
