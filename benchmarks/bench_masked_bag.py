@@ -14,7 +14,7 @@ import argparse
 import os
 
 import numpy as np
-from sweep import compare_module, row
+from sweep import jax_row
 
 SHAPES = [(1, 20, 32), (16, 20, 32), (64, 40, 16), (256, 20, 32), (256, 50, 64), (1024, 20, 32),
           (2048, 50, 64), (64, 200, 128)]
@@ -37,7 +37,6 @@ def main(argv: list[str] | None = None) -> int:
     import jax
 
     jax.config.update("jax_platforms", "cpu")
-    from ember_xla.hlo_import.jax_source import from_jax
 
     rng = np.random.default_rng(0)
     print(f"masked padded bags (Keras mask_zero + GlobalAveragePooling1D), {ROWS}-row f32 "
@@ -51,10 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         t = rng.standard_normal((ROWS, d)).astype(np.float32)
         ids = rng.integers(1, ROWS, (b, p)).astype(np.int32)
         ids[np.arange(p)[None, :] >= rng.integers(1, p + 1, (b, 1))] = 0  # padding
-        module = from_jax(keras_gap, t, ids).module
-        r = compare_module(module, [t, ids], args.reps)
-        slower += r["ratio"] < 1.0 or not r["same"]
-        print(row(f"B={b} P={p} D={d}", r), flush=True)
+        slower += jax_row(f"B={b} P={p} D={d}", keras_gap, (t, ids), args.reps)
     print(f"rows below 1.0x or not bit-equal: {slower}; load average {os.getloadavg()[0]:.2f}")
     return 1 if slower else 0
 

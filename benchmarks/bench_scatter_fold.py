@@ -14,7 +14,7 @@ import argparse
 import os
 
 import numpy as np
-from sweep import compare_module, row
+from sweep import jax_row
 
 # (nodes N, edges E, D)
 GNN = [(100, 64, 8), (1_000, 1_000, 16), (10_000, 100, 64), (10_000, 100_000, 32),
@@ -63,7 +63,6 @@ def main(argv: list[str] | None = None) -> int:
     import jax
 
     jax.config.update("jax_platforms", "cpu")
-    from ember_xla.hlo_import.jax_source import from_jax
 
     rng = np.random.default_rng(0)
     print(f"A + scatter-add folds, {args.reps} alternating reps, medians; load average "
@@ -79,10 +78,8 @@ def main(argv: list[str] | None = None) -> int:
             h = rng.standard_normal((n, d)).astype(np.float32)
             src = rng.integers(0, n, e).astype(np.int32)
             dst = rng.integers(0, n, e).astype(np.int32)
-            r = compare_module(from_jax(fn, t, src, dst, h).module, [t, src, dst, h], args.reps,
-                               cost_model=not args.rewrite_all)
-            bad += r["ratio"] < 1.0 or not r["same"]
-            print(row(f"{name} N={n} E={e} D={d}", r), flush=True)
+            bad += jax_row(f"{name} N={n} E={e} D={d}", fn, (t, src, dst, h), args.reps,
+                           cost_model=not args.rewrite_all)
     for v, b, p, d in MOMENTUM[:-1] if args.small else MOMENTUM:
         w = rng.standard_normal((d, 1)).astype(np.float32)
         t = (rng.standard_normal((v, d)) * 0.1).astype(np.float32)
@@ -90,10 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         ids = rng.integers(0, v, (b, p)).astype(np.int32)
         y = rng.standard_normal(b).astype(np.float32)
         step = momentum_step(w)
-        r = compare_module(from_jax(step, t, m, ids, y).module, [t, m, ids, y], args.reps,
-                           cost_model=not args.rewrite_all)
-        bad += r["ratio"] < 1.0 or not r["same"]
-        print(row(f"momentum SGD V={v} B={b} P={p} D={d}", r), flush=True)
+        bad += jax_row(f"momentum SGD V={v} B={b} P={p} D={d}", step, (t, m, ids, y),
+                       args.reps, cost_model=not args.rewrite_all)
     print(f"rows below 1.0x or not bit-equal: {bad}; load average {os.getloadavg()[0]:.2f}")
     return 1 if bad else 0
 

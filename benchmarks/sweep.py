@@ -106,6 +106,16 @@ def compare_module(module, inputs, reps: int, cost_model: bool = True) -> dict:
             "kept_reasons": [n["reason"] for n in kept]}
 
 
+def jax_row(name: str, fn, inputs, reps: int, cost_model: bool = True) -> bool:
+    """Export ``fn`` on ``inputs`` as jax.jit lowers it, ``compare_module`` it, print its
+    ``row``; True when the row is slower than XLA:CPU or not bit-equal."""
+    from ember_xla.hlo_import.jax_source import from_jax
+
+    r = compare_module(from_jax(fn, *inputs).module, list(inputs), reps, cost_model)
+    print(row(name, r), flush=True)
+    return r["ratio"] < 1.0 or not r["same"]
+
+
 def row(name: str, r: dict) -> str:
     ok = "ok" if r["ratio"] >= 1.0 else "SLOWER"
     note = " (all kept in XLA: counts as 1.0x)" if r["rewritten"] == 0 else ""
