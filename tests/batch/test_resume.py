@@ -28,7 +28,7 @@ def test_kill_9_then_rerun(fleet, tmp_path, kit):
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
         done = os.listdir(out / "manifest") if (out / "manifest").exists() else []
-        if len(done) >= 8:
+        if len([n for n in done if n.endswith(".json") and not n.startswith(".")]) >= 8:
             break
         time.sleep(0.05)
     assert proc.poll() is None, "the job ended before it could be killed"
