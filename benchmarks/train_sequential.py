@@ -57,11 +57,15 @@ def available_bytes() -> int:
 
 def settle() -> None:
     """Let the previous variant's memory go back to the system before the next base reading:
-    collect, give XLA's runtime a moment to release donated and dropped buffers, trim the heap."""
+    collect, give XLA's runtime a moment to release donated and dropped buffers, unmap the
+    result-buffer cache's idle blocks, trim the heap."""
     import ctypes
+
+    from ember_xla.native import buffer_cache
 
     gc.collect()
     time.sleep(0.5)
+    buffer_cache.release_idle()
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):

@@ -53,6 +53,12 @@ def set_limit(limit_bytes: int) -> int:
     return int(lib.EmberBufferCacheSetLimit(limit_bytes))
 
 
+def release_idle() -> None:
+    """Unmap every idle block now (the limit stays): memory measurements that start from the
+    resident set, and callers about to need memory outside XLA."""
+    set_limit(set_limit(0))
+
+
 def stats() -> CacheStats:
     out = (ctypes.c_uint64 * 6)()
     load_library().EmberBufferCacheStats(out)
