@@ -13,7 +13,8 @@
 //
 // Bounded: idle blocks are released (munmap) oldest first when their total would pass the
 // limit (a quarter of physical memory by default, EMBER_XLA_BUFFER_CACHE_MIB; 0 turns the
-// cache off), and a block idle for kIdleSeconds is released by a background thread. The
+// cache off), and a block idle for kIdleSeconds is released by a background thread (a training
+// loop frees and reallocates its results every step; a one-off result's memory goes back soon). The
 // contents of a reused block are whatever its last user left, which XLA never reads before
 // writing (as with any malloc). Each block starts with the header glibc gives its own mapped
 // chunks, so a free() that reached the C library by another path would unmap it correctly.
@@ -40,7 +41,7 @@ namespace {
 
 constexpr uintptr_t kHuge = uintptr_t{2} << 20;
 constexpr size_t kMinBytes = size_t{8} << 20;
-constexpr double kIdleSeconds = 10.0;
+constexpr double kIdleSeconds = 2.0;
 
 using Clock = std::chrono::steady_clock;
 using FreeFn = void (*)(void*);
