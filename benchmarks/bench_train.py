@@ -25,8 +25,9 @@ untimed; the block order rotates every repetition), medians of the timed runs:
                 (sgd) or torch.optim.Adagrad with sparse gradients (element-wise Adagrad: not
                 the same algorithm as rowwise; labelled so).
 The copy floor: without donation every variant must write whole new tables (and slots), so
-a numpy copy of the same bytes into preallocated arrays (``copy``, timed interleaved with the
-variants) gives the machine's memory bandwidth under the same load and the floor of a step
+a numpy copy of the same bytes into preallocated arrays (``copy`` on one thread, ``copy_mt``
+cut between all cores; the faster of the two, timed interleaved with the variants) gives the
+machine's memory bandwidth under the same load and the floor of a step
 that is not donated; each variant's ratio to it is printed, and to ``xla_copy``: XLA:CPU
 writing ``-t`` of every table into its output buffers (what any non-donated XLA step
 pays for its new tables, allocation and first touch of the pages included).
@@ -165,6 +166,7 @@ def interleaved(args, argv, data, optimizer: str, rows):
             )
         )
     runs["copy"], _ = copy_floor(data, optimizer)
+    runs["copy_mt"], _ = copy_floor(data, optimizer, os.cpu_count() or 1)
     runs["xla_copy"] = xla_new_tables(data, optimizer)
     med, mins = time_variants(runs, args.reps)
     load = os.getloadavg()[0]
@@ -284,11 +286,14 @@ def main(argv: list[str] | None = None) -> int:
             )
             for k, (wall, parts) in prof.items():
                 print(breakdown_line(names[k], wall, parts))
-        floor = med["copy"]
+        cores = os.cpu_count() or 1
+        floor = min(med["copy"], med["copy_mt"])
         print(
             f"\ncopy floor (numpy copy of the {copied / 2**30:.2f} GiB of tables and slots, "
-            f"{how}): median {floor * 1e3:.1f} ms, min {mins['copy'] * 1e3:.1f} ms; "
-            f"bandwidth {2 * copied / floor / 1e9:.1f} GB/s (read + write, median)"
+            f"{how}; the faster of one thread and {cores}): one thread median "
+            f"{med['copy'] * 1e3:.1f} ms (min {mins['copy'] * 1e3:.1f}), {cores} threads median "
+            f"{med['copy_mt'] * 1e3:.1f} ms (min {mins['copy_mt'] * 1e3:.1f}); bandwidth "
+            f"{2 * copied / floor / 1e9:.1f} GB/s (read + write, median)"
         )
         print(
             f"XLA:CPU writing new tables of the same shapes (-t, into its output buffers, "

@@ -41,12 +41,12 @@ def timed(run, reps: int) -> list[float]:
 
 
 def estimate_bytes(data, optimizer: str) -> int:
-    """About what all variants hold at once when interleaved: some 16 copies of the tables
+    """About what all variants hold at once when interleaved: some 17 copies of the tables
     (and slots): each JAX variant's inputs, outputs and check outputs, TBE's and torch's own
-    tables, the copy floor's destination, the shared data."""
+    tables, the copy floors' destinations, the shared data."""
     rows, tables = data[0], data[1]
     state = sum(t.nbytes for t in tables) + (0 if optimizer == "sgd" else sum(rows) * 4)
-    return 16 * state
+    return 17 * state
 
 
 def available_bytes() -> int:
@@ -77,11 +77,11 @@ def run_sequential(args, data, optimizer: str):
     (page faults, system CPU ms) per step of each variant)."""
     med, mins, names, peaks, prof, load, flt = {}, {}, {}, {}, {}, {}, {}
     checks, ref = [], None
-    for name in [*args.variants, "copy", "xla_copy"]:
+    for name in [*args.variants, "copy", "copy_mt", "xla_copy"]:
         settle()
         base = rss()
-        if name == "copy":
-            run, _ = copy_floor(data, optimizer)
+        if name in ("copy", "copy_mt"):
+            run, _ = copy_floor(data, optimizer, 1 if name == "copy" else os.cpu_count() or 1)
             names[name] = "copy floor"
         elif name == "xla_copy":
             run = xla_new_tables(data, optimizer)

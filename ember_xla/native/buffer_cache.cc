@@ -41,7 +41,7 @@ namespace {
 
 constexpr uintptr_t kHuge = uintptr_t{2} << 20;
 constexpr size_t kMinBytes = size_t{8} << 20;
-constexpr double kIdleSeconds = 2.0;
+constexpr double kIdleSeconds = 10.0;
 
 using Clock = std::chrono::steady_clock;
 using FreeFn = void (*)(void*);

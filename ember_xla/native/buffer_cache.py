@@ -5,7 +5,7 @@ when freed, so a step that writes whole new tables (a training step whose tables
 donated) pays the kernel's zeroing of every page before its own writes. :func:`install`
 redirects the large aligned allocations of XLA:CPU's runtime library to a cache that keeps
 freed blocks mapped for the next execution (bounded: a quarter of physical memory by default,
-``EMBER_XLA_BUFFER_CACHE_MIB``; ``0`` turns it off; blocks idle for 2 s are released).
+``EMBER_XLA_BUFFER_CACHE_MIB``; ``0`` turns it off; blocks idle for 10 s are released).
 """
 
 from __future__ import annotations
