@@ -31,10 +31,12 @@ machine's memory bandwidth under the same load and the floor of a step
 that is not donated; each variant's ratio to it is printed, and to ``xla_copy``: XLA:CPU
 writing ``-t`` of every table into its output buffers (what any non-donated XLA step
 pays for its new tables, allocation and first touch of the pages included).
-Result buffers: once a rewritten module is compiled, ember_xla's result-buffer cache serves
-every XLA:CPU execution of the process (XLA's own variants too): a step's large results reuse
-the blocks earlier results freed instead of fresh pages (docs/CUSTOM_CALL.md); what it did is
-printed. ``EMBER_XLA_BUFFER_CACHE_MIB=0`` runs the benchmark without it.
+Result buffers: ember_xla's result-buffer cache (docs/CUSTOM_CALL.md: a step's large results
+reuse the blocks earlier results freed instead of fresh pages) is on for the ember variants,
+as ember_xla gives it by default, and off for XLA's own (``xla``, ``xla_donated``,
+``xla_copy``: glibc's allocation, as a plain JAX process has it), switched before each block's
+untimed first call; what it did is printed. ``EMBER_XLA_BUFFER_CACHE_MIB=0`` turns it off for
+every variant.
 Table pages: before timing, each ember variant runs twice more and waits until the kernels
 have moved its large tables onto 2 MiB pages (their one-time background collapse, table_pages
 in docs/CUSTOM_CALL.md: a training run's steady state), so the timed steps, page faults and
@@ -74,11 +76,13 @@ import time
 from bench_embedding import BLOCK
 from stage_model import POOLING
 from train_memory import (
+    allocator,
     copy_bytes,
     copy_floor,
     faults,
     peak_rss,
     peak_rss_child,
+    use_allocators,
     xla_new_tables,
 )
 from train_profile import breakdown_line, profile
@@ -137,6 +141,7 @@ def time_variants(variants: dict, reps: int) -> tuple[dict, dict]:
     order = list(variants)
     for rep in range(reps):
         for k in order[rep % len(order) :] + order[: rep % len(order)]:
+            allocator(variants[k])
             variants[k]()
             for _ in range(BLOCK - 1):
                 t = time.perf_counter()
@@ -170,7 +175,11 @@ def interleaved(args, argv, data, optimizer: str, rows):
     runs["xla_copy"] = xla_new_tables(data, optimizer)
     med, mins = time_variants(runs, args.reps)
     load = os.getloadavg()[0]
-    prof = {k: profile(runs[k]) for k in ("xla_donated", "ember_donated") if k in runs}
+    prof = {}
+    for k in ("xla_donated", "ember_donated"):
+        if k in runs:
+            allocator(runs[k])
+            prof[k] = profile(runs[k])
     flt = {k: faults(runs[k]) for k in args.variants}
     del runs, outs
     peaks = {k: peak_rss(argv, optimizer, k) for k in args.variants} if args.rss else {}
@@ -189,15 +198,14 @@ def check(outs: dict) -> list[str]:
 
 
 def buffer_cache_line() -> str:
-    """What ember_xla's result-buffer cache did in this process (docs/CUSTOM_CALL.md): it serves
-    every XLA:CPU execution here once a rewritten module was compiled, XLA's own steps too."""
+    """What ember_xla's result-buffer cache did in this process (docs/CUSTOM_CALL.md)."""
     from ember_xla.native import buffer_cache
 
     s = buffer_cache.stats()
     state = "off (EMBER_XLA_BUFFER_CACHE_MIB=0)" if not s.reused + s.mapped else "on"
     return (
-        f"result buffers: ember_xla's buffer cache {state}: {s.reused} large results reused a "
-        f"freed block, {s.mapped} mapped anew (for every JAX variant of this process)"
+        f"result buffers: ember_xla's buffer cache {state} for the ember variants (off for "
+        f"XLA's): {s.reused} large results reused a freed block, {s.mapped} mapped anew"
     )
 
 
@@ -211,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     jax.config.update("jax_platforms", "cpu")
     torch.set_num_threads(2)
     t0 = time.perf_counter()
+    use_allocators()
     data = make_data(args)
     if args.rss_of:
         peak_rss_child(args, data, args.optimizers, args.rss_of)

@@ -12,12 +12,35 @@ import numpy as np
 from bench_embedding import BLOCK
 from train_variants import make_variant
 
+_CACHE_LIMIT = 0
+
+
+def use_allocators() -> None:
+    """Install ember_xla's result-buffer cache and remember its limit: ``allocator`` then
+    switches it per variant."""
+    global _CACHE_LIMIT
+    from ember_xla.native import buffer_cache
+    from ember_xla.runtime.xla_cpu import cache_result_buffers
+
+    cache_result_buffers()
+    _CACHE_LIMIT = buffer_cache.limit()
+
+
+def allocator(run) -> None:
+    """Before ``run``'s untimed first call: XLA's own variants allocate as a plain JAX process
+    does (glibc: the cache off, blocks unmapped when freed), the ember variants (``run.
+    buffer_cache``) as ember_xla does by default (the cache on)."""
+    from ember_xla.native import buffer_cache
+
+    buffer_cache.set_limit(_CACHE_LIMIT if getattr(run, "buffer_cache", False) else 0)
+
 
 def faults(run, steps: int = 3) -> tuple[float, float]:
     """(minor page faults, system CPU ms) per step of ``run`` (warm), this process: what the
     first writes into freshly mapped buffers cost (the kernel maps and zeroes each page)."""
     import resource
 
+    allocator(run)
     run()
     r0 = resource.getrusage(resource.RUSAGE_SELF)
     for _ in range(steps):
@@ -71,9 +94,11 @@ def peak_rss_child(args, data, optimizer: str, name: str) -> None:
     import ember_xla.runtime.execute  # noqa: F401
 
     base = rss()
+    use_allocators()
     run, _, outs = make_variant(args, data, optimizer, name)
     del outs
     gc.collect()
+    allocator(run)
     with PeakRss() as p:
         for _ in range(BLOCK):
             run()

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 from bench_embedding import BLOCK
-from train_memory import PeakRss, copy_floor, faults, rss, xla_new_tables
+from train_memory import PeakRss, allocator, copy_floor, faults, rss, xla_new_tables
 from train_profile import profile
 from train_variants import make_variant
 
@@ -31,6 +31,7 @@ def digest(outs: list[np.ndarray]) -> list[str]:
 
 def timed(run, reps: int) -> list[float]:
     times = []
+    allocator(run)
     for _ in range(reps):
         run()
         for _ in range(BLOCK - 1):
@@ -97,6 +98,7 @@ def run_sequential(args, data, optimizer: str):
                     checks.append(f"check: {name} == XLA bit for bit (loss, tables, slots, "
                                   f"read-out): {dig == ref}")
         gc.collect()
+        allocator(run)
         buffer_cache.release_idle()  # building's transient results: not the step's memory
         with PeakRss() as p:
             times = timed(run, args.reps)
@@ -106,6 +108,7 @@ def run_sequential(args, data, optimizer: str):
         if name in args.variants:
             flt[name] = faults(run)
         if name in ("xla_donated", "ember_donated"):
+            allocator(run)
             prof[name] = profile(run, steps=2)
         del run
     return med, mins, names, peaks, prof, checks, load, flt

@@ -263,6 +263,14 @@ EMBER_EXPORT uint64_t EmberBufferCacheSetLimit(uint64_t bytes) {
   return old;
 }
 
+// The idle limit in bytes (0: caching off or not installed).
+EMBER_EXPORT uint64_t EmberBufferCacheLimit() {
+  using namespace ember;
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.limit;
+}
+
 // out[0..5]: blocks reused, blocks mapped, blocks released, blocks in use, idle blocks, idle bytes.
 EMBER_EXPORT void EmberBufferCacheStats(uint64_t* out) {
   using namespace ember;

@@ -53,6 +53,13 @@ def set_limit(limit_bytes: int) -> int:
     return int(lib.EmberBufferCacheSetLimit(limit_bytes))
 
 
+def limit() -> int:
+    """The idle limit in bytes (0: caching off, or not installed yet)."""
+    lib = load_library()
+    lib.EmberBufferCacheLimit.restype = ctypes.c_uint64
+    return int(lib.EmberBufferCacheLimit())
+
+
 def release_idle() -> None:
     """Unmap every idle block now (the limit stays): memory measurements that start from the
     resident set, and callers about to need memory outside XLA."""

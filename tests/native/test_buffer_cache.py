@@ -20,6 +20,7 @@ N = 12 << 20  # 48 MiB of f32: above the cache's 8 MiB minimum and glibc's 32 Mi
 def cache():
     assert cache_result_buffers() > 0, "no call site of XLA:CPU's runtime redirected"
     old = buffer_cache.set_limit(1 << 30)
+    assert buffer_cache.limit() == 1 << 30
     yield
     buffer_cache.set_limit(old)
 
