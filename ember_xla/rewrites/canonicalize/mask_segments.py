@@ -51,6 +51,7 @@ from ember_xla.rewrites.canonicalize.build import Emit, constant_along_last
 from ember_xla.rewrites.canonicalize.lookups import RowLookup, lookup_ids, relookup, row_lookup
 from ember_xla.rewrites.canonicalize.notes import note
 from ember_xla.rewrites.patterns.forward_lookup import depends_on, forward_gather
+from ember_xla.rewrites.reduce_merge import merged_by_xla
 from ember_xla.rewrites.refs import Ref, binary_combiner, plus_zero, scalar_constant
 
 PASS = "masked-bag-to-segments"
@@ -140,6 +141,10 @@ class MaskedBag(RewritePattern):
                 return
         bsz, p, d = x.type.dims
         if lk.lead != (bsz, p):
+            return
+        merged = merged_by_xla(op) if self.xla_order else None
+        if merged:
+            note(PASS, op, f"{where}: {merged}")
             return
         if self.xla_order:
             order = _xla_order(x.type.element_type, bsz, p, d, weights is not None, lk)

@@ -28,6 +28,7 @@ from ember_xla.rewrites.patterns.common import (
     split_weighted,
     weights_chain,
 )
+from ember_xla.rewrites.reduce_merge import merged_by_xla
 from ember_xla.rewrites.refs import Ref, binary_combiner, plus_zero, resolve, scalar_constant
 from ember_xla.rewrites.walk import NoMatch, Walk
 
@@ -68,6 +69,9 @@ class PaddedBag(Pattern):
             raise NoMatch(f"reduce of {src} over {op.attributes.get('dimensions')} is not a "
                           "[B,P,D] bag reduced over P")
         combiner = combiner_name(binary_combiner(op), f"reduce {op.name}")
+        merged = merged_by_xla(op) if self.xla_order else None
+        if merged:
+            raise NoMatch(merged)
         if combiner in ("max", "min") and not self.xla_order:
             raise NoMatch(f"reduce {op.name} is a {combiner} bag: its kernel reproduces XLA:CPU's "
                           "NaN and signed-zero semantics, which the DAE programs do not, so "

@@ -1,0 +1,56 @@
+"""XLA's simplifier merges a ``reduce`` into a ``reduce`` that consumes it: ``reduce(reduce(x,
+dims1), dims2)`` with the same combining computation and an identical init becomes one
+``reduce(x, dims1 u dims2)`` (also through the reshapes, transposes and bitcasts between them,
+which it folds into the dimensions first, and whatever other users the inner reduce has: it is
+kept for them and the merged one recomputes it). So in ``table[ids].sum(1).sum(-1)``, a loss's
+``pooled.sum()`` or ``jnp.mean(pooled.sum(-1))`` XLA:CPU never computes the bag's sum on its
+own: it adds the rows and the row dim (or the batch) in one order of its own, which a bag kernel
+followed by XLA's second reduce does not reproduce bit for bit (measured: f32, [8,6,3] and
+[8,6,5]). ``merged_by_xla`` finds such a consumer, so the bag stays in XLA with the reason."""
+
+from __future__ import annotations
+
+from ember_xla.ir.operation import Operation
+from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
+
+#: Ops XLA folds into a consuming reduce's dimensions (or removes) before merging.
+_PASS_THROUGH = ("reshape", "transpose", "bitcast", "copy")
+
+
+def _consumers(op: Operation) -> list[Operation]:
+    """The ops that read ``op``'s result through layout-only ops (and no-op converts)."""
+    out: list[Operation] = []
+    todo, seen = list(op.result.users), set()
+    while todo:
+        u = todo.pop()
+        if id(u) in seen:
+            continue
+        seen.add(id(u))
+        noop_convert = (u.opcode == "convert"
+                        and u.result.type.element_type == u.operands[0].type.element_type)
+        if (u.opcode in _PASS_THROUGH or noop_convert) and len(u.results) == 1:
+            todo.extend(u.result.users)
+        else:
+            out.append(u)
+    return out
+
+
+def merged_by_xla(op: Operation) -> str | None:
+    """Why XLA:CPU merges the reduce ``op`` into a reduce consuming it (so ``op``'s own result
+    is never computed in its order), or None."""
+    if op.opcode != "reduce" or len(op.operands) != 2:
+        return None
+    comb = binary_combiner(op)
+    init = scalar_constant(Ref(op.operands[1]))
+    if comb is None or init is None:
+        return None
+    etype = op.result.type.element_type
+    for u in _consumers(op):
+        if (u.opcode == "reduce" and len(u.operands) == 2
+                and u.result.type.element_type == etype
+                and binary_combiner(u) == comb
+                and scalar_constant(Ref(u.operands[1])) == init):
+            return (f"reduce {op.name} feeds reduce {u.name} with the same {comb} and init: "
+                    "XLA:CPU merges the two into one reduce over both dims (another order of "
+                    "adds than the bag's own sum), so the cluster stays in XLA")
+    return None
