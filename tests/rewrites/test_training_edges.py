@@ -78,3 +78,18 @@ def test_one_table_two_overlapping_bags_keeps_the_summed_update_in_xla():
     assert optimizers(r) == [None, None]
     assert all("of another lookup of the table" in e["optimizer_reason"]
                and "stays in XLA" in e["optimizer_reason"] for e in ts.backward(r))
+
+
+def test_fill_mode_zero_fill_training_step():
+    # jnp.take(mode="fill", fill_value=0): the lookup's ids also feed one-operand ops, which
+    # the search for the forward gather of the gradient's ids once indexed as gathers
+    rng = np.random.default_rng(25)
+    w, t = ts.head(rng), ts.table(rng)
+    ids, y = ts.batch(rng, -70, 70)                     # fill: out-of-range rows are 0
+
+    def loss(table, ids, y):
+        return ts.mse(jax.numpy.take(table, ids, axis=0, mode="fill", fill_value=0).sum(1),
+                      w, y)
+
+    r = ts.check_step(ts.sgd_step(loss, 0.1), t, ids, y, cost_model=False)
+    assert optimizers(r) == ["sgd"]

@@ -45,7 +45,7 @@ def forward_gather(ids: Value, table_dims: tuple[int, ...]) -> Operation | None:
         if found is not None:
             return found
     for u in ids.owner.users:
-        if u.operands[1] is ids and _table_gather(u, table_dims):
+        if _table_gather(u, table_dims) and u.operands[1] is ids:
             return u
     for u in row_gathers(ids, table_dims):
         if same_elements(u.operands[1], ids):
