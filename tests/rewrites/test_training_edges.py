@@ -93,3 +93,22 @@ def test_fill_mode_zero_fill_training_step():
 
     r = ts.check_step(ts.sgd_step(loss, 0.1), t, ids, y, cost_model=False)
     assert optimizers(r) == ["sgd"]
+
+
+def test_time_major_scan_over_the_lookup_gradient_fused_sgd():
+    # an RNN over embedded tokens (flax nn.RNN, a hand-written scan) swaps the looked-up rows
+    # to [T, B, D]; lookup-layout moves that transpose onto the forward gather's ids, and the
+    # gradient's scatter-add, at the ids in their own order, is still that lookup's transpose
+    rng = np.random.default_rng(26)
+    w, t = ts.head(rng), ts.table(rng)
+    ids, y = ts.batch(rng, 0, ts.V)
+    cell = (rng.standard_normal((ts.D, ts.D)) * 0.3).astype(np.float32)
+
+    def loss(table, ids, y):
+        xs = jax.numpy.swapaxes(table[ids], 0, 1)               # [P, B, D]
+        h, _ = jax.lax.scan(lambda h, x: (jax.numpy.tanh(h @ cell + x), None),
+                            jax.numpy.zeros((ts.B, ts.D), np.float32), xs)
+        return ts.mse(h, w, y)
+
+    r = ts.check_step(ts.sgd_step(loss, 0.1), t, ids, y, cost_model=False)
+    assert optimizers(r) == ["sgd"]
