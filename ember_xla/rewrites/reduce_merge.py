@@ -6,10 +6,17 @@ kept for them and the merged one recomputes it). So in ``table[ids].sum(1).sum(-
 ``pooled.sum()`` or ``jnp.mean(pooled.sum(-1))`` XLA:CPU never computes the bag's sum on its
 own: it adds the rows and the row dim (or the batch) in one order of its own, which a bag kernel
 followed by XLA's second reduce does not reproduce bit for bit (measured: f32, [8,6,3] and
-[8,6,5]). ``merged_by_xla`` finds such a consumer, so the bag stays in XLA with the reason."""
+[8,6,5]). ``merged_by_xla`` finds such a consumer, so the bag stays in XLA with the reason.
+
+Below YNNPACK's size (whose bag reduce is a fusion of its own) XLA:CPU also fuses a bag's
+reduce into a loop fusion rooted at a reduce that reads it through elementwise ops
+(``exp(pooled).sum(-1)``, ``(pooled * w).sum(0)``, a loss): the bag's sum is then emitted
+inside that loop, in another order than the bag's own loop (measured: f32 [6,4,5], [16,8,5],
+not for [64,20,5]). ``fused_by_xla`` finds such a consumer."""
 
 from __future__ import annotations
 
+from ember_xla.hlo.opcodes import ELEMENTWISE
 from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
 
@@ -53,4 +60,28 @@ def merged_by_xla(op: Operation) -> str | None:
             return (f"reduce {op.name} feeds reduce {u.name} with the same {comb} and init: "
                     "XLA:CPU merges the two into one reduce over both dims (another order of "
                     "adds than the bag's own sum), so the cluster stays in XLA")
+    return None
+
+
+#: Reductions and other ops that are not elementwise even where ELEMENTWISE's arity says so.
+_NOT_ELEMENTWISE = ("reduce", "reduce-window", "scatter", "select-and-scatter", "map", "sort")
+
+
+def fused_by_xla(op: Operation) -> str | None:
+    """Why XLA:CPU may fuse the reduce ``op`` into a loop fusion rooted at a reduce that reads
+    it through elementwise, broadcast and layout ops (computing ``op`` inside that loop, in
+    another order), or None."""
+    todo, seen = list(op.result.users), set()
+    while todo:
+        u = todo.pop()
+        if id(u) in seen:
+            continue
+        seen.add(id(u))
+        if u.opcode == "reduce":
+            return (f"reduce {op.name} reaches reduce {u.name} through elementwise ops: XLA:CPU "
+                    "fuses the bag's sum into that reduce's loop, where it adds the rows in "
+                    "another order than the bag's own loop, so the cluster stays in XLA")
+        if len(u.results) == 1 and u.opcode not in _NOT_ELEMENTWISE and (
+                u.opcode in ELEMENTWISE or u.opcode in _PASS_THROUGH + ("broadcast", "convert")):
+            todo.extend(u.result.users)
     return None

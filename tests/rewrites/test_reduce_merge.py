@@ -4,7 +4,12 @@ scaled rows, a training step's loss -- is merged by XLA:CPU's simplifier into on
 order of adds is not the bag's: such bags stay in XLA with the reason (rewritten they differed
 in the last bits), every output bit-identical with excess precision allowed and not. A
 consumer reducing with another computation (``.max(-1)``) or a dot does not merge: still
-rewritten."""
+rewritten.
+
+Below YNNPACK's size XLA:CPU also fuses a bag's reduce into a loop fusion rooted at a reduce
+that reads it through elementwise ops (``exp(pooled).sum(-1)``, ``(pooled * 2).sum(-1)``, a
+mean of means), adding the rows in another order there: those stay in XLA too; a bag of
+YNNPACK's size (its own fusion) under the same consumer is still rewritten."""
 
 from __future__ import annotations
 
@@ -72,8 +77,39 @@ def test_training_step_with_a_summed_loss_keeps_the_bag_in_xla():
 @pytest.mark.parametrize("consumer", ["max", "dot"])
 def test_other_consumers_do_not_merge(consumer):
     t, ids, _ = inputs(5, 4)
+    if consumer == "max":  # a small bag would be fused into the max's loop (below)
+        ids = np.random.default_rng(7).integers(0, V, (64, 20)).astype(np.int32)
     w = np.linspace(-1, 1, 5).astype(np.float32)
     fn = ((lambda t, i: t[i].sum(1).max(-1)) if consumer == "max"
           else (lambda t, i: t[i].sum(1) @ w))
     r = ts.check_step(fn, t, ids, cost_model=False)
+    assert [c["pattern"] for c in r.clusters] == ["ember.padded_bag"]
+
+
+FUSED = {
+    "exp_then_sum": lambda t, i: jnp.exp(t[i].sum(1)).sum(-1),
+    "scaled_then_sum": lambda t, i: (t[i].sum(1) * 2).sum(-1),
+    "mean_of_means": lambda t, i: t[i].mean(1).mean(),
+    "squared_error": lambda t, i: ((t[i].sum(1) - 1.0) ** 2).sum(),
+}
+
+
+@pytest.mark.parametrize("bp", [(6, 4), (16, 8)])
+@pytest.mark.parametrize("name", sorted(FUSED))
+def test_bag_fused_into_a_consumer_reduce_stays_in_xla(name, bp):
+    rng = np.random.default_rng(5)
+    t = rng.standard_normal((V, 5)).astype(np.float32)
+    ids = rng.integers(0, V, bp).astype(np.int32)
+    r = ts.check_step(FUSED[name], t, ids, cost_model=False)
+    assert not r.clusters
+    assert any("fuses the bag's sum into that reduce's loop" in str(n.get("reason"))
+               for n in r.near_misses)
+
+
+@pytest.mark.parametrize("name", sorted(FUSED))
+def test_ynnpack_size_bag_under_a_consumer_reduce_is_rewritten(name):
+    rng = np.random.default_rng(6)
+    t = rng.standard_normal((V, 5)).astype(np.float32)
+    ids = rng.integers(0, V, (64, 20)).astype(np.int32)        # 6400 values: YNNPACK's reduce
+    r = ts.check_step(FUSED[name], t, ids, cost_model=False)
     assert [c["pattern"] for c in r.clusters] == ["ember.padded_bag"]

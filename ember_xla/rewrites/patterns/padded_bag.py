@@ -14,6 +14,7 @@ from __future__ import annotations
 from ember_xla.custom_calls import PADDED_BAG
 from ember_xla.ir.operation import Operation
 from ember_xla.native.padded_order import (
+    YNN_MIN_ELEMENTS,
     BagSum,
     OrderNotReproduced,
     minmax_order,
@@ -28,7 +29,7 @@ from ember_xla.rewrites.patterns.common import (
     split_weighted,
     weights_chain,
 )
-from ember_xla.rewrites.reduce_merge import merged_by_xla
+from ember_xla.rewrites.reduce_merge import fused_by_xla, merged_by_xla
 from ember_xla.rewrites.refs import Ref, binary_combiner, plus_zero, resolve, scalar_constant
 from ember_xla.rewrites.walk import NoMatch, Walk
 
@@ -124,6 +125,10 @@ class PaddedBag(Pattern):
                 order = sum_order(bag) if self.xla_order else "sequential"
         except OrderNotReproduced as e:
             raise NoMatch(str(e)) from None
+        if self.xla_order and not (src.element_type == "f32" and b * p * d >= YNN_MIN_ELEMENTS):
+            fused = fused_by_xla(op)  # XLA's own loop, not YNNPACK's fusion
+            if fused:
+                raise NoMatch(fused)
         cluster = make_cluster(self, walk, lk, [("ids", lk.indices)], weights, combiner, init)
         cluster.attrs["sum_order"] = order
         if mask is not None:
