@@ -10,7 +10,8 @@ followed by XLA's second reduce does not reproduce bit for bit (measured: f32, [
 
 Below YNNPACK's size (whose bag reduce is a fusion of its own) XLA:CPU also fuses a bag's
 reduce into a loop fusion rooted at a reduce that reads it through elementwise ops
-(``exp(pooled).sum(-1)``, ``(pooled * w).sum(0)``, a loss): the bag's sum is then emitted
+(``exp(pooled).sum(-1)``, ``(pooled * w).sum(0)``, a loss; also a dot XLA makes a multiply
+and a reduce, ``pooled @ w`` at batch 1): the bag's sum is then emitted
 inside that loop, in another order than the bag's own loop (measured: f32 [6,4,5], [16,8,5],
 not for [64,20,5]). ``fused_by_xla`` finds such a consumer."""
 
@@ -67,6 +68,20 @@ def merged_by_xla(op: Operation) -> str | None:
 _NOT_ELEMENTWISE = ("reduce", "reduce-window", "scatter", "select-and-scatter", "map", "sort")
 
 
+def _dot_product(op: Operation) -> bool:
+    """A dot whose operands have no free dimensions of more than one element (``pooled @ w``
+    at batch 1): XLA's simplifier makes it a multiply and a reduce."""
+    if op.opcode != "dot" or len(op.operands) != 2:
+        return False
+    dn = op.attributes.get("dot_dimension_numbers", {})
+    for side, v in zip(("lhs", "rhs"), op.operands, strict=True):
+        bound = {int(x) for k in ("batch", "contracting")
+                 for x in dn.get(f"{side}_{k}_dimensions", [])}
+        if any(n != 1 for i, n in enumerate(v.type.dims) if i not in bound):
+            return False
+    return True
+
+
 def fused_by_xla(op: Operation) -> str | None:
     """Why XLA:CPU may fuse the reduce ``op`` into a loop fusion rooted at a reduce that reads
     it through elementwise, broadcast and layout ops (computing ``op`` inside that loop, in
@@ -77,10 +92,11 @@ def fused_by_xla(op: Operation) -> str | None:
         if id(u) in seen:
             continue
         seen.add(id(u))
-        if u.opcode == "reduce":
-            return (f"reduce {op.name} reaches reduce {u.name} through elementwise ops: XLA:CPU "
-                    "fuses the bag's sum into that reduce's loop, where it adds the rows in "
-                    "another order than the bag's own loop, so the cluster stays in XLA")
+        if u.opcode == "reduce" or _dot_product(u):
+            return (f"reduce {op.name} reaches {u.opcode} {u.name} through elementwise ops: "
+                    "XLA:CPU fuses the bag's sum into that reduce's loop, where it adds the "
+                    "rows in another order than the bag's own loop, so the cluster stays in "
+                    "XLA")
         if len(u.results) == 1 and u.opcode not in _NOT_ELEMENTWISE and (
                 u.opcode in ELEMENTWISE or u.opcode in _PASS_THROUGH + ("broadcast", "convert")):
             todo.extend(u.result.users)

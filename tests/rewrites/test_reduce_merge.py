@@ -113,3 +113,15 @@ def test_ynnpack_size_bag_under_a_consumer_reduce_is_rewritten(name):
     ids = rng.integers(0, V, (64, 20)).astype(np.int32)        # 6400 values: YNNPACK's reduce
     r = ts.check_step(FUSED[name], t, ids, cost_model=False)
     assert [c["pattern"] for c in r.clusters] == ["ember.padded_bag"]
+
+
+def test_batch_one_bag_times_a_vector_stays_in_xla():
+    # [1, D] @ [D]: XLA's simplifier makes the dot a multiply and a reduce, into whose loop
+    # the bag is fused (rewritten, the loss differed in the last bit for ids [5, 49, 49])
+    rng = np.random.default_rng(17)
+    t = rng.standard_normal((50, 4)).astype(np.float32)
+    w = rng.standard_normal(4).astype(np.float32)
+    ids = np.array([[5, 49, 49]], np.int32)
+    r = ts.check_step(lambda t, i: t[i].sum(1) @ w, t, ids, cost_model=False)
+    assert not r.clusters
+    assert any("reaches dot" in str(n.get("reason")) for n in r.near_misses)
