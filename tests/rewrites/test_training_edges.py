@@ -112,3 +112,21 @@ def test_time_major_scan_over_the_lookup_gradient_fused_sgd():
 
     r = ts.check_step(ts.sgd_step(loss, 0.1), t, ids, y, cost_model=False)
     assert optimizers(r) == ["sgd"]
+
+
+def test_time_major_tied_table_folded_gradient_is_backward():
+    # the tied table's dense gradient (from the logits) plus the time-major lookup's
+    # scatter-add, folded by XLA into one scatter: an ember.ordered_scatter of the backward
+    rng = np.random.default_rng(27)
+    t = ts.table(rng)
+    ids, _ = ts.batch(rng, 0, ts.V)
+    labels = rng.integers(0, ts.V, (ts.P, ts.B)).astype(np.int32)
+
+    def loss(table, ids, labels):
+        xs = jax.numpy.swapaxes(table[ids], 0, 1)               # [P, B, D]
+        logits = jax.numpy.tanh(xs) @ table.T                  # tied output embedding
+        return optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
+
+    r = ts.check_step(ts.sgd_step(loss, 0.1), t, ids, labels, cost_model=False)
+    assert [(c["pattern"], c["pass"]) for c in r.clusters] == [
+        ("ember.ordered_scatter", "backward")]
