@@ -155,7 +155,12 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
     if model.notices:
         report["notices"] = list(model.notices)
     if verify:
-        from ember_xla.runtime.compare import mismatch_line, verify_rewrite, within_tolerance
+        from ember_xla.runtime.compare import (
+            equal_values_note,
+            mismatch_line,
+            verify_rewrite,
+            within_tolerance,
+        )
         from ember_xla.runtime.inputs import edge_id_inputs, random_inputs
 
         say("[2/3] verifying: original vs rewritten on XLA:CPU, random valid inputs"
@@ -166,7 +171,8 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
                                                           cases, verify_atol, verify_rtol)}
         v = report["verify"]
         say(f"  outputs bitwise equal: {v['bitwise_equal']}, max abs difference "
-            f"{v['max_abs_diff']:.3g}" + (f" over {len(cases) + 1} input sets" if cases else ""))
+            f"{v['max_abs_diff']:.3g}" + (f" over {len(cases) + 1} input sets" if cases else "")
+            + equal_values_note(v))
         if not within_tolerance(v):
             why = f"; {v['diagnosis']}" if v.get("diagnosis") else ""
             raise ModelFailed(f"{model.source}: verify: {mismatch_line(v, verify_atol)}{why}; "

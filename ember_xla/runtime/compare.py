@@ -91,6 +91,14 @@ def compare_outputs(want: list[np.ndarray], got: list[np.ndarray], atol: float =
             "tolerance_ratio": max((r["tolerance_ratio"] for r in rows), default=0.0)}
 
 
+def equal_values_note(check: dict[str, Any]) -> str:
+    """" (...)" when ``check`` (``compare_outputs``) differs in bits but in no value: NaN
+    payloads (a NaN's sign) or zeros' signs; else ""."""
+    if check["bitwise_equal"] or check["max_abs_diff"] != 0:
+        return ""
+    return " (equal values: only NaN payloads or signs of zeros differ)"
+
+
 def within_tolerance(check: dict[str, Any]) -> bool:
     """The one tolerance rule of a model's verification: bit for bit, or every element of
     every output within ``atol + rtol * |original|`` of the original's (``compare_outputs``'s

@@ -78,3 +78,55 @@ def test_one_table_two_overlapping_bags_keeps_the_summed_update_in_xla():
     assert optimizers(r) == [None, None]
     assert all("of another lookup of the table" in e["optimizer_reason"]
                and "stays in XLA" in e["optimizer_reason"] for e in ts.backward(r))
+
+
+def test_fill_mode_zero_fill_training_step():
+    # jnp.take(mode="fill", fill_value=0): the lookup's ids also feed one-operand ops, which
+    # the search for the forward gather of the gradient's ids once indexed as gathers
+    rng = np.random.default_rng(25)
+    w, t = ts.head(rng), ts.table(rng)
+    ids, y = ts.batch(rng, -70, 70)                     # fill: out-of-range rows are 0
+
+    def loss(table, ids, y):
+        return ts.mse(jax.numpy.take(table, ids, axis=0, mode="fill", fill_value=0).sum(1),
+                      w, y)
+
+    r = ts.check_step(ts.sgd_step(loss, 0.1), t, ids, y, cost_model=False)
+    assert optimizers(r) == ["sgd"]
+
+
+def test_time_major_scan_over_the_lookup_gradient_fused_sgd():
+    # an RNN over embedded tokens (flax nn.RNN, a hand-written scan) swaps the looked-up rows
+    # to [T, B, D]; lookup-layout moves that transpose onto the forward gather's ids, and the
+    # gradient's scatter-add, at the ids in their own order, is still that lookup's transpose
+    rng = np.random.default_rng(26)
+    w, t = ts.head(rng), ts.table(rng)
+    ids, y = ts.batch(rng, 0, ts.V)
+    cell = (rng.standard_normal((ts.D, ts.D)) * 0.3).astype(np.float32)
+
+    def loss(table, ids, y):
+        xs = jax.numpy.swapaxes(table[ids], 0, 1)               # [P, B, D]
+        h, _ = jax.lax.scan(lambda h, x: (jax.numpy.tanh(h @ cell + x), None),
+                            jax.numpy.zeros((ts.B, ts.D), np.float32), xs)
+        return ts.mse(h, w, y)
+
+    r = ts.check_step(ts.sgd_step(loss, 0.1), t, ids, y, cost_model=False)
+    assert optimizers(r) == ["sgd"]
+
+
+def test_time_major_tied_table_folded_gradient_is_backward():
+    # the tied table's dense gradient (from the logits) plus the time-major lookup's
+    # scatter-add, folded by XLA into one scatter: an ember.ordered_scatter of the backward
+    rng = np.random.default_rng(27)
+    t = ts.table(rng)
+    ids, _ = ts.batch(rng, 0, ts.V)
+    labels = rng.integers(0, ts.V, (ts.P, ts.B)).astype(np.int32)
+
+    def loss(table, ids, labels):
+        xs = jax.numpy.swapaxes(table[ids], 0, 1)               # [P, B, D]
+        logits = jax.numpy.tanh(xs) @ table.T                  # tied output embedding
+        return optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
+
+    r = ts.check_step(ts.sgd_step(loss, 0.1), t, ids, labels, cost_model=False)
+    assert [(c["pattern"], c["pass"]) for c in r.clusters] == [
+        ("ember.ordered_scatter", "backward")]

@@ -10,7 +10,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from ember_xla.runtime.compare import compare_outputs, max_float_diff
+from ember_xla.runtime.compare import compare_outputs, equal_values_note, max_float_diff
 
 INF, NAN = np.inf, np.nan
 
@@ -120,3 +120,16 @@ def test_verify_names_xla_miscompiling_the_original(tmp_path, cli):
              extra_env={"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusion_type="})
     assert p2.returncode == 0, p2.stderr
     assert json.loads((out / "report.json").read_text())["clusters"]
+
+
+def test_equal_values_note_names_nan_and_zero_sign_differences():
+    nan_sign = compare_outputs([np.array([np.nan, 1.0], np.float32)],
+                               [np.array([-np.nan, 1.0], np.float32)])
+    zero_sign = compare_outputs([np.array([0.0], np.float32)], [np.array([-0.0], np.float32)])
+    for check in (nan_sign, zero_sign):
+        assert not check["bitwise_equal"] and check["max_abs_diff"] == 0
+        assert "only NaN payloads or signs of zeros differ" in equal_values_note(check)
+    assert equal_values_note(compare_outputs([np.ones(2, np.float32)],
+                                             [np.ones(2, np.float32)])) == ""
+    assert equal_values_note(compare_outputs([np.ones(2, np.float32)],
+                                             [np.zeros(2, np.float32)])) == ""

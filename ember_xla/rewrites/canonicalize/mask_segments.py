@@ -45,12 +45,18 @@ from ember_xla.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
 from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
-from ember_xla.native.padded_order import BagSum, OrderNotReproduced, sum_order
+from ember_xla.native.padded_order import (
+    YNN_MIN_ELEMENTS,
+    BagSum,
+    OrderNotReproduced,
+    sum_order,
+)
 from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit, constant_along_last
 from ember_xla.rewrites.canonicalize.lookups import RowLookup, lookup_ids, relookup, row_lookup
 from ember_xla.rewrites.canonicalize.notes import note
 from ember_xla.rewrites.patterns.forward_lookup import depends_on, forward_gather
+from ember_xla.rewrites.reduce_merge import fused_by_xla, merged_by_xla
 from ember_xla.rewrites.refs import Ref, binary_combiner, plus_zero, scalar_constant
 
 PASS = "masked-bag-to-segments"
@@ -141,6 +147,10 @@ class MaskedBag(RewritePattern):
         bsz, p, d = x.type.dims
         if lk.lead != (bsz, p):
             return
+        merged = merged_by_xla(op) if self.xla_order else None
+        if merged:
+            note(PASS, op, f"{where}: {merged}")
+            return
         if self.xla_order:
             order = _xla_order(x.type.element_type, bsz, p, d, weights is not None, lk)
             if order in _MASKED_KERNEL_ORDERS and weights is None and not negate \
@@ -150,6 +160,11 @@ class MaskedBag(RewritePattern):
                 note(PASS, op, f"{where}: XLA:CPU adds its {p} rows per bag in the order "
                                f"{order!r}, not one after the other as the segment form does, "
                                "so the cluster stays in XLA")
+                return
+            fused = (None if x.type.element_type == "f32" and bsz * p * d >= YNN_MIN_ELEMENTS
+                     else fused_by_xla(op))
+            if fused:
+                note(PASS, op, f"{where}: {fused}")
                 return
         n_l = bsz * p
         emit = Emit(rw, op)

@@ -45,11 +45,29 @@ def forward_gather(ids: Value, table_dims: tuple[int, ...]) -> Operation | None:
         if found is not None:
             return found
     for u in ids.owner.users:
-        if u.operands[1] is ids and _table_gather(u, table_dims):
+        if _table_gather(u, table_dims) and u.operands[1] is ids:
             return u
     for u in row_gathers(ids, table_dims):
         if same_elements(u.operands[1], ids):
             return u
+    return None
+
+
+def permuted_gather(ids: Value, table_dims: tuple[int, ...]) -> Operation | None:
+    """A row gather of a table of shape ``table_dims`` reading ``ids`` rearranged by reshapes
+    and transposes (``lookup-layout`` moves a time-major model's transpose of the looked-up
+    rows onto their ids: flax ``nn.RNN`` over ``nn.Embed``): the same ids in another order.
+    Enough to show a scatter-add at ``ids`` is that lookup's gradient, not to reuse the
+    gather's order."""
+    for u in row_gathers(ids, table_dims):
+        v = u.operands[1]
+        while True:
+            if v is ids or same_elements(v, ids):
+                return u
+            if v.owner.opcode not in ("reshape", "transpose", "bitcast", "copy") \
+                    or len(v.owner.operands) != 1:
+                break
+            v = v.owner.operands[0]
     return None
 
 

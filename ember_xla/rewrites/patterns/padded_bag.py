@@ -14,6 +14,7 @@ from __future__ import annotations
 from ember_xla.custom_calls import PADDED_BAG
 from ember_xla.ir.operation import Operation
 from ember_xla.native.padded_order import (
+    YNN_MIN_ELEMENTS,
     BagSum,
     OrderNotReproduced,
     minmax_order,
@@ -28,6 +29,7 @@ from ember_xla.rewrites.patterns.common import (
     split_weighted,
     weights_chain,
 )
+from ember_xla.rewrites.reduce_merge import fused_by_xla, merged_by_xla
 from ember_xla.rewrites.refs import Ref, binary_combiner, plus_zero, resolve, scalar_constant
 from ember_xla.rewrites.walk import NoMatch, Walk
 
@@ -68,6 +70,9 @@ class PaddedBag(Pattern):
             raise NoMatch(f"reduce of {src} over {op.attributes.get('dimensions')} is not a "
                           "[B,P,D] bag reduced over P")
         combiner = combiner_name(binary_combiner(op), f"reduce {op.name}")
+        merged = merged_by_xla(op) if self.xla_order else None
+        if merged:
+            raise NoMatch(merged)
         if combiner in ("max", "min") and not self.xla_order:
             raise NoMatch(f"reduce {op.name} is a {combiner} bag: its kernel reproduces XLA:CPU's "
                           "NaN and signed-zero semantics, which the DAE programs do not, so "
@@ -120,6 +125,10 @@ class PaddedBag(Pattern):
                 order = sum_order(bag) if self.xla_order else "sequential"
         except OrderNotReproduced as e:
             raise NoMatch(str(e)) from None
+        if self.xla_order and not (src.element_type == "f32" and b * p * d >= YNN_MIN_ELEMENTS):
+            fused = fused_by_xla(op)  # XLA's own loop, not YNNPACK's fusion
+            if fused:
+                raise NoMatch(fused)
         cluster = make_cluster(self, walk, lk, [("ids", lk.indices)], weights, combiner, init)
         cluster.attrs["sum_order"] = order
         if mask is not None:

@@ -34,7 +34,11 @@ from ember_xla.ir.operation import Operation
 from ember_xla.ir.value import Value
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.matcher import Pattern
-from ember_xla.rewrites.patterns.forward_lookup import depends_on, forward_gather
+from ember_xla.rewrites.patterns.forward_lookup import (
+    depends_on,
+    forward_gather,
+    permuted_gather,
+)
 from ember_xla.rewrites.patterns.sparse_apply import one_row_id_per_update, scatters_whole_rows
 from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
 from ember_xla.rewrites.walk import NoMatch
@@ -190,7 +194,8 @@ def fold_cluster(fold: Fold) -> Cluster:
     n = math.prod(upd.type.dims[:-1])
     shapes = [fold.other.type, Shape.array(ids.type.element_type, (n,)),
               Shape.array("f32", (n, s.result.type.dims[1]))]
-    fwd = forward_gather(ids, tuple(s.result.type.dims))
+    dims = tuple(s.result.type.dims)
+    fwd = forward_gather(ids, dims) or permuted_gather(ids, dims)
     backward = fwd is not None and not depends_on(fwd.operands[0], s)
     c = Cluster(ORDERED_SCATTER.kind, ORDERED_SCATTER.name, add, owned, [fold.other, ids, upd],
                 list(ORDERED_SCATTER.operand_roles), {"combiner": "add"},

@@ -25,7 +25,12 @@ from ember_xla.ir.value import Value
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.matcher import Pattern, looks_like_lookup
 from ember_xla.rewrites.patterns.common import folded_into_add, one_row_fold
-from ember_xla.rewrites.patterns.forward_lookup import depends_on, forward_gather, row_gathers
+from ember_xla.rewrites.patterns.forward_lookup import (
+    depends_on,
+    forward_gather,
+    permuted_gather,
+    row_gathers,
+)
 from ember_xla.rewrites.patterns.sparse_apply import (
     one_row_id_per_update,
     scatters_whole_rows,
@@ -124,7 +129,7 @@ class ScatterGrad(Pattern):
         if upd.type.element_type != out.element_type:
             raise NoMatch("the updates and the gradient have different types")
         _zero_operand(op)
-        fwd = forward_gather(ids, tuple(out.dims))
+        fwd = forward_gather(ids, tuple(out.dims)) or permuted_gather(ids, tuple(out.dims))
         if fwd is None:
             others = ", ".join(u.name for u in row_gathers(ids, tuple(out.dims)))
             why = (f"the row gathers of {out} tables ({others}) read ids not provably the "

@@ -41,11 +41,17 @@ def test_jvp_wrapped_take_is_inlined_and_its_tuple_folded(canon):
     import jax
     import jax.numpy as jnp
 
+    table = canon.table()
+    # a matrix head: a bag squared and summed would be fused into that sum's loop by XLA:CPU
+    # (another order of adds: rewrites/reduce_merge.py) and stay in XLA
+    head = np.linspace(-1, 1, 3 * table.shape[1]).reshape(table.shape[1], 3).astype(np.float32)
+
     def step(t, i):
-        loss, g = jax.value_and_grad(lambda t: (jnp.take(t, i, axis=0).sum(1) ** 2).sum())(t)
+        loss, g = jax.value_and_grad(
+            lambda t: ((jnp.take(t, i, axis=0).sum(1) @ head) ** 2).sum())(t)
         return t - 0.1 * g, loss
 
-    args = [canon.table(), np.array([[0, 9, 9], [3, -1, 2]], np.int32)]
+    args = [table, np.array([[0, 9, 9], [3, -1, 2]], np.int32)]
     work, notes = canon(step, args, "inline-calls,fold-tuple-index")
     ops = canon.opcodes(work)
     assert "call" not in ops and "get-tuple-element" not in ops and ops.count("tuple") == 1

@@ -1,0 +1,103 @@
+"""XLA's simplifier merges a ``reduce`` into a ``reduce`` that consumes it: ``reduce(reduce(x,
+dims1), dims2)`` with the same combining computation and an identical init becomes one
+``reduce(x, dims1 u dims2)`` (also through the reshapes, transposes and bitcasts between them,
+which it folds into the dimensions first, and whatever other users the inner reduce has: it is
+kept for them and the merged one recomputes it). So in ``table[ids].sum(1).sum(-1)``, a loss's
+``pooled.sum()`` or ``jnp.mean(pooled.sum(-1))`` XLA:CPU never computes the bag's sum on its
+own: it adds the rows and the row dim (or the batch) in one order of its own, which a bag kernel
+followed by XLA's second reduce does not reproduce bit for bit (measured: f32, [8,6,3] and
+[8,6,5]). ``merged_by_xla`` finds such a consumer, so the bag stays in XLA with the reason.
+
+Below YNNPACK's size (whose bag reduce is a fusion of its own) XLA:CPU also fuses a bag's
+reduce into a loop fusion rooted at a reduce that reads it through elementwise ops
+(``exp(pooled).sum(-1)``, ``(pooled * w).sum(0)``, a loss; also a dot XLA makes a multiply
+and a reduce, ``pooled @ w`` at batch 1): the bag's sum is then emitted
+inside that loop, in another order than the bag's own loop (measured: f32 [6,4,5], [16,8,5],
+not for [64,20,5]). ``fused_by_xla`` finds such a consumer."""
+
+from __future__ import annotations
+
+from ember_xla.hlo.opcodes import ELEMENTWISE
+from ember_xla.ir.operation import Operation
+from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
+
+#: Ops XLA folds into a consuming reduce's dimensions (or removes) before merging.
+_PASS_THROUGH = ("reshape", "transpose", "bitcast", "copy")
+
+
+def _consumers(op: Operation) -> list[Operation]:
+    """The ops that read ``op``'s result through layout-only ops (and no-op converts)."""
+    out: list[Operation] = []
+    todo, seen = list(op.result.users), set()
+    while todo:
+        u = todo.pop()
+        if id(u) in seen:
+            continue
+        seen.add(id(u))
+        noop_convert = (u.opcode == "convert"
+                        and u.result.type.element_type == u.operands[0].type.element_type)
+        if (u.opcode in _PASS_THROUGH or noop_convert) and len(u.results) == 1:
+            todo.extend(u.result.users)
+        else:
+            out.append(u)
+    return out
+
+
+def merged_by_xla(op: Operation) -> str | None:
+    """Why XLA:CPU merges the reduce ``op`` into a reduce consuming it (so ``op``'s own result
+    is never computed in its order), or None."""
+    if op.opcode != "reduce" or len(op.operands) != 2:
+        return None
+    comb = binary_combiner(op)
+    init = scalar_constant(Ref(op.operands[1]))
+    if comb is None or init is None:
+        return None
+    etype = op.result.type.element_type
+    for u in _consumers(op):
+        if (u.opcode == "reduce" and len(u.operands) == 2
+                and u.result.type.element_type == etype
+                and binary_combiner(u) == comb
+                and scalar_constant(Ref(u.operands[1])) == init):
+            return (f"reduce {op.name} feeds reduce {u.name} with the same {comb} and init: "
+                    "XLA:CPU merges the two into one reduce over both dims (another order of "
+                    "adds than the bag's own sum), so the cluster stays in XLA")
+    return None
+
+
+#: Reductions and other ops that are not elementwise even where ELEMENTWISE's arity says so.
+_NOT_ELEMENTWISE = ("reduce", "reduce-window", "scatter", "select-and-scatter", "map", "sort")
+
+
+def _dot_product(op: Operation) -> bool:
+    """A dot whose operands have no free dimensions of more than one element (``pooled @ w``
+    at batch 1): XLA's simplifier makes it a multiply and a reduce."""
+    if op.opcode != "dot" or len(op.operands) != 2:
+        return False
+    dn = op.attributes.get("dot_dimension_numbers", {})
+    for side, v in zip(("lhs", "rhs"), op.operands, strict=True):
+        bound = {int(x) for k in ("batch", "contracting")
+                 for x in dn.get(f"{side}_{k}_dimensions", [])}
+        if any(n != 1 for i, n in enumerate(v.type.dims) if i not in bound):
+            return False
+    return True
+
+
+def fused_by_xla(op: Operation) -> str | None:
+    """Why XLA:CPU may fuse the reduce ``op`` into a loop fusion rooted at a reduce that reads
+    it through elementwise, broadcast and layout ops (computing ``op`` inside that loop, in
+    another order), or None."""
+    todo, seen = list(op.result.users), set()
+    while todo:
+        u = todo.pop()
+        if id(u) in seen:
+            continue
+        seen.add(id(u))
+        if u.opcode == "reduce" or _dot_product(u):
+            return (f"reduce {op.name} reaches {u.opcode} {u.name} through elementwise ops: "
+                    "XLA:CPU fuses the bag's sum into that reduce's loop, where it adds the "
+                    "rows in another order than the bag's own loop, so the cluster stays in "
+                    "XLA")
+        if len(u.results) == 1 and u.opcode not in _NOT_ELEMENTWISE and (
+                u.opcode in ELEMENTWISE or u.opcode in _PASS_THROUGH + ("broadcast", "convert")):
+            todo.extend(u.result.users)
+    return None

@@ -1,0 +1,127 @@
+"""A bag's reduce feeding a reduce with the same computation and init -- ``t[ids].sum(1)
+.sum(-1)``, a loss's ``pooled.sum()``, through a transpose or a keepdims reshape, masked or
+scaled rows, a training step's loss -- is merged by XLA:CPU's simplifier into one reduce whose
+order of adds is not the bag's: such bags stay in XLA with the reason (rewritten they differed
+in the last bits), every output bit-identical with excess precision allowed and not. A
+consumer reducing with another computation (``.max(-1)``) or a dot does not merge: still
+rewritten.
+
+Below YNNPACK's size XLA:CPU also fuses a bag's reduce into a loop fusion rooted at a reduce
+that reads it through elementwise ops (``exp(pooled).sum(-1)``, ``(pooled * 2).sum(-1)``, a
+mean of means), adding the rows in another order there: those stay in XLA too; a bag of
+YNNPACK's size (its own fusion) under the same consumer is still rewritten."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import training_steps as ts
+
+native = pytest.importorskip("ember_xla.native")
+try:
+    native.register_targets()
+except native.NativeLibraryMissing as err:  # pragma: no cover - depends on the install
+    pytest.skip(str(err), allow_module_level=True)
+
+V, B, P = 41, 8, 6
+
+
+def inputs(d: int, seed: int):
+    rng = np.random.default_rng(seed)
+    t = rng.standard_normal((V, d)).astype(np.float32)
+    ids = rng.integers(-V, V, (B, P)).astype(np.int32)
+    mask = rng.random((B, P)) < 0.7
+    return t, ids, mask
+
+
+MERGED = {
+    "sum_then_row_sum": lambda t, i: t[i].sum(1).sum(-1),
+    "sum_then_total": lambda t, i: jnp.take(t, i, axis=0).sum(1).sum(),
+    "transposed": lambda t, i: t[i].sum(1).T.sum(1),
+    "keepdims": lambda t, i: t[i].sum(1, keepdims=True).sum(-1),
+    "also_an_output": lambda t, i: (lambda p: (p.sum(-1), p * 2))(t[i].sum(1)),
+    "scaled": lambda t, i: (t[i] * 2.5).sum(1).sum(-1),
+    "masked": None,
+    "max_then_max": lambda t, i: t[i].max(1).max(-1),
+}
+
+
+@pytest.mark.parametrize("d", [3, 5])
+@pytest.mark.parametrize("name", sorted(MERGED))
+def test_merged_bag_stays_in_xla(name, d):
+    t, ids, mask = inputs(d, 1)
+    if name == "masked":
+        r = ts.check_step(lambda t, i, m: jnp.where(m[..., None], t[i], 0).sum(1).sum(-1),
+                          t, ids, mask, cost_model=False)
+    else:
+        r = ts.check_step(MERGED[name], t, ids, cost_model=False)
+    assert not r.clusters
+    assert any("XLA:CPU merges the two into one reduce" in str(n.get("reason"))
+               for n in r.near_misses)
+
+
+def test_training_step_with_a_summed_loss_keeps_the_bag_in_xla():
+    t, ids, _ = inputs(3, 2)
+    y = np.random.default_rng(3).standard_normal(B).astype(np.float32)
+
+    def step(t, ids, y):
+        value, g = jax.value_and_grad(lambda t: jnp.mean((t[ids].sum(1).sum(-1) - y) ** 2))(t)
+        return t - 0.05 * g, value
+
+    r = ts.check_step(step, t, ids, y, cost_model=False)
+    assert [c["pass"] for c in r.clusters] == ["backward"]     # the gradient still rewritten
+
+
+@pytest.mark.parametrize("consumer", ["max", "dot"])
+def test_other_consumers_do_not_merge(consumer):
+    t, ids, _ = inputs(5, 4)
+    if consumer == "max":  # a small bag would be fused into the max's loop (below)
+        ids = np.random.default_rng(7).integers(0, V, (64, 20)).astype(np.int32)
+    w = np.linspace(-1, 1, 5).astype(np.float32)
+    fn = ((lambda t, i: t[i].sum(1).max(-1)) if consumer == "max"
+          else (lambda t, i: t[i].sum(1) @ w))
+    r = ts.check_step(fn, t, ids, cost_model=False)
+    assert [c["pattern"] for c in r.clusters] == ["ember.padded_bag"]
+
+
+FUSED = {
+    "exp_then_sum": lambda t, i: jnp.exp(t[i].sum(1)).sum(-1),
+    "scaled_then_sum": lambda t, i: (t[i].sum(1) * 2).sum(-1),
+    "mean_of_means": lambda t, i: t[i].mean(1).mean(),
+    "squared_error": lambda t, i: ((t[i].sum(1) - 1.0) ** 2).sum(),
+}
+
+
+@pytest.mark.parametrize("bp", [(6, 4), (16, 8)])
+@pytest.mark.parametrize("name", sorted(FUSED))
+def test_bag_fused_into_a_consumer_reduce_stays_in_xla(name, bp):
+    rng = np.random.default_rng(5)
+    t = rng.standard_normal((V, 5)).astype(np.float32)
+    ids = rng.integers(0, V, bp).astype(np.int32)
+    r = ts.check_step(FUSED[name], t, ids, cost_model=False)
+    assert not r.clusters
+    assert any("fuses the bag's sum into that reduce's loop" in str(n.get("reason"))
+               for n in r.near_misses)
+
+
+@pytest.mark.parametrize("name", sorted(FUSED))
+def test_ynnpack_size_bag_under_a_consumer_reduce_is_rewritten(name):
+    rng = np.random.default_rng(6)
+    t = rng.standard_normal((V, 5)).astype(np.float32)
+    ids = rng.integers(0, V, (64, 20)).astype(np.int32)        # 6400 values: YNNPACK's reduce
+    r = ts.check_step(FUSED[name], t, ids, cost_model=False)
+    assert [c["pattern"] for c in r.clusters] == ["ember.padded_bag"]
+
+
+def test_batch_one_bag_times_a_vector_stays_in_xla():
+    # [1, D] @ [D]: XLA's simplifier makes the dot a multiply and a reduce, into whose loop
+    # the bag is fused (rewritten, the loss differed in the last bit for ids [5, 49, 49])
+    rng = np.random.default_rng(17)
+    t = rng.standard_normal((50, 4)).astype(np.float32)
+    w = rng.standard_normal(4).astype(np.float32)
+    ids = np.array([[5, 49, 49]], np.int32)
+    r = ts.check_step(lambda t, i: t[i].sum(1) @ w, t, ids, cost_model=False)
+    assert not r.clusters
+    assert any("reaches dot" in str(n.get("reason")) for n in r.near_misses)
