@@ -302,6 +302,7 @@ class Sim {
     const int64_t i = lc.pos;
     last_issue_ = std::max(last_issue_, t);
     const int64_t e = lc.entry;
+    if (e >= 0) repeat_ok_ = false;
     if (e >= 0 && e == reserved_) {
       queue_full_ += waited;
       used_ += entries_[e].bytes;
@@ -310,19 +311,11 @@ class Sim {
     const int64_t addr = tr_.a[i], bytes = tr_.b[i], nb = std::max<int64_t>(bytes, 1);
     bytes_loaded_ += bytes;
     const int64_t first = LineOf(addr), last = LineOf(addr + nb - 1);
-    const double step = t_.agen_step;
-    const int64_t cap = t_.outstanding;
     double done = t;
-    for (int64_t line = first; line <= last; ++line) {
-      heap_.PopThrough<F != nullptr ? 4 : 0>(t);  // (F: 3 levels, then DRAM)
-      if (heap_.size() >= cap) t = std::max(t, heap_.pop());
-      int where;
-      const double c = mem_.Access<F>(line, t, &where);
-      heap_.push(c, where < 0 ? mem_.levels() : where);  // by source: a level, DRAM
-      done = std::max(done, c);
-      t += step;
-      access_busy_ += step;
-    }
+    if (mem_.NarrowRun<F>(first, last))
+      IssueLines<F, true>(first, last, &t, &done);
+    else
+      IssueLines<F, false>(first, last, &t, &done);
     done_[i] = done;
     max_done_ = std::max(max_done_, done);
     if (e >= 0) {
@@ -331,6 +324,29 @@ class Sim {
     }
     lc.agen = t;
     AdvanceLayer(lc);
+  }
+
+  // The requests of lines [first, last], one address generation step apart from *t (each
+  // waits for a free request slot); *t: the cycle after the last, *done: the latest
+  // completion so far. kNarrow: every line takes the memory system's narrow lookup.
+  template <MemorySystem::NarrowLookupFn F, bool kNarrow>
+  __attribute__((always_inline)) void IssueLines(int64_t first, int64_t last, double* t_io,
+                                                 double* done_io) {
+    const double step = t_.agen_step;
+    const int64_t cap = t_.outstanding;
+    double t = *t_io, done = *done_io, busy = access_busy_;  // (locals: no reloads per line)
+    for (int64_t line = first; line <= last; ++line) {
+      heap_.PopThrough<F != nullptr ? 4 : 0>(t);  // (F: 3 levels, then DRAM)
+      if (heap_.size() >= cap) t = std::max(t, heap_.pop());
+      int where;
+      const double c = mem_.Access<F, kNarrow>(line, t, &where);
+      heap_.push(c, where < 0 ? mem_.levels() : where);  // by source: a level, DRAM
+      done = std::max(done, c);
+      t += step;
+      busy += step;
+    }
+    *t_io = t, *done_io = done;
+    access_busy_ = busy;
   }
 
   // Entries without loads that are next in order are reserved (and pushed) at the latest issue
@@ -359,8 +375,8 @@ class Sim {
       return false;
     const LayerCursor* const layers = layers_.data();
     const int64_t n_layers = (int64_t)layers_.size();
-    int64_t best = -1;
-    double best_t = 0.0, best_wait = 0.0;
+    int64_t best = -1, second = -1;  // the pick, and the one it would be without `best`
+    double best_t = 0.0, best_wait = 0.0, second_t = 0.0;
     for (int64_t l = 0; l < n_layers; ++l) {
       const LayerCursor& lc = layers[l];
       if (!lc.left) continue;
@@ -381,7 +397,12 @@ class Sim {
         wait = std::max(0.0, room - t);
         t += wait;
       }
-      if (best < 0 || t < best_t) best = l, best_t = t, best_wait = wait;
+      if (best < 0 || t < best_t) {
+        second = best, second_t = best_t;
+        best = l, best_t = t, best_wait = wait;
+      } else if (second < 0 || t < second_t) {
+        second = l, second_t = t;
+      }
     }
     if (best < 0)
       return Fail("the access unit deadlocks: the data queue (" +
@@ -389,6 +410,34 @@ class Sim {
                   " B) cannot hold the entries one callback needs before its control token "
                   "is pushed");
     pick_ = best, pick_t_ = best_t, pick_wait_ = best_wait;
+    second_ = second, second_t_ = second_t;
+    repeat_ok_ = true;
+    return true;
+  }
+
+  // After PickNext picked layer `a` and only loads of `a` without a data-queue entry were issued
+  // since (repeat_ok_; the last at event `issued`), when its next load has no entry either, no
+  // entry without loads waits to be reserved and no other layer's next load depends on
+  // `issued`: every other layer's candidate is what PickNext found (nothing it reads changed;
+  // its reservations would find the queue as they left it), so PickNext would pick `a`'s next
+  // load at *t when that beats the runner-up (second_, second_t_; on equal cycles the layer
+  // first in order), and change nothing else (index loads run ahead of the rows they select).
+  bool RepeatNext(int64_t a, int64_t issued, double* t) const {
+    const LayerCursor& lc = layers_[(size_t)a];
+    if (!repeat_ok_ || lc.left == 0 || lc.entry >= 0) return false;
+    if (reserved_ < n_entries_ && entries_[reserved_].loadless) return false;
+    double at = lc.agen;
+    if (lc.dep >= 0) {
+      const double d = done_[lc.dep];
+      if (d < 0) return false;
+      at = std::max(at, d);
+    }
+    if (second_ >= 0 && !(a < second_ ? at <= second_t_ : at < second_t_)) return false;
+    const LayerCursor* const layers = layers_.data();
+    const int64_t n_layers = (int64_t)layers_.size();
+    for (int64_t l = 0; l < n_layers; ++l)
+      if (layers[l].dep == issued && l != a && layers[l].left) return false;
+    *t = at;
     return true;
   }
 
@@ -431,10 +480,22 @@ class Sim {
       bool any = false;
       if (!PickNext(&any)) return false;
       if (!any) break;
-      LayerCursor& lc = layers_[pick_];
+      const int64_t a = pick_;
+      LayerCursor& lc = layers_[a];
+      int64_t issued = lc.pos;
       Issue<F>(lc, pick_t_, pick_wait_);
       double t, wait;
-      while (SoleNext(lc, &t, &wait)) Issue<F>(lc, t, wait);
+      for (;;) {
+        if (SoleNext(lc, &t, &wait)) {
+          repeat_ok_ = false;
+          Issue<F>(lc, t, wait);
+        } else if (RepeatNext(a, issued, &t)) {
+          issued = lc.pos;
+          Issue<F>(lc, t, 0.0);
+        } else {
+          break;
+        }
+      }
     }
     return Tail();
   }
@@ -499,6 +560,10 @@ class Sim {
   bool fatal_ = false;
   int64_t pick_ = 0;
   double pick_t_ = 0.0, pick_wait_ = 0.0;
+  // PickNext's runner-up (-1: none) and whether RepeatNext may still rely on it
+  int64_t second_ = -1;
+  double second_t_ = 0.0;
+  bool repeat_ok_ = false;
   const std::vector<int64_t>* marks_ = nullptr;
   std::vector<double> mark_times_;
 };
