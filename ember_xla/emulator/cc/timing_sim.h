@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -79,9 +80,9 @@ class Sim {
     int64_t n_tok = 0;
     // room for an entry per event (only the pages of the entries written are touched)
     entries_.Resize((size_t)n);  // each written below
-    done_.Resize((size_t)n);     // a load's written below (-1: not issued); only loads' are read
-    linked_ = n < std::numeric_limits<int32_t>::max();
-    if (linked_) next_.Resize((size_t)n);  // a link is written before it is read (below)
+    // a load's and a token's written below (a link, or -1: not issued); only those are read
+    slot_.Resize((size_t)n);
+    linked_ = n < kMaxLinked;
     int64_t e = 0, pending = 0;
     int64_t last_tok = -1, last_tok_pushes = 0;  // the last token so far, pushes before it
     // the cursor of each small layer number (-1: none yet); other numbers are searched
@@ -92,9 +93,8 @@ class Sim {
     const int64_t *const a = tr_.a, *const c = tr_.c, *const lay = tr_.layer;
     const uint8_t* const queued = tr_.queued;
     const bool linked = linked_;
-    Link* const next = linked ? next_.data() : nullptr;
+    uint64_t* const slot = slot_.data();
     Entry* const entries = entries_.data();
-    double* const done = done_.data();
     const int64_t queue_bytes = t_.queue_bytes;
     for (int64_t i = 0; i < n; ++i) {
       const int8_t k = kind[i];
@@ -112,11 +112,10 @@ class Sim {
           if ((uint64_t)v < (uint64_t)kDirectLayers) slot_of[v] = (int32_t)sl;
         }
         LayerCursor& lc = layers_[(size_t)sl];
-        if (linked && lc.left) next[lc.tail] = Link{(int32_t)(i - lc.tail),
-                                                    (int32_t)(e - lc.tail_pushes)};
+        if (!linked) slot[i] = kNotIssued;
+        else if (lc.left) slot[lc.tail] = PackLink(i - lc.tail, e - lc.tail_pushes);
         lc.tail = i, lc.tail_pushes = e;
         ++lc.left;
-        done[i] = -1.0;
         pending += queued[i] != 0;
       } else if (k == kPush) {
         // an entry without loads counts as one pending "load": its reservation pushes it
@@ -138,8 +137,7 @@ class Sim {
         const int64_t cs = a[i];
         if (cs < 0 || cs >= tr_.n_cases || tr_.case_pops[cs] < 0)
           return Fail("control token " + std::to_string(cs) + " has no case cost");
-        if (linked && last_tok >= 0)
-          next[last_tok] = Link{(int32_t)(i - last_tok), (int32_t)(e - last_tok_pushes)};
+        if (linked && last_tok >= 0) slot[last_tok] = PackLink(i - last_tok, e - last_tok_pushes);
         last_tok = i, last_tok_pushes = e;
         ++n_tok;
       } else {
@@ -147,7 +145,10 @@ class Sim {
                     std::to_string((int)k));
       }
     }
-    if (linked_ && last_tok >= 0) next_[last_tok] = Link{};  // the last token: no next one
+    if (linked_) {
+      if (last_tok >= 0) slot_[last_tok] = PackLink(0, 0);  // the last token: no next one
+      for (const LayerCursor& lc : layers_) slot_[lc.tail] = kNotIssued;  // a layer's last load
+    }
     n_entries_ = e;
     n_tok_ = n_tok;
     for (LayerCursor& lc : layers_) Fetch(lc);
@@ -189,7 +190,7 @@ class Sim {
       return;
     }
     if (linked_) {
-      const Link k = next_[lc.pos];
+      const Link k = LinkAt(lc.pos);
       lc.pos += k.delta;
       lc.pushes += k.pushes;
       Fetch(lc);
@@ -257,7 +258,7 @@ class Sim {
     if (++ring_pos_ == ring_.size()) ring_pos_ = 0;
     max_tok_time_ = std::max(max_tok_time_, t_tok);
     ++n_started_;
-    const Link to = linked_ ? next_[tok_pos_] : Link{};
+    const Link to = linked_ ? LinkAt(tok_pos_) : Link{};
     if (to.delta) {  // linked while indexing: the next token, the pushes before it
       tok_pos_ += to.delta;
       tok_pushes_ += to.pushes;
@@ -316,14 +317,14 @@ class Sim {
       IssueLines<F, true>(first, last, &t, &done);
     else
       IssueLines<F, false>(first, last, &t, &done);
-    done_[i] = done;
     max_done_ = std::max(max_done_, done);
     if (e >= 0) {
       entries_[e].push = std::max(entries_[e].push, done);
       --entries_[e].remaining;
     }
     lc.agen = t;
-    AdvanceLayer(lc);
+    AdvanceLayer(lc);  // (reads the link in the load's slot: its completion goes there after)
+    SetDone(i, done);
   }
 
   // The requests of lines [first, last], one address generation step apart from *t (each
@@ -382,7 +383,7 @@ class Sim {
       if (!lc.left) continue;
       double t = lc.agen;
       if (lc.dep >= 0) {
-        const double d = done_[lc.dep];
+        const double d = DoneOf(lc.dep);
         if (d < 0) continue;
         t = std::max(t, d);
       }
@@ -428,7 +429,7 @@ class Sim {
     if (reserved_ < n_entries_ && entries_[reserved_].loadless) return false;
     double at = lc.agen;
     if (lc.dep >= 0) {
-      const double d = done_[lc.dep];
+      const double d = DoneOf(lc.dep);
       if (d < 0) return false;
       at = std::max(at, d);
     }
@@ -453,8 +454,9 @@ class Sim {
     double at = lc.agen;
     const int64_t dep = lc.dep;
     if (dep >= 0) {
-      if (done_[dep] < 0) return false;
-      at = std::max(at, done_[dep]);
+      const double d = DoneOf(dep);
+      if (d < 0) return false;
+      at = std::max(at, d);
     }
     double w = 0.0;
     if (lc.entry == reserved_) {
@@ -530,14 +532,38 @@ class Sim {
 
   std::vector<LayerCursor> layers_;  // in first-appearance order (the reference's dict order)
   int64_t layers_left_ = 0;          // layers with loads left
-  ColumnArray<double> done_;         // per load: its completion, -1 before it issues
   // Per load: how far on its layer's next load is, and the pushes between them; per token:
   // the same for the next token (traces of fewer than 2^31 events; longer ones are scanned).
   struct Link {
     int32_t delta = 0, pushes = 0;
   };
-  ColumnArray<Link> next_;
+  // Per event, one 64-bit slot. A load's: the link to its layer's next load until it issues
+  // (the last load of a layer: kNotIssued), then its completion; a token's: the link to the
+  // next token. A link is kept with the sign bit set, so as a completion's bits it reads as
+  // "not issued" (DoneOf); completions are never negative. Traces of kMaxLinked events or
+  // more keep only completions (kNotIssued until issued) and are scanned.
+  ColumnArray<uint64_t> slot_;
   bool linked_ = false;
+  static constexpr int64_t kMaxLinked = (int64_t)1 << 30;  // (a link's parts fit 31 bits)
+  static constexpr uint64_t kSign = (uint64_t)1 << 63;
+  static constexpr uint64_t kNotIssued = 0xbff0000000000000ull;  // the bits of -1.0
+  static uint64_t PackLink(int64_t delta, int64_t pushes) {
+    return kSign | ((uint64_t)pushes << 32) | (uint64_t)(uint32_t)delta;
+  }
+  Link LinkAt(int64_t i) const {
+    const uint64_t s = slot_[(size_t)i];
+    return Link{(int32_t)(uint32_t)s, (int32_t)((s >> 32) & 0x7fffffffu)};
+  }
+  // Load i's completion, or -1 before it issues (the sign bit of a slot's bits: a link, or
+  // kNotIssued; -0.0 alone, which a link never is, reads as a completion, as it would).
+  double DoneOf(int64_t i) const {
+    const uint64_t s = slot_[(size_t)i];
+    if ((int64_t)s < 0 && s != kSign) return -1.0;
+    double d;
+    std::memcpy(&d, &s, sizeof d);
+    return d;
+  }
+  void SetDone(int64_t i, double d) { std::memcpy(&slot_[(size_t)i], &d, sizeof d); }
   // A data-queue entry: what the access unit, the queue and the execute unit know of it, in
   // one place (one host line for all of it).
   struct Entry {
