@@ -76,13 +76,17 @@ class Sim {
 
   // -- structure of the trace (timing.py: _Sim._index), one pass ---------------------------------
   bool Index() {
+    // room for an entry per event (only the pages of the entries written are touched)
+    entries_.Resize((size_t)tr_.n);  // each written below
+    // a load's and a token's written below (a link, or -1: not issued); only those are read
+    slot_.Resize((size_t)tr_.n);
+    linked_ = tr_.n < kMaxLinked;
+    return linked_ ? IndexWith<true>() : IndexWith<false>();
+  }
+  template <bool kLinked>
+  bool IndexWith() {
     const int64_t n = tr_.n;
     int64_t n_tok = 0;
-    // room for an entry per event (only the pages of the entries written are touched)
-    entries_.Resize((size_t)n);  // each written below
-    // a load's and a token's written below (a link, or -1: not issued); only those are read
-    slot_.Resize((size_t)n);
-    linked_ = n < kMaxLinked;
     int64_t e = 0, pending = 0;
     int64_t last_tok = -1, last_tok_pushes = 0;  // the last token so far, pushes before it
     // the cursor of each small layer number (-1: none yet); other numbers are searched
@@ -92,7 +96,7 @@ class Sim {
     const int8_t* const kind = tr_.kind;
     const int64_t *const a = tr_.a, *const c = tr_.c, *const lay = tr_.layer;
     const uint8_t* const queued = tr_.queued;
-    const bool linked = linked_;
+    constexpr bool linked = kLinked;
     uint64_t* const slot = slot_.data();
     Entry* const entries = entries_.data();
     const int64_t queue_bytes = t_.queue_bytes;
