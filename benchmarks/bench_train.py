@@ -25,11 +25,16 @@ untimed; the block order rotates every repetition), medians of the timed runs:
                 (sgd) or torch.optim.Adagrad with sparse gradients (element-wise Adagrad: not
                 the same algorithm as rowwise; labelled so).
 The copy floor: without donation every variant must write whole new tables (and slots), so
-a numpy copy of the same bytes into preallocated arrays (``copy``, timed interleaved with the
-variants) gives the machine's memory bandwidth under the same load and the floor of a step
+a numpy copy of the same bytes into preallocated arrays (``copy`` on one thread, ``copy_mt``
+cut between all cores; the faster of the two, timed interleaved with the variants) gives the
+machine's memory bandwidth under the same load and the floor of a step
 that is not donated; each variant's ratio to it is printed, and to ``xla_copy``: XLA:CPU
-writing ``-t`` of every table into its fresh output buffers (what any non-donated XLA step
+writing ``-t`` of every table into its output buffers (what any non-donated XLA step
 pays for its new tables, allocation and first touch of the pages included).
+Result buffers: once a rewritten module is compiled, ember_xla's result-buffer cache serves
+every XLA:CPU execution of the process (XLA's own variants too): a step's large results reuse
+the blocks earlier results freed instead of fresh pages (docs/CUSTOM_CALL.md); what it did is
+printed. ``EMBER_XLA_BUFFER_CACHE_MIB=0`` runs the benchmark without it.
 Table pages: before timing, each ember variant runs twice more and waits until the kernels
 have moved its large tables onto 2 MiB pages (their one-time background collapse, table_pages
 in docs/CUSTOM_CALL.md: a training run's steady state), so the timed steps, page faults and
@@ -161,6 +166,7 @@ def interleaved(args, argv, data, optimizer: str, rows):
             )
         )
     runs["copy"], _ = copy_floor(data, optimizer)
+    runs["copy_mt"], _ = copy_floor(data, optimizer, os.cpu_count() or 1)
     runs["xla_copy"] = xla_new_tables(data, optimizer)
     med, mins = time_variants(runs, args.reps)
     load = os.getloadavg()[0]
@@ -180,6 +186,19 @@ def check(outs: dict) -> list[str]:
         )
         lines.append(f"check: {name} == XLA bit for bit (loss, tables, slots, read-out): {same}")
     return lines
+
+
+def buffer_cache_line() -> str:
+    """What ember_xla's result-buffer cache did in this process (docs/CUSTOM_CALL.md): it serves
+    every XLA:CPU execution here once a rewritten module was compiled, XLA's own steps too."""
+    from ember_xla.native import buffer_cache
+
+    s = buffer_cache.stats()
+    state = "off (EMBER_XLA_BUFFER_CACHE_MIB=0)" if not s.reused + s.mapped else "on"
+    return (
+        f"result buffers: ember_xla's buffer cache {state}: {s.reused} large results reused a "
+        f"freed block, {s.mapped} mapped anew (for every JAX variant of this process)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -267,17 +286,21 @@ def main(argv: list[str] | None = None) -> int:
             )
             for k, (wall, parts) in prof.items():
                 print(breakdown_line(names[k], wall, parts))
-        floor = med["copy"]
+        cores = os.cpu_count() or 1
+        floor = min(med["copy"], med["copy_mt"])
         print(
             f"\ncopy floor (numpy copy of the {copied / 2**30:.2f} GiB of tables and slots, "
-            f"{how}): median {floor * 1e3:.1f} ms, min {mins['copy'] * 1e3:.1f} ms; "
-            f"bandwidth {2 * copied / floor / 1e9:.1f} GB/s (read + write, median)"
+            f"{how}; the faster of one thread and {cores}): one thread median "
+            f"{med['copy'] * 1e3:.1f} ms (min {mins['copy'] * 1e3:.1f}), {cores} threads median "
+            f"{med['copy_mt'] * 1e3:.1f} ms (min {mins['copy_mt'] * 1e3:.1f}); bandwidth "
+            f"{2 * copied / floor / 1e9:.1f} GB/s (read + write, median)"
         )
         print(
-            f"XLA:CPU writing new tables of the same shapes (-t, fresh output buffers, "
+            f"XLA:CPU writing new tables of the same shapes (-t, into its output buffers, "
             f"{how}): median {med['xla_copy'] * 1e3:.1f} ms, min "
             f"{mins['xla_copy'] * 1e3:.1f} ms"
         )
+        print(buffer_cache_line())
         for k in args.variants:
             if k in ("xla", "ember"):
                 print(

@@ -98,18 +98,35 @@ def copy_bytes(data, optimizer: str) -> int:
     return sum(t.nbytes for t in tables) + (0 if optimizer == "sgd" else sum(rows) * 4)
 
 
-def copy_floor(data, optimizer: str):
+def copy_floor(data, optimizer: str, threads: int = 1):
     """A numpy copy of every table (and rowwise slot) into preallocated arrays: the bytes a
-    step without donation must write (and read) at least; returns (run, bytes copied)."""
+    step without donation must write (and read) at least; with ``threads`` > 1 each array is
+    cut into that many parts copied by as many threads (np.copyto releases the GIL), so the
+    copy runs at what all cores together get from memory. Returns (run, bytes copied)."""
+    import threading
+
     rows, tables = data[0], data[1]
     src = list(tables) + ([] if optimizer == "sgd" else [np.zeros(n, np.float32) for n in rows])
     dst = [np.empty_like(a) for a in src]
+    parts = []
     for d, a in zip(dst, src, strict=True):
-        np.copyto(d, a)  # touch the destination pages once
+        d, a = d.reshape(-1), a.reshape(-1)
+        cuts = [d.size * i // threads for i in range(threads + 1)]
+        parts.append([(d[lo:hi], a[lo:hi]) for lo, hi in zip(cuts[:-1], cuts[1:], strict=True)])
+
+    def part(i: int) -> None:
+        for p in parts:
+            np.copyto(*p[i])
 
     def run():
-        for d, a in zip(dst, src, strict=True):
-            np.copyto(d, a)
+        others = [threading.Thread(target=part, args=(i,)) for i in range(1, threads)]
+        for t in others:
+            t.start()
+        part(0)
+        for t in others:
+            t.join()
+
+    run()  # touch the destination pages once
     return run, sum(a.nbytes for a in src)
 
 

@@ -21,6 +21,8 @@ from train_memory import PeakRss, copy_floor, faults, rss, xla_new_tables
 from train_profile import profile
 from train_variants import make_variant
 
+from ember_xla.native import buffer_cache
+
 
 def digest(outs: list[np.ndarray]) -> list[str]:
     return [hashlib.blake2b(memoryview(np.ascontiguousarray(o)).cast("B")).hexdigest()
@@ -39,12 +41,12 @@ def timed(run, reps: int) -> list[float]:
 
 
 def estimate_bytes(data, optimizer: str) -> int:
-    """About what all variants hold at once when interleaved: some 16 copies of the tables
+    """About what all variants hold at once when interleaved: some 17 copies of the tables
     (and slots): each JAX variant's inputs, outputs and check outputs, TBE's and torch's own
-    tables, the copy floor's destination, the shared data."""
+    tables, the copy floors' destinations, the shared data."""
     rows, tables = data[0], data[1]
     state = sum(t.nbytes for t in tables) + (0 if optimizer == "sgd" else sum(rows) * 4)
-    return 16 * state
+    return 17 * state
 
 
 def available_bytes() -> int:
@@ -57,11 +59,13 @@ def available_bytes() -> int:
 
 def settle() -> None:
     """Let the previous variant's memory go back to the system before the next base reading:
-    collect, give XLA's runtime a moment to release donated and dropped buffers, trim the heap."""
+    collect, give XLA's runtime a moment to release donated and dropped buffers, unmap the
+    result-buffer cache's idle blocks, trim the heap."""
     import ctypes
 
     gc.collect()
     time.sleep(0.5)
+    buffer_cache.release_idle()
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
@@ -73,11 +77,11 @@ def run_sequential(args, data, optimizer: str):
     (page faults, system CPU ms) per step of each variant)."""
     med, mins, names, peaks, prof, load, flt = {}, {}, {}, {}, {}, {}, {}
     checks, ref = [], None
-    for name in [*args.variants, "copy", "xla_copy"]:
+    for name in [*args.variants, "copy", "copy_mt", "xla_copy"]:
         settle()
         base = rss()
-        if name == "copy":
-            run, _ = copy_floor(data, optimizer)
+        if name in ("copy", "copy_mt"):
+            run, _ = copy_floor(data, optimizer, 1 if name == "copy" else os.cpu_count() or 1)
             names[name] = "copy floor"
         elif name == "xla_copy":
             run = xla_new_tables(data, optimizer)
@@ -93,6 +97,7 @@ def run_sequential(args, data, optimizer: str):
                     checks.append(f"check: {name} == XLA bit for bit (loss, tables, slots, "
                                   f"read-out): {dig == ref}")
         gc.collect()
+        buffer_cache.release_idle()  # building's transient results: not the step's memory
         with PeakRss() as p:
             times = timed(run, args.reps)
         peaks[name] = (p.top - base) / 2**30 if name in args.variants else None

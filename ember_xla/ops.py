@@ -112,6 +112,7 @@ def embedding_bag(table: Any, indices: Any, offsets: Any = None, *, segment_ids:
     from ember_xla.bag_gather import is_one_row_bag, one_row_bags
     from ember_xla.bag_vjp import differentiable_bag
     from ember_xla.native import register_targets
+    from ember_xla.runtime.xla_cpu import cache_result_buffers
 
     if combiner not in _COMBINERS:
         raise ValueError(f"combiner must be one of {_COMBINERS}, got {combiner!r}")
@@ -144,6 +145,7 @@ def embedding_bag(table: Any, indices: Any, offsets: Any = None, *, segment_ids:
         return one_row_bags(spec, table, jnp.asarray(indices),
                             None if weights is None else jnp.asarray(weights, table.dtype))
     register_targets()
+    cache_result_buffers()
     return differentiable_bag(spec, table, jnp.asarray(indices),
                               None if bounds is None else jnp.asarray(bounds),
                               None if weights is None else jnp.asarray(weights, table.dtype))

@@ -82,6 +82,7 @@ def main() -> None:
 
     logging.set_verbosity(logging.WARNING)
     from ember_xla.batch.settings import settings_from_dict
+    from ember_xla.native import buffer_cache
 
     cfg = json.loads(sys.stdin.readline())
     settings = settings_from_dict(cfg["settings"])
@@ -98,6 +99,7 @@ def main() -> None:
         if not line.strip():
             continue
         result = handle(json.loads(line), settings)
+        buffer_cache.release_idle()  # one model's freed buffers are not the next one's memory
         proto.write(json.dumps(result) + "\n")
 
 

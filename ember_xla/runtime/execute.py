@@ -49,9 +49,11 @@ def register_called_targets(proto: bytes) -> None:
     if b"ember." in proto:
         from ember_xla import ffi
         from ember_xla.native import register_targets
+        from ember_xla.runtime.xla_cpu import cache_result_buffers
 
         register_targets()
         ffi.register_provided()  # and the emulator's ember.emulate, once it is imported
+        cache_result_buffers()
 
 
 def run_module(module: Module, inputs: list[np.ndarray],

@@ -13,6 +13,17 @@ from typing import Any
 
 import numpy as np
 
+#: The jaxlib library holding XLA:CPU's runtime, whose result buffers the kernels' cache serves.
+RUNTIME_LIBRARY = "libjax_common.so"
+
+
+def cache_result_buffers() -> int:
+    """Serve XLA:CPU's large result and temporary buffers from the kernel library's cache
+    (``ember_xla.native.buffer_cache``); idempotent. Returns the call sites redirected."""
+    from ember_xla.native import buffer_cache
+
+    return buffer_cache.install(RUNTIME_LIBRARY)
+
 
 class XlaError(RuntimeError):
     """XLA rejected a module when compiling or running it."""
