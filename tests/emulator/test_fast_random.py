@@ -168,3 +168,26 @@ def test_layer_numbers_of_any_size(seed):
     tr.layer = [names[v] if k == 0 else v for k, v in zip(tr.kind, tr.layer, strict=True)]
     same(TMU, tr)
     same(TARGETS["tmu-small-queue"], tr)
+
+
+def test_a_load_waits_for_the_last_load_of_another_layer():
+    """A load that depends on another layer's last load waits for it, whatever an earlier
+    replay left in the core's per-event memory (where a load's completion replaces its link to
+    its layer's next load; a layer's last load has none): a trace whose loads complete early,
+    then one whose dependency, a wide load, completes late."""
+    early = Trace()
+    early.define_case(0, {"add": 1}, pops=0)
+    for k in range(40):
+        early.load(64 * k, 4, queued=False, layer=0)
+    early.token(0)
+    late = Trace()
+    late.define_case(0, {"add": 1}, pops=1)
+    for k in range(8):
+        last = late.load((1 << 24) + 4096 * k, 4096, queued=False, layer=0)
+    late.load(64, 64, dep=last, layer=1)
+    late.push(64)
+    late.token(0)
+    for _ in range(3):
+        assert same(TMU, early) is not None
+        ref = same(TMU, late)
+        assert ref is not None and ref.cycles > TMU.dram_latency_cycles

@@ -332,9 +332,16 @@ class MemorySystem {
   // had it (0 to levels - 1), `levels` for DRAM whose completions are increasing in request
   // order (the single-channel model serialises them), -1 for DRAM without that order.
   // F: the narrow lookup compiled in (narrow_lookup() or null: the one it points to).
-  template <NarrowLookupFn F = nullptr>
+  // kNarrow: NarrowRun holds for a run of lines that includes `line`.
+  template <NarrowLookupFn F = nullptr, bool kNarrow = false>
   __attribute__((always_inline)) double Access(int64_t line, double t, int* where) {
-    const int k = Lookup<F>(line);
+    int k;
+    if constexpr (kNarrow) {
+      if constexpr (F != nullptr) k = F(narrow_, line);
+      else k = narrow_lookup_(narrow_, line);
+    } else {
+      k = Lookup<F>(line);
+    }
     if (k < n_) {
       ++hits_[k];
       *where = k;
@@ -346,6 +353,14 @@ class MemorySystem {
     ++dram_lines;
     dram_busy += transfer_share_;
     return done;
+  }
+  // Every line of [first, last] (first <= last) takes Lookup's narrow fast path: nothing an
+  // access on that path does changes this, so it holds for the whole run.
+  template <NarrowLookupFn F = nullptr>
+  __attribute__((always_inline)) bool NarrowRun(int64_t first, int64_t last) const {
+    return (F != nullptr || narrow_lookup_) && !shared_->wide &&
+           (uint64_t)first - (uint64_t)narrow_lo_ <= narrow_span_ &&
+           (uint64_t)last - (uint64_t)narrow_lo_ <= narrow_span_;
   }
   int levels() const { return n_; }
   // Asks the host to bring the last level's sets of lines [first, last] into its caches (a

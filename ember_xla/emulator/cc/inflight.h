@@ -28,19 +28,23 @@ class InFlight {
   InFlight(int64_t cap, int rings)
       : n_rings_(std::min(std::max(rings, 1), kMaxRings)), slots_(RingSlots(cap)),
         mask_(slots_ - 1), ring_(slots_ * (size_t)n_rings_, kInf),
-        heap_((size_t)(2 * cap + 4), kInf) {}
+        heap_((size_t)(2 * cap + 4), kInf) {
+    for (int k = 0; k < n_rings_; ++k) rings_[k].slot = ring_.data() + (size_t)k * slots_;
+  }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
   int64_t size() const { return n_; }
   double pop() {  // (not empty)
     int best = -1;
     double m = heap_[0];
     for (int k = 0; k < n_rings_; ++k) {
-      const double f = ring_[(size_t)k * slots_ + (head_[k] & mask_)];
+      const double f = rings_[k].slot[rings_[k].head & mask_];
       if (f < m) m = f, best = k;
     }
     --n_;
     lo_ = -kInf;  // (found again by the next PopThrough)
     if (best >= 0) {
-      ++head_[best];
+      ++rings_[best].head;
       return m;
     }
     const double x = heap_[--n_heap_];
@@ -56,16 +60,18 @@ class InFlight {
   __attribute__((always_inline)) void PopThrough(double t) {
     if (t < lo_) return;  // (+inf when empty)
     const int rings = R ? R : n_rings_;
-    const double* r = ring_.data();
+    const uint64_t mask = mask_;
     double lo = kInf;
-    for (int k = 0; k < rings; ++k, r += slots_) {
-      uint64_t h = head_[k];
-      double f = r[h & mask_];
+    for (int k = 0; k < rings; ++k) {
+      Ring& rg = rings_[k];
+      const double* const r = rg.slot;
+      uint64_t h = rg.head;
+      double f = r[h & mask];
       if (f <= t) {
         const uint64_t h0 = h;
-        do f = r[++h & mask_]; while (f <= t);
+        do f = r[++h & mask]; while (f <= t);
         n_ -= (int64_t)(h - h0);
-        head_[k] = h;
+        rg.head = h;
       }
       lo = std::min(lo, f);
     }
@@ -81,12 +87,13 @@ class InFlight {
   __attribute__((always_inline)) void push(double x, int k) {
     ++n_;
     lo_ = std::min(lo_, x);
-    if (x >= back_[k]) {
-      double* r = ring_.data() + (size_t)k * slots_;
-      r[tail_[k] & mask_] = x;
-      ++tail_[k];
-      r[tail_[k] & mask_] = kInf;
-      back_[k] = x;
+    Ring& rg = rings_[k];
+    if (x >= rg.back) {
+      const uint64_t tail = rg.tail, mask = mask_;
+      rg.slot[tail & mask] = x;
+      rg.slot[(tail + 1) & mask] = kInf;
+      rg.tail = tail + 1;
+      rg.back = x;
       return;
     }
     int64_t i = n_heap_++;
@@ -124,9 +131,13 @@ class InFlight {
   const size_t slots_;
   const uint64_t mask_;
   std::vector<double> ring_;  // ring k: slots [k * slots_, (k + 1) * slots_)
-  uint64_t head_[kMaxRings] = {}, tail_[kMaxRings] = {};  // ring k: completions [head, tail)
-  double back_[kMaxRings] = {-kInf, -kInf, -kInf, -kInf, -kInf,
-                             -kInf, -kInf, -kInf, -kInf, -kInf};  // the last pushed
+  // One source's ring: what its push and its removal pass touch, together.
+  struct Ring {
+    double* slot = nullptr;       // its slots in ring_
+    uint64_t head = 0, tail = 0;  // its completions: [head, tail)
+    double back = -kInf;          // the last pushed
+  };
+  Ring rings_[kMaxRings];
   std::vector<double> heap_;
   int64_t n_heap_ = 0, n_ = 0;
   double lo_ = kInf;  // no completion is earlier (-inf: not known)

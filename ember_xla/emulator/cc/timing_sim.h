@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -75,13 +76,17 @@ class Sim {
 
   // -- structure of the trace (timing.py: _Sim._index), one pass ---------------------------------
   bool Index() {
+    // room for an entry per event (only the pages of the entries written are touched)
+    entries_.Resize((size_t)tr_.n);  // each written below
+    // a load's and a token's written below (a link, or -1: not issued); only those are read
+    slot_.Resize((size_t)tr_.n);
+    linked_ = tr_.n < kMaxLinked;
+    return linked_ ? IndexWith<true>() : IndexWith<false>();
+  }
+  template <bool kLinked>
+  bool IndexWith() {
     const int64_t n = tr_.n;
     int64_t n_tok = 0;
-    // room for an entry per event (only the pages of the entries written are touched)
-    entries_.Resize((size_t)n);  // each written below
-    done_.Resize((size_t)n);     // a load's written below (-1: not issued); only loads' are read
-    linked_ = n < std::numeric_limits<int32_t>::max();
-    if (linked_) next_.Resize((size_t)n);  // a link is written before it is read (below)
     int64_t e = 0, pending = 0;
     int64_t last_tok = -1, last_tok_pushes = 0;  // the last token so far, pushes before it
     // the cursor of each small layer number (-1: none yet); other numbers are searched
@@ -91,10 +96,9 @@ class Sim {
     const int8_t* const kind = tr_.kind;
     const int64_t *const a = tr_.a, *const c = tr_.c, *const lay = tr_.layer;
     const uint8_t* const queued = tr_.queued;
-    const bool linked = linked_;
-    Link* const next = linked ? next_.data() : nullptr;
+    constexpr bool linked = kLinked;
+    uint64_t* const slot = slot_.data();
     Entry* const entries = entries_.data();
-    double* const done = done_.data();
     const int64_t queue_bytes = t_.queue_bytes;
     for (int64_t i = 0; i < n; ++i) {
       const int8_t k = kind[i];
@@ -112,11 +116,10 @@ class Sim {
           if ((uint64_t)v < (uint64_t)kDirectLayers) slot_of[v] = (int32_t)sl;
         }
         LayerCursor& lc = layers_[(size_t)sl];
-        if (linked && lc.left) next[lc.tail] = Link{(int32_t)(i - lc.tail),
-                                                    (int32_t)(e - lc.tail_pushes)};
+        if (!linked) slot[i] = kNotIssued;
+        else if (lc.left) slot[lc.tail] = PackLink(i - lc.tail, e - lc.tail_pushes);
         lc.tail = i, lc.tail_pushes = e;
         ++lc.left;
-        done[i] = -1.0;
         pending += queued[i] != 0;
       } else if (k == kPush) {
         // an entry without loads counts as one pending "load": its reservation pushes it
@@ -138,8 +141,7 @@ class Sim {
         const int64_t cs = a[i];
         if (cs < 0 || cs >= tr_.n_cases || tr_.case_pops[cs] < 0)
           return Fail("control token " + std::to_string(cs) + " has no case cost");
-        if (linked && last_tok >= 0)
-          next[last_tok] = Link{(int32_t)(i - last_tok), (int32_t)(e - last_tok_pushes)};
+        if (linked && last_tok >= 0) slot[last_tok] = PackLink(i - last_tok, e - last_tok_pushes);
         last_tok = i, last_tok_pushes = e;
         ++n_tok;
       } else {
@@ -147,7 +149,10 @@ class Sim {
                     std::to_string((int)k));
       }
     }
-    if (linked_ && last_tok >= 0) next_[last_tok] = Link{};  // the last token: no next one
+    if (linked_) {
+      if (last_tok >= 0) slot_[last_tok] = PackLink(0, 0);  // the last token: no next one
+      for (const LayerCursor& lc : layers_) slot_[lc.tail] = kNotIssued;  // a layer's last load
+    }
     n_entries_ = e;
     n_tok_ = n_tok;
     for (LayerCursor& lc : layers_) Fetch(lc);
@@ -189,7 +194,7 @@ class Sim {
       return;
     }
     if (linked_) {
-      const Link k = next_[lc.pos];
+      const Link k = LinkAt(lc.pos);
       lc.pos += k.delta;
       lc.pushes += k.pushes;
       Fetch(lc);
@@ -257,7 +262,7 @@ class Sim {
     if (++ring_pos_ == ring_.size()) ring_pos_ = 0;
     max_tok_time_ = std::max(max_tok_time_, t_tok);
     ++n_started_;
-    const Link to = linked_ ? next_[tok_pos_] : Link{};
+    const Link to = linked_ ? LinkAt(tok_pos_) : Link{};
     if (to.delta) {  // linked while indexing: the next token, the pushes before it
       tok_pos_ += to.delta;
       tok_pushes_ += to.pushes;
@@ -302,6 +307,7 @@ class Sim {
     const int64_t i = lc.pos;
     last_issue_ = std::max(last_issue_, t);
     const int64_t e = lc.entry;
+    if (e >= 0) repeat_ok_ = false;
     if (e >= 0 && e == reserved_) {
       queue_full_ += waited;
       used_ += entries_[e].bytes;
@@ -310,27 +316,42 @@ class Sim {
     const int64_t addr = tr_.a[i], bytes = tr_.b[i], nb = std::max<int64_t>(bytes, 1);
     bytes_loaded_ += bytes;
     const int64_t first = LineOf(addr), last = LineOf(addr + nb - 1);
-    const double step = t_.agen_step;
-    const int64_t cap = t_.outstanding;
     double done = t;
-    for (int64_t line = first; line <= last; ++line) {
-      heap_.PopThrough<F != nullptr ? 4 : 0>(t);  // (F: 3 levels, then DRAM)
-      if (heap_.size() >= cap) t = std::max(t, heap_.pop());
-      int where;
-      const double c = mem_.Access<F>(line, t, &where);
-      heap_.push(c, where < 0 ? mem_.levels() : where);  // by source: a level, DRAM
-      done = std::max(done, c);
-      t += step;
-      access_busy_ += step;
-    }
-    done_[i] = done;
+    if (mem_.NarrowRun<F>(first, last))
+      IssueLines<F, true>(first, last, &t, &done);
+    else
+      IssueLines<F, false>(first, last, &t, &done);
     max_done_ = std::max(max_done_, done);
     if (e >= 0) {
       entries_[e].push = std::max(entries_[e].push, done);
       --entries_[e].remaining;
     }
     lc.agen = t;
-    AdvanceLayer(lc);
+    AdvanceLayer(lc);  // (reads the link in the load's slot: its completion goes there after)
+    SetDone(i, done);
+  }
+
+  // The requests of lines [first, last], one address generation step apart from *t (each
+  // waits for a free request slot); *t: the cycle after the last, *done: the latest
+  // completion so far. kNarrow: every line takes the memory system's narrow lookup.
+  template <MemorySystem::NarrowLookupFn F, bool kNarrow>
+  __attribute__((always_inline)) void IssueLines(int64_t first, int64_t last, double* t_io,
+                                                 double* done_io) {
+    const double step = t_.agen_step;
+    const int64_t cap = t_.outstanding;
+    double t = *t_io, done = *done_io, busy = access_busy_;  // (locals: no reloads per line)
+    for (int64_t line = first; line <= last; ++line) {
+      heap_.PopThrough<F != nullptr ? 4 : 0>(t);  // (F: 3 levels, then DRAM)
+      if (heap_.size() >= cap) t = std::max(t, heap_.pop());
+      int where;
+      const double c = mem_.Access<F, kNarrow>(line, t, &where);
+      heap_.push(c, where < 0 ? mem_.levels() : where);  // by source: a level, DRAM
+      done = std::max(done, c);
+      t += step;
+      busy += step;
+    }
+    *t_io = t, *done_io = done;
+    access_busy_ = busy;
   }
 
   // Entries without loads that are next in order are reserved (and pushed) at the latest issue
@@ -359,14 +380,14 @@ class Sim {
       return false;
     const LayerCursor* const layers = layers_.data();
     const int64_t n_layers = (int64_t)layers_.size();
-    int64_t best = -1;
-    double best_t = 0.0, best_wait = 0.0;
+    int64_t best = -1, second = -1;  // the pick, and the one it would be without `best`
+    double best_t = 0.0, best_wait = 0.0, second_t = 0.0;
     for (int64_t l = 0; l < n_layers; ++l) {
       const LayerCursor& lc = layers[l];
       if (!lc.left) continue;
       double t = lc.agen;
       if (lc.dep >= 0) {
-        const double d = done_[lc.dep];
+        const double d = DoneOf(lc.dep);
         if (d < 0) continue;
         t = std::max(t, d);
       }
@@ -381,7 +402,12 @@ class Sim {
         wait = std::max(0.0, room - t);
         t += wait;
       }
-      if (best < 0 || t < best_t) best = l, best_t = t, best_wait = wait;
+      if (best < 0 || t < best_t) {
+        second = best, second_t = best_t;
+        best = l, best_t = t, best_wait = wait;
+      } else if (second < 0 || t < second_t) {
+        second = l, second_t = t;
+      }
     }
     if (best < 0)
       return Fail("the access unit deadlocks: the data queue (" +
@@ -389,6 +415,34 @@ class Sim {
                   " B) cannot hold the entries one callback needs before its control token "
                   "is pushed");
     pick_ = best, pick_t_ = best_t, pick_wait_ = best_wait;
+    second_ = second, second_t_ = second_t;
+    repeat_ok_ = true;
+    return true;
+  }
+
+  // After PickNext picked layer `a` and only loads of `a` without a data-queue entry were issued
+  // since (repeat_ok_; the last at event `issued`), when its next load has no entry either, no
+  // entry without loads waits to be reserved and no other layer's next load depends on
+  // `issued`: every other layer's candidate is what PickNext found (nothing it reads changed;
+  // its reservations would find the queue as they left it), so PickNext would pick `a`'s next
+  // load at *t when that beats the runner-up (second_, second_t_; on equal cycles the layer
+  // first in order), and change nothing else (index loads run ahead of the rows they select).
+  bool RepeatNext(int64_t a, int64_t issued, double* t) const {
+    const LayerCursor& lc = layers_[(size_t)a];
+    if (!repeat_ok_ || lc.left == 0 || lc.entry >= 0) return false;
+    if (reserved_ < n_entries_ && entries_[reserved_].loadless) return false;
+    double at = lc.agen;
+    if (lc.dep >= 0) {
+      const double d = DoneOf(lc.dep);
+      if (d < 0) return false;
+      at = std::max(at, d);
+    }
+    if (second_ >= 0 && !(a < second_ ? at <= second_t_ : at < second_t_)) return false;
+    const LayerCursor* const layers = layers_.data();
+    const int64_t n_layers = (int64_t)layers_.size();
+    for (int64_t l = 0; l < n_layers; ++l)
+      if (layers[l].dep == issued && l != a && layers[l].left) return false;
+    *t = at;
     return true;
   }
 
@@ -404,8 +458,9 @@ class Sim {
     double at = lc.agen;
     const int64_t dep = lc.dep;
     if (dep >= 0) {
-      if (done_[dep] < 0) return false;
-      at = std::max(at, done_[dep]);
+      const double d = DoneOf(dep);
+      if (d < 0) return false;
+      at = std::max(at, d);
     }
     double w = 0.0;
     if (lc.entry == reserved_) {
@@ -431,10 +486,22 @@ class Sim {
       bool any = false;
       if (!PickNext(&any)) return false;
       if (!any) break;
-      LayerCursor& lc = layers_[pick_];
+      const int64_t a = pick_;
+      LayerCursor& lc = layers_[a];
+      int64_t issued = lc.pos;
       Issue<F>(lc, pick_t_, pick_wait_);
       double t, wait;
-      while (SoleNext(lc, &t, &wait)) Issue<F>(lc, t, wait);
+      for (;;) {
+        if (SoleNext(lc, &t, &wait)) {
+          repeat_ok_ = false;
+          Issue<F>(lc, t, wait);
+        } else if (RepeatNext(a, issued, &t)) {
+          issued = lc.pos;
+          Issue<F>(lc, t, 0.0);
+        } else {
+          break;
+        }
+      }
     }
     return Tail();
   }
@@ -469,14 +536,38 @@ class Sim {
 
   std::vector<LayerCursor> layers_;  // in first-appearance order (the reference's dict order)
   int64_t layers_left_ = 0;          // layers with loads left
-  ColumnArray<double> done_;         // per load: its completion, -1 before it issues
   // Per load: how far on its layer's next load is, and the pushes between them; per token:
   // the same for the next token (traces of fewer than 2^31 events; longer ones are scanned).
   struct Link {
     int32_t delta = 0, pushes = 0;
   };
-  ColumnArray<Link> next_;
+  // Per event, one 64-bit slot. A load's: the link to its layer's next load until it issues
+  // (the last load of a layer: kNotIssued), then its completion; a token's: the link to the
+  // next token. A link is kept with the sign bit set, so as a completion's bits it reads as
+  // "not issued" (DoneOf); completions are never negative. Traces of kMaxLinked events or
+  // more keep only completions (kNotIssued until issued) and are scanned.
+  ColumnArray<uint64_t> slot_;
   bool linked_ = false;
+  static constexpr int64_t kMaxLinked = (int64_t)1 << 30;  // (a link's parts fit 31 bits)
+  static constexpr uint64_t kSign = (uint64_t)1 << 63;
+  static constexpr uint64_t kNotIssued = 0xbff0000000000000ull;  // the bits of -1.0
+  static uint64_t PackLink(int64_t delta, int64_t pushes) {
+    return kSign | ((uint64_t)pushes << 32) | (uint64_t)(uint32_t)delta;
+  }
+  Link LinkAt(int64_t i) const {
+    const uint64_t s = slot_[(size_t)i];
+    return Link{(int32_t)(uint32_t)s, (int32_t)((s >> 32) & 0x7fffffffu)};
+  }
+  // Load i's completion, or -1 before it issues (the sign bit of a slot's bits: a link, or
+  // kNotIssued; -0.0 alone, which a link never is, reads as a completion, as it would).
+  double DoneOf(int64_t i) const {
+    const uint64_t s = slot_[(size_t)i];
+    if ((int64_t)s < 0 && s != kSign) return -1.0;
+    double d;
+    std::memcpy(&d, &s, sizeof d);
+    return d;
+  }
+  void SetDone(int64_t i, double d) { std::memcpy(&slot_[(size_t)i], &d, sizeof d); }
   // A data-queue entry: what the access unit, the queue and the execute unit know of it, in
   // one place (one host line for all of it).
   struct Entry {
@@ -499,6 +590,10 @@ class Sim {
   bool fatal_ = false;
   int64_t pick_ = 0;
   double pick_t_ = 0.0, pick_wait_ = 0.0;
+  // PickNext's runner-up (-1: none) and whether RepeatNext may still rely on it
+  int64_t second_ = -1;
+  double second_t_ = 0.0;
+  bool repeat_ok_ = false;
   const std::vector<int64_t>* marks_ = nullptr;
   std::vector<double> mark_times_;
 };
