@@ -270,6 +270,13 @@ class SharedMemory {
 // One core's view of the memory system: its private levels, then the shared levels and DRAM
 // (its own when `shared` is null, as for a single-core run; else the multi-core run's).
 // Per-core hit/miss counts of every level and DRAM lines are kept here.
+// Whether the template argument F names a narrow lookup (MemorySystem::NarrowLookupFn); its
+// specialization for nullptr follows the class.
+template <auto F>
+struct IsNarrowFn {
+  static constexpr bool value = true;
+};
+
 class MemorySystem {
  public:
   // What a narrow lookup needs of a level with power-of-two sets.
@@ -337,7 +344,7 @@ class MemorySystem {
   __attribute__((always_inline)) double Access(int64_t line, double t, int* where) {
     int k;
     if constexpr (kNarrow) {
-      if constexpr (F != nullptr) k = F(narrow_, line);
+      if constexpr (IsNarrowFn<F>::value) k = F(narrow_, line);
       else k = narrow_lookup_(narrow_, line);
     } else {
       k = Lookup<F>(line);
@@ -358,7 +365,7 @@ class MemorySystem {
   // access on that path does changes this, so it holds for the whole run.
   template <NarrowLookupFn F = nullptr>
   __attribute__((always_inline)) bool NarrowRun(int64_t first, int64_t last) const {
-    return (F != nullptr || narrow_lookup_) && !shared_->wide &&
+    return (IsNarrowFn<F>::value || narrow_lookup_) && !shared_->wide &&
            (uint64_t)first - (uint64_t)narrow_lo_ <= narrow_span_ &&
            (uint64_t)last - (uint64_t)narrow_lo_ <= narrow_span_;
   }
@@ -396,9 +403,9 @@ class MemorySystem {
   template <NarrowLookupFn F>
   __attribute__((always_inline)) int Lookup(int64_t line) {
     // (F non-null: F is narrow_lookup_)
-    if ((F != nullptr || narrow_lookup_) && !shared_->wide &&
+    if ((IsNarrowFn<F>::value || narrow_lookup_) && !shared_->wide &&
         (uint64_t)line - (uint64_t)narrow_lo_ <= narrow_span_) {
-      if constexpr (F != nullptr) return F(narrow_, line);
+      if constexpr (IsNarrowFn<F>::value) return F(narrow_, line);
       return narrow_lookup_(narrow_, line);
     }
     return LookupEach(line);
@@ -450,6 +457,14 @@ class MemorySystem {
   int64_t narrow_lo_ = 0;
   uint64_t narrow_span_ = 0;
   const double transfer_share_;  // this core's transfer cycles per DRAM line, per channel
+};
+
+// A narrow lookup function given as a template argument: nullptr's specialization says "none".
+// (A trait, not `F != nullptr`: GCC under -fsanitize=undefined does not take the comparison of
+// a function template's address with null as a constant expression.)
+template <>
+struct IsNarrowFn<MemorySystem::NarrowLookupFn{nullptr}> {
+  static constexpr bool value = false;
 };
 
 }  // namespace ember_emu

@@ -341,7 +341,7 @@ class Sim {
     const int64_t cap = t_.outstanding;
     double t = *t_io, done = *done_io, busy = access_busy_;  // (locals: no reloads per line)
     for (int64_t line = first; line <= last; ++line) {
-      heap_.PopThrough<F != nullptr ? 4 : 0>(t);  // (F: 3 levels, then DRAM)
+      heap_.PopThrough<IsNarrowFn<F>::value ? 4 : 0>(t);  // (F: 3 levels, then DRAM)
       if (heap_.size() >= cap) t = std::max(t, heap_.pop());
       int where;
       const double c = mem_.Access<F, kNarrow>(line, t, &where);
