@@ -11,7 +11,8 @@ read-out):
 (FBGEMM's EXACT_SGD and EXACT_ROWWISE_ADAGRAD).
 
 Variants, run side by side in one process, interleaved in blocks (3 runs in a row, the first
-untimed; the block order rotates every repetition), medians of the timed runs:
+untimed; the block order rotates every repetition), medians of the timed runs; each JAX variant
+runs as a training loop (a step's new tables, slots and read-out are its next step's inputs):
   xla           jax.jit(step) on XLA:CPU: new tables written every step;
   xla_donated   jax.jit(step, donate_argnums=(tables, slots)): XLA may update in place;
   ember         the same step exported as HLO, rewritten by ember_xla.rewrites (defaults),

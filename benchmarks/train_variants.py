@@ -79,10 +79,9 @@ def jax_variant(args, data, optimizer: str, name: str):
         state = [jax.device_put(x) for x in start[:3]]
         batch = [jax.device_put(x) for x in start[3:]]
 
-        def run():
+        def run():  # a training loop: each step's new state is the next step's input
             out = jitted(*state, *batch)
-            if donated:
-                state[:] = list(out[:3])
+            state[:] = list(out[:3])
             return jax.block_until_ready(out)
 
         outs = [np.asarray(x) for x in jax.tree_util.tree_leaves(jax.jit(step)(*start))]
@@ -104,12 +103,11 @@ def jax_variant(args, data, optimizer: str, name: str):
     # the collapse by address, so forget the old ones before these are first read.
     table_pages.forget()
 
-    def run():
+    def run():  # a training loop: each step's new state is the next step's input
         out = loaded.execute(flat)
         for o in out:
             o.block_until_ready()
-        if donated:
-            flat[:n_state] = out[:n_state]
+        flat[:n_state] = out[:n_state]
         return out
 
     run.calls = ember_calls(loaded)
