@@ -25,10 +25,10 @@ namespace ember {
 namespace {
 
 // sum(g[j] * g[j]) in the order XLA:CPU's YNNPACK fusion reduces a row of g * g along D
-// (measured, jax/jaxlib 0.10.2, AVX-512 CPU; native/row_mean_order.py says for which shapes it
-// is XLA's, tests/native/test_row_mean_order.py holds it to XLA): each square rounded; 16 lanes, lane l of block b
-// summing the squares 64 b + l, + 16, + 32, + 48 from zero; the blocks' lanes added in order;
-// then the lanes halved: l + (l + 8), then + 4, + 2, + 1. D must be a multiple of 16.
+// (measured, jax/jaxlib 0.10.2, AVX-512 and AVX2 CPUs; native/row_mean_order.py says for which
+// shapes it is XLA's, tests/native/test_row_mean_order.py holds it to XLA): each square
+// rounded; 16 lanes, lane l of block b summing the squares 64 b + l, + 16, + 32, + 48 from
+// zero; the blocks' lanes added in order; then the lanes halved: l + (l + 8), then + 4, + 2, + 1. D must be a multiple of 16.
 __attribute__((target("avx2"))) float BlockedSumSquares(const float* g, int64_t d) {
   __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
   for (int64_t b = 0; b < d; b += 64) {

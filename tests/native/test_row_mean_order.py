@@ -22,7 +22,7 @@ from ember_xla.native.row_mean_order import (  # noqa: E402
     BLOCKED16_WIDTHS,
     ORDER_CODES,
     OrderNotReproduced,
-    has_avx512,
+    has_avx2,
     native_row_mean_squares,
     row_mean_order,
 )
@@ -52,8 +52,8 @@ YNN = [(max(-(-YNN_MIN_ELEMENTS // d), 16), d) for d in sorted(BLOCKED16_WIDTHS)
 TWO = [(2048, 2), (5000, 2), (100_000, 2)]
 
 
-@pytest.mark.skipif(not has_avx512(), reason="the blocked16 class was measured on AVX-512; on "
-                    "this CPU the rule refuses it (test_ynn_widths_not_reproduced_are_refused)")
+@pytest.mark.skipif(not has_avx2(), reason="the blocked16 class was measured on AVX2 and "
+                    "AVX-512; on this CPU the rule refuses it")
 @pytest.mark.parametrize("v,d", YNN)
 def test_ynnpack_class_is_blocked16(v, d):
     assert row_mean_order(v, d) == "blocked16"
@@ -63,7 +63,7 @@ def test_ynnpack_class_is_blocked16(v, d):
         assert same(ours, xla_mean_squares(g, excess)), (v, d, excess)
 
 
-@pytest.mark.skipif(not has_avx512(), reason="measured on AVX-512 only; refused elsewhere")
+@pytest.mark.skipif(not has_avx2(), reason="measured on AVX2 and AVX-512 only; refused elsewhere")
 @pytest.mark.parametrize("v,d", TWO)
 def test_ynnpack_class_of_two_columns_is_sequential(v, d):
     assert row_mean_order(v, d) == "sequential"
