@@ -4,7 +4,8 @@
 // The results may alias the operands (output_to_operand_aliasing: a donated table is updated
 // in place) or be separate buffers (the rewrite does not alias a table parameter the caller
 // keeps, so XLA does not copy it first): then every byte of the results is written once, the
-// touched rows by the update (reading the operand rows), the untouched ones copied in runs,
+// touched rows by the update (reading the operand rows), the untouched ones copied in runs
+// (streaming stores for runs of 4 KiB and more: stream_copy.h),
 // after the results' fresh pages are given huge-page advice (pages.h: AdviseOutput) and mapped
 // in one system call per 2 MiB chunk (fresh_pages.h).
 #ifndef EMBER_XLA_NATIVE_SPARSE_UPDATE_H_
@@ -18,6 +19,7 @@
 #include "fresh_pages.h"
 #include "grad_common.h"
 #include "pages.h"
+#include "stream_copy.h"
 
 namespace ember {
 
@@ -122,14 +124,15 @@ void ForRows(const RowGroups& g, const UpdateRows& upd, int64_t v, int64_t d, Un
         if (c > q)
           for (const RowArray& a : arrays)
             if (a.distinct())
-              std::memcpy(a.dst + q * a.width, a.src + q * a.width,
-                          static_cast<size_t>((c - q) * a.width) * sizeof(float));
+              StreamCopy(a.dst + q * a.width, a.src + q * a.width,
+                         static_cast<size_t>((c - q) * a.width) * sizeof(float));
         if (c < next) row_fn(c, zero.data());
         q = c + 1;
       }
       r = next + 1;  // skip the touched row (or step past r1)
       ++k;
     }
+    StreamFence();
   });
 }
 
