@@ -17,6 +17,8 @@ not for [64,20,5]). ``fused_by_xla`` finds such a consumer."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 from ember_xla.hlo.opcodes import ELEMENTWISE
 from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
@@ -25,22 +27,30 @@ from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
 _PASS_THROUGH = ("reshape", "transpose", "bitcast", "copy")
 
 
-def _consumers(op: Operation) -> list[Operation]:
-    """The ops that read ``op``'s result through layout-only ops (and no-op converts)."""
-    out: list[Operation] = []
+def _reached(op: Operation, passes: Callable[[Operation], bool]) -> Iterator[Operation]:
+    """Every op reading ``op``'s result through ops that ``passes`` (single-result ones only),
+    once each; the ops passed through are walked, not yielded."""
     todo, seen = list(op.result.users), set()
     while todo:
         u = todo.pop()
         if id(u) in seen:
             continue
         seen.add(id(u))
-        noop_convert = (u.opcode == "convert"
-                        and u.result.type.element_type == u.operands[0].type.element_type)
-        if (u.opcode in _PASS_THROUGH or noop_convert) and len(u.results) == 1:
+        if len(u.results) == 1 and passes(u):
             todo.extend(u.result.users)
         else:
-            out.append(u)
-    return out
+            yield u
+
+
+def _layout_only(u: Operation) -> bool:
+    """Layout-only ops and no-op converts."""
+    return u.opcode in _PASS_THROUGH or (
+        u.opcode == "convert" and u.result.type.element_type == u.operands[0].type.element_type)
+
+
+def _consumers(op: Operation) -> list[Operation]:
+    """The ops that read ``op``'s result through layout-only ops (and no-op converts)."""
+    return list(_reached(op, _layout_only))
 
 
 def merged_by_xla(op: Operation) -> str | None:
@@ -82,22 +92,21 @@ def _dot_product(op: Operation) -> bool:
     return True
 
 
+def _elementwise(u: Operation) -> bool:
+    """Elementwise, broadcast and layout ops, which a consuming reduce's loop fusion takes in."""
+    if u.opcode in _NOT_ELEMENTWISE or _dot_product(u):
+        return False
+    return u.opcode in ELEMENTWISE or u.opcode in _PASS_THROUGH + ("broadcast", "convert")
+
+
 def fused_by_xla(op: Operation) -> str | None:
     """Why XLA:CPU may fuse the reduce ``op`` into a loop fusion rooted at a reduce that reads
     it through elementwise, broadcast and layout ops (computing ``op`` inside that loop, in
     another order), or None."""
-    todo, seen = list(op.result.users), set()
-    while todo:
-        u = todo.pop()
-        if id(u) in seen:
-            continue
-        seen.add(id(u))
+    for u in _reached(op, _elementwise):
         if u.opcode == "reduce" or _dot_product(u):
             return (f"reduce {op.name} reaches {u.opcode} {u.name} through elementwise ops: "
                     "XLA:CPU fuses the bag's sum into that reduce's loop, where it adds the "
                     "rows in another order than the bag's own loop, so the cluster stays in "
                     "XLA")
-        if len(u.results) == 1 and u.opcode not in _NOT_ELEMENTWISE and (
-                u.opcode in ELEMENTWISE or u.opcode in _PASS_THROUGH + ("broadcast", "convert")):
-            todo.extend(u.result.users)
     return None
