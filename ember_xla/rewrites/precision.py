@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 
+from ember_xla.native.padded_order import YNN_MIN_ELEMENTS
 from ember_xla.rewrites.cluster import Cluster
 
 _FLAG = re.compile(r"--xla_allow_excess_precision(?:=(\S*))?(?:\s|$)")
@@ -35,21 +36,36 @@ def _weights_type(c: Cluster) -> str | None:
     return None
 
 
+def _bag_elements(c: Cluster) -> int:
+    """B * P * D of a padded bag: the elements of the [B, P, D] rows its reduce sums."""
+    ids = c.inputs[c.input_roles.index("ids")]
+    n = 1
+    for dim in ids.type.dims:
+        n *= dim
+    return n * c.table.type.dims[-1]
+
+
 def refusal(c: Cluster, excess_precision: bool) -> str | None:
     """Why the kernel of ``c`` cannot compute what XLA:CPU computes with this setting (None:
     it does). The one case: a bf16 bag weighted in bf16 and reduced in f32 (``jnp.sum`` /
-    ``tf.reduce_sum`` of ``rows * w``). XLA:CPU does bf16 arithmetic in f32; with excess
-    precision allowed it drops the product's f32 -> bf16 -> f32 round trip (the kernel's
-    form: the exact f32 product), without it the product is rounded to bf16 first."""
+    ``tf.reduce_sum`` of ``rows * w``) of fewer than YNN_MIN_ELEMENTS rows' elements. XLA:CPU
+    does bf16 arithmetic in f32; with excess precision allowed it drops the product's
+    f32 -> bf16 -> f32 round trip (the kernel's form: the exact f32 product), without it its own
+    reduce loop rounds the product to bf16 first. From YNN_MIN_ELEMENTS on the reduce goes to
+    YNNPACK, which takes the exact f32 product under both settings (measured:
+    tests/rewrites/test_padded_order.py, test_precision.py), as the kernel does."""
     if excess_precision or c.kind != "padded_bag" or not c.attrs.get("weighted"):
         return None
     table = c.table.type.element_type
     result = c.root.result.type.element_type if c.root.result.type.is_array else None
-    if table == "bf16" and result == "f32" and _weights_type(c) == "bf16":
-        return ("with xla_allow_excess_precision=false XLA:CPU rounds each bf16 product "
-                "row * weight to bf16 before the f32 sum; the kernel keeps the exact f32 "
-                "product (what XLA computes with excess precision allowed, its default), so "
-                "the cluster stays in XLA")
+    if table == "bf16" and result == "f32" and _weights_type(c) == "bf16" and \
+            _bag_elements(c) < YNN_MIN_ELEMENTS:
+        return ("with xla_allow_excess_precision=false XLA:CPU's own reduce loop (bags of "
+                f"fewer than {YNN_MIN_ELEMENTS} elements) rounds each bf16 product row * "
+                "weight to bf16 before the f32 sum; the kernel keeps the exact f32 product "
+                "(what XLA computes with excess precision allowed, its default, and from "
+                f"{YNN_MIN_ELEMENTS} elements under both settings), so the cluster stays in "
+                "XLA")
     return None
 
 
