@@ -50,8 +50,9 @@ FMA_MAX_WIDTH = 16
 BLOCKED_MAX_WIDTH = 512
 #: A weighted bag's multiply and reduce form one YNNPACK subgraph, which YNNPACK rewrites from a
 #: sum of products into a dot (ynnpack/subgraph/fusion.cc; its test reduce_dot.cc). Measured on
-#: XLA:CPU (jax/jaxlib 0.10.2, AMD EPYC with AVX-512): that dot adds the products one after the
-#: other, each with a fused multiply-add, when D >= 17, B >= 2 and P * D <= 32768; other
+#: XLA:CPU (jax/jaxlib 0.10.2, AMD EPYC with AVX-512, and a Zen 3 with AVX2 only): that dot
+#: adds the products one after the other, each with a fused multiply-add, when D >= 17, B >= 2
+#: and P * D <= 32768; other
 #: shapes use other orders (D <= 16: partly four interleaved accumulators; P * D > 32768: the
 #: P rows split into chunks; B = 1: a vector dot), which are not reproduced.
 DOT_MIN_DIM = 17
@@ -247,8 +248,8 @@ def sum_order(bag: BagSum) -> str:
 
 def _dot_order(bag: BagSum) -> str:
     """A dot of f32 rows [B,P,D] with weights [B,P] over P. Measured on XLA:CPU (jax/jaxlib
-    0.10.2, AMD EPYC with AVX-512; tests/rewrites/test_dot_bag.py): for D >= 3 its dot adds
-    the products one after the other with fused multiply-adds at every B, P and D tried
+    0.10.2, AMD EPYC with AVX-512 and with AVX2; tests/rewrites/test_dot_bag.py): for D >= 3
+    its dot adds the products one after the other with fused multiply-adds at every B, P and D tried
     (unlike a weighted reduce, which YNNPACK turns into a dot of other orders); at D = 1
     XLA's simplifier turns the dot into a multiply and a reduce, whose rule applies; at D = 2
     the dot stays a dot and its order (which varies with B and P) is not reproduced."""

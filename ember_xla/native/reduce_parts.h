@@ -17,7 +17,9 @@ namespace ember {
 // now (Zen 4, KVM; AVX-512, 1 MiB L2, 32 MiB L3) a loop summing 438k random 512-byte rows took
 // 3.1 ms with prefetcht0 against 7.1 ms with prefetchnta (0) for a 10 MiB table (in L3), the
 // same for a table in L2, and 11.4 vs 12.1 ms for a 100 MiB table (fastest of 9, one thread;
-// prefetchnta had measured ~2x faster on the Zen 3 machines before). FBGEMM uses prefetcht0.
+// prefetchnta had measured ~2x faster on the Zen 3 machines before; on a Zen 3 VM again later,
+// the 26-table stage ran 3.01-3.16x XLA:CPU with prefetcht0 and 2.88-3.07x with prefetchnta:
+// docs/BENCHMARKS.md). FBGEMM uses prefetcht0.
 #ifndef EMBER_PREFETCH_LOCALITY
 #define EMBER_PREFETCH_LOCALITY 3
 #endif

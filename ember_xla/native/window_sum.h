@@ -5,7 +5,7 @@
 // the P rows as a reduction: 8 partial sums (row p into partial p mod 8, each from zero) over
 // the first P - P mod 8 rows, folded in halves (partial j + partial j+4, then j+2, then j+1),
 // then the remaining rows added in order. Measured on XLA:CPU (jax/jaxlib 0.10.2, AVX-512
-// host, 256-bit vectors); up to 24 rows the loop adds the rows in order.
+// and AVX2-only hosts, 256-bit vectors); up to 24 rows the loop adds the rows in order.
 //
 // "tree32" (P > 32): XLA's TreeReductionRewriter (xla/hlo/transforms/simplifiers/
 // tree_reduction_rewriter.cc) first reduces windows of 32 rows with stride 32 and kSame padding
