@@ -27,7 +27,7 @@ VARIADIC = {
     "collective-broadcast", "collective-permute", "collective-permute-start",
     "collective-permute-done", "concatenate", "conditional", "custom-call", "domain",
     "dynamic-reshape", "dynamic-slice", "dynamic-update-slice", "fusion", "infeed", "map",
-    "optimization-barrier", "outfeed", "pad", "ragged-all-to-all", "ragged-dot", "recv",
+    "opt-barrier", "outfeed", "pad", "ragged-all-to-all", "ragged-dot", "recv",
     "recv-done", "reduce", "reduce-scatter", "reduce-window", "rng", "rng-bit-generator",
     "scatter", "select-and-scatter", "send", "send-done", "sort", "top-k", "tuple", "while",
     "composite",

@@ -219,6 +219,28 @@ def test_training_step_rewritten_whole_and_updated_in_place():
     assert f._cache_size() == 1
 
 
+def remat_sgd_step(t, w, ids, y, lr):
+    bag = jax.checkpoint(lambda t, ids: jnp.take(t, ids, axis=0).sum(1))
+
+    def loss(t):
+        return jnp.mean(((bag(t, ids) @ w)[..., 0] - y) ** 2)
+
+    value, g = jax.value_and_grad(loss)(t)
+    return value, t - lr * g
+
+
+def test_remat_training_step_is_rewritten_as_without_remat():
+    """jax.checkpoint puts an opt-barrier between the forward and the recomputed lookup the
+    backward scatters through; the step still imports, and its update is fused."""
+    t, w, ids, y = step_data(9)
+    f = ember_xla.jit(remat_sgd_step, donate_argnums=0)
+    want = jax.jit(remat_sgd_step)(t, w, ids, y, 0.1)
+    same(f(jnp.asarray(t) + 0, w, ids, y, 0.1), want)
+    (report,) = f.reports.values()
+    backward = [c for c in report["clusters"] if c["pass"] == "backward"]
+    assert [c.get("optimizer") for c in backward] == ["sgd"]
+
+
 def test_grad_through_embedding_bag_inside_jit():
     t, w, ids, y = step_data(9)
     offsets = np.arange(0, B * P + 1, P, dtype=np.int32)

@@ -41,3 +41,35 @@ def test_jvp_tuple_gives_the_backward_the_forward_indices(canon):
     (gather,) = [op for op in work.entry.ops if op.opcode == "gather"] or [None]
     assert gather is None or gather.operands[1] is scatter.operands[1]
     assert "get-tuple-element" not in canon.opcodes(work)
+
+
+def test_remat_barrier_gives_the_backward_the_forward_indices(canon):
+    """jax.checkpoint passes the ids (integers) and the cotangent (floats) through an
+    opt-barrier: the ids are read through it, the float value keeps its barrier."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    table = canon.table(20, 4)
+    ids = np.array([[1, 3], [3, 19]], np.int32)
+    bag = jax.checkpoint(lambda t, i: jnp.take(t, i, axis=0).sum(1))
+
+    def f(t, i):
+        return jax.grad(lambda t: (bag(t, i) ** 2).sum())(t)
+
+    work, _ = canon(f, [table, ids], "inline-calls,fold-tuple-index")
+    ops = work.entry.ops
+    (barrier,) = [op for op in ops if op.opcode == "opt-barrier"]
+    (scatter,) = [op for op in ops if op.opcode == "scatter"]
+    reads = [op for op in ops if op.opcode == "get-tuple-element"
+             and op.operands[0].owner is barrier]
+    assert [r.result.type.element_type for r in reads] == ["f32"]  # the ids' read folded
+
+    def reaches_barrier(value):
+        owner = value.owner
+        if owner is barrier:
+            return True
+        return any(reaches_barrier(v) for v in owner.operands)
+
+    assert not reaches_barrier(scatter.operands[1])
+    assert reaches_barrier(scatter.operands[2])
