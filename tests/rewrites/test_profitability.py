@@ -121,3 +121,30 @@ def test_near_tie_stays_in_xla():
     pred = miss["predicted_us"]
     assert (1 - profitability.MARGIN) * pred["xla"] < pred["ember"] < pred["xla"]
     assert f"not {profitability.MARGIN:.0%} faster" in miss["reason"]
+
+
+def test_table_computed_per_call_stays_in_xla():
+    """flax nn.Embed(dtype=bfloat16) converts its f32 table on every call; XLA fuses the
+    convert into the gather, the kernel would need the whole converted table: kept in XLA
+    with the reason (cost model on); rewritten and bit-equal with it off."""
+    import flax.linen as nn
+
+    class Bag(nn.Module):
+        @nn.compact
+        def __call__(self, ids):
+            return nn.Embed(20_000, 64, dtype=jnp.bfloat16)(ids).sum(1)
+
+    model = Bag()
+    ids = np.random.default_rng(3).integers(0, 20_000, (256, 20)).astype(np.int32)
+    table = np.random.default_rng(4).standard_normal((20_000, 64)).astype(np.float32)
+    m = from_jax(lambda t, i: model.apply({"params": {"Embed_0": {"embedding": t}}}, i),
+                 table, ids).module
+    kept = rewrite_module(m, cost_model=True)
+    assert not kept.clusters
+    (miss,) = kept.near_misses
+    assert "table is computed on every call (convert" in miss["reason"], miss
+    forced = rewrite_module(m, cost_model=False)
+    assert [c["kind"] for c in forced.clusters] == ["padded_bag"]
+    want = run_module(m, [table, ids])
+    got = run_module(forced.module, [table, ids])
+    assert all(np.array_equal(a, b) for a, b in zip(want, got, strict=True))
