@@ -161,8 +161,7 @@ def computed_table(c: Cluster) -> str | None:
     return (f"kept in XLA: the table is computed on every call ({producer.opcode} "
             f"{producer.name}, {c.table.type}): XLA:CPU fuses it into the gather and computes "
             "only the rows looked up; the kernel would need the whole table written out "
-            "first (measured: flax nn.Embed(dtype=bfloat16), 200,000 x 64, B=2048 P=20: "
-            "0.5x of XLA:CPU)")
+            "first (measured slower: docs/BENCHMARKS.md, \"A table computed per call\")")
 
 
 def us(x: float) -> str:
