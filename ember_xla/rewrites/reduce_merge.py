@@ -13,7 +13,15 @@ reduce into a loop fusion rooted at a reduce that reads it through elementwise o
 (``exp(pooled).sum(-1)``, ``(pooled * w).sum(0)``, a loss; also a dot XLA makes a multiply
 and a reduce, ``pooled @ w`` at batch 1): the bag's sum is then emitted
 inside that loop, in another order than the bag's own loop (measured: f32 [6,4,5], [16,8,5],
-not for [64,20,5]). ``fused_by_xla`` finds such a consumer."""
+not for [64,20,5]). ``fused_by_xla`` finds such a consumer.
+
+From YNNPACK's size on, XLA:CPU gives the bag's reduce to a YNNPACK fusion that also takes in
+the elementwise ops reading its result: YNNPACK then computes them with its own kernels, whose
+tanh, exp, log, logistic, erf, rsqrt ... are other approximations than XLA's, and which
+contract a multiply feeding an add (measured, f32 [256,16,64]: tanh, exp, logistic, log,
+rsqrt, erf, expm1, log1p and ``x * c + d`` differ after the rewrite, when XLA computes them,
+also before a dot or a concatenate; sqrt, multiply, divide, max, square did not, nor any op
+whose chain ends in a reduce). ``computed_by_ynnpack`` finds such ops."""
 
 from __future__ import annotations
 
@@ -22,6 +30,7 @@ from collections.abc import Callable, Iterator
 from ember_xla.hlo.opcodes import ELEMENTWISE
 from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
+from ember_xla.rewrites.same_value import same_value
 
 #: Ops XLA folds into a consuming reduce's dimensions (or removes) before merging.
 _PASS_THROUGH = ("reshape", "transpose", "bitcast", "copy")
@@ -109,4 +118,55 @@ def fused_by_xla(op: Operation) -> str | None:
                     "XLA:CPU fuses the bag's sum into that reduce's loop, where it adds the "
                     "rows in another order than the bag's own loop, so the cluster stays in "
                     "XLA")
+    return None
+
+
+#: Elementwise ops whose result is the correctly rounded (or exact) value of their operands, so
+#: the same bits whoever computes them: XLA's loop or YNNPACK's kernels.
+_EXACT = frozenset({
+    "add", "subtract", "multiply", "divide", "sqrt", "maximum", "minimum", "negate", "abs",
+    "select", "compare", "convert", "clamp", "sign", "floor", "ceil", "round-nearest-afz",
+    "round-nearest-even", "is-finite", "and", "or", "not", "xor", "broadcast",
+}) | frozenset(_PASS_THROUGH)
+
+
+def computed_by_ynnpack(op: Operation) -> str | None:
+    """Why the bag's YNNPACK fusion computes an op reading the reduce ``op`` (through
+    elementwise ops) in other bits than XLA:CPU does once the bag is a custom call: an op that
+    is not correctly rounded, or a multiply of the bag feeding an add or subtract (contracted
+    into a fused multiply-add); None when every such op is exact alone, or when those ops end
+    in reduces only (XLA's loop fusion of the consuming reduce takes them in, measured equal:
+    ``exp(pooled).sum(-1)``, ``tanh(pooled).sum(-1)``), or when the reduce (with its identical
+    twins, which XLA's CSE merges) has more than one reader: YNNPACK then fuses none of them
+    (measured: ``tanh(pooled)`` beside ``pooled @ w``)."""
+    twins = [o for o in op.parent.ops if o is op or (
+        o.opcode == "reduce" and same_value(o.result, op.result))]
+    readers = [u for t in twins for u in t.result.users]
+    if len(readers) != 1:
+        return None  # XLA's CSE leaves one reduce read by several ops: YNNPACK takes none in
+    region, ends, todo, seen = [], [], list(readers), set()
+    while todo:
+        u = todo.pop()
+        if id(u) in seen:
+            continue
+        seen.add(id(u))
+        if len(u.results) != 1 or not _elementwise(u):
+            ends.append(u)
+            continue
+        region.append(u)
+        todo.extend(u.result.users)
+    if not region or (ends and all(u.opcode == "reduce" for u in ends)):
+        return None  # a consuming reduce's loop fusion takes the ops in (XLA computes them)
+    inside = {id(u) for u in region}
+    for u in region:
+        if u.opcode not in _EXACT:
+            why = f"{u.opcode} {u.name}, which YNNPACK approximates in its own way"
+        elif u.opcode in ("add", "subtract") and any(
+                v.owner.opcode == "multiply" and id(v.owner) in inside for v in u.operands):
+            why = f"{u.opcode} {u.name} of a product, which YNNPACK contracts into an FMA"
+        else:
+            continue
+        return (f"reduce {op.name} is one YNNPACK fusion with the ops reading it, among them "
+                f"{why}; computed by XLA:CPU after the rewrite it gives other bits, so the "
+                "cluster stays in XLA")
     return None

@@ -125,3 +125,41 @@ def test_batch_one_bag_times_a_vector_stays_in_xla():
     r = ts.check_step(lambda t, i: t[i].sum(1) @ w, t, ids, cost_model=False)
     assert not r.clusters
     assert any("reaches dot" in str(n.get("reason")) for n in r.near_misses)
+
+
+_W = np.random.default_rng(8).standard_normal((64, 8)).astype(np.float32)
+#: [256,16,64] bags (YNNPACK's reduce) read by ops its fusion takes in and computes in other bits
+YNN_FUSED = {
+    "tanh": lambda t, i: jnp.tanh(t[i].sum(1)),
+    "tanh_then_dot": lambda t, i: jnp.tanh(t[i].sum(1)) @ _W,
+    "exp_of_mean": lambda t, i: jnp.exp(t[i].mean(1)),
+    "scaled_plus_bias": lambda t, i: t[i].sum(1) * 0.3 + 1.0,
+}
+#: ... and by ops that give the same bits whoever computes them (or a reduce after them)
+YNN_EXACT = {
+    "relu": lambda t, i: jax.nn.relu(t[i].sum(1)),
+    "sqrt_abs": lambda t, i: jnp.sqrt(jnp.abs(t[i].sum(1))),
+    "scaled": lambda t, i: t[i].sum(1) * 0.3,
+    "tanh_then_sum": lambda t, i: jnp.tanh(t[i].sum(1)).sum(-1),
+    "plus_a_product": lambda t, i: t[i].sum(1) + _W[:, 0] * 0.5,
+}
+
+
+def _ynn_bag():
+    rng = np.random.default_rng(9)
+    return ((rng.standard_normal((2000, 64)) * 0.3).astype(np.float32),
+            rng.integers(0, 2000, (256, 16)).astype(np.int32))
+
+
+@pytest.mark.parametrize("name", sorted(YNN_FUSED))
+def test_ynnpack_fused_inexact_readers_keep_the_bag_in_xla(name):
+    r = ts.check_step(YNN_FUSED[name], *_ynn_bag(), cost_model=False)
+    assert not r.clusters
+    assert any("one YNNPACK fusion" in str(n.get("reason")) for n in r.near_misses), \
+        r.near_misses
+
+
+@pytest.mark.parametrize("name", sorted(YNN_EXACT))
+def test_ynnpack_exact_readers_leave_the_bag_rewritten(name):
+    r = ts.check_step(YNN_EXACT[name], *_ynn_bag(), cost_model=False)
+    assert [c["pattern"] for c in r.clusters] == ["ember.padded_bag"]

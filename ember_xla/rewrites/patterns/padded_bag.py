@@ -29,7 +29,7 @@ from ember_xla.rewrites.patterns.common import (
     split_weighted,
     weights_chain,
 )
-from ember_xla.rewrites.reduce_merge import fused_by_xla, merged_by_xla
+from ember_xla.rewrites.reduce_merge import computed_by_ynnpack, fused_by_xla, merged_by_xla
 from ember_xla.rewrites.refs import Ref, binary_combiner, plus_zero, resolve, scalar_constant
 from ember_xla.rewrites.walk import NoMatch, Walk
 
@@ -129,6 +129,8 @@ class PaddedBag(Pattern):
             fused = fused_by_xla(op)  # XLA's own loop, not YNNPACK's fusion
             if fused:
                 raise NoMatch(fused)
+        elif self.xla_order and (inexact := computed_by_ynnpack(op)):
+            raise NoMatch(inexact)
         cluster = make_cluster(self, walk, lk, [("ids", lk.indices)], weights, combiner, init)
         cluster.attrs["sum_order"] = order
         if mask is not None:
