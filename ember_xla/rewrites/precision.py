@@ -6,6 +6,7 @@ kernels do; tests/rewrites/test_precision.py checks every case against XLA:CPU."
 
 from __future__ import annotations
 
+import math
 import os
 import re
 
@@ -38,11 +39,7 @@ def _weights_type(c: Cluster) -> str | None:
 
 def _bag_elements(c: Cluster) -> int:
     """B * P * D of a padded bag: the elements of the [B, P, D] rows its reduce sums."""
-    ids = c.inputs[c.input_roles.index("ids")]
-    n = 1
-    for dim in ids.type.dims:
-        n *= dim
-    return n * c.table.type.dims[-1]
+    return math.prod(c.inputs[c.input_roles.index("ids")].type.dims) * c.table.type.dims[-1]
 
 
 def refusal(c: Cluster, excess_precision: bool) -> str | None:

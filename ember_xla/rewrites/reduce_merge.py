@@ -25,7 +25,7 @@ whose chain ends in a reduce). ``computed_by_ynnpack`` finds such ops."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from ember_xla.hlo.opcodes import ELEMENTWISE
 from ember_xla.ir.operation import Operation
@@ -36,19 +36,29 @@ from ember_xla.rewrites.same_value import same_value
 _PASS_THROUGH = ("reshape", "transpose", "bitcast", "copy")
 
 
-def _reached(op: Operation, passes: Callable[[Operation], bool]) -> Iterator[Operation]:
-    """Every op reading ``op``'s result through ops that ``passes`` (single-result ones only),
-    once each; the ops passed through are walked, not yielded."""
-    todo, seen = list(op.result.users), set()
+def _walk(start: list[Operation], passes: Callable[[Operation], bool]
+          ) -> tuple[list[Operation], list[Operation]]:
+    """(the ops reached from ``start`` that ``passes`` and that are walked on through their
+    single result, the other ops reached), each op once."""
+    walked: list[Operation] = []
+    ends: list[Operation] = []
+    todo, seen = list(start), set()
     while todo:
         u = todo.pop()
         if id(u) in seen:
             continue
         seen.add(id(u))
         if len(u.results) == 1 and passes(u):
+            walked.append(u)
             todo.extend(u.result.users)
         else:
-            yield u
+            ends.append(u)
+    return walked, ends
+
+
+def _reached(op: Operation, passes: Callable[[Operation], bool]) -> list[Operation]:
+    """Every op reading ``op``'s result through ops that ``passes`` (single-result ones only)."""
+    return _walk(op.result.users, passes)[1]
 
 
 def _layout_only(u: Operation) -> bool:
@@ -144,17 +154,7 @@ def computed_by_ynnpack(op: Operation) -> str | None:
     readers = [u for t in twins for u in t.result.users]
     if len(readers) != 1:
         return None  # XLA's CSE leaves one reduce read by several ops: YNNPACK takes none in
-    region, ends, todo, seen = [], [], list(readers), set()
-    while todo:
-        u = todo.pop()
-        if id(u) in seen:
-            continue
-        seen.add(id(u))
-        if len(u.results) != 1 or not _elementwise(u):
-            ends.append(u)
-            continue
-        region.append(u)
-        todo.extend(u.result.users)
+    region, ends = _walk(readers, _elementwise)
     if not region or (ends and all(u.opcode == "reduce" for u in ends)):
         return None  # a consuming reduce's loop fusion takes the ops in (XLA computes them)
     inside = {id(u) for u in region}

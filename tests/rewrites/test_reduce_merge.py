@@ -141,7 +141,8 @@ YNN_EXACT = {
     "sqrt_abs": lambda t, i: jnp.sqrt(jnp.abs(t[i].sum(1))),
     "scaled": lambda t, i: t[i].sum(1) * 0.3,
     "tanh_then_sum": lambda t, i: jnp.tanh(t[i].sum(1)).sum(-1),
-    "plus_a_product": lambda t, i: t[i].sum(1) + _W[:, 0] * 0.5,
+    "plus_a_product_of_another_value": lambda t, i: t[i].sum(1) + t[:256] * 0.5,
+    "tanh_beside_a_dot": lambda t, i: (lambda p: (jnp.tanh(p), p @ _W))(t[i].sum(1)),
 }
 
 
