@@ -10,12 +10,13 @@ UNARY = {
     "reshape", "reverse", "round-nearest-afz", "round-nearest-even", "rsqrt", "sign", "sine",
     "slice", "sqrt", "tan", "tanh", "transpose", "get-tuple-element", "copy-start", "copy-done",
     "cholesky", "fft", "get-dimension-size", "stochastic-convert-unused",
+    "acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh", "shuffle", "topk",
 }
 BINARY = {
     "add", "and", "atan2", "compare", "complex", "divide", "dot", "maximum", "minimum",
     "multiply", "or", "power", "remainder", "shift-left", "shift-right-arithmetic",
     "shift-right-logical", "subtract", "xor", "convolution", "gather", "set-dimension-size",
-    "stochastic-convert", "triangular-solve", "add-dependency",
+    "stochastic-convert", "triangular-solve", "add-dependency", "mulhi",
 }
 TERNARY = {"clamp", "select", "dynamic-update-slice-unused"}
 NULLARY = {"constant", "iota", "parameter", "partition-id", "replica-id",
@@ -29,8 +30,8 @@ VARIADIC = {
     "dynamic-reshape", "dynamic-slice", "dynamic-update-slice", "fusion", "infeed", "map",
     "opt-barrier", "outfeed", "pad", "ragged-all-to-all", "ragged-dot", "recv",
     "recv-done", "reduce", "reduce-scatter", "reduce-window", "rng", "rng-bit-generator",
-    "scatter", "select-and-scatter", "send", "send-done", "sort", "top-k", "tuple", "while",
-    "composite",
+    "scatter", "select-and-scatter", "send", "send-done", "sort", "tuple", "while",
+    "composite", "collective-reduce", "scaled-dot", "scan",
 }
 
 ARITY: dict[str, int] = {}
@@ -49,7 +50,7 @@ OPCODES: frozenset[str] = frozenset(ARITY) | frozenset(VARIADIC)
 ELEMENTWISE = (UNARY - {
     "bitcast", "broadcast", "reshape", "reverse", "slice", "transpose", "get-tuple-element",
     "copy-start", "copy-done", "cholesky", "fft", "get-dimension-size", "bitcast-convert",
-    "stochastic-convert-unused",
+    "stochastic-convert-unused", "shuffle", "topk",
 }) | (BINARY - {
     "dot", "convolution", "gather", "set-dimension-size", "triangular-solve", "add-dependency",
     "stochastic-convert",

@@ -16,7 +16,8 @@ module is compiled. The object returned:
 
 - ``.reports``: signature text (``"f32[200,8], s32[50]; static: 3"``) -> the rewrite report
   of that compile (clusters, groups, near-misses with reasons; empty ``clusters`` when jax's
-  module was kept);
+  module was kept, and ``kept_jax_module`` with the reason when the importer could not read
+  it: jax's module is then compiled as it is, with a warning);
 - ``.lower(*args)``: a ``jax.stages.Lowered`` of the rewritten module (``.as_text()``,
   ``.compile()``, ``.compiler_ir()``) with its ``.report``; ``.trace``, ``.eval_shape`` as
   jax's; ``.clear_cache()``.
@@ -57,12 +58,22 @@ _ARGUMENT_ERRORS = ("Non-hashable static arguments", "Error interpreting argumen
 
 def rewrite_hlo(proto: bytes, name: str) -> tuple[bytes | None, dict[str, Any]]:
     """The rewrite of one lowered function: (the module to compile, or None when no cluster is
-    rewritten; the rewrite report)."""
+    rewritten; the rewrite report). A module the importer cannot read (an instruction of a
+    newer XLA than it knows) is jax's to compile as it is: the report's ``kept_jax_module``
+    and a warning say why."""
+    from ember_xla.hlo.errors import HloImportError
     from ember_xla.hlo_import.proto import module_from_proto
     from ember_xla.orchestrate.rewrite_model import rewrite_for
     from ember_xla.runtime.execute import executable_proto, register_called_targets
 
-    result = rewrite_for(module_from_proto(proto, f"jit:{name}"), "cpu")
+    try:
+        module = module_from_proto(proto, f"jit:{name}")
+    except HloImportError as e:
+        why = " ".join(str(e).split())
+        log.warning("ember_xla.jit(%s): jax's module is compiled as it is: %s", name, why)
+        return None, {"module": name, "clusters": [], "groups": [], "near_misses": [],
+                      "kept_jax_module": why}
+    result = rewrite_for(module, "cpu")
     report = result.report()
     if not result.clusters:
         log.info("ember_xla.jit(%s): nothing rewritten (%s)", name,

@@ -1,7 +1,10 @@
 """When two values of one computation are provably equal, from the HLO alone.
 
 ``same_value``: the same value, or computed by identical pure instructions (same opcode,
-attributes, type and callees) from the same values (what multi_output.py merges).
+attributes, type and callees) from the same values (what multi_output.py merges, and what XLA's
+CSE merges). Callees are compared as XLA's CSE compares them, by structure: JAX gives each
+``reduce`` a combining computation of its own, so ``t[i].sum(1)`` traced twice calls
+``region_0`` and ``region_1``, equal op for op.
 
 ``same_elements``: the two hold the same elements in the same row-major order, whatever their
 shapes. Besides ``same_value`` it looks through reshapes, copies, bitcasts between row-major
@@ -16,6 +19,7 @@ the caller passes."""
 from __future__ import annotations
 
 from ember_xla.hlo.opcodes import ELEMENTWISE
+from ember_xla.ir.graph import Graph
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.value import Value
 from ember_xla.rewrites.canonicalize.base import PURE
@@ -29,6 +33,31 @@ def _attributes(op: Operation) -> dict:
     return {k: v for k, v in op.attributes.items() if k not in _IGNORED}
 
 
+def same_computation(g: Graph, h: Graph) -> bool:
+    """``g`` and ``h`` compute the same function, op for op: the same opcodes, attributes,
+    result types and callees (recursively), operands at the same positions, the same root."""
+    if g is h:
+        return True
+    if len(g.ops) != len(h.ops) or g.root is None or h.root is None:
+        return False
+    pos_g = {id(op): i for i, op in enumerate(g.ops)}
+    pos_h = {id(op): i for i, op in enumerate(h.ops)}
+    if pos_g.get(id(g.root)) != pos_h.get(id(h.root)):
+        return False
+    for a, b in zip(g.ops, h.ops, strict=True):
+        if (a.opcode != b.opcode or _attributes(a) != _attributes(b)
+                or [r.type for r in a.results] != [r.type for r in b.results]
+                or len(a.operands) != len(b.operands) or len(a.callees) != len(b.callees)):
+            return False
+        for x, y in zip(a.operands, b.operands, strict=True):
+            if (x.index != y.index or id(x.owner) not in pos_g
+                    or pos_g[id(x.owner)] != pos_h.get(id(y.owner))):
+                return False
+        if not all(same_computation(c, d) for c, d in zip(a.callees, b.callees, strict=True)):
+            return False
+    return True
+
+
 def _comparable(a: Value, b: Value) -> bool:
     """Same kind of pure instruction (opcode, result index, attributes, callees, arity)."""
     oa, ob = a.owner, b.owner
@@ -40,7 +69,8 @@ def _comparable(a: Value, b: Value) -> bool:
         and oa.opcode != "parameter"
         and oa.opcode in PURE
         and len(oa.operands) == len(ob.operands)
-        and [id(g) for g in oa.callees] == [id(g) for g in ob.callees]
+        and len(oa.callees) == len(ob.callees)
+        and all(same_computation(g, h) for g, h in zip(oa.callees, ob.callees, strict=True))
         and _attributes(oa) == _attributes(ob)
     )
 

@@ -275,3 +275,39 @@ def test_compiler_options_reach_the_rewritten_module(excess):
     for table in (t, t.astype(jnp.bfloat16)):
         same(f(table, ids, seg), g(table, ids, seg))
     assert "segment_reduce" in rewritten(f)
+
+
+def test_top_k_indices_and_inverse_hyperbolics_import():
+    """``lax.top_k`` lowers to XLA's ``topk`` (once misspelled ``top-k`` in our opcode table:
+    the importer refused the module)."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((8, 50)).astype(np.float32)
+    t = rng.standard_normal((1000, 16)).astype(np.float32)
+
+    def f(x, t):
+        v, i = jax.lax.top_k(x, 5)
+        return t[i].sum(1) * v.sum(1, keepdims=True), jnp.arccos(jnp.tanh(x)) + jnp.sinh(x)
+
+    g = ember_xla.jit(f)
+    same(g(x, t), jax.jit(f)(x, t))
+    (report,) = g.reports.values()
+    assert "kept_jax_module" not in report
+
+
+def test_a_module_the_importer_cannot_read_is_compiled_as_jax_lowered_it(caplog):
+    """An instruction our importer does not know (as a newer XLA may emit): jax's module is
+    compiled unchanged, the reason is in the report and a warning, nothing is raised."""
+    from ember_xla.orchestrate.jit import rewrite_hlo
+
+    t, ids, seg = data(11)
+    lowered = jax.jit(lambda t, i, s: bags(t, i, s, 16)).lower(t, ids, seg)
+    proto = lowered.compiler_ir("hlo").as_serialized_hlo_module_proto()
+    target = b"\x12\x06gather"  # an opcode field (2: a string of 6 bytes) naming a gather
+    assert proto.count(target) >= 1
+    with caplog.at_level("WARNING", logger="ember_xla.jit"):
+        module, report = rewrite_hlo(proto.replace(target, b"\x12\x06gahter"), "f")
+    assert module is None and report["clusters"] == []
+    assert "unknown opcode 'gahter'" in report["kept_jax_module"]
+    assert "compiled as it is" in caplog.text
+    module, report = rewrite_hlo(proto, "f")  # the module as jax lowered it is rewritten
+    assert module is not None and "kept_jax_module" not in report

@@ -164,3 +164,13 @@ def test_ynnpack_fused_inexact_readers_keep_the_bag_in_xla(name):
 def test_ynnpack_exact_readers_leave_the_bag_rewritten(name):
     r = ts.check_step(YNN_EXACT[name], *_ynn_bag(), cost_model=False)
     assert [c["pattern"] for c in r.clusters] == ["ember.padded_bag"]
+
+
+def test_a_bag_written_twice_is_one_reduce_with_two_readers():
+    """``t[i].sum(1)`` traced twice (each reduce with a combining computation of its own, equal
+    op for op): XLA's CSE makes it one reduce read by ``tanh`` and a dot, which YNNPACK fuses
+    none of, so both copies are rewritten (bit-equal, measured); judging each copy as if alone
+    kept the ``tanh`` copy in XLA, where YNNPACK then fused its ``tanh``: not bit-equal."""
+    r = ts.check_step(lambda t, i: (jnp.tanh(t[i].sum(1)), t[i].sum(1) @ _W), *_ynn_bag(),
+                      cost_model=False)
+    assert [c["pattern"] for c in r.clusters] == ["ember.padded_bag"] * 2

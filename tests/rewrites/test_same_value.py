@@ -84,3 +84,42 @@ def test_a_bitcast_keeps_the_order_only_between_row_major_layouts():
     transposed, flat, reshaped = parse_module(BITCASTS).entry.root.operands
     assert same_elements(flat, reshaped)  # {1,0} -> {0}: the row-major order kept
     assert not same_elements(transposed, reshaped)  # {1,0} -> {0,1}: a transpose
+
+
+def test_reduces_with_equal_combining_computations_are_the_same_value():
+    """JAX gives each reduce its own ``region_N``: equal op for op, as XLA's CSE compares them."""
+    t = np.ones((5, 3), np.float32)
+    a, b = outputs(lambda t: (t.sum(0), t.sum(0)), t)
+    assert a.owner.callees[0] is not b.owner.callees[0] and same_value(a, b)
+    a, b = outputs(lambda t: (t.sum(0), t.max(0)), t)
+    assert not same_value(a, b)
+
+
+SWAPPED = """
+HloModule m
+f {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT d = f32[] subtract(x, y)
+}
+g {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT d = f32[] subtract(y, x)
+}
+ENTRY e {
+  p = f32[4]{0} parameter(0)
+  z = f32[] constant(0)
+  a = f32[] reduce(p, z), dimensions={0}, to_apply=f
+  b = f32[] reduce(p, z), dimensions={0}, to_apply=f
+  c = f32[] reduce(p, z), dimensions={0}, to_apply=g
+  ROOT out = (f32[], f32[], f32[]) tuple(a, b, c)
+}
+"""
+
+
+def test_combining_computations_differ_by_their_operands_order():
+    from ember_xla.hlo.parser import parse_module
+
+    a, b, c = parse_module(SWAPPED).entry.root.operands
+    assert same_value(a, b) and not same_value(a, c)
