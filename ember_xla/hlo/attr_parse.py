@@ -10,7 +10,7 @@ from typing import Any
 
 from ember_xla.hlo.attr_text import DOT_TEXT_FIELDS, GATHER_FIELDS, SCATTER_FIELDS
 from ember_xla.hlo.cursor import Cursor
-from ember_xla.hlo.shape import shape_to_dict
+from ember_xla.hlo.shape import Shape, shape_to_dict
 
 Parser = Callable[[Cursor, dict[str, Any], str, str], None]
 _PARSERS: dict[str, Parser] = {}
@@ -211,7 +211,7 @@ def parse_bool(c: Cursor) -> bool:
 
 @parser_for("indices_are_sorted", "unique_indices", "is_stable", "largest",
          "custom_call_has_side_effect", "use_global_device_ids", "constrain_layout",
-         "is_host_transfer")
+         "is_host_transfer", "is_composite")
 def _p_bool_field(c: Cursor, a: dict[str, Any], op: str, key: str) -> None:
     a[key] = parse_bool(c)
 
@@ -273,7 +273,18 @@ def _p_backend_config(c: Cursor, a: dict[str, Any], op: str, key: str) -> None:
 
 @parser_for("operand_layout_constraints")
 def _p_olc(c: Cursor, a: dict[str, Any], op: str, key: str) -> None:
-    a["operand_shapes_with_layout"] = c.braced(lambda: shape_to_dict(c.shape()))
+    """A custom-call's operand layouts: their presence constrains the layouts (XLA's
+    ``constrain_layout``, which the text never spells on a custom-call)."""
+    a["operand_shapes_with_layout"] = c.braced(lambda: shape_to_dict(_laid_out(c.shape())))
+    a["constrain_layout"] = True
+
+
+def _laid_out(s: Shape) -> Shape:
+    """An array shape written without a layout (``f32[]``) has the default one, as XLA's
+    parser gives it."""
+    if not s.is_array or s.layout is not None:
+        return s
+    return Shape(s.element_type, s.dims, tuple(range(s.rank - 1, -1, -1)), (), s.dynamic)
 
 
 @parser_for("output_to_operand_aliasing")

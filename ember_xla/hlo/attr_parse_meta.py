@@ -47,7 +47,8 @@ def _p_frontend(c: Cursor, a: dict[str, Any], op: str, key: str) -> None:
     while not c.eat("}"):
         key = c.name("a frontend attribute name")
         c.expect("=")
-        m[key] = c.string() if c.peek('"') else c.word()
+        # a value is a string, a word, or a JSON-like dict kept as its text (Shardy's meshes)
+        m[key] = c.string() if c.peek('"') else c.balanced() if c.peek("{") else c.word()
         c.eat(",")
     a["frontend_attributes"] = {"map": m}
 

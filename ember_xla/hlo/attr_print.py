@@ -106,7 +106,8 @@ _GROUP_B = frozenset({
 _GROUP_C = frozenset({
     "indices_are_sorted", "unique_indices", "is_stable", "largest",
     "custom_call_has_side_effect", "use_global_device_ids", "constrain_layout",
-    "is_host_transfer", "exponent_bits", "mantissa_bits", "feature_index", "k", "channel_id",
+    "is_host_transfer", "is_composite", "exponent_bits", "mantissa_bits", "feature_index", "k",
+    "channel_id",
     "epsilon", "fusion_kind", "distribution", "rng_algorithm", "fft_type", "fft_length",
     "triangular_solve_options", "cholesky_options", "custom_call_target",
     "operand_shapes_with_layout", "output_operand_aliasing", "custom_call_schedule",
@@ -193,11 +194,11 @@ def print_attrs(opcode: str, attrs: dict[str, Any]) -> list[str]:
     if not _GROUP_C.isdisjoint(a):
         for key in ("indices_are_sorted", "unique_indices", "is_stable", "largest",
                     "custom_call_has_side_effect", "use_global_device_ids", "constrain_layout",
-                    "is_host_transfer"):
+                    "is_host_transfer", "is_composite"):
             if key in a:
                 v = a.pop(key)
-                if v:
-                    out.append(f"{key}={bool_text(v)}")
+                if v and not (key == "constrain_layout" and opcode == "custom-call"):
+                    out.append(f"{key}={bool_text(v)}")  # a custom-call's: its layouts
         for key in ("exponent_bits", "mantissa_bits", "feature_index", "k", "channel_id"):
             if key in a:
                 out.append(f"{key}={a.pop(key)}")

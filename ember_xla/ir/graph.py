@@ -182,7 +182,8 @@ class Module:
         return f"{stem}.{n}"
 
     def post_order(self) -> list[Graph]:
-        """Graphs with every callee before its callers, the entry last."""
+        """Graphs with every callee before its callers, in the module's order where it allows
+        (as XLA orders them: a graph nothing calls keeps its place, even after the entry)."""
         seen: set[int] = set()
         out: list[Graph] = []
 
@@ -196,13 +197,7 @@ class Module:
             out.append(g)
 
         for g in self.graphs:
-            if g is not self.entry:
-                visit(g)
-        if self.entry is not None:
-            if id(self.entry) in seen:
-                out.remove(self.entry)
-                seen.discard(id(self.entry))
-            visit(self.entry)
+            visit(g)
         return out
 
     def uniquify_op_names(self) -> int:

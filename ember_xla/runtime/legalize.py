@@ -8,7 +8,9 @@ the shapes' layouts) and non-default layouts. Three passes, each exact:
 * ``lower-bitcasts``: a bitcast = transpose to the source's physical order, reshape, transpose
   from the target's physical order (just a reshape when both layouts are row-major);
 * ``default-layouts``: with no bitcasts left, layouts carry no meaning: make them row-major
-  (constants are re-encoded so their values stay the same).
+  (constants are re-encoded so their values stay the same), except a custom-call's with
+  operand layout constraints: those are the layouts its target reads and writes (LAPACK's
+  column-major matrices), which the importer passes on to it.
 """
 
 from __future__ import annotations
@@ -122,8 +124,9 @@ class DefaultLayouts(ModulePass):
                     if not shape.is_tuple and not shape.has_default_layout():
                         arr = np.asarray(literal_to_numpy(lit))
                         op.attributes["literal"] = literal_from_numpy(arr, _default(shape))
+                if op.opcode == "custom-call" and "operand_shapes_with_layout" in op.attributes:
+                    continue  # the layouts the target reads and writes (LAPACK: column-major)
                 op.result.type = _default(op.result.type)
-                op.attributes.pop("operand_shapes_with_layout", None)
 
 
 EXECUTION_PIPELINE = "inline-fusions,lower-bitcasts,default-layouts"

@@ -918,6 +918,69 @@ def _b():
 
 
 @_case(
+    "jax_linalg",
+    "jax",
+    features=(
+        "LAPACK FFI custom-calls (potrf, geqrf, trsm, syevd) with column-major "
+        "operand_layout_constraints and output_to_operand_aliasing",
+    ),
+)
+def _b():
+    import jax.numpy as jnp
+    import jax.scipy.linalg as jsl
+
+    def f(x, b):
+        spd = x @ x.T + 6.0 * jnp.eye(6)
+        chol = jnp.linalg.cholesky(spd)
+        q, r = jnp.linalg.qr(x)
+        return chol, q, r, jsl.solve_triangular(chol, b, lower=True), jnp.linalg.eigvalsh(spd)
+
+    r = _rng(30)
+    return _jax(f, _f(r, (6, 6)), _f(r, (6, 3)))
+
+
+@_case(
+    "jax_topk_hyperbolic",
+    "jax",
+    features=("topk (two results)", "sinh/cosh/asinh/acosh/atanh/asin/acos/atan"),
+)
+def _b():
+    import jax.numpy as jnp
+    from jax import lax
+
+    def f(x):
+        v, i = lax.top_k(x, 3)
+        t = jnp.tanh(x) * 0.9
+        h = jnp.sinh(x) + jnp.cosh(x) + jnp.arcsinh(x) + jnp.arccosh(jnp.abs(x) + 1.0)
+        return v, i, h + jnp.arctanh(t) + jnp.arcsin(t) + jnp.arccos(t) + jnp.arctan(x)
+
+    r = _rng(31)
+    return _jax(f, _f(r, (5, 12)))
+
+
+@_case(
+    "jax_shardy_composite",
+    "jax",
+    features=(
+        "module frontend_attributes holding a dict (Shardy meshes)",
+        "a Sharding custom-call",
+        "composite call (is_composite, composite.* frontend attributes)",
+    ),
+)
+def _b():
+    import jax
+    from jax import lax
+
+    def f(x):
+        y = jax.lax.with_sharding_constraint(
+            x * 2.0, jax.sharding.SingleDeviceSharding(jax.devices("cpu")[0]))
+        return lax.composite(lambda v: v * 3.0 + 1.0, name="ember.test.affine")(y)
+
+    r = _rng(32)
+    return _jax(f, _f(r, (4, 4)))
+
+
+@_case(
     "jax_constants",
     "jax",
     features=(
