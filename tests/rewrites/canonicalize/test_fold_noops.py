@@ -42,7 +42,8 @@ ENTRY e {
   t = f32[50,32]{1,0} parameter(0)
   i = s32[64,10]{1,0} parameter(1)
   r = s32[64,10,1]{2,1,0} reshape(i)
-  g = f32[64,10,32]{2,1,0} gather(t, r), offset_dims={2}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=2, slice_sizes={1,32}
+  g = f32[64,10,32]{2,1,0} gather(t, r), offset_dims={2}, collapsed_slice_dims={0},
+    start_index_map={0}, index_vector_dim=2, slice_sizes={1,32}
   one = f32[] constant(1)
   o1 = f32[64,10,1]{2,1,0} broadcast(one), dimensions={}
   o2 = f32[64,10]{1,0} reshape(o1)
