@@ -79,6 +79,10 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("ember.sparse_adagrad", "sparse_adagrad",
            ("table", "accumulator", "indices", "updates", "scale", "eps"), "EmberSparseAdagrad",
            weights=False, attributes=(), direction="backward"),
+    # Keras 3's Adagrad: the same operands (scale = lr), t - (lr * g) * rsqrt(g * g + a + eps)
+    Target("ember.sparse_adagrad_keras", "sparse_adagrad_keras",
+           ("table", "accumulator", "indices", "updates", "scale", "eps"),
+           "EmberSparseAdagradKeras", weights=False, attributes=(), direction="backward"),
     # rowwise Adagrad (one accumulator per row: FBGEMM's EXACT_ROWWISE_ADAGRAD); the results
     # alias the table and its accumulator[V]; lr_folded: lr is a constant XLA multiplies into
     # the per-row reciprocal (t - g * (r * lr)), else t - (lr * g) * r; sum_order: the order
@@ -110,6 +114,7 @@ EMULATE = TARGETS["ember.emulate"]
 SCATTER_GRAD = TARGETS["ember.scatter_grad"]
 SPARSE_SGD = TARGETS["ember.sparse_sgd"]
 SPARSE_ADAGRAD = TARGETS["ember.sparse_adagrad"]
+SPARSE_ADAGRAD_KERAS = TARGETS["ember.sparse_adagrad_keras"]
 SPARSE_ROWWISE_ADAGRAD = TARGETS["ember.sparse_rowwise_adagrad"]
 ORDERED_SCATTER = TARGETS["ember.ordered_scatter"]
 

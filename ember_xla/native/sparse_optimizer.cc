@@ -10,10 +10,16 @@
 //   ember.sparse_adagrad: table, accum, indices, updates, scale[], eps[]     -> (table, accum)
 //                         a = g * g + a; u = (a > 0 ? rsqrt(a + eps) : 0) * g; t = t + u * scale
 //                         (optax.adagrad; both multiply-adds contracted as XLA contracts them)
+//   ember.sparse_adagrad_keras: the same operands and results, scale[] = lr
+//                         a = g * g + a; t = t - (lr * g) * rsqrt(a + eps)
+//                         (Keras 3's Adagrad: XLA's simplifier makes its x / sqrt(y) a
+//                         multiply by rsqrt(y); both multiply-adds contracted as XLA does)
 //
 // Rows without gradient are left alone only when the dense update provably leaves them
 // unchanged (scale finite with its sign bit set, eps >= 0; for Adagrad also no -0 in the row's
-// accumulator, which g * g + a turns into +0); otherwise the kernel applies the update with
+// accumulator, which g * g + a turns into +0; for Keras' Adagrad lr finite with its sign bit
+// clear and, per row, no -0 in the accumulator and a + eps > 0 for each element, as
+// (lr * 0) * rsqrt(a + eps) is then +0 and t - (+0) is t); otherwise the kernel applies the update with
 // g = 0 to that untouched row (or to every one) as well, which is what XLA computes. f32 only.
 // Results alias the operands or not (sparse_update.h: then written once, untouched rows copied).
 #include <vector>
@@ -61,6 +67,57 @@ __attribute__((target("avx2,fma"))) void AdagradRow(const RowArray& t, const Row
     td[j] = __builtin_fmaf(u, s, ts[j]);
     ad[j] = acc;
   }
+}
+
+// Keras' Adagrad on one touched row: a = fma(g, g, a); t = fma(-(lr * g), rsqrt(a + eps), t).
+__attribute__((target("avx2,fma"))) void KerasAdagradRow(const RowArray& t, const RowArray& a,
+                                                         int64_t r, const float* g, float lr,
+                                                         float eps, int64_t d) {
+  const float* ts = t.src + r * d;
+  const float* as = a.src + r * d;
+  float* td = t.dst + r * d;
+  float* ad = a.dst + r * d;
+  int64_t j = 0;
+  const __m256 vl = _mm256_set1_ps(lr), ve = _mm256_set1_ps(eps);
+  for (; j + 8 <= d; j += 8) {
+    const __m256 gj = _mm256_loadu_ps(g + j);
+    const __m256 acc = _mm256_fmadd_ps(gj, gj, _mm256_loadu_ps(as + j));
+    const __m256 rs = XlaRsqrt8(_mm256_add_ps(acc, ve));
+    const __m256 lg = _mm256_mul_ps(vl, gj);
+    _mm256_storeu_ps(td + j, _mm256_fnmadd_ps(lg, rs, _mm256_loadu_ps(ts + j)));
+    _mm256_storeu_ps(ad + j, acc);
+  }
+  for (; j < d; ++j) {
+    const float acc = __builtin_fmaf(g[j], g[j], as[j]);
+    td[j] = __builtin_fmaf(-(lr * g[j]), XlaRsqrt(acc + eps), ts[j]);
+    ad[j] = acc;
+  }
+}
+
+// The first row in [q, end) whose Keras Adagrad update with g = 0 changes it: an accumulator
+// element that is -0 (fma(0, 0, -0) is +0) or with a + eps not > 0 (zero, negative or NaN:
+// rsqrt gives inf or NaN, times +0 a NaN), or end.
+__attribute__((target("avx2"))) int64_t FirstKerasChanged(const float* acc, float eps,
+                                                          int64_t d, int64_t q, int64_t end) {
+  const __m256i neg_zero = _mm256_set1_epi32(static_cast<int>(0x80000000u));
+  const __m256 ve = _mm256_set1_ps(eps), zero = _mm256_setzero_ps();
+  for (int64_t r = q; r < end; ++r) {
+    const float* row = acc + r * d;
+    int64_t j = 0;
+    for (; j + 8 <= d; j += 8) {
+      const __m256 x = _mm256_loadu_ps(row + j);
+      const __m256 nz = _mm256_castsi256_ps(
+          _mm256_cmpeq_epi32(_mm256_castps_si256(x), neg_zero));
+      const __m256 pos = _mm256_cmp_ps(_mm256_add_ps(x, ve), zero, _CMP_GT_OQ);
+      if (_mm256_movemask_ps(_mm256_andnot_ps(nz, pos)) != 0xff) return r;
+    }
+    for (; j < d; ++j) {
+      uint32_t bits;
+      std::memcpy(&bits, row + j, sizeof bits);
+      if (bits == 0x80000000u || !(row[j] + eps > 0.0f)) return r;
+    }
+  }
+  return end;
 }
 
 // The first row in [q, end) of a [V, d] accumulator holding a -0 (bits 0x80000000), or end:
@@ -121,41 +178,69 @@ ffi::Error SparseSgdImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices, ffi::AnyB
   });
 }
 
+// optax's (keras = false) or Keras' (keras = true) Adagrad; `name` for the errors.
+ffi::Error AdagradUpdate(const char* name, bool keras, ffi::AnyBuffer table, ffi::AnyBuffer accum,
+                         ffi::AnyBuffer indices, ffi::AnyBuffer updates, ffi::AnyBuffer scale_buf,
+                         ffi::AnyBuffer eps_buf, ffi::RemainingArgs rest,
+                         ffi::Result<ffi::AnyBuffer> out_table,
+                         ffi::Result<ffi::AnyBuffer> out_accum) {
+  return Guarded(name, [&]() -> ffi::Error {
+    if (auto e = CheckTableLike(name, table, *out_table, table); e.failure()) return e;
+    if (auto e = CheckTableLike(name, accum, *out_accum, table); e.failure()) return e;
+    const int64_t v = table.dimensions()[0], d = table.dimensions()[1];
+    UpdateRows rows;
+    if (auto e = GetUpdateRows(name, indices, updates, rest, d, &rows); e.failure()) return e;
+    if (updates.element_type() != ffi::DataType::F32)
+      return ffi::Error::InvalidArgument(std::string("ember.") + name + ": updates must be f32");
+    float scale, eps;
+    if (auto e = ScalarF32(name, scale_buf, &scale); e.failure()) return e;
+    if (auto e = ScalarF32(name, eps_buf, &eps); e.failure()) return e;
+    if (!Fma()) return ffi::Error::Internal(std::string("ember.") + name + ": needs FMA");
+    RowGroups& g = ScratchGroups();
+    BuildRowGroups(indices.untyped_data(), indices.element_type() == ffi::DataType::S32,
+                   indices.dimensions()[0], v, &g);
+    const RowArray t = Pair(table, *out_table, d), a = Pair(accum, *out_accum, d);
+    // Keras: lr (not -lr) finite with its sign bit clear; the accumulators are checked per row
+    const bool dense = keras ? !(std::isfinite(scale) && !std::signbit(scale))
+                             : !(UntouchedUnchanged(scale) && eps >= 0.0f);
+    ForRows(g, rows, v, d, dense ? Untouched::kDense : Untouched::kCheck, {t, a},
+            [&](int64_t r) {
+              PrefetchRow(t.dst + r * d, d);
+              PrefetchRow(a.dst + r * d, d);
+            },
+            [&](int64_t r, const float* grad) {
+              if (keras)
+                KerasAdagradRow(t, a, r, grad, scale, eps, d);
+              else
+                AdagradRow(t, a, r, grad, scale, eps, d);
+            },
+            [&](int64_t q, int64_t end) {
+              return keras ? FirstKerasChanged(a.src, eps, d, q, end)
+                           : FirstWithNegativeZero(a.src, d, q, end);
+            });
+    return ffi::Error::Success();
+  });
+}
+
 ffi::Error SparseAdagradImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum, ffi::AnyBuffer indices,
                              ffi::AnyBuffer updates, ffi::AnyBuffer scale_buf,
                              ffi::AnyBuffer eps_buf, ffi::RemainingArgs rest,
                              ffi::Result<ffi::AnyBuffer> out_table,
                              ffi::Result<ffi::AnyBuffer> out_accum, ffi::ThreadPool xla_pool) {
   XlaPoolScope pool_scope(&xla_pool);
-  return Guarded("sparse_adagrad", [&]() -> ffi::Error {
-    if (auto e = CheckTableLike("sparse_adagrad", table, *out_table, table); e.failure())
-      return e;
-    if (auto e = CheckTableLike("sparse_adagrad", accum, *out_accum, table); e.failure())
-      return e;
-    const int64_t v = table.dimensions()[0], d = table.dimensions()[1];
-    UpdateRows rows;
-    if (auto e = GetUpdateRows("sparse_adagrad", indices, updates, rest, d, &rows); e.failure())
-      return e;
-    if (updates.element_type() != ffi::DataType::F32)
-      return ffi::Error::InvalidArgument("ember.sparse_adagrad: updates must be f32");
-    float scale, eps;
-    if (auto e = ScalarF32("sparse_adagrad", scale_buf, &scale); e.failure()) return e;
-    if (auto e = ScalarF32("sparse_adagrad", eps_buf, &eps); e.failure()) return e;
-    if (!Fma()) return ffi::Error::Internal("ember.sparse_adagrad: needs a CPU with FMA");
-    RowGroups& g = ScratchGroups();
-    BuildRowGroups(indices.untyped_data(), indices.element_type() == ffi::DataType::S32,
-                   indices.dimensions()[0], v, &g);
-    const RowArray t = Pair(table, *out_table, d), a = Pair(accum, *out_accum, d);
-    const bool dense = !(UntouchedUnchanged(scale) && eps >= 0.0f);
-    ForRows(g, rows, v, d, dense ? Untouched::kDense : Untouched::kCheck, {t, a},
-            [&](int64_t r) {
-              PrefetchRow(t.dst + r * d, d);
-              PrefetchRow(a.dst + r * d, d);
-            },
-            [&](int64_t r, const float* grad) { AdagradRow(t, a, r, grad, scale, eps, d); },
-            [&](int64_t q, int64_t end) { return FirstWithNegativeZero(a.src, d, q, end); });
-    return ffi::Error::Success();
-  });
+  return AdagradUpdate("sparse_adagrad", false, table, accum, indices, updates, scale_buf,
+                       eps_buf, rest, out_table, out_accum);
+}
+
+ffi::Error SparseAdagradKerasImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum,
+                                  ffi::AnyBuffer indices, ffi::AnyBuffer updates,
+                                  ffi::AnyBuffer scale_buf, ffi::AnyBuffer eps_buf,
+                                  ffi::RemainingArgs rest, ffi::Result<ffi::AnyBuffer> out_table,
+                                  ffi::Result<ffi::AnyBuffer> out_accum,
+                                  ffi::ThreadPool xla_pool) {
+  XlaPoolScope pool_scope(&xla_pool);
+  return AdagradUpdate("sparse_adagrad_keras", true, table, accum, indices, updates, scale_buf,
+                       eps_buf, rest, out_table, out_accum);
 }
 
 }  // namespace
@@ -195,6 +280,15 @@ EMBER_HANDLER(EmberSparseSgd, ember::SparseSgdImpl,
                   .Ctx<xla::ffi::ThreadPool>());
 
 EMBER_HANDLER(EmberSparseAdagrad, ember::SparseAdagradImpl,
+              EMBER_ARRAYS_3.Arg<xla::ffi::AnyBuffer>()
+                  .Arg<xla::ffi::AnyBuffer>()
+                  .Arg<xla::ffi::AnyBuffer>()
+                  .RemainingArgs()
+                  .Ret<xla::ffi::AnyBuffer>()
+                  .Ret<xla::ffi::AnyBuffer>()
+                  .Ctx<xla::ffi::ThreadPool>());
+
+EMBER_HANDLER(EmberSparseAdagradKeras, ember::SparseAdagradKerasImpl,
               EMBER_ARRAYS_3.Arg<xla::ffi::AnyBuffer>()
                   .Arg<xla::ffi::AnyBuffer>()
                   .Arg<xla::ffi::AnyBuffer>()

@@ -35,6 +35,7 @@ from ember_xla.custom_calls import (
     ORDERED_SCATTER,
     SCATTER_GRAD,
     SPARSE_ADAGRAD,
+    SPARSE_ADAGRAD_KERAS,
     SPARSE_ROWWISE_ADAGRAD,
     SPARSE_SGD,
     Target,
@@ -183,6 +184,38 @@ def match_adagrad(gcall: Operation) -> FusedUpdate:
     owned = [upd, v, u, sel, rs] + ([plus] if plus is not None else []) + [gt, acc, sq, gcall]
     return FusedUpdate(SPARSE_ADAGRAD, "adagrad", [table, accum, idx, rows, s, eps, *extra],
                        [upd.result, acc.result], owned)
+
+
+def match_keras_adagrad(gcall: Operation) -> FusedUpdate:
+    """Keras 3's Adagrad (JAX backend): a = a0 + g * g; t - (lr * g) / sqrt(a + eps), lr a
+    variable (XLA:CPU makes the divide a multiply by its own rsqrt)."""
+    g = gcall.result
+    sq, lg = _square_and_scaled(g)
+    lr = _scalar(_other(lg, g), "the learning rate")
+    if scalar_constant(Ref(lr)) is not None:
+        # XLA's simplifier moves a constant factor past the rsqrt: another order of products
+        raise NoMatch("the learning rate is a constant, which XLA:CPU multiplies in another "
+                      "order")
+    acc = _only_user(sq.result, "add", "g * g")
+    accum = _table(_other(acc, sq.result), g, "the accumulator")
+    root = gcall.parent.root
+    plus = [u for u in acc.users if u is not root]
+    if len(plus) != 1 or plus[0].opcode != "add":
+        raise NoMatch("the new accumulator does not feed one add of eps (and the outputs)")
+    plus = plus[0]
+    eps = _scalar(_other(plus, acc.result), "eps")
+    rt = _only_user(plus.result, "sqrt", "a + eps")
+    div = _only_user(rt.result, "divide", "sqrt(a + eps)")
+    if div.operands[0] is not lg.result or div.operands[1] is not rt.result:
+        raise NoMatch(f"{div.name} is not (lr * g) / sqrt(a + eps)")
+    upd = _only_user(div.result, "subtract", "(lr * g) / sqrt(a + eps)")
+    if upd.operands[1] is not div.result or upd.operands[0] is div.result:
+        raise NoMatch(f"{upd.name} does not subtract the update from the table")
+    table = _table(upd.operands[0], g, "the updated value")
+    idx, rows, *extra = gcall.operands
+    return FusedUpdate(SPARSE_ADAGRAD_KERAS, "adagrad_keras",
+                       [table, accum, idx, rows, lr, eps, *extra], [upd.result, acc.result],
+                       [upd, div, rt, plus, acc, sq, lg, gcall])
 
 
 def match_rowwise_adagrad(gcall: Operation) -> FusedUpdate:
@@ -363,13 +396,13 @@ def fuse(module: Module, gcall: Operation, index: int, rw: PatternRewriter,
     if why := non_f32_table(gcall) or summed_gradients(gcall) or clipped_gradient(gcall):
         return {"optimizer": None, "optimizer_reason": why}
     reasons = []
-    for matcher in (match_sgd, match_adagrad, match_rowwise_adagrad):
+    for matcher in (match_sgd, match_adagrad, match_keras_adagrad, match_rowwise_adagrad):
         try:
             f = matcher(gcall)
         except NoMatch as e:
             reasons.append(f"{matcher.__name__[6:]}: {e}")
             continue
-        if f.optimizer == "adagrad" and not adagrad_ok:
+        if f.optimizer in ("adagrad", "adagrad_keras") and not adagrad_ok:
             return {"optimizer": None, "optimizer_reason": (
                 "adagrad: the kernel's rsqrt does not reproduce XLA:CPU's on this machine, so "
                 "the update stays in XLA")}

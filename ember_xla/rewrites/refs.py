@@ -62,7 +62,8 @@ def step_out(ref: Ref) -> Ref:
 
 
 def scalar_constant(ref: Ref) -> float | None:
-    """The value of ``constant(c)``, ``broadcast(constant(c))`` or ``convert(constant(c))``."""
+    """The value of ``constant(c)``, ``broadcast(constant(c))`` or ``convert(constant(c))``
+    (a real c: None for a complex constant)."""
     ref = resolve(ref)
     op = ref.op
     while op.opcode in ("broadcast", "convert", "reshape") and len(op.operands) == 1:
@@ -75,6 +76,8 @@ def scalar_constant(ref: Ref) -> float | None:
     except ValueError:
         return None
     flat = arr.reshape(-1)
+    if np.iscomplexobj(flat):
+        return None  # not a real scalar
     if flat.size == 0 or not (np.all(flat == flat[0]) or np.all(np.isnan(flat.astype(float)))):
         return None
     return float(flat[0]) if flat.dtype != np.bool_ else float(bool(flat[0]))

@@ -192,6 +192,50 @@ def test_dense_formula_is_optax_adagrad():
     assert_same(upd, want_upd)
 
 
+def sparse_adagrad_keras(table, acc, ids, rows, lr, eps, alias=True):
+    shapes = (jax.ShapeDtypeStruct(table.shape, table.dtype),) * 2
+    call = jax.ffi.ffi_call("ember.sparse_adagrad_keras", shapes,
+                            input_output_aliases={0: 0, 1: 1} if alias else None)
+    return call(table, acc, ids, rows, lr, eps)
+
+
+#: untouched accumulators the update with g = 0 changes: -0 (g * g + a is +0), zero with
+#: eps = 0 (rsqrt(0) = inf, times +0 is NaN), negative, NaN
+ODD_SLOTS = {"plain": None, "minus_zero": -0.0, "zero": 0.0, "negative": -2.0, "nan": np.nan}
+
+
+@pytest.mark.parametrize("lr,eps", [(0.1, 1e-7), (0.0, 1e-7), (-0.0, 1e-7), (-0.1, 1e-7),
+                                    (np.inf, 1e-7), (np.nan, 1e-7), (0.1, 0.0), (0.1, -1.0)])
+@pytest.mark.parametrize("slot", sorted(ODD_SLOTS))
+@pytest.mark.parametrize("alias", [True, False])
+@needs_xla_rsqrt
+def test_sparse_adagrad_keras_is_keras_adagrad(lr, eps, slot, alias):
+    """t - (lr * g) / sqrt(g * g + a + eps) as XLA:CPU computes Keras 3's Adagrad, untouched
+    rows included: left alone where the update keeps them, else updated with g = 0."""
+    rng = np.random.default_rng(5)
+    v, d, n = 30, 11, 60
+    table = mixed(rng, (v, d), np.float32)
+    table[7] = -0.0
+    acc = np.abs(mixed(rng, (v, d), np.float32)) + np.float32(0.1)
+    ids = rng.integers(0, v + 2, n).astype(np.int32)
+    ids[ids == 7] = 8  # row 7 (and those below) untouched
+    if ODD_SLOTS[slot] is not None:
+        acc[7, 3] = ODD_SLOTS[slot]
+    rows = mixed(rng, (n, d), np.float32)
+    lr_, e = np.float32(lr), np.float32(eps)
+
+    def dense(t, a, i, u, lr, e):
+        g = jnp.zeros_like(t).at[i].add(u, mode="drop")
+        a = a + g * g
+        return t - (lr * g) / jnp.sqrt(a + e), a
+
+    want = jax.jit(dense)(table, acc, ids, rows, lr_, e)
+    got = jax.jit(lambda *x: sparse_adagrad_keras(*x, alias=alias))(table, acc, ids, rows,
+                                                                      lr_, e)
+    assert_same(got[0], want[0])
+    assert_same(got[1], want[1])
+
+
 @pytest.mark.parametrize("masked", [False, True])
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
 def test_gathered_form_is_xla_gather_then_scatter(masked, dtype):
