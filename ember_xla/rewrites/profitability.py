@@ -7,7 +7,13 @@ The model (``cost_model.json`` next to this file, written by
 ``benchmarks/calibrate_cost_model.py``, which records its command, date and raw measurements)
 is per family (kind x combiner class) and per backend:
 ``t = c0 + per_lookup_elem * lookups * D + per_output_elem * rows * D + per_lookup * lookups``:
-per-call overhead, gather-and-reduce work, output work, per-index work. A cluster is rewritten
+per-call overhead, gather-and-reduce work, output work, per-index work. A lookup of a table
+computed on every call by an elementwise op (flax ``nn.Embed(dtype=bfloat16)`` converting its
+f32 table, a GNN's ``h * norm[:, None]`` gathered along the edges) costs the kernel path also
+the table written out first, which XLA, fusing the op into its gather, never writes: that
+write is predicted at the kernel's own measured cost per output element
+(``per_output_elem_s``) times the table's elements (``computed_table_s``; checked against
+``benchmarks/bench_computed_table.py``: docs/BENCHMARKS.md). A cluster is rewritten
 only when the kernel is predicted faster by more than ``MARGIN`` (predicted ember time
 <= 0.75 x XLA's, i.e. >= 1.33x faster): the
 XLA fits' median relative residual is 0.28-0.30 (0.32-0.37 in an earlier calibration on
@@ -35,6 +41,7 @@ from importlib import resources
 from typing import Any
 
 from ember_xla.hlo.opcodes import ELEMENTWISE
+from ember_xla.ir.operation import Operation
 from ember_xla.rewrites import gradient_rule
 from ember_xla.rewrites.cluster import Cluster, NearMiss
 
@@ -89,7 +96,8 @@ def predict(c: Cluster, model: dict[str, Any] | None = None) -> dict[str, float]
     if fam is None:
         return None
     s = sizes(c)
-    return {"ember": _time(fam["ember"], s), "xla": _time(fam["xla"], s)}
+    return {"ember": _time(fam["ember"], s) + computed_table_s(c, fam),
+            "xla": _time(fam["xla"], s)}
 
 
 def gradient_sizes(c: Cluster) -> dict[str, int]:
@@ -144,28 +152,34 @@ def unmodelled_slow(c: Cluster) -> str | None:
                 "(benchmarks/padded_order_speed.py)")
     if c.kind == "ordered_scatter" and c.root.opcode == "add":
         return f"{FOLD_KEPT} ({c.root.name})"
-    return computed_table(c)
+    return None
 
 
-def computed_table(c: Cluster) -> str | None:
-    """Why a lookup of a table computed per element on every call stays in XLA (flax
-    ``nn.Embed(dtype=jnp.bfloat16)`` converts its f32 table, Keras' mixed precision casts
-    it): XLA fuses the ``convert`` into the gather and converts only the rows it looks up,
-    while the kernel needs the whole computed table, which XLA would then write out on every
-    call. Kept whatever the table's size: the rewrite measured faster for small tables (1.3x
-    at 20,000 x 64) but the model has no term for the table's conversion, so it cannot tell
-    where that turns; None for the other clusters."""
+def computed_table(c: Cluster) -> Operation | None:
+    """The elementwise op computing a forward cluster's table on every call (flax
+    ``nn.Embed(dtype=jnp.bfloat16)`` converts its f32 table, Keras' mixed precision casts it,
+    a GNN scales its node features), or None: XLA fuses it into the gather and computes only
+    the rows looked up, while the kernel needs the whole computed table written out first."""
     if c.direction == "backward" or not c.input_roles or c.input_roles[0] != "table":
         return None
     producer = c.table.owner
-    if producer.opcode not in ELEMENTWISE:
-        return None
-    return (f"kept in XLA: the table is computed on every call ({producer.opcode} "
-            f"{producer.name}, {c.table.type}): XLA:CPU fuses it into the gather and computes "
-            "only the rows looked up; the kernel would need the whole table written out "
-            "first (0.46-0.73x of XLA:CPU measured for a 200,000 x 64 table; the gain at "
-            "20,000 rows and fewer is not modelled: docs/BENCHMARKS.md, \"A table computed "
-            "per call\")")
+    return producer if producer.opcode in ELEMENTWISE else None
+
+
+def computed_table_s(c: Cluster, fam: dict[str, Any]) -> float:
+    """Seconds the kernel path adds by having XLA write a computed table out: its elements
+    at the kernel's measured cost per output element (0 for a table that is an input)."""
+    if computed_table(c) is None:
+        return 0.0
+    return fam["ember"]["per_output_elem_s"] * _count(c.table.type)
+
+
+def _computed_note(c: Cluster) -> str:
+    op = computed_table(c)
+    if op is None:
+        return ""
+    return (f"; the table is computed on every call ({op.opcode} {op.name}, {c.table.type}): "
+            "XLA:CPU fuses it into the gather, the native path writes it out first")
 
 
 def us(x: float) -> str:
@@ -189,7 +203,7 @@ def split(clusters: list[Cluster]) -> tuple[list[Cluster],
             kept.append((NearMiss(c.pattern, c.root,
                                   f"kept in XLA: predicted native {us(p['ember'])} vs XLA "
                                   f"{us(p['xla'])}, not {MARGIN:.0%} faster "
-                                  f"({family(c)}, {sizes(c)})"), p))
+                                  f"({family(c)}, {sizes(c)}{_computed_note(c)})"), p))
             continue
         if p is not None:
             predictions[id(c)] = p
