@@ -84,7 +84,8 @@ COMMANDS = {
 }
 USAGE = """usage: ember-xla COMMAND MODEL [--flags]
 
-MODEL is a SavedModel directory, an HloModuleProto (.pb) or HLO text (.hlo/.txt).
+MODEL is a SavedModel directory, an HloModuleProto (.pb), HLO text (.hlo/.txt) or StableHLO
+(.mlir text or bytecode, e.g. jax.jit(f).lower(...).as_text()).
 Commands:
 """ + "\n".join(f"  {v}" for v in COMMANDS.values()) + """
 Run `ember-xla --helpfull` for every flag."""

@@ -1,5 +1,7 @@
-"""Load a model from a path: SavedModel directory, HloModuleProto (``.pb``) or HLO text (with
-the parameter values of a ``params.npz`` beside the file bound)."""
+"""Load a model from a path: SavedModel directory, HloModuleProto (``.pb``), HLO text or a
+StableHLO module (MLIR text such as ``jax.jit(f).lower(...).as_text()`` prints, or MLIR
+bytecode; converted to HLO by XLA's own importer), with the parameter values of a
+``params.npz`` beside the file bound."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ from ember_xla.ir.graph import Module
 from ember_xla.util.input_files import SpecialFileError, open_regular, refuse_special_tree
 
 TEXT_SUFFIXES = (".hlo", ".txt", ".hlo.txt")
+MLIR_SUFFIXES = (".mlir", ".mlirbc", ".stablehlo")
+MLIR_BYTECODE_MAGIC = b"ML\xefR"
 MAX_INPUT_BYTES = 2**31  # protobuf's own limit for one message
 
 
@@ -67,7 +71,9 @@ def load_models(path: str, signature: str | None = None, unknown_dim: int = 8,
     data = read_limited(path)
     if not data:
         raise HloImportError("file is empty; expected HLO text or an HloModuleProto", path)
-    if path.endswith(TEXT_SUFFIXES) or data.lstrip().startswith(b"HloModule"):
+    if is_stablehlo(path, data):
+        model = Model(verified(module_from_proto(stablehlo_proto(data, path), path), path), path)
+    elif path.endswith(TEXT_SUFFIXES) or data.lstrip().startswith(b"HloModule"):
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as e:
@@ -82,6 +88,31 @@ def load_models(path: str, signature: str | None = None, unknown_dim: int = 8,
     bind_sibling_params(model, path)
     read_sibling_output_names(model, path)
     return [model]
+
+
+def is_stablehlo(path: str, data: bytes) -> bool:
+    """MLIR bytecode, a ``.mlir`` file, or text whose first statement is an MLIR ``module``
+    (after ``#loc`` aliases and comments)."""
+    if data.startswith(MLIR_BYTECODE_MAGIC) or path.endswith(MLIR_SUFFIXES):
+        return True
+    for line in data[:65536].splitlines():
+        s = line.strip()
+        if not s or s.startswith((b"#loc", b"//")):
+            continue
+        return s.startswith((b"module", b"func.func"))
+    return False
+
+
+def stablehlo_proto(data: bytes, path: str) -> bytes:
+    """The HloModuleProto XLA makes of a StableHLO module, or one ``HloImportError`` line."""
+    from ember_xla.runtime.xla_cpu import XlaError, stablehlo_to_proto
+
+    try:
+        return stablehlo_to_proto(data)
+    except XlaError as e:
+        raise HloImportError(f"not a StableHLO module XLA can read ({e}); expected MLIR text "
+                             "or bytecode such as jax.jit(f).lower(...).as_text() gives", path
+                             ) from None
 
 
 def elided_message(elided: list[str]) -> str:

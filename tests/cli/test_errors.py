@@ -36,6 +36,18 @@ def test_random_bytes(tmp_path, cli, error_line):
     assert str(bad) in line
 
 
+@pytest.mark.parametrize("name,data", [
+    ("bad.mlir", b"module {\n  garbage\n}\n"),                 # an unknown op
+    ("cut.mlir", b"module @m {\n  func.func @main(%a: tensor<2xf32>"),  # cut short
+    ("m.bin", b"ML\xefR" + bytes(range(40))),                    # bytecode magic, then junk
+])
+def test_bad_stablehlo(tmp_path, cli, error_line, name, data):
+    bad = tmp_path / name
+    bad.write_bytes(data)
+    line = error_line(cli("inspect", str(bad)))
+    assert str(bad) in line and "not a StableHLO module XLA can read" in line
+
+
 def test_bad_text_reports_line_and_column(good_proto, tmp_path, cli, error_line):
     lines = (good_proto / "m.hlo").read_text().splitlines()
     k = next(i for i, ln in enumerate(lines) if " = " in ln and "parameter" not in ln)

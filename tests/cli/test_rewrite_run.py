@@ -1,4 +1,5 @@
-"""``ember-xla rewrite`` / ``run`` end to end on real exports (JAX proto, HLO text, a TF
+"""``ember-xla rewrite`` / ``run`` end to end on real exports (JAX proto, HLO text, StableHLO
+text and bytecode, a TF
 SavedModel with an embedding table variable): outputs written atomically, report.json lists
 clusters and near-misses, --verify runs both modules on XLA:CPU, run executes the result."""
 
@@ -23,10 +24,13 @@ def jax_model(tmp_path_factory):
                           np.zeros(40, np.int32), np.ones((16, 4), np.float32))
     (d / "m.pb").write_bytes(lo.compiler_ir("hlo").as_serialized_hlo_module_proto())
     (d / "m.hlo").write_text(lo.compiler_ir("hlo").as_hlo_text())
+    (d / "m.mlir").write_text(lo.as_text())  # StableHLO, jax's default text
+    exported = jax.export.export(jax.jit(f))(*lo.args_info[0])
+    (d / "stablehlo.bin").write_bytes(exported.mlir_module_serialized)  # MLIR bytecode
     return d
 
 
-@pytest.mark.parametrize("src", ["m.pb", "m.hlo"])
+@pytest.mark.parametrize("src", ["m.pb", "m.hlo", "m.mlir", "stablehlo.bin"])
 def test_rewrite_verify_and_run(jax_model, tmp_path, src, cli):
     out = tmp_path / "out"
     p = cli("rewrite", str(jax_model / src), "--out", str(out), "--verify")
