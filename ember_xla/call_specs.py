@@ -260,6 +260,8 @@ BACKWARD_ROLES = {"scatter_grad": ("indices", "updates"),
                   "sparse_sgd": ("table", "indices", "updates", "scale"),
                   "sparse_adagrad": ("table", "accumulator", "indices", "updates", "scale",
                                      "eps"),
+                  "sparse_adagrad_keras": ("table", "accumulator", "indices", "updates",
+                                           "scale", "eps"),
                   "sparse_rowwise_adagrad": ("table", "accumulator", "indices", "updates",
                                              "scale", "eps"),
                   "ordered_scatter": ("operand", "indices", "updates")}
@@ -267,6 +269,7 @@ BACKWARD_LOWERED = tuple(BACKWARD_ROLES)
 #: the backward kinds whose results start as operands (updated in place): per output, the
 #: role of the operand it starts as
 IN_PLACE = {"sparse_sgd": ("table",), "sparse_adagrad": ("table", "accumulator"),
+            "sparse_adagrad_keras": ("table", "accumulator"),
             "sparse_rowwise_adagrad": ("table", "accumulator"), "ordered_scatter": ("operand",)}
 #: the row-wise sums of squares the lowering states (native/rowwise_adagrad.cc's SumOrder)
 ROWWISE_SUM_ORDERS = ("blocked16", "sequential")

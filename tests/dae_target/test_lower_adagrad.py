@@ -1,5 +1,6 @@
 """The fused Adagrad updates lowered to the Ember levels: ``ember.sparse_adagrad`` (optax's
-Adagrad: XLA's rsqrt as the estimate instruction refined by Newton-Raphson steps) and
+Adagrad: XLA's rsqrt as the estimate instruction refined by Newton-Raphson steps),
+``ember.sparse_adagrad_keras`` (Keras 3's, the same rsqrt) and
 ``ember.sparse_rowwise_adagrad`` (hand-written and optax forms, learning rate folded or an
 argument, the row-wise mean of squares in YNNPACK's blocked16 order), from real JAX training
 steps, lowered at -O0..-O4, every stage's interpreter compared bit for bit with the call's
@@ -64,6 +65,27 @@ def test_sparse_adagrad_optax():
     spec = _check(ts.optax_step(ts.bag_index(w), opt), (t, opt.init(t), ids, y), "sparse_adagrad")
     assert spec.roles[:2] == ("table", "accumulator")
     assert [o.shape for o in spec.outputs] == [t.shape, t.shape]
+
+
+def keras_adagrad_step(loss):
+    """Keras 3's Adagrad as its JAX backend computes it (``lr`` a variable)."""
+    import jax
+    import jax.numpy as jnp
+
+    def step(table, acc, lr, ids, y):
+        value, g = jax.value_and_grad(loss)(table, ids, y)
+        acc = acc + g * g
+        return value, table - (lr * g) / jnp.sqrt(acc + np.float32(1e-7)), acc
+    return step
+
+
+def test_sparse_adagrad_keras():
+    w, t = ts.head(RNG), ts.table(RNG)
+    acc = np.full_like(t, 0.1)
+    ids, y = ts.batch(RNG)
+    spec = _check(keras_adagrad_step(ts.bag_index(w)), (t, acc, np.float32(0.1), ids, y),
+                  "sparse_adagrad_keras")
+    assert spec.roles[:2] == ("table", "accumulator")
 
 
 @pytest.mark.parametrize("form", ["hand_written", "optax", "lr_argument"])

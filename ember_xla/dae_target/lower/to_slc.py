@@ -119,7 +119,7 @@ def lower_to_slc(spec: ClusterSpec) -> Module:
     if spec.kind in BACKWARD_LOWERED:
         consts = (ctx.c0, ctx.c1, ctx.s0, ctx.s1)
         args, results = list(g.args[:len(ins)]), list(g.args[len(ins):])
-        if spec.kind in ("sparse_adagrad", "sparse_rowwise_adagrad"):
+        if spec.kind in ("sparse_adagrad", "sparse_adagrad_keras", "sparse_rowwise_adagrad"):
             lower_adagrad(e, spec, dict(zip(spec.roles, args, strict=True)), results, consts)
         else:
             lower_backward(e, spec, args, results, consts)

@@ -14,6 +14,12 @@ their operands: ``output_init``). The execute unit's arithmetic is the native ke
   ``s`` finite with its sign bit set and ``eps >= 0``; where that rule keeps them, a pass
   over the untouched rows still stores ``fma(0, 0, a)`` over each zero of their accumulators
   (a -0 becomes +0, as in XLA's dense update).
+- ``sparse_adagrad_keras`` (Keras 3's Adagrad), per element: ``acc = fma(g, g, a)``; XLA's
+  rsqrt of ``acc + eps`` as above; ``t = fma(-(lr * g), rsqrt, t)`` (where ``lr * g`` is NaN,
+  ``fma(lr * g, -rsqrt, t)``: the kernel's fnmadd keeps a NaN operand's sign). Untouched rows:
+  a pass over all V rows (the accumulator read by the execute unit) updates a row with
+  ``g = 0`` unless ``lr`` is finite with its sign bit clear and no element of the row's
+  accumulator is -0 or has ``a + eps`` not > 0 (the kernel's ``FirstKerasChanged``).
 - ``sparse_rowwise_adagrad``, per row: ``m`` the sum of ``g * g`` over the row in the call's
   ``sum_order`` (``blocked16``: YNNPACK's 16 lanes, each summing every 16th square of a
   64-element block from zero, the blocks added per lane, then the lanes halved 8, 4, 2, 1;
@@ -61,6 +67,7 @@ def lower_adagrad(
     done = e.v(memref.AllocOp, [v], MemRefType((None,), I1), "done")
     no, yes = e.const(False, I1), e.const(True, I1)
     rowwise = spec.kind == "sparse_rowwise_adagrad"
+    keras = spec.kind == "sparse_adagrad_keras"
     lanes = (
         e.v(memref.AllocOp, [], MemRefType((16,), F32), "lanes")
         if rowwise and spec.sum_order == "blocked16"
@@ -70,16 +77,22 @@ def lower_adagrad(
     def row(grad_or_none: Value | None, r: Value) -> None:
         if rowwise:
             _rowwise_row(e, spec, role, outs, grad_or_none, lanes, r, d, c0, c1)
+        elif keras:
+            _keras_row(e, role, outs, grad_or_none, r, d, c0, c1)
         else:
             _adagrad_row(e, role, outs, grad_or_none, r, d, c0, c1)
 
     # rowwise: every row's flag (the untouched-row pass below reads them all); else the rows
     # the dense update changes, cleared and then updated by the shared passes
-    n_dense = None if rowwise else rows_written_by_dense_update(e, role, v, c0)
+    per_row_rule = rowwise or keras
+    n_dense = None if per_row_rule else rows_written_by_dense_update(e, role, v, c0)
     s_rows = s_v if n_dense is None else e.stream(n_dense)
     fused_update_passes(e, role, grad, done, (no, yes), s_v, d, consts, row, s_rows,
-                        None if rowwise else s_rows)
-    if n_dense is None:
+                        None if per_row_rule else s_rows)
+    if keras:
+        per_row(e, s_v, s0, s1,
+                lambda r: _untouched_keras(e, role, done, r, d, c0, c1, lambda: row(None, r)))
+    elif n_dense is None:
         _untouched_rowwise(e, spec, role, done, s_v, s0, s1, lambda r: row(None, r))
     else:  # where the rule keeps untouched rows (n_dense 0), their accumulators' -0 still change
         n_kept = e.v(arith.SubIOp, [v, n_dense], v.type, "n_kept")
@@ -133,6 +146,62 @@ def _adagrad_row(
         e.op(memref.StoreOp, [e.v(arith.FmaOp, [u, s, t], F32), outs[0], r, k])
         e.op(memref.StoreOp, [acc, outs[1], r, k])
         e.end(scf.YieldOp, loop.body)
+
+
+def _keras_row(
+    e: Emitter,
+    role: dict[str, Value],
+    outs: list[Value],
+    grad: Value | None,
+    r: Value,
+    d: Value,
+    c0: Value,
+    c1: Value,
+) -> None:
+    """Keras' Adagrad of row ``r`` (``g`` = ``grad[r, :]``, or +0 when None)."""
+    lr = e.v(memref.LoadOp, [role["scale"]], F32)
+    eps = e.v(memref.LoadOp, [role["eps"]], F32)
+    zero = e.const(0.0, F32)
+    loop = e.scf_for(c0, d, c1)
+    with e.into(loop.body):
+        k = loop.iv
+        g = e.v(memref.LoadOp, [grad, r, k], F32) if grad is not None else zero
+        a = e.v(memref.LoadOp, [role["accumulator"], r, k], F32)
+        acc = e.v(arith.FmaOp, [g, g, a], F32)
+        rs = xla_rsqrt(e, e.v(arith.AddFOp, [acc, eps], F32))
+        step = e.v(arith.MulFOp, [lr, g], F32)
+        t = e.v(memref.LoadOp, [role["table"], r, k], F32)
+        plain = e.v(arith.FmaOp, [e.v(arith.NegFOp, [step], F32), rs, t], F32)
+        nan_step = e.v(arith.FmaOp, [step, e.v(arith.NegFOp, [rs], F32), t], F32)
+        is_nan = e.v(arith.CmpFOp, [step, step], I1, pred="uno")
+        e.op(memref.StoreOp, [e.v(arith.SelectOp, [is_nan, nan_step, plain], F32), outs[0],
+                              r, k])
+        e.op(memref.StoreOp, [acc, outs[1], r, k])
+        e.end(scf.YieldOp, loop.body)
+
+
+def _untouched_keras(e: Emitter, role: dict[str, Value], done: Value, r: Value, d: Value,
+                     c0: Value, c1: Value, update: object) -> None:
+    """An untouched row ``r`` is updated with ``g = 0`` unless ``lr`` is finite with its sign
+    bit clear and every accumulator element of the row has its sign bit clear (no -0) with
+    ``a + eps > 0``."""
+    with e.then(flag_not(e, e.v(memref.LoadOp, [done, r], I1))):
+        lr = e.v(memref.LoadOp, [role["scale"]], F32)
+        eps = e.v(memref.LoadOp, [role["eps"]], F32)
+        zero = e.const(0.0, F32)
+        kept0 = e.v(arith.AndIOp, [_finite(e, lr), _sign_clear(e, lr)], I1)
+        loop = scf.ForOp.build(c0, d, c1, [kept0])
+        e.block.append(loop)
+        with e.into(loop.body):
+            a = e.v(memref.LoadOp, [role["accumulator"], r, loop.body.args[0]], F32)
+            pos = e.v(arith.CmpFOp, [e.v(arith.AddFOp, [a, eps], F32), zero], I1, pred="ogt")
+            # a -0 fails (g * g + a is +0); a NaN fails the sum's test already
+            is_zero = e.v(arith.CmpFOp, [a, zero], I1, pred="oeq")
+            minus = e.v(arith.AndIOp, [is_zero, flag_not(e, _sign_clear(e, a))], I1)
+            ok = e.v(arith.AndIOp, [pos, flag_not(e, minus)], I1)
+            e.op(scf.YieldOp, [e.v(arith.AndIOp, [loop.body.args[1], ok], I1)])
+        with e.then(flag_not(e, loop.results[0])):
+            update()  # type: ignore[operator]
 
 
 def _untouched_zeros(e: Emitter, role: dict[str, Value], out_acc: Value, done: Value,

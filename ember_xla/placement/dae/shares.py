@@ -34,7 +34,8 @@ import numpy as np
 from ember_xla.call_specs import ClusterSpec
 
 #: cut by rows of the table (the result rows they write), not by batch
-BY_TABLE_ROWS = ("scatter_grad", "sparse_sgd", "sparse_adagrad", "sparse_rowwise_adagrad",
+BY_TABLE_ROWS = ("scatter_grad", "sparse_sgd", "sparse_adagrad", "sparse_adagrad_keras",
+                 "sparse_rowwise_adagrad",
                  "ordered_scatter")
 #: the operands a backward share cuts by rows (updated in place: their rows are its result's)
 _BY_ROWS = ("table", "accumulator", "operand")
