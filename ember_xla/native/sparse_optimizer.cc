@@ -279,20 +279,16 @@ EMBER_HANDLER(EmberSparseSgd, ember::SparseSgdImpl,
                   .Ret<xla::ffi::AnyBuffer>()
                   .Ctx<xla::ffi::ThreadPool>());
 
-EMBER_HANDLER(EmberSparseAdagrad, ember::SparseAdagradImpl,
-              EMBER_ARRAYS_3.Arg<xla::ffi::AnyBuffer>()
-                  .Arg<xla::ffi::AnyBuffer>()
-                  .Arg<xla::ffi::AnyBuffer>()
-                  .RemainingArgs()
-                  .Ret<xla::ffi::AnyBuffer>()
-                  .Ret<xla::ffi::AnyBuffer>()
-                  .Ctx<xla::ffi::ThreadPool>());
+// table, accumulator, indices, updates, scale, eps [, source_rows [, mask]] -> (table, accum)
+#define EMBER_ADAGRAD_BINDING                      \
+  EMBER_ARRAYS_3.Arg<xla::ffi::AnyBuffer>()        \
+      .Arg<xla::ffi::AnyBuffer>()                  \
+      .Arg<xla::ffi::AnyBuffer>()                  \
+      .RemainingArgs()                             \
+      .Ret<xla::ffi::AnyBuffer>()                  \
+      .Ret<xla::ffi::AnyBuffer>()                  \
+      .Ctx<xla::ffi::ThreadPool>()
 
-EMBER_HANDLER(EmberSparseAdagradKeras, ember::SparseAdagradKerasImpl,
-              EMBER_ARRAYS_3.Arg<xla::ffi::AnyBuffer>()
-                  .Arg<xla::ffi::AnyBuffer>()
-                  .Arg<xla::ffi::AnyBuffer>()
-                  .RemainingArgs()
-                  .Ret<xla::ffi::AnyBuffer>()
-                  .Ret<xla::ffi::AnyBuffer>()
-                  .Ctx<xla::ffi::ThreadPool>());
+EMBER_HANDLER(EmberSparseAdagrad, ember::SparseAdagradImpl, EMBER_ADAGRAD_BINDING);
+
+EMBER_HANDLER(EmberSparseAdagradKeras, ember::SparseAdagradKerasImpl, EMBER_ADAGRAD_BINDING);

@@ -77,10 +77,8 @@ def lower_adagrad(
     def row(grad_or_none: Value | None, r: Value) -> None:
         if rowwise:
             _rowwise_row(e, spec, role, outs, grad_or_none, lanes, r, d, c0, c1)
-        elif keras:
-            _keras_row(e, role, outs, grad_or_none, r, d, c0, c1)
         else:
-            _adagrad_row(e, role, outs, grad_or_none, r, d, c0, c1)
+            _adagrad_row(e, role, outs, grad_or_none, r, d, c0, c1, keras)
 
     # rowwise: every row's flag (the untouched-row pass below reads them all); else the rows
     # the dense update changes, cleared and then updated by the shared passes
@@ -128,8 +126,10 @@ def _adagrad_row(
     d: Value,
     c0: Value,
     c1: Value,
+    keras: bool = False,
 ) -> None:
-    """Element-wise Adagrad of row ``r`` (``g`` = ``grad[r, :]``, or +0 when None)."""
+    """Element-wise Adagrad of row ``r`` (``g`` = ``grad[r, :]``, or +0 when None): optax's,
+    or with ``keras`` Keras 3's (``scale`` is then ``lr``)."""
     s = e.v(memref.LoadOp, [role["scale"]], F32)
     eps = e.v(memref.LoadOp, [role["eps"]], F32)
     zero = e.const(0.0, F32)
@@ -140,42 +140,18 @@ def _adagrad_row(
         a = e.v(memref.LoadOp, [role["accumulator"], r, k], F32)
         acc = e.v(arith.FmaOp, [g, g, a], F32)
         rs = xla_rsqrt(e, e.v(arith.AddFOp, [acc, eps], F32))
-        pos = e.v(arith.CmpFOp, [acc, zero], I1, pred="ogt")
-        u = e.v(arith.MulFOp, [e.v(arith.SelectOp, [pos, rs, zero], F32), g], F32)
         t = e.v(memref.LoadOp, [role["table"], r, k], F32)
-        e.op(memref.StoreOp, [e.v(arith.FmaOp, [u, s, t], F32), outs[0], r, k])
-        e.op(memref.StoreOp, [acc, outs[1], r, k])
-        e.end(scf.YieldOp, loop.body)
-
-
-def _keras_row(
-    e: Emitter,
-    role: dict[str, Value],
-    outs: list[Value],
-    grad: Value | None,
-    r: Value,
-    d: Value,
-    c0: Value,
-    c1: Value,
-) -> None:
-    """Keras' Adagrad of row ``r`` (``g`` = ``grad[r, :]``, or +0 when None)."""
-    lr = e.v(memref.LoadOp, [role["scale"]], F32)
-    eps = e.v(memref.LoadOp, [role["eps"]], F32)
-    zero = e.const(0.0, F32)
-    loop = e.scf_for(c0, d, c1)
-    with e.into(loop.body):
-        k = loop.iv
-        g = e.v(memref.LoadOp, [grad, r, k], F32) if grad is not None else zero
-        a = e.v(memref.LoadOp, [role["accumulator"], r, k], F32)
-        acc = e.v(arith.FmaOp, [g, g, a], F32)
-        rs = xla_rsqrt(e, e.v(arith.AddFOp, [acc, eps], F32))
-        step = e.v(arith.MulFOp, [lr, g], F32)
-        t = e.v(memref.LoadOp, [role["table"], r, k], F32)
-        plain = e.v(arith.FmaOp, [e.v(arith.NegFOp, [step], F32), rs, t], F32)
-        nan_step = e.v(arith.FmaOp, [step, e.v(arith.NegFOp, [rs], F32), t], F32)
-        is_nan = e.v(arith.CmpFOp, [step, step], I1, pred="uno")
-        e.op(memref.StoreOp, [e.v(arith.SelectOp, [is_nan, nan_step, plain], F32), outs[0],
-                              r, k])
+        if keras:  # fma(-(lr * g), rs, t); a NaN lr * g keeps its sign (the kernel's fnmadd)
+            step = e.v(arith.MulFOp, [s, g], F32)
+            plain = e.v(arith.FmaOp, [e.v(arith.NegFOp, [step], F32), rs, t], F32)
+            nan_step = e.v(arith.FmaOp, [step, e.v(arith.NegFOp, [rs], F32), t], F32)
+            is_nan = e.v(arith.CmpFOp, [step, step], I1, pred="uno")
+            new = e.v(arith.SelectOp, [is_nan, nan_step, plain], F32)
+        else:  # fma((acc > 0 ? rs : 0) * g, s, t)
+            pos = e.v(arith.CmpFOp, [acc, zero], I1, pred="ogt")
+            u = e.v(arith.MulFOp, [e.v(arith.SelectOp, [pos, rs, zero], F32), g], F32)
+            new = e.v(arith.FmaOp, [u, s, t], F32)
+        e.op(memref.StoreOp, [new, outs[0], r, k])
         e.op(memref.StoreOp, [acc, outs[1], r, k])
         e.end(scf.YieldOp, loop.body)
 
