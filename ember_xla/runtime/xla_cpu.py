@@ -99,20 +99,6 @@ def xla_proto_to_text(proto: bytes) -> str:
     return _hlo.HloModule.from_serialized_hlo_module_proto(proto).to_string()
 
 
-def stablehlo_to_proto(module: bytes) -> bytes:
-    """XLA's own conversion of a StableHLO module (MLIR text, as ``jax.jit(f).lower(...)
-    .as_text()`` prints it, or MLIR bytecode) to HloModuleProto bytes."""
-    from jaxlib import _jax
-
-    try:
-        comp = _jax.mlir.mlir_module_to_xla_computation(module, use_tuple_args=False,
-                                                        return_tuple=False)
-    except Exception as e:
-        first = next((ln for ln in str(e).splitlines() if "error" in ln), str(e))
-        raise XlaError(" ".join(first.split())[:300]) from None
-    return comp.as_serialized_hlo_module_proto()
-
-
 # --- jax.jit's own dispatch running a rewritten module (jax._src: pjit, pxla, stages) ---
 
 #: ``(HloModuleProto bytes of the lowered function, its name) -> (the proto to compile instead,
