@@ -162,8 +162,10 @@ def print_attrs(opcode: str, attrs: dict[str, Any]) -> list[str]:
         if "dot_dimension_numbers" in a:
             dd = a.pop("dot_dimension_numbers")
             for tname, field in DOT_TEXT_FIELDS.items():
-                if dd.get(field):
-                    out.append(f"{tname}={ints_text(dd[field])}")
+                # the contracting dims always, as XLA prints them (an outer product's are
+                # empty: without them the text would parse to a dot with no dimension numbers)
+                if dd.get(field) or "contracting" in field:
+                    out.append(f"{tname}={ints_text(dd.get(field, []))}")
         if "precision_config" in a:
             pc = a.pop("precision_config")
             if pc.get("operand_precision"):

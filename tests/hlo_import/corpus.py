@@ -1342,6 +1342,22 @@ def _b():
 
 
 @_case(
+    "tf_resize_outer_dot",
+    "tf",
+    features=("tf.image.resize (bilinear): an outer-product dot, empty contracting dims",),
+)
+def _b():
+    import tensorflow as tf
+
+    r = _rng(53)
+
+    def f(x):
+        return tf.image.resize(x[None, :, :, None], (8, 12))[0, :, :, 0]
+
+    return _tf_ir(_tf_fn(f), [_f(r, (4, 6))])
+
+
+@_case(
     "tf_conv2d_pool",
     "tf",
     features=(

@@ -88,6 +88,9 @@ def test_text_roundtrip(name):
     ours_via_xla = run_module(module_from_proto(xla_parse_text(printed)), inputs)
     xla_via_xla = run_module(module_from_proto(xla_parse_text(text)), inputs)
     same_bits(ours_via_xla, xla_via_xla, "our text vs XLA's text, both through XLA's parser")
-    # ... and our proto export of the parsed text means the same
+    # ... and our proto export of the parsed text means the same, as does our own text read
+    # back by our parser (what `ember-xla run` does with a written rewritten.hlo)
     same_bits(compile_proto(executable_proto(m)).run(inputs), reference(name),
               "text via our proto")
+    same_bits(compile_proto(executable_proto(parse_module(printed))).run(inputs),
+              reference(name), "our text via our parser and our proto")
