@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ember_xla.hlo.attr_text import (
     DOT_TEXT_FIELDS,
     GATHER_FIELDS,
@@ -111,8 +113,24 @@ _GROUP_C = frozenset({
     "epsilon", "fusion_kind", "distribution", "rng_algorithm", "fft_type", "fft_length",
     "triangular_solve_options", "cholesky_options", "custom_call_target",
     "operand_shapes_with_layout", "output_operand_aliasing", "custom_call_schedule",
-    "custom_call_api_version", "backend_config", "replica_groups", "parameter_replication",
+    "custom_call_api_version", "backend_config", "replica_groups", "collective_device_list",
+    "parameter_replication",
     "infeed_config", "outfeed_config", "outfeed_shape", "async_execution_thread", "sharding"})
+
+
+def _device_list_groups(cdl: dict[str, Any]) -> list[dict[str, Any]]:
+    """A collective's ``collective_device_list`` as explicit replica groups: its
+    ``replica_groups``, or its iota form expanded (``iota(prod(reshape_dims))`` reshaped,
+    transposed by ``iota_transpose_perm`` and cut into ``num_replica_groups`` groups)."""
+    if "iota_replica_group_list" not in cdl:
+        return list(cdl.get("replica_groups", []))
+    iota = cdl["iota_replica_group_list"]
+    dims = [int(x) for x in iota.get("iota_reshape_dims", [])]
+    perm = [int(x) for x in iota.get("iota_transpose_perm", [])] or list(range(len(dims)))
+    ids = np.arange(int(np.prod(dims))).reshape(dims).transpose(perm)
+    ids = ids.reshape(int(iota.get("num_replica_groups", 0)),
+                      int(iota.get("num_devices_per_group", 0)))
+    return [{"replica_ids": [int(x) for x in row]} for row in ids]
 
 
 def print_attrs(opcode: str, attrs: dict[str, Any]) -> list[str]:
@@ -246,9 +264,11 @@ def print_attrs(opcode: str, attrs: dict[str, Any]) -> list[str]:
             text = raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
             if text:
                 out.append("backend_config=" + (text if text.startswith("{") else quote(text)))
-        if "replica_groups" in a:
-            gs = ["{" + ",".join(map(str, g.get("replica_ids", []))) + "}"
-                  for g in a.pop("replica_groups")]
+        groups = (a.pop("replica_groups") if "replica_groups" in a
+                  else _device_list_groups(a.pop("collective_device_list"))
+                  if "collective_device_list" in a else None)
+        if groups is not None:
+            gs = ["{" + ",".join(map(str, g.get("replica_ids", []))) + "}" for g in groups]
             out.append("replica_groups={" + ",".join(gs) + "}")
         if "parameter_replication" in a:
             pr = a.pop("parameter_replication").get("replicated_at_leaf_buffers", [])

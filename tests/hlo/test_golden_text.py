@@ -55,3 +55,21 @@ def test_hlo_dialect_hooks_parse_verify_and_print():
     m = hlo.parse_module(expected, "canonical.expected.hlo")
     hlo.verify_module(m)
     assert hlo.print_module(m) == expected
+
+
+def test_collective_device_lists_print_as_replica_groups():
+    """A collective's device list (explicit or XLA's iota form) prints as the explicit
+    ``replica_groups`` XLA's parser reads: ``[2,2]<=[4]`` is {0,1},{2,3}; ``[2,2]<=[2,2]T(1,0)``
+    is {0,2},{1,3}."""
+    from ember_xla.hlo.attr_print import print_attrs
+
+    def text(cdl):
+        return [t for t in print_attrs("all-reduce", {"collective_device_list": cdl})
+                if t.startswith("replica_groups")]
+
+    iota = {"num_replica_groups": 2, "num_devices_per_group": 2, "iota_reshape_dims": [4]}
+    assert text({"iota_replica_group_list": iota}) == ["replica_groups={{0,1},{2,3}}"]
+    iota = {**iota, "iota_reshape_dims": [2, 2], "iota_transpose_perm": [1, 0]}
+    assert text({"iota_replica_group_list": iota}) == ["replica_groups={{0,2},{1,3}}"]
+    explicit = {"replica_groups": [{"replica_ids": [0]}]}
+    assert text(explicit) == ["replica_groups={{0}}"]

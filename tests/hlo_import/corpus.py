@@ -981,6 +981,28 @@ def _b():
 
 
 @_case(
+    "jax_shard_map_collectives",
+    "jax",
+    features=("shard_map on one device: all-reduce (psum, pmax) with collective_device_list",),
+)
+def _b():
+    import jax
+    from jax import shard_map
+    from jax.sharding import Mesh
+    from jax.sharding import PartitionSpec as P
+
+    mesh = Mesh(np.array(jax.devices("cpu")[:1]), ("d",))
+
+    def f(x):
+        s = shard_map(lambda y: jax.lax.psum(y, "d"), mesh=mesh, in_specs=P("d"), out_specs=P())
+        m = shard_map(lambda y: jax.lax.pmax(y, "d"), mesh=mesh, in_specs=P("d"), out_specs=P())
+        return s(x) * 2.0, m(x)
+
+    r = _rng(33)
+    return _jax(f, _f(r, (4, 6)))
+
+
+@_case(
     "jax_constants",
     "jax",
     features=(
