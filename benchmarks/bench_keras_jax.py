@@ -28,7 +28,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_jit import paired, ratio_text  # noqa: E402
 
 
-def build(n: int, d: int, b: int, p: int, optimizer: str):
+def build(n: int, d: int, b: int, p: int, optimizer: str, lr: float = 0.05,
+          ids: tuple[int, int] | None = None):
+    """(the training step, its initial state, a batch) of the model above; ``ids``: the range
+    the batch's ids are drawn from (default [0, n))."""
     import jax
     import jax.numpy as jnp
     import keras
@@ -38,11 +41,11 @@ def build(n: int, d: int, b: int, p: int, optimizer: str):
     pooled = keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(n, d)(ids_in))
     x = keras.layers.Concatenate()([pooled, keras.layers.Dense(d, activation="relu")(dense_in)])
     model = keras.Model([ids_in, dense_in], keras.layers.Dense(1)(x))
-    opt = {"sgd": keras.optimizers.SGD(0.05), "adagrad": keras.optimizers.Adagrad(0.05)}[
-        optimizer]
+    opt = {"sgd": keras.optimizers.SGD(lr), "adagrad": keras.optimizers.Adagrad(lr)}[optimizer]
     opt.build(model.trainable_variables)
     rng = np.random.default_rng(0)
-    batch = (rng.integers(0, n, (b, p)).astype(np.int32),
+    lo, hi = ids or (0, n)
+    batch = (rng.integers(lo, hi, (b, p)).astype(np.int32),
              rng.standard_normal((b, 8)).astype(np.float32),
              rng.standard_normal((b, 1)).astype(np.float32))
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from ember_xla.hlo.attr_text import DOT_TEXT_FIELDS, GATHER_FIELDS, SCATTER_FIELDS
 from ember_xla.hlo.cursor import Cursor
-from ember_xla.hlo.shape import Shape, shape_to_dict
+from ember_xla.hlo.shape import shape_to_dict
 
 Parser = Callable[[Cursor, dict[str, Any], str, str], None]
 _PARSERS: dict[str, Parser] = {}
@@ -275,16 +275,8 @@ def _p_backend_config(c: Cursor, a: dict[str, Any], op: str, key: str) -> None:
 def _p_olc(c: Cursor, a: dict[str, Any], op: str, key: str) -> None:
     """A custom-call's operand layouts: their presence constrains the layouts (XLA's
     ``constrain_layout``, which the text never spells on a custom-call)."""
-    a["operand_shapes_with_layout"] = c.braced(lambda: shape_to_dict(_laid_out(c.shape())))
+    a["operand_shapes_with_layout"] = c.braced(lambda: shape_to_dict(c.shape().laid_out()))
     a["constrain_layout"] = True
-
-
-def _laid_out(s: Shape) -> Shape:
-    """An array shape written without a layout (``f32[]``) has the default one, as XLA's
-    parser gives it."""
-    if not s.is_array or s.layout is not None:
-        return s
-    return Shape(s.element_type, s.dims, tuple(range(s.rank - 1, -1, -1)), (), s.dynamic)
 
 
 @parser_for("output_to_operand_aliasing")

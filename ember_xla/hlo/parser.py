@@ -42,14 +42,6 @@ _OPERANDS = re.compile(
 _ATTR = re.compile(r"[ \t]*,([ \t]*)(" + _IDENT + r")[ \t]*=")
 
 
-def _with_default_layout(s: Shape) -> Shape:
-    if s.is_tuple:
-        return Shape.tuple_of(tuple(_with_default_layout(t) for t in s.tuple_shapes))
-    if s.layout is None and s.is_array:
-        return Shape(s.element_type, s.dims, tuple(range(s.rank - 1, -1, -1)), (), s.dynamic)
-    return s
-
-
 class _Parser:
     def __init__(self, text: str, path: str | None, elided_ok: bool = False) -> None:
         self.c = Cursor(text, path)
@@ -207,7 +199,7 @@ class _Parser:
         shape = self.shapes.get(shape_text)
         if shape is None:
             c.pos = m.start(2)
-            shape = _with_default_layout(c.shape())
+            shape = c.shape().laid_out()
             if c.pos != m.end(2):
                 c.pos = pos
                 return None
@@ -223,7 +215,7 @@ class _Parser:
         if name in values:
             raise c.error(f"duplicate instruction name {name!r}", name_pos)
         c.expect("=", f"after instruction name {name}")
-        shape = _with_default_layout(c.shape())
+        shape = c.shape().laid_out()
         op_pos = c.pos
         opcode = c.name("an opcode")
         if opcode not in OPCODES:

@@ -104,6 +104,16 @@ class Shape:
         layout = tuple(range(len(dims) - 1, -1, -1)) if self.layout is not None else None
         return Shape(self.element_type, tuple(dims), layout if default_layout else None)
 
+    def laid_out(self) -> Shape:
+        """This shape with the default (row-major) layout where it has none, as XLA's parser
+        gives a shape written without one (``f32[]``); tuples element by element."""
+        if self.is_tuple:
+            return Shape.tuple_of(tuple(t.laid_out() for t in self.tuple_shapes))
+        if self.layout is None and self.is_array:
+            return Shape(self.element_type, self.dims, tuple(range(self.rank - 1, -1, -1)), (),
+                         self.dynamic)
+        return self
+
     def with_type(self, element_type: str) -> Shape:
         return dataclasses.replace(self, element_type=element_type)
 

@@ -19,8 +19,9 @@
 // unchanged (scale finite with its sign bit set, eps >= 0; for Adagrad also no -0 in the row's
 // accumulator, which g * g + a turns into +0; for Keras' Adagrad lr finite with its sign bit
 // clear and, per row, no -0 in the accumulator and a + eps > 0 for each element, as
-// (lr * 0) * rsqrt(a + eps) is then +0 and t - (+0) is t); otherwise the kernel applies the update with
-// g = 0 to that untouched row (or to every one) as well, which is what XLA computes. f32 only.
+// (lr * 0) * rsqrt(a + eps) is then +0 and t - (+0) is t); otherwise the kernel applies the
+// update with g = 0 to that untouched row (or to every one) as well, which is what XLA
+// computes. f32 only.
 // Results alias the operands or not (sparse_update.h: then written once, untouched rows copied).
 #include <vector>
 
@@ -42,6 +43,10 @@ __attribute__((target("avx2,fma"))) void SgdRow(float* dst, const float* src, co
   for (; j < d; ++j) dst[j] = __builtin_fmaf(g[j], s, src[j]);
 }
 
+// One touched row of optax's Adagrad (Keras = false; s = -lr):
+//   a = fma(g, g, a); t = fma((a > 0 ? rsqrt(a + eps) : 0) * g, s, t)
+// or of Keras' (Keras = true; s = lr): a = fma(g, g, a); t = fma(-(lr * g), rsqrt(a + eps), t).
+template <bool Keras>
 __attribute__((target("avx2,fma"))) void AdagradRow(const RowArray& t, const RowArray& a,
                                                     int64_t r, const float* g, float s,
                                                     float eps, int64_t d) {
@@ -55,41 +60,23 @@ __attribute__((target("avx2,fma"))) void AdagradRow(const RowArray& t, const Row
     const __m256 gj = _mm256_loadu_ps(g + j);
     const __m256 acc = _mm256_fmadd_ps(gj, gj, _mm256_loadu_ps(as + j));
     const __m256 rs = XlaRsqrt8(_mm256_add_ps(acc, ve));
-    const __m256 scale = _mm256_blendv_ps(zero, rs, _mm256_cmp_ps(acc, zero, _CMP_GT_OQ));
-    const __m256 u = _mm256_mul_ps(scale, gj);
-    _mm256_storeu_ps(td + j, _mm256_fmadd_ps(u, vs, _mm256_loadu_ps(ts + j)));
+    const __m256 tj = _mm256_loadu_ps(ts + j);
+    if constexpr (Keras) {
+      _mm256_storeu_ps(td + j, _mm256_fnmadd_ps(_mm256_mul_ps(vs, gj), rs, tj));
+    } else {
+      const __m256 scale = _mm256_blendv_ps(zero, rs, _mm256_cmp_ps(acc, zero, _CMP_GT_OQ));
+      _mm256_storeu_ps(td + j, _mm256_fmadd_ps(_mm256_mul_ps(scale, gj), vs, tj));
+    }
     _mm256_storeu_ps(ad + j, acc);
   }
   for (; j < d; ++j) {
     const float acc = __builtin_fmaf(g[j], g[j], as[j]);
-    const float scale = acc > 0.0f ? XlaRsqrt(acc + eps) : 0.0f;
-    const float u = scale * g[j];
-    td[j] = __builtin_fmaf(u, s, ts[j]);
-    ad[j] = acc;
-  }
-}
-
-// Keras' Adagrad on one touched row: a = fma(g, g, a); t = fma(-(lr * g), rsqrt(a + eps), t).
-__attribute__((target("avx2,fma"))) void KerasAdagradRow(const RowArray& t, const RowArray& a,
-                                                         int64_t r, const float* g, float lr,
-                                                         float eps, int64_t d) {
-  const float* ts = t.src + r * d;
-  const float* as = a.src + r * d;
-  float* td = t.dst + r * d;
-  float* ad = a.dst + r * d;
-  int64_t j = 0;
-  const __m256 vl = _mm256_set1_ps(lr), ve = _mm256_set1_ps(eps);
-  for (; j + 8 <= d; j += 8) {
-    const __m256 gj = _mm256_loadu_ps(g + j);
-    const __m256 acc = _mm256_fmadd_ps(gj, gj, _mm256_loadu_ps(as + j));
-    const __m256 rs = XlaRsqrt8(_mm256_add_ps(acc, ve));
-    const __m256 lg = _mm256_mul_ps(vl, gj);
-    _mm256_storeu_ps(td + j, _mm256_fnmadd_ps(lg, rs, _mm256_loadu_ps(ts + j)));
-    _mm256_storeu_ps(ad + j, acc);
-  }
-  for (; j < d; ++j) {
-    const float acc = __builtin_fmaf(g[j], g[j], as[j]);
-    td[j] = __builtin_fmaf(-(lr * g[j]), XlaRsqrt(acc + eps), ts[j]);
+    if constexpr (Keras) {
+      td[j] = __builtin_fmaf(-(s * g[j]), XlaRsqrt(acc + eps), ts[j]);
+    } else {
+      const float scale = acc > 0.0f ? XlaRsqrt(acc + eps) : 0.0f;
+      td[j] = __builtin_fmaf(scale * g[j], s, ts[j]);
+    }
     ad[j] = acc;
   }
 }
@@ -178,12 +165,14 @@ ffi::Error SparseSgdImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices, ffi::AnyB
   });
 }
 
-// optax's (keras = false) or Keras' (keras = true) Adagrad; `name` for the errors.
-ffi::Error AdagradUpdate(const char* name, bool keras, ffi::AnyBuffer table, ffi::AnyBuffer accum,
-                         ffi::AnyBuffer indices, ffi::AnyBuffer updates, ffi::AnyBuffer scale_buf,
-                         ffi::AnyBuffer eps_buf, ffi::RemainingArgs rest,
-                         ffi::Result<ffi::AnyBuffer> out_table,
-                         ffi::Result<ffi::AnyBuffer> out_accum) {
+// optax's (Keras = false) or Keras' (Keras = true) Adagrad.
+template <bool Keras>
+ffi::Error AdagradImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum, ffi::AnyBuffer indices,
+                       ffi::AnyBuffer updates, ffi::AnyBuffer scale_buf, ffi::AnyBuffer eps_buf,
+                       ffi::RemainingArgs rest, ffi::Result<ffi::AnyBuffer> out_table,
+                       ffi::Result<ffi::AnyBuffer> out_accum, ffi::ThreadPool xla_pool) {
+  XlaPoolScope pool_scope(&xla_pool);
+  const char* name = Keras ? "sparse_adagrad_keras" : "sparse_adagrad";
   return Guarded(name, [&]() -> ffi::Error {
     if (auto e = CheckTableLike(name, table, *out_table, table); e.failure()) return e;
     if (auto e = CheckTableLike(name, accum, *out_accum, table); e.failure()) return e;
@@ -201,7 +190,7 @@ ffi::Error AdagradUpdate(const char* name, bool keras, ffi::AnyBuffer table, ffi
                    indices.dimensions()[0], v, &g);
     const RowArray t = Pair(table, *out_table, d), a = Pair(accum, *out_accum, d);
     // Keras: lr (not -lr) finite with its sign bit clear; the accumulators are checked per row
-    const bool dense = keras ? !(std::isfinite(scale) && !std::signbit(scale))
+    const bool dense = Keras ? !(std::isfinite(scale) && !std::signbit(scale))
                              : !(UntouchedUnchanged(scale) && eps >= 0.0f);
     ForRows(g, rows, v, d, dense ? Untouched::kDense : Untouched::kCheck, {t, a},
             [&](int64_t r) {
@@ -209,38 +198,14 @@ ffi::Error AdagradUpdate(const char* name, bool keras, ffi::AnyBuffer table, ffi
               PrefetchRow(a.dst + r * d, d);
             },
             [&](int64_t r, const float* grad) {
-              if (keras)
-                KerasAdagradRow(t, a, r, grad, scale, eps, d);
-              else
-                AdagradRow(t, a, r, grad, scale, eps, d);
+              AdagradRow<Keras>(t, a, r, grad, scale, eps, d);
             },
             [&](int64_t q, int64_t end) {
-              return keras ? FirstKerasChanged(a.src, eps, d, q, end)
+              return Keras ? FirstKerasChanged(a.src, eps, d, q, end)
                            : FirstWithNegativeZero(a.src, d, q, end);
             });
     return ffi::Error::Success();
   });
-}
-
-ffi::Error SparseAdagradImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum, ffi::AnyBuffer indices,
-                             ffi::AnyBuffer updates, ffi::AnyBuffer scale_buf,
-                             ffi::AnyBuffer eps_buf, ffi::RemainingArgs rest,
-                             ffi::Result<ffi::AnyBuffer> out_table,
-                             ffi::Result<ffi::AnyBuffer> out_accum, ffi::ThreadPool xla_pool) {
-  XlaPoolScope pool_scope(&xla_pool);
-  return AdagradUpdate("sparse_adagrad", false, table, accum, indices, updates, scale_buf,
-                       eps_buf, rest, out_table, out_accum);
-}
-
-ffi::Error SparseAdagradKerasImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum,
-                                  ffi::AnyBuffer indices, ffi::AnyBuffer updates,
-                                  ffi::AnyBuffer scale_buf, ffi::AnyBuffer eps_buf,
-                                  ffi::RemainingArgs rest, ffi::Result<ffi::AnyBuffer> out_table,
-                                  ffi::Result<ffi::AnyBuffer> out_accum,
-                                  ffi::ThreadPool xla_pool) {
-  XlaPoolScope pool_scope(&xla_pool);
-  return AdagradUpdate("sparse_adagrad_keras", true, table, accum, indices, updates, scale_buf,
-                       eps_buf, rest, out_table, out_accum);
 }
 
 }  // namespace
@@ -289,6 +254,6 @@ EMBER_HANDLER(EmberSparseSgd, ember::SparseSgdImpl,
       .Ret<xla::ffi::AnyBuffer>()                  \
       .Ctx<xla::ffi::ThreadPool>()
 
-EMBER_HANDLER(EmberSparseAdagrad, ember::SparseAdagradImpl, EMBER_ADAGRAD_BINDING);
+EMBER_HANDLER(EmberSparseAdagrad, ember::AdagradImpl<false>, EMBER_ADAGRAD_BINDING);
 
-EMBER_HANDLER(EmberSparseAdagradKeras, ember::SparseAdagradKerasImpl, EMBER_ADAGRAD_BINDING);
+EMBER_HANDLER(EmberSparseAdagradKeras, ember::AdagradImpl<true>, EMBER_ADAGRAD_BINDING);

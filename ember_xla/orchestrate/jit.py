@@ -72,7 +72,7 @@ def rewrite_hlo(proto: bytes, name: str) -> tuple[bytes | None, dict[str, Any]]:
         why = " ".join(str(e).split())
         log.warning("ember_xla.jit(%s): jax's module is compiled as it is: %s", name, why)
         return None, {"module": name, "clusters": [], "groups": [], "near_misses": [],
-                      "kept_jax_module": why}
+                      "counters": {}, "kept_jax_module": why}
     result = rewrite_for(module, "cpu")
     report = result.report()
     if not result.clusters:
