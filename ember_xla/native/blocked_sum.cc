@@ -1,6 +1,7 @@
 // Padded sum/mean bags in YNNPACK's blocked order (blocked_sum.h): blocks of 4 rows, groups of
 // 4 blocks, groups of 16 groups, then in order; every partial sum starts from zero. Weighted f16
-// bags add their products, each rounded to f16 first, in the same order.
+// bags add their products, each rounded to f16 first, in the same order; so do f32 rows scaled
+// by one number (XLA:CPU's multiply by a broadcast scalar, then YNNPACK's reduce).
 #include "blocked_sum.h"
 
 #include <algorithm>
@@ -35,7 +36,7 @@ void Bags(const T* __restrict table, const T* __restrict weights, const Plan& pl
         for (int64_t c = 0; c < d; ++c) blk[c] = blk[c] + nan;
       } else if (weights != nullptr) {
         // XLA:CPU's loop fusion materializes the f16 products (YNNPACK has no f16 multiply),
-        // converted to f32 for YNNPACK's reduce
+        // converted to f32 for YNNPACK's reduce; f32 products are rounded to f32 (no FMA)
         const T* r = table + row * d;
         const float w = Elem<T>::Load(weights[b * width + p]);
         for (int64_t c = 0; c < d; ++c)
@@ -164,11 +165,12 @@ ffi::Error RunBlockedPaddedSum(const ffi::AnyBuffer& table, const void* weights,
   if ((opt.combiner != Combiner::kSum && opt.combiner != Combiner::kMean) || opt.init != 0.0)
     return ffi::Error::InvalidArgument(
         "ember.padded_bag: the blocked order is for sum/mean bags starting at 0");
-  if (opt.weighted && (table.element_type() != ffi::DataType::F16 ||
-                       weights_type != ffi::DataType::F16 || opt.combiner != Combiner::kSum))
+  const bool same_type = table.element_type() == weights_type &&
+                         (weights_type == ffi::DataType::F16 || weights_type == ffi::DataType::F32);
+  if (opt.weighted && (!same_type || opt.combiner != Combiner::kSum))
     return ffi::Error::InvalidArgument(
-        "ember.padded_bag: the blocked order of weighted bags is for f16 tables and weights "
-        "(products rounded to f16), combiner sum");
+        "ember.padded_bag: the blocked order of weighted bags is for f16 or f32 tables with "
+        "weights of their type (products rounded to it), combiner sum");
   if (!opt.weighted) weights = nullptr;
   return WithTableType(table.element_type(), [&](auto tag) {
     Run<decltype(tag)>(table, weights, plan, bags, width, opt, out);

@@ -17,8 +17,9 @@ namespace ember {
 // Unweighted sum or mean (times 1 / P) bags of a padded [B, P] plan (plan.src resolved, row_ptr
 // b * P), accumulated in f32 in the blocked order above; the result is f32 (tables f32, bf16
 // or f16, converted exactly) and opt.init must be 0. Weighted sum bags (opt.weighted;
-// `weights` [B, P] of `weights_type`) only for f16 tables and weights: XLA:CPU rounds each
-// product to f16 in a loop fusion and gives YNNPACK the reduce of the converted products.
+// `weights` [B, P] of `weights_type`) for f16 tables and weights -- XLA:CPU rounds each product
+// to f16 in a loop fusion and gives YNNPACK the reduce of the converted products -- and f32
+// tables and weights (rows scaled by one number: the rounded f32 products, in that order).
 ffi::Error RunBlockedPaddedSum(const ffi::AnyBuffer& table, const void* weights,
                                ffi::DataType weights_type, const Plan& plan, int64_t bags,
                                int64_t width, const Options& opt, ffi::AnyBuffer& out);

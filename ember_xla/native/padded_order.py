@@ -181,6 +181,9 @@ class BagSum:
     index_mode: str = "clip"         # clip | fill
     wrap_negative: bool = False      # negative ids wrapped before the clamp (t[ids])
     form: str = "reduce"             # reduce | dot
+    #: the weights are one scalar broadcast to every lookup (rows scaled by one number, e.g.
+    #: ``emb(ids) * sqrt(D)``): "constant" (a literal) or "value" (computed); None: per lookup
+    scale: str | None = None
 
     @property
     def bare_clamp(self) -> bool:
@@ -212,6 +215,8 @@ def sum_order(bag: BagSum) -> str:
     kept = "so the cluster stays in XLA"
     if reduce_type == "f32" and b * p * d >= YNN_MIN_ELEMENTS:
         # YNNPACK's reduce (sum over f32, or over bf16/f16 rows converted to f32)
+        if weighted and bag.scale and table_type == "f32":
+            return _ynn_scaled(p, d, shape, combiner, init)
         if weighted:
             return _ynn_weighted(b, p, d, shape, combiner, init, table_type == "f16")
         if combiner not in ("sum", "mean"):
@@ -243,7 +248,29 @@ def sum_order(bag: BagSum) -> str:
                 f"vectorizes this bag of {limit + 1}-{TREE_WINDOW} rows in an order that is "
                 f"not reproduced, {kept}")
         return order
-    return "sequential_fma" if weighted and reduce_type == "f32" else "sequential"
+    if weighted and reduce_type == "f32":
+        # a literal scale of jnp.take's fill-mode rows: LLVM moves the multiply by the
+        # constant into the fill's select, between the product and the sum, and no longer fuses
+        # them (measured: products rounded, then added in order)
+        return ("sequential" if bag.scale == "constant" and bag.index_mode == "fill"
+                else "sequential_fma")
+    return "sequential"
+
+
+def _ynn_scaled(p: int, d: int, shape: str, combiner: str, init: float) -> str:
+    """f32 rows scaled by one number at YNNPACK sizes: the multiply by a broadcast scalar is
+    not turned into a dot; YNNPACK sums the rounded products in its unweighted order (blocked
+    beyond 4 rows; measured at B*P*D from 5,120 to 40,960, P 3..40)."""
+    if combiner != "sum" or init != 0.0:
+        raise OrderNotReproduced(f"scaled {combiner} bag {shape} starting at {init}: YNNPACK's "
+                                 "order is reproduced for scaled sums from 0 only, so the "
+                                 "cluster stays in XLA")
+    if p >= BLOCKED_MAX_WIDTH:
+        raise OrderNotReproduced(f"scaled bag {shape}: XLA:CPU's YNNPACK order for bags of "
+                                 f"{BLOCKED_MAX_WIDTH} or more rows is not reproduced, so the "
+                                 "cluster stays in XLA")
+    _check_ynn_tiles(p, d, shape)
+    return "blocked" if p > 4 else "sequential"
 
 
 def _dot_order(bag: BagSum) -> str:

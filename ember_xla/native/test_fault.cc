@@ -9,10 +9,15 @@ namespace ember {
 
 namespace {
 
-bool FaultRequested() {
-  static const bool requested = [] {
+enum class Fault { kNone, kNan, kUlp };
+
+Fault FaultRequested() {
+  static const Fault requested = [] {
     const char* v = std::getenv("EMBER_XLA_TEST_WRONG_RESULT");
-    return v != nullptr && std::strcmp(v, "1") == 0;
+    if (v == nullptr) return Fault::kNone;
+    if (std::strcmp(v, "1") == 0) return Fault::kNan;
+    if (std::strcmp(v, "ulp") == 0) return Fault::kUlp;
+    return Fault::kNone;
   }();
   return requested;
 }
@@ -20,8 +25,18 @@ bool FaultRequested() {
 }  // namespace
 
 void InjectTestFault(ffi::AnyBuffer& out) {
-  if (!FaultRequested() || out.size_bytes() == 0) return;
+  const Fault fault = FaultRequested();
+  if (fault == Fault::kNone || out.size_bytes() == 0) return;
   void* first = out.untyped_data();
+  if (fault == Fault::kUlp) {  // the next representable value away from zero (f32 only)
+    if (out.element_type() == ffi::DataType::F32) {
+      uint32_t bits;
+      std::memcpy(&bits, first, sizeof bits);
+      bits += 1;
+      std::memcpy(first, &bits, sizeof bits);
+    }
+    return;
+  }
   switch (out.element_type()) {
     case ffi::DataType::F32: {
       const uint32_t nan = 0x7FC00000u;

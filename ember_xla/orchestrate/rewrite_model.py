@@ -122,8 +122,10 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
             ) -> tuple[dict[str, Any], dict[str, bytes | str], RewriteResult]:
     """The report, the output files and the rewrite of one model, all in memory. With
     ``verify``, a rewritten module whose outputs differ from the original's beyond
-    ``verify_atol + verify_rtol * |original|`` (``runtime.compare.within_tolerance``) raises
-    ``ModelFailed`` before anything is written."""
+    ``verify_atol + verify_rtol * |original|`` (``runtime.compare.within_tolerance``), or
+    with a custom-call whose values differ from XLA's for its cluster on the model's own
+    operands (``runtime.cluster_check``: same values, bit for bit but for NaN payloads and
+    zero signs), raises ``ModelFailed`` before anything is written."""
     say(f"[1/3] finding embedding clusters in {model.source} "
         f"({sum(len(g.ops) for g in model.module.graphs)} instructions)")
     result = rewrite_for(model.module, "cpu", group=group, cost_model=cost_model,
@@ -155,6 +157,7 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
     if model.notices:
         report["notices"] = list(model.notices)
     if verify:
+        from ember_xla.runtime.cluster_check import check_clusters, cluster_mismatch_line
         from ember_xla.runtime.compare import (
             equal_values_note,
             mismatch_line,
@@ -177,6 +180,15 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
             why = f"; {v['diagnosis']}" if v.get("diagnosis") else ""
             raise ModelFailed(f"{model.source}: verify: {mismatch_line(v, verify_atol)}{why}; "
                               "nothing written")
+        v["clusters"] = check_clusters(result.module, {"in_range": inputs, **cases})
+        calls = v["clusters"]["calls"]
+        unchecked = v["clusters"]["unchecked"]
+        say(f"  custom-calls with XLA's values for their clusters: "
+            f"{sum(c['exact'] for c in calls)} of {len(calls)}"
+            + (f" ({len(unchecked)} inside loops not checked)" if unchecked else ""))
+        if not v["clusters"]["exact"]:
+            raise ModelFailed(f"{model.source}: verify: {cluster_mismatch_line(v['clusters'])}"
+                              "; nothing written")
     else:
         say("[2/3] verification skipped (pass --verify)")
     try:

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 WRONG = {"EMBER_XLA_TEST_WRONG_RESULT": "1"}
+#: the kernel's first result element one ulp off: within the model-level tolerance
+ONE_ULP = {"EMBER_XLA_TEST_WRONG_RESULT": "ulp"}
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +53,40 @@ def test_rewrite_verify_mismatch_exits_1_and_writes_nothing(bag_model, tmp_path,
     assert "> --verify_atol=0.0001 + --verify_rtol=1e-05 x |original|)" in line
     assert not out.exists()
     assert not [n for n in os.listdir(tmp_path) if "ember-new" in n]
+
+
+def test_rewrite_verify_checks_every_cluster_against_xla(bag_model, tmp_path, cli):
+    out = tmp_path / "out"
+    p = cli("rewrite", str(bag_model), "--out", str(out), "--verify", "--rewrite_all")
+    assert p.returncode == 0, p.stderr
+    check = json.loads((out / "report.json").read_text())["verify"]["clusters"]
+    assert check["exact"] is True and check["unchecked"] == []
+    (call,) = check["calls"]
+    assert call["target"] == "ember.segment_reduce" and call["exact"] and call["bitwise_equal"]
+    assert "custom-calls with XLA's values for their clusters: 1 of 1" in p.stdout
+
+
+@pytest.mark.parametrize("command", ["rewrite", "batch"])
+def test_verify_one_ulp_off_cluster_fails(bag_model, tmp_path, cli, command):
+    """A kernel result one ulp from XLA's passes the model-level tolerance; the per-cluster
+    check (the custom-call against its outlined computation, on the model's operands) fails
+    it: exit 1, one line naming the call, the difference and where, nothing written."""
+    out = tmp_path / "out"
+    if command == "rewrite":
+        p = cli("rewrite", str(bag_model), "--out", str(out), "--verify", "--rewrite_all",
+                extra_env=ONE_ULP)
+        assert p.returncode == 1, (p.stdout[-2000:], p.stderr)
+        (line,) = p.stderr.strip().splitlines()
+        assert "outputs bitwise equal: False" in p.stdout  # within the model tolerance
+        assert not out.exists()
+    else:
+        p = cli("batch", f"--inputs={bag_model}", f"--out={out}", "--actions=rewrite,verify",
+                "--workers=1", extra_env={**ONE_ULP, "EMBER_XLA_COST_MODEL": "off"})
+        assert p.returncode == 1, (p.stdout[-2000:], p.stderr[-2000:])
+        line = (out / "summary.json").read_text()
+    assert ("cluster ember_segment_reduce (ember.segment_reduce) differs from its outlined "
+            "computation on XLA:CPU by ") in line
+    assert "at index [0, 0]" in line and "nothing written" in line
 
 
 def test_rewrite_verify_mismatch_keeps_the_previous_result(bag_model, tmp_path, cli):

@@ -49,18 +49,15 @@ class _Spec:
 
 _SPECS: dict[str, _Spec] = {}
 
-# Tolerances (relative and absolute) where a faithful rewrite can't be bitwise equal:
-# - _TOL_DIV: XLA:CPU as compiled by jaxlib 0.10.2 rewrites `x / broadcast(c)` into
-#   `x * broadcast(1 / c)` (algebraic simplifier), which is up to 1 ulp off an exact divide;
-#   TF's own XLA:CPU run divides exactly. A custom call computing sum / count can differ by 1 ulp.
-# - _TOL_REDUCE: XLA:CPU's `reduce` over the bag axis has an implementation-defined order
-#   (sequential only for tiny B*P; above that a 32-wide reduce-window tree or a YNNPACK fusion),
-#   so an in-order kernel can differ by f32 rounding.
-# - _TOL_F16_REDUCE: jnp.sum of f16 converts to f32, reduces, rounds once to f16; reordering the
-#   f32 sum can flip that final rounding (1 f16 ulp ~ 1e-3 relative).
-_TOL_DIV = 1e-6
-_TOL_REDUCE = 1e-5
-_TOL_F16_REDUCE = 2e-3
+# Tolerances (relative and absolute) where a faithful rewrite could not be bitwise equal. None is
+# left: every idiom's rewrite equals XLA:CPU bit for bit (NaN payloads aside). The kernels divide
+# as XLA's simplifier rewrites `x / broadcast(c)` (times 1 / c), add a bag's rows in XLA:CPU's
+# order (native/padded_order.py: its own loop, the vectorized and tree-window loops, YNNPACK's
+# blocked sum, a scaled bag's rounded products) and round f16 sums once, as XLA does. The names
+# stay so that an idiom whose order is not reproduced can state its tolerance and the reason.
+_TOL_DIV = 0.0
+_TOL_REDUCE = 0.0
+_TOL_F16_REDUCE = 0.0
 
 
 def _register(idiom: Idiom, defaults, build, make_inputs, *, x64=False, notes=""):

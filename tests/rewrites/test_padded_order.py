@@ -281,3 +281,46 @@ def test_bag_of_one_row_stays_in_xla(kind):
     ids2 = np.arange(12, dtype=np.int32).reshape(6, 2)
     assert rewrite_module(from_jax(fn, t, ids2, np.ones((6, 2), np.float32)).module,
                           cost_model=False).clusters
+
+
+SCALE = np.float32(2.82842708)  # sqrt(8): flax / Keras token embeddings times sqrt(D)
+LOOKUPS = {"take_fill": lambda t, i: jnp.take(t, i, axis=0),
+           "index": lambda t, i: t[i],
+           "take_clip": lambda t, i: jnp.take(t, i, axis=0, mode="clip")}
+# (N, D, B, P) -> order for a literal scale of fill-mode rows, and for the others. Below
+# YNNPACK's sizes a literal scale of jnp.take's fill-mode rows is not fused into the adds;
+# from 4096 elements every scaled bag is YNNPACK's blocked sum of the rounded products
+SCALED = {(50, 8, 4, 6): ("sequential", "sequential_fma"),
+          (50, 7, 2, 15): ("sequential", "sequential_fma"),
+          (50, 32, 16, 12): ("blocked", "blocked"),
+          (50, 32, 64, 3): ("sequential", "sequential"),
+          (50, 16, 128, 20): ("blocked", "blocked"),
+          (50, 16, 8, 40): ("blocked", "blocked")}
+
+
+@pytest.mark.parametrize("shape", sorted(SCALED), ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("scale", ["literal", "argument"])
+@pytest.mark.parametrize("lookup", sorted(LOOKUPS))
+@pytest.mark.parametrize("near_max", [False, True], ids=["unit", "near_max"])
+def test_scaled_bag_order(lookup, scale, shape, near_max):
+    """Rows times one number (``emb(ids) * sqrt(D)``, then summed): the order is XLA:CPU's,
+    bit for bit, with out-of-range ids among them."""
+    n, d, b, p = shape
+    t, ids = _inputs(np.float32, shape, False, near_max)
+    ids = np.random.default_rng(5).integers(-3, n + 3, (b, p)).astype(np.int32)
+    look = LOOKUPS[lookup]
+    if scale == "literal":
+        m = from_jax(lambda t, i: (look(t, i) * SCALE).sum(1), t, ids)
+        args = [t, ids]
+    else:
+        m = from_jax(lambda t, i, s: (look(t, i) * s).sum(1), t, ids, SCALE)
+        args = [t, ids, SCALE]
+    r = rewrite_module(m.module, cost_model=False)
+    (cluster,) = r.clusters
+    fill_literal, other = SCALED[shape]
+    want_order = fill_literal if lookup == "take_fill" and scale == "literal" else other
+    assert cluster["attributes"]["sum_order"] == want_order
+    want, got = run_module(m.module, args)[0], run_module(r.module, args)[0]
+    assert np.array_equal(np.isnan(want), np.isnan(got))
+    fin = ~np.isnan(want)
+    assert np.array_equal(_bits(want[fin]), _bits(got[fin]))

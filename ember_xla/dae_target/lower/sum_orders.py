@@ -38,11 +38,12 @@ def check_order(spec: ClusterSpec) -> None:
     if spec.combiner not in ("sum", "mean") or out != "f32" or spec.init != 0.0:
         raise LoweringRefused(f"{spec.name}: a {order}-order bag of {spec.combiner} into {out} "
                               f"from {spec.init} is not one the kernel sums in that order")
-    if spec.weighted and not (order == "blocked" and spec.parts[0].table.dtype == "f16"
-                              and spec.parts[0].weights.dtype == "f16"):
+    table, weights = spec.parts[0].table.dtype, spec.parts[0].weights
+    if spec.weighted and not (order == "blocked" and table in ("f16", "f32")
+                              and weights.dtype == table):
         raise LoweringRefused(f"{spec.name}: a weighted {order}-order bag is lowered only in "
-                              "the blocked order of f16 tables and weights (the kernel's "
-                              "rounded products)")
+                              "the blocked order of f16 or f32 tables with weights of their "
+                              "type (the kernel's rounded products)")
 
 
 def scratch(e: Emitter, order: str, d: Value) -> Value:

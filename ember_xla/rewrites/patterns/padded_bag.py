@@ -50,6 +50,21 @@ def masked_rows(walk: Walk, sel: Ref, n_lookups: int) -> tuple[Ref, Ref]:
     return Ref(sel.op.operands[1], sel.stack), mask
 
 
+def scale_of(weights: Ref | None) -> str | None:
+    """Are the per-lookup weights one scalar broadcast to every lookup (rows scaled by one
+    number, ``scale-to-weights``' form)? "constant" (a literal), "value" (computed), else None:
+    XLA:CPU multiplies such rows by a broadcast scalar, not by an array of weights, and sums
+    them in another order (``padded_order.BagSum.scale``)."""
+    if weights is None:
+        return None
+    ref = resolve(weights)
+    while ref.op.opcode in ("broadcast", "reshape") and ref.value.type.size > 1:
+        ref = resolve(Ref(ref.op.operands[0], ref.stack))
+    if ref.value.type.size != 1:
+        return None
+    return "constant" if scalar_constant(ref) is not None else "value"
+
+
 class PaddedBag(Pattern):
     name = PADDED_BAG.name
     kind = "padded_bag"
@@ -115,7 +130,8 @@ class PaddedBag(Pattern):
         # the ids' own type: the loop fusion computes on it (wrap, clamp) before the gather
         index_type = lk.indices.value.type.element_type
         bag = BagSum(b, p, d, src.element_type, combiner, init, weights is not None,
-                     table_type, index_type, lk.index_mode, lk.wrap_negative)
+                     table_type, index_type, lk.index_mode, lk.wrap_negative,
+                     scale=scale_of(weights))
         try:
             if combiner in ("max", "min"):
                 # XLA:CPU's own loop propagates NaN, YNNPACK's reduce (from 4096 elements)

@@ -1,0 +1,138 @@
+"""Check every ember custom-call of a rewritten module against the computation it replaced, on
+the values the model itself gives it.
+
+Each call keeps its outlined computation (``rewrites.outline``): the cluster's own HLO, taking
+the call's operands. The probe module is the rewritten module whose entry returns, for every
+ember call there, the call's outputs and those of a ``call`` of its outlined computation on
+the same operands; XLA:CPU runs both on whatever the model computes for their operands. A
+model-level check compares final outputs within a tolerance that allows for the dense layers
+around the clusters; this one says, per cluster, whether the kernel computed the values XLA
+computes for that cluster.
+
+Rule: a cluster's output is exact when every element has the value XLA's has (NaN where NaN;
+the sign of a NaN and of a zero aside). Calls of non-entry computations (a loop body) are
+listed as unchecked, with the computation they sit in."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from ember_xla.hlo.shape import Shape
+from ember_xla.ir.graph import Module
+from ember_xla.ir.operation import Operation
+from ember_xla.ir.value import Value
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbedCall:
+    """One ember call of the probe: its name, target and the number of arrays it returns
+    (the probe's outputs hold, per call, those arrays and then the reference's)."""
+    name: str
+    target: str
+    arrays: int
+
+
+def _is_ember_call(op: Operation) -> bool:
+    target = str(op.attributes.get("custom_call_target", ""))
+    return op.opcode == "custom-call" and target.startswith("ember.") and len(op.callees) == 1
+
+
+def _arrays(g: Any, v: Value, shape: Shape, out: list[Value]) -> None:
+    """Append ``v``'s arrays (tuple elements through get-tuple-element, nested too)."""
+    if not shape.is_tuple:
+        out.append(v)
+        return
+    for i, s in enumerate(shape.tuple_shapes):
+        gte = g.append(Operation("get-tuple-element", [v], [s], {"tuple_index": i},
+                                 name=f"{v.owner.name}.probe.{i}"))
+        _arrays(g, gte.result, s, out)
+
+
+def probe_module(rewritten: Module) -> tuple[Module, list[ProbedCall], list[str]]:
+    """The probe module, its calls in output order, and one line per ember call it does not
+    check (inside a non-entry computation). None of the module's own outputs remain: what
+    does not feed an ember call is dead and XLA drops it."""
+    m = rewritten.clone()
+    entry = m.entry
+    assert entry is not None
+    calls = [op for op in entry.topological() if _is_ember_call(op)]
+    unchecked = [f"{op.name} (in {g.name})" for g in m.graphs if g is not entry
+                 for op in g.ops if _is_ember_call(op)]
+    outs: list[Value] = []
+    probed = []
+    for cc in calls:
+        ref = entry.append(Operation("call", list(cc.operands), [cc.result.type], {},
+                                     [cc.callees[0]], name=f"{cc.name}.reference"))
+        got: list[Value] = []
+        want: list[Value] = []
+        _arrays(entry, cc.result, cc.result.type, got)
+        _arrays(entry, ref.result, ref.result.type, want)
+        outs.extend(got + want)
+        probed.append(ProbedCall(cc.name, str(cc.attributes["custom_call_target"]), len(got)))
+    root = entry.append(Operation("tuple", outs, [Shape.tuple_of([v.type for v in outs])],
+                                  name="probe.root"))
+    entry.root = root
+    for key in ("input_output_alias", "buffer_donor"):  # indices of the model's outputs
+        m.attributes.pop(key, None)
+    return m, probed, unchecked
+
+
+def _value_diff(want: np.ndarray, got: np.ndarray) -> tuple[float, list[int] | None]:
+    """The largest |difference| (inf for NaN against a number or unequal infinities; 0 for
+    equal values and NaN against NaN) and where."""
+    if want.dtype.kind in "biu":
+        d = np.abs(want.astype(np.int64) - got.astype(np.int64)).astype(np.float64)
+    else:
+        x, y = want.astype(np.float64), got.astype(np.float64)
+        same = (x == y) | (np.isnan(x) & np.isnan(y))
+        with np.errstate(invalid="ignore", over="ignore"):
+            d = np.where(same, 0.0, np.abs(x - y))
+        d = np.where(np.isnan(d), np.inf, d)
+    if not d.size or not d.max() > 0:
+        return 0.0, None
+    k = int(np.argmax(d))
+    return float(d.flat[k]), [int(i) for i in np.unravel_index(k, d.shape)]
+
+
+def check_clusters(rewritten: Module, input_sets: dict[str, list[np.ndarray]]
+                   ) -> dict[str, Any]:
+    """Run the probe on each named input set. Per call: ``exact`` (same values as the
+    outlined computation on every set), ``bitwise_equal``, and when not exact the largest
+    difference, the output of the call, the index and the input set. ``exact`` overall;
+    ``unchecked`` calls."""
+    from ember_xla.runtime.execute import compile_module
+
+    probe, calls, unchecked = probe_module(rewritten)
+    rows = [{"call": c.name, "target": c.target, "exact": True, "bitwise_equal": True,
+             "max_abs_diff": 0.0} for c in calls]
+    if calls:
+        exe = compile_module(probe)
+        for case, xs in input_sets.items():
+            outs = exe.run(xs)
+            k = 0
+            for c, row in zip(calls, rows, strict=True):
+                got, want = outs[k:k + c.arrays], outs[k + c.arrays:k + 2 * c.arrays]
+                k += 2 * c.arrays
+                for i, (a, b) in enumerate(zip(want, got, strict=True)):
+                    if a.tobytes() == b.tobytes():
+                        continue
+                    row["bitwise_equal"] = False
+                    diff, where = _value_diff(a, b)
+                    if diff > row["max_abs_diff"]:
+                        row.update(exact=False, max_abs_diff=diff, output=i, where=where,
+                                   case=case, reference=float(np.asarray(a, np.float64)
+                                                              [tuple(where or ())]))
+    return {"calls": rows, "exact": all(r["exact"] for r in rows), "unchecked": unchecked}
+
+
+def cluster_mismatch_line(check: dict[str, Any]) -> str:
+    """One line naming the call whose values differ most from XLA's for its cluster."""
+    bad = max((r for r in check["calls"] if not r["exact"]), key=lambda r: r["max_abs_diff"])
+    part = f" output {bad['output']}" if bad.get("output") else ""
+    case = f" ({bad['case'].replace('_', ' ')} ids)" if bad.get("case") else ""
+    return (f"cluster {bad['call']} ({bad['target']}){part} differs from its outlined "
+            f"computation on XLA:CPU by {bad['max_abs_diff']:.3g} at index {bad['where']}"
+            f"{case}, where XLA computes {bad['reference']:.9g}")
