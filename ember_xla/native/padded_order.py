@@ -9,6 +9,7 @@ XLA; ``ember_xla.embedding_bag`` adds such a bag row after row."""
 from __future__ import annotations
 
 import dataclasses
+import os
 
 
 class OrderNotReproduced(Exception):
@@ -18,6 +19,40 @@ class OrderNotReproduced(Exception):
 #: XLA:CPU gives a reduce to YNNPACK when its operand or result has this many elements
 #: (xla/backends/cpu/ynn_support.cc: IsInstructionPreferredByYnn).
 YNN_MIN_ELEMENTS = 4096
+#: The XLA flag that chooses XLA:CPU's YNNPACK fusions ("" turns them off).
+YNN_FLAG = "--xla_cpu_experimental_ynn_fusion_type"
+
+
+def ynn_fusions() -> str | None:
+    """What ``XLA_FLAGS`` in this process's environment (read now: a rewrite models the
+    XLA:CPU that runs it here, ``--verify`` included) sets YNN_FLAG to: None (not set: XLA:CPU's
+    default fusions), "" (off), or the value set."""
+    value = None
+    for flag in os.environ.get("XLA_FLAGS", "").split():
+        name, _, v = flag.partition("=")
+        if name == YNN_FLAG:
+            value = v
+    return value
+
+
+def ynn_reduces(elements: int) -> bool:
+    """Does XLA:CPU give an f32 reduce of ``elements`` operand elements to YNNPACK? From
+    YNN_MIN_ELEMENTS on with its default fusions; never with them off (``XLA_FLAGS=
+    --xla_cpu_experimental_ynn_fusion_type=``: measured, its own loop's orders then hold at
+    every size: row after row up to 24 rows, vector8, tree32; fused multiply-adds up to 15
+    weighted rows). Another setting is not modelled: OrderNotReproduced from that size on."""
+    if elements < YNN_MIN_ELEMENTS:
+        return False
+    setting = ynn_fusions()
+    if setting is None:
+        return True
+    if setting == "":
+        return False
+    raise OrderNotReproduced(
+        f"XLA_FLAGS sets {YNN_FLAG}={setting}: which reduces XLA:CPU gives to YNNPACK then "
+        "(and in which order they are summed) is not modelled, so the cluster stays in XLA")
+
+
 #: YNNPACK reduces a bag's rows in tiles of floor(YNN_TILE_VALUES / D) rows (measured): a max
 #: or min bag tile by tile, each in groups of 4 from its first row (a tile's short last group
 #: repeats its first row; native/padded_minmax.h); sums across tiles are not reproduced.
@@ -135,7 +170,7 @@ def minmax_order(bag: BagSum) -> str:
             f"{what} of one row: XLA:CPU folds the reduce over it away (the bag is its row, "
             "denormals kept), which the kernel, comparing the row with the init under "
             f"denormals-are-zero, does not reproduce, {kept}")
-    if bag.b * bag.p * bag.d < YNN_MIN_ELEMENTS:
+    if not ynn_reduces(bag.b * bag.p * bag.d):
         if bag.index_mode == "fill" and bag.p >= MINMAX_VECTOR_WIDTHS[0]:
             raise OrderNotReproduced(
                 f"{what}, jnp.take's fill mode: XLA:CPU's own loop, with the fill's NaN rows "
@@ -213,7 +248,7 @@ def sum_order(bag: BagSum) -> str:
     shape = f"[{b},{p},{d}] {reduce_type}" + (f" of {table_type} rows"
                                               if table_type != reduce_type else "")
     kept = "so the cluster stays in XLA"
-    if reduce_type == "f32" and b * p * d >= YNN_MIN_ELEMENTS:
+    if reduce_type == "f32" and ynn_reduces(b * p * d):
         # YNNPACK's reduce (sum over f32, or over bf16/f16 rows converted to f32)
         if weighted and bag.scale and table_type == "f32":
             return _ynn_scaled(p, d, shape, combiner, init)

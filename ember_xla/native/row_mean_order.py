@@ -29,7 +29,7 @@ import functools
 
 import numpy as np
 
-from ember_xla.native.padded_order import YNN_MIN_ELEMENTS, OrderNotReproduced
+from ember_xla.native.padded_order import YNN_MIN_ELEMENTS, OrderNotReproduced, ynn_reduces
 
 __all__ = ["BLOCKED16_WIDTHS", "OrderNotReproduced", "native_row_mean_squares",
            "row_mean_order"]
@@ -57,7 +57,7 @@ def row_mean_order(v: int, d: int) -> str:
     shape = f"[{v}, {d}]"
     if d == 1:  # one square: every order gives its bits
         return "sequential"
-    if v * d >= YNN_MIN_ELEMENTS:
+    if ynn_reduces(v * d):
         if not has_avx2():
             raise OrderNotReproduced(
                 f"the row-wise mean of g * g over a {shape} gradient is YNNPACK's, whose order "

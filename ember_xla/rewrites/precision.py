@@ -10,7 +10,7 @@ import math
 import os
 import re
 
-from ember_xla.native.padded_order import YNN_MIN_ELEMENTS
+from ember_xla.native.padded_order import YNN_MIN_ELEMENTS, OrderNotReproduced, ynn_reduces
 from ember_xla.rewrites.cluster import Cluster
 
 _FLAG = re.compile(r"--xla_allow_excess_precision(?:=(\S*))?(?:\s|$)")
@@ -56,7 +56,7 @@ def refusal(c: Cluster, excess_precision: bool) -> str | None:
     table = c.table.type.element_type
     result = c.root.result.type.element_type if c.root.result.type.is_array else None
     if table == "bf16" and result == "f32" and _weights_type(c) == "bf16" and \
-            _bag_elements(c) < YNN_MIN_ELEMENTS:
+            not _ynn_reduces(_bag_elements(c)):
         return ("with xla_allow_excess_precision=false XLA:CPU's own reduce loop (bags of "
                 f"fewer than {YNN_MIN_ELEMENTS} elements) rounds each bf16 product row * "
                 "weight to bf16 before the f32 sum; the kernel keeps the exact f32 product "
@@ -64,6 +64,15 @@ def refusal(c: Cluster, excess_precision: bool) -> str | None:
                 f"{YNN_MIN_ELEMENTS} elements under both settings), so the cluster stays in "
                 "XLA")
     return None
+
+
+def _ynn_reduces(elements: int) -> bool:
+    """``padded_order.ynn_reduces``; an XLA_FLAGS setting it does not model counts as XLA's
+    own loop (the rounding rule above then keeps the cluster in XLA)."""
+    try:
+        return ynn_reduces(elements)
+    except OrderNotReproduced:
+        return False
 
 
 def split(clusters: list[Cluster], excess_precision: bool

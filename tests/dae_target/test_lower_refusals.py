@@ -106,7 +106,7 @@ def test_an_order_without_a_lowering_is_refused(order):
 
 
 @pytest.mark.parametrize("order, combiner, weights", [
-    ("blocked", "max", None), ("blocked", "sum", "f32"), ("vector8", "sqrt_n", None),
+    ("blocked", "max", None), ("blocked", "sum", "bf16"), ("vector8", "sqrt_n", None),
     ("tree32", "sum", "f32"), ("vector8", "sum", "f16")])
 def test_xla_orders_outside_the_kernels_forms(order, combiner, weights):
     spec = slc_specs.make_spec("padded_bag", [(10, 4, "f16" if weights == "f16" else "f32",

@@ -282,6 +282,7 @@ def test_cpu_rewritten_calls(case):
 #: the CPU rewrite's XLA:CPU orders: (ids shape, wrapped t[ids] rather than jnp.take, mean)
 ORDER_CASES = {"blocked": ((64, 64), False, False), "blocked_mean": ((16, 300), False, True),
                "blocked_weighted_f16": ((64, 64), False, False),
+               "blocked_scaled": ((64, 64), False, False),
                "vector8": ((8, 28), True, False), "vector8_mean": ((4, 32), True, True),
                "tree32": ((2, 100), True, False), "tree32_mean": ((2, 64), True, True)}
 
@@ -289,7 +290,8 @@ ORDER_CASES = {"blocked": ((64, 64), False, False), "blocked_mean": ((16, 300), 
 @pytest.mark.parametrize("case", sorted(ORDER_CASES))
 def test_cpu_xla_orders_lower_in_that_order(case):
     """A padded bag the CPU rewrite gave one of XLA:CPU's orders (YNNPACK's blocked sum from
-    4096 elements, a weighted f16 bag's products rounded to f16 first; the vectorized loop's
+    4096 elements, a weighted f16 bag's products rounded to f16 first, as are f32 rows times one
+    number (``jnp.take(t, i) * sqrt(D)``) to f32; the vectorized loop's
     vector8 for 25-32 rows; the tree-reduction windows' tree32 beyond) lowers to programs that
     add in that order: emulated at -O0..-O4 (both engines at -O0 and -O3) and on tmu8's cores,
     every cluster equal to its kernel and the model to XLA:CPU bit for bit. Adding the rows
@@ -303,7 +305,8 @@ def test_cpu_xla_orders_lower_in_that_order(case):
     from ember_xla.runtime.execute import run_module
 
     (b, p), wrapped, mean = ORDER_CASES[case]
-    weighted = case.endswith("f16")
+    weighted, scaled = case.endswith("f16"), case.endswith("scaled")
+    scale = np.float32(2.82842708)
     rng = np.random.default_rng(5)
     dt = np.float16 if weighted else np.float32
     inputs = [(rng.standard_normal((100, 16)) * (1 if weighted else 100)).astype(dt),
@@ -315,6 +318,8 @@ def test_cpu_xla_orders_lower_in_that_order(case):
         inputs.append(rng.standard_normal((b, p)).astype(np.float16))
         m = from_jax(lambda t, i, w: jnp.sum(jnp.take(t, i, axis=0) * w[..., None], axis=1,
                                              dtype=jnp.float32), *inputs)
+    elif scaled:
+        m = from_jax(lambda t, i: (jnp.take(t, i, axis=0) * scale).sum(1), *inputs)
     elif wrapped:
         m = from_jax(lambda t, i: red(t[i]), *inputs)
     else:
@@ -326,6 +331,8 @@ def test_cpu_xla_orders_lower_in_that_order(case):
     rows = rows.astype(np.float32)
     if weighted:
         rows = (rows * inputs[2][..., None].astype(np.float32)).astype(np.float16)
+    if scaled:
+        rows = (rows * scale).astype(np.float32)
     seq = np.zeros((b, 16), np.float32)
     for k in range(p):
         seq = seq + rows[:, k].astype(np.float32)

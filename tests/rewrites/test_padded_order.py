@@ -324,3 +324,51 @@ def test_scaled_bag_order(lookup, scale, shape, near_max):
     assert np.array_equal(np.isnan(want), np.isnan(got))
     fin = ~np.isnan(want)
     assert np.array_equal(_bits(want[fin]), _bits(got[fin]))
+
+
+NO_YNN = {"xla_cpu_experimental_ynn_fusion_type": ""}
+
+
+@pytest.mark.parametrize("combiner,p,order", [("sum", 20, "sequential"), ("sum", 28, "vector8"),
+                                              ("sum", 40, "tree32"), ("max", 12, "reduce_loop"),
+                                              ("weighted", 12, "sequential_fma")])
+def test_orders_with_ynnpack_fusions_off(monkeypatch, combiner, p, order):
+    """``XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type=`` (the workaround for XLA:CPU's
+    YNNPACK miscompiles): XLA's own loop sums bags of any size, and the rewrite, reading the
+    flag, gives them its orders (a bag of 128 x P x 32 elements, YNNPACK's otherwise): bits
+    equal with the fusions off (compiled so here: the flag itself is read once per process)."""
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_experimental_ynn_fusion_type=")
+    rng = np.random.default_rng(9)
+    t = (rng.standard_normal((300, 32)) * 1e37).astype(np.float32)
+    args = [t, rng.integers(0, 300, (128, p)).astype(np.int32)]
+    if combiner == "weighted":
+        args.append(rng.uniform(0.5, 1.0, (128, p)).astype(np.float32))
+        fn = KINDS["weighted"][0]
+    else:
+        fn = KINDS["sum"][0] if combiner == "sum" else (lambda t, i: t[i].max(1))
+    m = from_jax(fn, *args)
+    r = rewrite_module(m.module, cost_model=False)
+    assert r.clusters[0]["attributes"]["sum_order"] == order
+    want, got = run_module(m.module, args, NO_YNN)[0], run_module(r.module, args, NO_YNN)[0]
+    assert np.array_equal(np.isnan(want), np.isnan(got))
+    assert np.array_equal(_bits(want[~np.isnan(want)]), _bits(got[~np.isnan(want)]))
+    monkeypatch.delenv("XLA_FLAGS")
+    default = rewrite_module(m.module, cost_model=False)
+    assert [c["attributes"]["sum_order"] for c in default.clusters] != [order] or \
+        combiner == "weighted"
+
+
+def test_another_ynnpack_setting_keeps_large_bags(monkeypatch):
+    """A YNNPACK fusion setting the rules do not model: bags YNNPACK might take stay in XLA
+    with the reason; smaller ones (XLA's own loop under any setting) are rewritten."""
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_thunk_runtime=true "
+                                    "--xla_cpu_experimental_ynn_fusion_type=reduce")
+    t = np.ones((100, 16), np.float32)
+    big = rewrite_module(from_jax(KINDS["sum"][0], t, np.zeros((16, 40), np.int32)).module,
+                         cost_model=False)
+    assert not big.clusters
+    assert any("XLA_FLAGS sets --xla_cpu_experimental_ynn_fusion_type=reduce" in n["reason"]
+               for n in big.near_misses), big.near_misses
+    small = rewrite_module(from_jax(KINDS["sum"][0], t, np.zeros((4, 12), np.int32)).module,
+                           cost_model=False)
+    assert small.clusters[0]["attributes"]["sum_order"] == "sequential"

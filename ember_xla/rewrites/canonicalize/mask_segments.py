@@ -46,10 +46,10 @@ from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
 from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
 from ember_xla.native.padded_order import (
-    YNN_MIN_ELEMENTS,
     BagSum,
     OrderNotReproduced,
     sum_order,
+    ynn_reduces,
 )
 from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit, constant_along_last
@@ -161,7 +161,7 @@ class MaskedBag(RewritePattern):
                                f"{order!r}, not one after the other as the segment form does, "
                                "so the cluster stays in XLA")
                 return
-            fused = (None if x.type.element_type == "f32" and bsz * p * d >= YNN_MIN_ELEMENTS
+            fused = (None if x.type.element_type == "f32" and ynn_reduces(bsz * p * d)
                      else fused_by_xla(op))
             if fused:
                 note(PASS, op, f"{where}: {fused}")

@@ -14,11 +14,11 @@ from __future__ import annotations
 from ember_xla.custom_calls import PADDED_BAG
 from ember_xla.ir.operation import Operation
 from ember_xla.native.padded_order import (
-    YNN_MIN_ELEMENTS,
     BagSum,
     OrderNotReproduced,
     minmax_order,
     sum_order,
+    ynn_reduces,
 )
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.matcher import Pattern
@@ -141,7 +141,7 @@ class PaddedBag(Pattern):
                 order = sum_order(bag) if self.xla_order else "sequential"
         except OrderNotReproduced as e:
             raise NoMatch(str(e)) from None
-        if self.xla_order and not (src.element_type == "f32" and b * p * d >= YNN_MIN_ELEMENTS):
+        if self.xla_order and not (src.element_type == "f32" and ynn_reduces(b * p * d)):
             fused = fused_by_xla(op)  # XLA's own loop, not YNNPACK's fusion
             if fused:
                 raise NoMatch(fused)
