@@ -63,7 +63,8 @@ def test_rewrite_verify_checks_every_cluster_against_xla(bag_model, tmp_path, cl
     assert check["exact"] is True and check["unchecked"] == []
     (call,) = check["calls"]
     assert call["target"] == "ember.segment_reduce" and call["exact"] and call["bitwise_equal"]
-    assert "custom-calls with XLA's values for their clusters: 1 of 1" in p.stdout
+    assert "each ember call equals XLA:CPU on its cluster's operands in the model (1 checked)" \
+        in p.stdout
 
 
 @pytest.mark.parametrize("command", ["rewrite", "batch"])
