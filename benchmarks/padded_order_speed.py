@@ -1,7 +1,9 @@
 """Padded bags in the orders the rewrite now reproduces (docs/RELIABILITY.md, "The order of a
 padded bag's sum"): weighted bags (``(t[ids] * w[..., None]).sum(1)``) at the sizes XLA:CPU
-gives to YNNPACK (``sequential_fma`` for f32 products, ``blocked`` for f16 ones) and small
-unweighted bags of 25-32 rows (``vector8``) and more than 32 (``tree32``). XLA:CPU against the
+gives to YNNPACK (``sequential_fma`` for f32 products, ``blocked`` for f16 ones), rows scaled
+by one number (``(jnp.take(t, ids) * sqrt(D)).sum(1)``: YNNPACK's ``blocked`` sum of the rounded
+f32 products) and small unweighted bags of 25-32 rows (``vector8``) and more than 32
+(``tree32``). XLA:CPU against the
 rewritten module, alternating in one process (sweep.compare), medians; each shape twice: every
 cluster rewritten (``cost_model=False``: the kernel's own speed) and with the cost model.
 
@@ -14,6 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
+import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 
@@ -48,6 +51,13 @@ def main() -> None:
                       rng.uniform(0.5, 1.0, (b, p)).astype(dt)]
             _row("weighted", dname, (n, d, b, p), inputs,
                  lambda t, i, w: (t[i] * w[..., None]).sum(1), args.reps)
+    for n, d, b, p in WEIGHTED:
+        rng = np.random.default_rng(0)
+        inputs = [rng.standard_normal((n, d)).astype(np.float32),
+                  rng.integers(0, n, (b, p)).astype(np.int32)]
+        scale = np.float32(np.sqrt(d))
+        _row("scaled", "f32", (n, d, b, p), inputs,
+             lambda t, i, s=scale: (jnp.take(t, i, axis=0) * s).sum(1), args.reps)
     for n, d, b, p in SMALL:
         rng = np.random.default_rng(0)
         inputs = [rng.standard_normal((n, d)).astype(np.float32),

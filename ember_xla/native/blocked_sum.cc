@@ -74,8 +74,9 @@ typedef float V8 __attribute__((vector_size(32)));
 typedef float V8U __attribute__((vector_size(32), aligned(4)));
 constexpr int64_t kAhead = 16;
 
-template <int NV>
+template <int NV, bool kWeighted>
 __attribute__((target("avx2"))) void BagsF32Avx2(const float* __restrict table,
+                                                  const float* __restrict weights,
                                                   const float* nan_row, const Plan& plan,
                                                   int64_t b0, int64_t b1, int64_t width,
                                                   int64_t d, bool mean, float* __restrict out) {
@@ -99,7 +100,15 @@ __attribute__((target("avx2"))) void BagsF32Avx2(const float* __restrict table,
         }
         const int64_t row = src[p];
         const float* r = RowPointer(table, nan_row, row, d) + c0;
-        for (int i = 0; i < NV; ++i) blk[i] = blk[i] + *reinterpret_cast<const V8U*>(r + 8 * i);
+        if constexpr (kWeighted) {  // the product rounded to f32, then added (no FMA)
+          const float w = weights[b * width + p];
+          const V8 wv = {w, w, w, w, w, w, w, w};
+          for (int i = 0; i < NV; ++i)
+            blk[i] = blk[i] + *reinterpret_cast<const V8U*>(r + 8 * i) * wv;
+        } else {
+          for (int i = 0; i < NV; ++i)
+            blk[i] = blk[i] + *reinterpret_cast<const V8U*>(r + 8 * i);
+        }
         const bool last = p + 1 == width;
         if ((p & 3) == 3 || last) {
           for (int i = 0; i < NV; ++i) g16[i] = g16[i] + blk[i], blk[i] = zero;
@@ -123,16 +132,22 @@ bool HasAvx2() {
 }
 #endif
 
-// Bags [b0, b1): the AVX2 chunks for unweighted f32 tables whose D is a multiple of 8, else
-// Bags.
+// Bags [b0, b1): the AVX2 chunks for f32 tables (unweighted, or rows times their weight)
+// whose D is a multiple of 8, else Bags.
 template <typename T>
 void Part(const T* table, const T* w, const float* nan_row, const Plan& plan, int64_t b0,
           int64_t b1, int64_t width, int64_t d, bool mean, float* out) {
 #if defined(__x86_64__)
   if constexpr (std::is_same<T, float>::value) {
-    if (w == nullptr && d > 0 && d % 8 == 0 && HasAvx2()) {
-      if (d % 16 == 0) BagsF32Avx2<2>(table, nan_row, plan, b0, b1, width, d, mean, out);
-      else BagsF32Avx2<1>(table, nan_row, plan, b0, b1, width, d, mean, out);
+    if (d > 0 && d % 8 == 0 && HasAvx2()) {
+      if (w == nullptr && d % 16 == 0)
+        BagsF32Avx2<2, false>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
+      else if (w == nullptr)
+        BagsF32Avx2<1, false>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
+      else if (d % 16 == 0)
+        BagsF32Avx2<2, true>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
+      else
+        BagsF32Avx2<1, true>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
       return;
     }
   }

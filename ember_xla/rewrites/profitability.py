@@ -146,7 +146,7 @@ def unmodelled_slow(c: Cluster) -> str | None:
     """Why a cluster whose kernel path no family of the model describes, and which is measured
     slower than XLA:CPU, stays in XLA; None for the others."""
     if c.kind == "padded_bag" and c.attrs.get("weighted") and \
-            c.attrs.get("sum_order") == "blocked":
+            c.attrs.get("sum_order") == "blocked" and c.table.type.element_type == "f16":
         return ("kept in XLA: weighted f16 padded bags summed in YNNPACK's blocked order are "
                 "not in the cost model and measured 0.12-0.62x of XLA:CPU "
                 "(benchmarks/padded_order_speed.py)")
