@@ -51,14 +51,17 @@ def _arrays(g: Any, v: Value, shape: Shape, out: list[Value]) -> None:
         _arrays(g, gte.result, s, out)
 
 
-def probe_module(rewritten: Module) -> tuple[Module, list[ProbedCall], list[str]]:
-    """The probe module, its calls in output order, and one line per ember call it does not
-    check (inside a non-entry computation). None of the module's own outputs remain: what
-    does not feed an ember call is dead and XLA drops it."""
+def probe_module(rewritten: Module, only: set[str] | None = None
+                 ) -> tuple[Module, list[ProbedCall], list[str]]:
+    """The probe module (of the entry's ember calls named in ``only``, default all), its calls
+    in output order, and one line per ember call it does not check (inside a non-entry
+    computation). None of the module's own outputs remain: what does not feed a probed call
+    is dead and XLA drops it."""
     m = rewritten.clone()
     entry = m.entry
     assert entry is not None
-    calls = [op for op in entry.topological() if _is_ember_call(op)]
+    calls = [op for op in entry.topological() if _is_ember_call(op)
+             and (only is None or op.name in only)]
     unchecked = [f"{op.name} (in {g.name})" for g in m.graphs if g is not entry
                  for op in g.ops if _is_ember_call(op)]
     outs: list[Value] = []
@@ -105,27 +108,61 @@ def check_clusters(rewritten: Module, input_sets: dict[str, list[np.ndarray]]
     ``unchecked`` calls."""
     from ember_xla.runtime.execute import compile_module
 
-    probe, calls, unchecked = probe_module(rewritten)
-    rows = [{"call": c.name, "target": c.target, "exact": True, "bitwise_equal": True,
-             "max_abs_diff": 0.0} for c in calls]
-    if calls:
-        exe = compile_module(probe)
-        for case, xs in input_sets.items():
-            outs = exe.run(xs)
-            k = 0
-            for c, row in zip(calls, rows, strict=True):
-                got, want = outs[k:k + c.arrays], outs[k + c.arrays:k + 2 * c.arrays]
-                k += 2 * c.arrays
-                for i, (a, b) in enumerate(zip(want, got, strict=True)):
-                    if a.tobytes() == b.tobytes():
-                        continue
-                    row["bitwise_equal"] = False
-                    diff, where = _value_diff(a, b)
-                    if diff > row["max_abs_diff"]:
-                        row.update(exact=False, max_abs_diff=diff, output=i, where=where,
-                                   case=case, reference=float(np.asarray(a, np.float64)
-                                                              [tuple(where or ())]))
+    rows: list[dict[str, Any]] = []
+    unchecked: list[str] = []
+    for part in _parts(rewritten):
+        probe, calls, unchecked = probe_module(rewritten, part)
+        part_rows = [{"call": c.name, "target": c.target, "exact": True,
+                      "bitwise_equal": True, "max_abs_diff": 0.0} for c in calls]
+        rows.extend(part_rows)
+        _run_probe(compile_module(probe), calls, part_rows, input_sets)
     return {"calls": rows, "exact": all(r["exact"] for r in rows), "unchecked": unchecked}
+
+
+def _parts(rewritten: Module) -> list[set[str]]:
+    """The entry's ember calls in groups, one probe each: as many calls per probe as keep its
+    inputs and outputs (each call's results twice) within ``EMBER_XLA_MAX_RUN_BYTES``, as
+    the model-level check's run is kept (a training step's fused updates return whole
+    tables); a call above the budget alone is a probe of its own."""
+    from ember_xla.runtime.inputs import max_run_bytes, shape_bytes
+
+    entry = rewritten.entry
+    assert entry is not None
+    room = max_run_bytes() - sum(shape_bytes(p.result.type) for p in entry.params())
+    parts: list[set[str]] = []
+    used = 0
+    for op in entry.topological():
+        if not _is_ember_call(op):
+            continue
+        need = 2 * shape_bytes(op.result.type)
+        if not parts or used + need > room:
+            parts.append(set())
+            used = 0
+        parts[-1].add(op.name)
+        used += need
+    return parts or [set()]
+
+
+def _run_probe(exe: Any, calls: list[ProbedCall], rows: list[dict[str, Any]],
+               input_sets: dict[str, list[np.ndarray]]) -> None:
+    """Run one probe on every input set and record, per call, how far it is from XLA."""
+    if not calls:
+        return
+    for case, xs in input_sets.items():
+        outs = exe.run(xs)
+        k = 0
+        for c, row in zip(calls, rows, strict=True):
+            got, want = outs[k:k + c.arrays], outs[k + c.arrays:k + 2 * c.arrays]
+            k += 2 * c.arrays
+            for i, (a, b) in enumerate(zip(want, got, strict=True)):
+                if a.tobytes() == b.tobytes():
+                    continue
+                row["bitwise_equal"] = False
+                diff, where = _value_diff(a, b)
+                if diff > row["max_abs_diff"]:
+                    row.update(exact=False, max_abs_diff=diff, output=i, where=where,
+                               case=case, reference=float(np.asarray(a, np.float64)
+                                                          [tuple(where or ())]))
 
 
 def cluster_mismatch_line(check: dict[str, Any]) -> str:

@@ -185,7 +185,7 @@ def check_budget(module: Module) -> None:
     items = [(f"parameter {p.name}", p.result.type) for p in module.entry.params()]
     items.append(("the result", module.entry.root.result.type))
     for what, shape in items:
-        n = _bytes(shape)
+        n = shape_bytes(shape)
         total += n
         if n > limit or total > limit:
             raise ValueError(f"{what} {shape} needs {n / 2**30:.3g} GiB; inputs and outputs "
@@ -193,9 +193,10 @@ def check_budget(module: Module) -> None:
                              "(set EMBER_XLA_MAX_RUN_BYTES to allow more)")
 
 
-def _bytes(shape: Shape) -> int:
+def shape_bytes(shape: Shape) -> int:
+    """The bytes of an array (or a tuple's arrays) of ``shape``."""
     if shape.is_tuple:
-        return sum(_bytes(t) for t in shape.tuple_shapes)
+        return sum(shape_bytes(t) for t in shape.tuple_shapes)
     try:
         item = np.dtype(shape.dtype).itemsize
     except (TypeError, ValueError, KeyError):

@@ -102,3 +102,19 @@ def test_mismatch_line_names_the_call_and_where():
     assert line == ("cluster ember_padded_bag (ember.padded_bag) differs from its outlined "
                     "computation on XLA:CPU by 2.5e-07 at index [3, 1] (out of range ids), "
                     "where XLA computes 1.25")
+
+
+def test_probes_split_to_keep_within_the_run_budget(monkeypatch):
+    """Each call's results come out twice: with EMBER_XLA_MAX_RUN_BYTES leaving room for one
+    call's at a time, every call gets a probe of its own, and all are still checked."""
+    from ember_xla.runtime.cluster_check import _parts
+
+    model, args = _bags()
+    result = rewrite_module(model.module, cost_model=False)
+    assert len(_parts(result.module)) == 1
+    inputs = sum(a.nbytes for a in args)
+    monkeypatch.setenv("EMBER_XLA_MAX_RUN_BYTES", str(inputs + 300))  # one [4, 8] f32 pair
+    parts = _parts(result.module)
+    assert len(parts) == 2 and all(len(p) == 1 for p in parts)
+    check = check_clusters(result.module, {"a": args})
+    assert len(check["calls"]) == 2 and check["exact"]
