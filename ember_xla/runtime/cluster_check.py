@@ -84,16 +84,11 @@ def probe_module(rewritten: Module, only: set[str] | None = None
 
 
 def _value_diff(want: np.ndarray, got: np.ndarray) -> tuple[float, list[int] | None]:
-    """The largest |difference| (inf for NaN against a number or unequal infinities; 0 for
-    equal values and NaN against NaN) and where."""
-    if want.dtype.kind in "biu":
-        d = np.abs(want.astype(np.int64) - got.astype(np.int64)).astype(np.float64)
-    else:
-        x, y = want.astype(np.float64), got.astype(np.float64)
-        same = (x == y) | (np.isnan(x) & np.isnan(y))
-        with np.errstate(invalid="ignore", over="ignore"):
-            d = np.where(same, 0.0, np.abs(x - y))
-        d = np.where(np.isnan(d), np.inf, d)
+    """The largest |difference| (``compare.elementwise_diffs``: inf for NaN against a number
+    or unequal infinities; 0 for equal values and NaN against NaN) and where."""
+    from ember_xla.runtime.compare import elementwise_diffs
+
+    d = elementwise_diffs(want, got)
     if not d.size or not d.max() > 0:
         return 0.0, None
     k = int(np.argmax(d))

@@ -42,7 +42,8 @@ def max_float_diff(a: np.ndarray, b: np.ndarray) -> float:
     return float(diff.max()) if diff.size else 0.0
 
 
-def _diffs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def elementwise_diffs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``|a - b|`` per element as f64 (floats: ``_float_diffs``; integers exactly)."""
     if a.dtype.kind in "fc" or str(a.dtype) == "bfloat16":
         return _float_diffs(a, b)
     return np.abs(a.astype(np.int64) - b.astype(np.int64)).astype(np.float64)
@@ -74,7 +75,7 @@ def compare_outputs(want: list[np.ndarray], got: list[np.ndarray], atol: float =
         if a.shape != b.shape:
             row["max_abs_diff"] = row["tolerance_ratio"] = float("inf")
         elif a.size and not same_bits:
-            diff = _diffs(a, b)
+            diff = elementwise_diffs(a, b)
             ratio = _ratios(a, diff, atol, rtol)
             k, r = int(np.argmax(diff)), int(np.argmax(ratio))
             row["max_abs_diff"], row["tolerance_ratio"] = float(diff.flat[k]), float(ratio.flat[r])
