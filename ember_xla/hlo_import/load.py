@@ -1,7 +1,7 @@
-"""Load a model from a path: SavedModel directory, HloModuleProto (``.pb``), HLO text or a
+"""Load a model from a path: SavedModel directory, HloModuleProto (``.pb``), HLO text, a
 StableHLO module (MLIR text such as ``jax.jit(f).lower(...).as_text()`` prints, or MLIR
-bytecode; converted to HLO by XLA's own importer), with the parameter values of a
-``params.npz`` beside the file bound."""
+bytecode; converted to HLO by XLA's own importer) or a ``jax.export`` serialization (its
+StableHLO module), with the parameter values of a ``params.npz`` beside the file bound."""
 
 from __future__ import annotations
 
@@ -84,10 +84,28 @@ def load_models(path: str, signature: str | None = None, unknown_dim: int = 8,
         model = Model(verified(module, path, located), path,
                       elided_constants=list(located.elided))
     else:
-        model = Model(verified(module_from_proto(data, path), path), path)
+        model = Model(verified(_proto_or_export(data, path), path), path)
     bind_sibling_params(model, path)
     read_sibling_output_names(model, path)
     return [model]
+
+
+def _proto_or_export(data: bytes, path: str) -> Module:
+    """An HloModuleProto, else the module of a ``jax.export`` serialization; the proto's error
+    when it is neither."""
+    try:
+        return module_from_proto(data, path)
+    except HloImportError:
+        from ember_xla.hlo_import.stablehlo import StableHloError, exported_stablehlo
+
+        try:
+            text = exported_stablehlo(data)
+        except StableHloError as e:
+            raise HloImportError(f"cannot read this jax.export serialization: {e}", path
+                                 ) from None
+        if text is None:
+            raise
+        return module_from_proto(stablehlo_proto(text.encode(), path), path)
 
 
 def is_stablehlo(path: str, data: bytes) -> bool:

@@ -48,6 +48,32 @@ def test_bad_stablehlo(tmp_path, cli, error_line, name, data):
     assert str(bad) in line and "not a StableHLO module XLA can read" in line
 
 
+@pytest.mark.parametrize("kind", ["platforms", "symbolic"])
+def test_jax_export_it_cannot_take(tmp_path, cli, error_line, kind):
+    """jax.export serializations whose module takes extra arguments: one line saying how to
+    export instead."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    def f(t, i):
+        return jnp.take(t, i, axis=0).sum(1)
+
+    t, i = np.ones((10, 4), np.float32), np.zeros((2, 3), np.int32)
+    if kind == "platforms":
+        exp = jax.export.export(jax.jit(f), platforms=["cpu", "cuda"])(t, i)
+        want = "export it for the CPU only"
+    else:
+        (b,) = jax.export.symbolic_shape("b")
+        exp = jax.export.export(jax.jit(f))(t, jax.ShapeDtypeStruct((b, 3), np.int32))
+        want = "export it with concrete shapes"
+    bad = tmp_path / "m.jaxexport"
+    bad.write_bytes(exp.serialize())
+    line = error_line(cli("inspect", str(bad)))
+    assert str(bad) in line and "cannot read this jax.export serialization" in line
+    assert want in line
+
+
 def test_bad_text_reports_line_and_column(good_proto, tmp_path, cli, error_line):
     lines = (good_proto / "m.hlo").read_text().splitlines()
     k = next(i for i, ln in enumerate(lines) if " = " in ln and "parameter" not in ln)

@@ -1,5 +1,5 @@
 """``ember-xla rewrite`` / ``run`` end to end on real exports (JAX proto, HLO text, StableHLO
-text and bytecode, a TF
+text and bytecode, a ``jax.export`` serialization, a TF
 SavedModel with an embedding table variable): outputs written atomically, report.json lists
 clusters and near-misses, --verify runs both modules on XLA:CPU, run executes the result."""
 
@@ -27,10 +27,11 @@ def jax_model(tmp_path_factory):
     (d / "m.mlir").write_text(lo.as_text())  # StableHLO, jax's default text
     exported = jax.export.export(jax.jit(f))(*lo.args_info[0])
     (d / "stablehlo.bin").write_bytes(exported.mlir_module_serialized)  # MLIR bytecode
+    (d / "m.jaxexport").write_bytes(exported.serialize())  # jax.export's own serialization
     return d
 
 
-@pytest.mark.parametrize("src", ["m.pb", "m.hlo", "m.mlir", "stablehlo.bin"])
+@pytest.mark.parametrize("src", ["m.pb", "m.hlo", "m.mlir", "stablehlo.bin", "m.jaxexport"])
 def test_rewrite_verify_and_run(jax_model, tmp_path, src, cli):
     out = tmp_path / "out"
     p = cli("rewrite", str(jax_model / src), "--out", str(out), "--verify")
