@@ -1,11 +1,11 @@
 """Hypothesis-driven differential test: random embedding-bag programs written in plain JAX
 (segment and padded `[B, P]` bags; shapes, table dtypes, index dtypes, lookup modes, combiners,
-weights, sortedness, bag lengths including 0, out-of-range and negative indices, dropped segment
-ids; table values of unit scale or near the dtype's maximum, so that sums overflow and the order
-of additions decides between +-inf and NaN) are exported, rewritten, and run original vs
-rewritten on XLA:CPU: outputs must be bitwise equal (NaN positions equal). A padded bag whose
-summation order (max/min: NaN semantics) XLA:CPU does not let the kernel reproduce may stay in
-XLA, with that reason.
+weights, rows scaled by one number (a literal or an argument), sortedness, bag lengths
+including 0, out-of-range and negative indices, dropped segment ids; table values of unit scale
+or near the dtype's maximum, so that sums overflow and the order of additions decides between
++-inf and NaN) are exported, rewritten, and run original vs rewritten on XLA:CPU: outputs must
+be bitwise equal (NaN positions equal). A padded bag whose summation order (max/min: NaN
+semantics) XLA:CPU does not let the kernel reproduce may stay in XLA, with that reason.
 The slow variant (`-m slow`) draws 1,000 programs."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from ember_xla.rewrites.pipeline import rewrite_module
 from ember_xla.runtime.execute import run_module
 
 DTYPES = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
+SCALE = 2.8284271  # sqrt(8), as token embeddings are scaled
 
 
 @st.composite
@@ -35,13 +36,16 @@ def programs(draw):
     dtype = draw(st.sampled_from(sorted(DTYPES)))
     idx64 = draw(st.booleans())
     weighted = combiner in ("sum", "mean") and draw(st.booleans())
+    # rows times one number (emb * sqrt(D)): a literal or an argument
+    scale = draw(st.sampled_from(["none", "literal", "argument"])) if (
+        combiner in ("sum", "mean") and not weighted) else "none"
     sorted_ids = draw(st.booleans())
     seed = draw(st.integers(0, 2**31 - 1))
     padded = draw(st.booleans())
     width = draw(st.integers(1, 40))  # P of a padded bag
     near_max = draw(st.booleans())
     return dict(n=n, d=d, s=s, lengths=lengths, lookup=lookup, combiner=combiner, dtype=dtype,
-                idx64=idx64, weighted=weighted, sorted_ids=sorted_ids, seed=seed,
+                idx64=idx64, weighted=weighted, scale=scale, sorted_ids=sorted_ids, seed=seed,
                 padded=padded, width=width, near_max=near_max)
 
 
@@ -69,7 +73,11 @@ def build(p):
             rows = jnp.take(table, idx, axis=0, mode="clip")
         else:
             rows = table[idx]
-        if w:
+        if p["scale"] == "literal":
+            rows = rows * jnp.asarray(SCALE, rows.dtype)
+        elif p["scale"] == "argument":
+            rows = rows * w[0]
+        elif w:
             rows = rows * w[0][..., None]
         if p["padded"]:
             if p["combiner"] in ("max", "min"):  # XLA:CPU's max/min semantics (padded_minmax.h)
@@ -91,8 +99,9 @@ def build(p):
     table = _values(rng, (p["n"], p["d"]), dt, p["near_max"])
     shape = (p["s"], p["width"]) if p["padded"] else (L,)
     idx = rng.integers(-p["n"] - 3, p["n"] + 3, size=shape).astype(it)  # incl. OOB, negative
+    scale = [np.asarray(SCALE, dt)] if p["scale"] == "argument" else []
     if p["padded"]:
-        args = [table, idx]
+        args = [table, idx] + scale
         if p["weighted"]:
             args.append(rng.standard_normal(shape).astype(dt))
         return (lambda table, idx, *w: fn(table, idx, None, *w)), args
@@ -100,7 +109,7 @@ def build(p):
     if L and not p["sorted_ids"]:
         seg = rng.permutation(seg)
         seg[rng.random(L) < 0.1] = p["s"] + 1  # dropped by scatter
-    args = [table, idx, seg]
+    args = [table, idx, seg] + scale
     if p["weighted"]:
         args.append(rng.standard_normal(L).astype(dt))
     return fn, args
