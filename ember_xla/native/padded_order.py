@@ -9,7 +9,8 @@ XLA; ``ember_xla.embedding_bag`` adds such a bag row after row."""
 from __future__ import annotations
 
 import dataclasses
-import os
+
+from ember_xla.util.xla_flags import xla_flag
 
 
 class OrderNotReproduced(Exception):
@@ -20,19 +21,7 @@ class OrderNotReproduced(Exception):
 #: (xla/backends/cpu/ynn_support.cc: IsInstructionPreferredByYnn).
 YNN_MIN_ELEMENTS = 4096
 #: The XLA flag that chooses XLA:CPU's YNNPACK fusions ("" turns them off).
-YNN_FLAG = "--xla_cpu_experimental_ynn_fusion_type"
-
-
-def ynn_fusions() -> str | None:
-    """What ``XLA_FLAGS`` in this process's environment (read now: a rewrite models the
-    XLA:CPU that runs it here, ``--verify`` included) sets YNN_FLAG to: None (not set: XLA:CPU's
-    default fusions), "" (off), or the value set."""
-    value = None
-    for flag in os.environ.get("XLA_FLAGS", "").split():
-        name, _, v = flag.partition("=")
-        if name == YNN_FLAG:
-            value = v
-    return value
+YNN_FLAG = "xla_cpu_experimental_ynn_fusion_type"
 
 
 def ynn_reduces(elements: int) -> bool:
@@ -43,13 +32,13 @@ def ynn_reduces(elements: int) -> bool:
     weighted rows). Another setting is not modelled: OrderNotReproduced from that size on."""
     if elements < YNN_MIN_ELEMENTS:
         return False
-    setting = ynn_fusions()
+    setting = xla_flag(YNN_FLAG)
     if setting is None:
         return True
     if setting == "":
         return False
     raise OrderNotReproduced(
-        f"XLA_FLAGS sets {YNN_FLAG}={setting}: which reduces XLA:CPU gives to YNNPACK then "
+        f"XLA_FLAGS sets --{YNN_FLAG}={setting}: which reduces XLA:CPU gives to YNNPACK then "
         "(and in which order they are summed) is not modelled, so the cluster stays in XLA")
 
 
@@ -250,14 +239,8 @@ def sum_order(bag: BagSum) -> str:
     kept = "so the cluster stays in XLA"
     if reduce_type == "f32" and ynn_reduces(b * p * d):
         # YNNPACK's reduce (sum over f32, or over bf16/f16 rows converted to f32)
-        if weighted and bag.scale and table_type == "f32":
-            return _ynn_scaled(p, d, shape, combiner, init)
-        if weighted and bag.scale and table_type == "bf16":
-            # measured: 2.4e-07 from XLA at [256,12,32] (found by --verify's per-call check)
-            raise OrderNotReproduced(
-                f"bag {shape} scaled by one number: XLA:CPU multiplies by the "
-                "scalar outside YNNPACK's dot and sums the products in an order the kernel "
-                "does not reproduce for bf16 rows, so the cluster stays in XLA")
+        if weighted and bag.scale and table_type != "f16":  # f16: as its weighted bags
+            return _ynn_scaled(p, d, shape, combiner, init, table_type)
         if weighted:
             return _ynn_weighted(b, p, d, shape, combiner, init, table_type == "f16")
         if combiner not in ("sum", "mean"):
@@ -298,10 +281,16 @@ def sum_order(bag: BagSum) -> str:
     return "sequential"
 
 
-def _ynn_scaled(p: int, d: int, shape: str, combiner: str, init: float) -> str:
+def _ynn_scaled(p: int, d: int, shape: str, combiner: str, init: float, rows: str) -> str:
     """f32 rows scaled by one number at YNNPACK sizes: the multiply by a broadcast scalar is
     not turned into a dot; YNNPACK sums the rounded products in its unweighted order (blocked
-    beyond 4 rows; measured at B*P*D from 5,120 to 40,960, P 3..40)."""
+    beyond 4 rows; measured at B*P*D from 5,120 to 40,960, P 3..40). bf16 rows: not
+    reproduced (measured 2.4e-07 from XLA at [256,12,32])."""
+    if rows != "f32":
+        raise OrderNotReproduced(
+            f"bag {shape} scaled by one number: XLA:CPU multiplies by the scalar outside "
+            f"YNNPACK's dot and sums the products in an order the kernel does not reproduce "
+            f"for {rows} rows, so the cluster stays in XLA")
     if combiner != "sum" or init != 0.0:
         raise OrderNotReproduced(f"scaled {combiner} bag {shape} starting at {init}: YNNPACK's "
                                  "order is reproduced for scaled sums from 0 only, so the "

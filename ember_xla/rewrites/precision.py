@@ -7,13 +7,10 @@ kernels do; tests/rewrites/test_precision.py checks every case against XLA:CPU."
 from __future__ import annotations
 
 import math
-import os
-import re
 
 from ember_xla.native.padded_order import YNN_MIN_ELEMENTS, OrderNotReproduced, ynn_reduces
 from ember_xla.rewrites.cluster import Cluster
-
-_FLAG = re.compile(r"--xla_allow_excess_precision(?:=(\S*))?(?:\s|$)")
+from ember_xla.util.xla_flags import xla_flag_values
 
 
 def excess_precision_from_env() -> bool:
@@ -21,10 +18,10 @@ def excess_precision_from_env() -> bool:
     ``--xla_allow_excess_precision[=true|false]`` of ``XLA_FLAGS``, else XLA's default (true).
     An unreadable value is a ``ValueError``."""
     value = True
-    for m in _FLAG.finditer(os.environ.get("XLA_FLAGS", "")):
-        word = (m.group(1) or "true").lower()
+    for given in xla_flag_values("xla_allow_excess_precision"):
+        word = (given or "true").lower()
         if word not in ("true", "false", "1", "0"):
-            raise ValueError(f"XLA_FLAGS: --xla_allow_excess_precision={m.group(1)} is not "
+            raise ValueError(f"XLA_FLAGS: --xla_allow_excess_precision={given} is not "
                              "true or false")
         value = word in ("true", "1")
     return value
