@@ -76,10 +76,14 @@ def uncovered(module: Module, clusters: list[Cluster],
               misses: list[NearMiss]) -> list[NearMiss]:
     """Near-misses for (gather, reduction) pairs no cluster owns and no near-miss names."""
     owned = {id(o) for c in clusters for o in c.owned}
+    # reductions whose cluster gathers its rows itself: another gather reaching one of them
+    # feeds an operand it takes computed (a GAT's attention weights come from the logits)
+    looked_up = {id(o) for c in clusters if any(x.opcode == "gather" for x in c.owned)
+                 for o in c.owned}
     reported = {id(n.root) for n in misses}
     out: list[NearMiss] = []
     for gather, red in lookup_reductions(module):
-        if id(gather) in owned or id(red) in reported:
+        if id(gather) in owned or id(red) in reported or id(red) in looked_up:
             continue
         if gather.parent is not None and any(id(o) in owned for o in gather.users):
             continue  # the rows are consumed inside a cluster (e.g. a call it steps into)

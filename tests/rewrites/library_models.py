@@ -38,6 +38,7 @@ class LibModel:
     make_inputs: Callable     # (case, rng) -> user inputs
     assume_finite_tables: bool = False
     notes: str = ""
+    near_misses: int = 0      # reductions that are not embedding ops (a softmax's max), reported
 
 
 MODELS: dict[str, LibModel] = {}
@@ -289,6 +290,30 @@ _reg(LibModel("jraph_graph_network_sum_and_max", "jraph", ("multi-output",), "ja
               _jraph_build, _graph,
               notes="GraphNetwork (segment_sum of nodes[senders]) plus jraph.segment_max of "
                     "the same gather: one lookup feeding two reductions"))
+
+
+def _jraph_gat_build():
+    import jax
+    import jax.numpy as jnp
+    import jraph
+
+    def logit(sent, received, edges):  # dot-product attention over the gathered features
+        return jax.nn.leaky_relu(jnp.sum(sent * received, axis=-1, keepdims=True))
+
+    def f(x, senders, receivers):
+        g = jraph.GraphsTuple(nodes=x, edges=None, senders=senders, receivers=receivers,
+                              n_node=jnp.array([V]), n_edge=jnp.array([E]), globals=None)
+        return jraph.GAT(lambda n: n, logit)(g).nodes
+
+    return f, _graph("random", np.random.default_rng(0))
+
+
+_reg(LibModel("jraph_gat_attention_weighted_sum", "jraph", ("shared-gather",), "jax", 1, 0.0,
+              _jraph_gat_build, _graph, near_misses=3,
+              notes="jraph.GAT: nodes[senders] feeds the attention logits and the messages; "
+                    "the message sum reads its own copy of the lookup (split-shared-lookup), "
+                    "weighted by the segment softmax; the logits' sum, the softmax's "
+                    "segment_max and its segment_sum of exp stay in XLA (no row gather)"))
 
 
 # ---------------------------------------------------------------------------------------

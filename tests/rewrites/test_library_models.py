@@ -19,7 +19,7 @@ lm = sys.modules["library_models"]  # loaded by conftest.py
 
 IDIOMS = {"vmap", "scalar-scale", "per-row-scale", "one-hot", "where-mask-0",
           "where-mask-inf", "keras-mask", "take-wrap", "multi-output", "leading-bag-axis",
-          "batched-reshape", "einsum-mask"}
+          "batched-reshape", "einsum-mask", "shared-gather"}
 
 
 def test_every_idiom_has_a_library_model():
@@ -36,7 +36,10 @@ def test_library_model_rewrite(name):
     result = rewrite_module(model.module, assume_finite_tables=m.assume_finite_tables)
     assert len(result.clusters) == m.clusters, result.near_misses
     if m.clusters:
-        assert not result.near_misses, result.near_misses
+        assert len(result.near_misses) == m.near_misses, result.near_misses
+        assert not any("row gather" not in n["reason"] and "bag reduced" not in n["reason"]
+                       and "take's out-of-bounds fill" not in n["reason"]
+                       for n in result.near_misses), result.near_misses
     else:  # kept in XLA on purpose: the report must say why
         assert any("YNNPACK" in n["reason"] or "in the order" in n["reason"]
                    for n in result.near_misses), result.near_misses

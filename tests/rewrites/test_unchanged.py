@@ -34,21 +34,46 @@ def test_gather_without_reduction_is_left_alone():
     assert not r.clusters and module_to_proto(r.module) == before
 
 
-def test_escaping_rows_are_a_near_miss():
+def test_converted_rows_are_a_near_miss():
     import jax
+    import jax.numpy as jnp
+
+    def f(t, i, s):
+        rows = t[i].astype(jnp.float32)  # a bf16 lookup summed in f32 (and used elsewhere)
+        return jax.ops.segment_sum(rows, s, num_segments=3), rows * 2.0
+
+    m = from_jax(f, np.ones((10, 4), jnp.bfloat16), np.zeros(5, np.int32),
+                 np.zeros(5, np.int32)).module
+    before = module_to_proto(m)
+    r = rewrite_module(m)
+    assert not r.clusters
+    assert [n["reason"] for n in r.near_misses] == [
+        "the reduced values come from convert convert_element_type.1, not from a row gather"]
+    assert module_to_proto(r.module) == before
+    assert r.counters["ember.segment_reduce"]["failed"] >= 1
+
+
+def test_escaping_rows_leave_the_reduction_a_copy():
+    """Rows also used outside a reduction (a GAT's logits read the gathered features its
+    messages are made of): the reduction is rewritten on its own copy of the lookup, the
+    original gather stays for the other user, the outputs are bit-equal."""
+    import jax
+
+    from ember_xla.runtime.execute import run_module
 
     def f(t, i, s):
         rows = t[i]
         return jax.ops.segment_sum(rows, s, num_segments=3), rows.sum()
 
-    m = from_jax(f, np.ones((10, 4), np.float32), np.zeros(5, np.int32),
-                 np.zeros(5, np.int32)).module
-    before = module_to_proto(m)
-    r = rewrite_module(m)
-    assert not r.clusters
-    assert any("also used outside the cluster" in n["reason"] for n in r.near_misses)
-    assert module_to_proto(r.module) == before
-    assert r.counters["ember.segment_reduce"]["failed"] >= 1
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal((10, 4)).astype(np.float32),
+            np.array([0, 9, -1, 12, 3], np.int32), np.array([0, 2, 2, 5, -1], np.int32)]
+    m = from_jax(f, *args).module
+    r = rewrite_module(m, cost_model=False)
+    assert [c["kind"] for c in r.clusters] == ["segment_reduce"]
+    assert [op.opcode for op in r.module.entry.ops].count("gather") == 1
+    for a, b in zip(run_module(r.module, args), run_module(m, args), strict=True):
+        assert a.tobytes() == b.tobytes()
 
 
 def test_shared_lookup_feeding_two_reductions_is_split():

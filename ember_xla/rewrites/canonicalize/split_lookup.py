@@ -7,10 +7,12 @@ rows; after outlining, the segment reductions of one lookup are merged again int
 A lookup is a ``gather`` of a rank-2 table, or a ``select`` whose value operand is one (the
 ``jnp.take`` fill, a mask), or such rows times broadcast weights (weighted messages ``x[src] *
 w[:, None]`` aggregated twice); its copy takes the backward slice of index arithmetic with it
-(up to 64 pure ops; parameters and constants are shared). It is split only when every user is a
-bag reduction (``scatter``, ``reduce`` over the bag axis) or a
-``multiply``/``convert``/``select`` feeding one; rows that also escape elsewhere stay shared
-(and are reported as such by the matcher)."""
+(up to 64 pure ops; parameters and constants are shared). Each user that is a bag reduction
+(``scatter``, ``reduce`` over the bag axis) or a ``multiply``/``convert``/``select`` feeding
+one gets a copy; when every user does, the first keeps the original. Rows that also escape
+elsewhere (a GAT's attention logits read the gathered sender features its messages are made
+of; a model returns the rows) stay with those users, and the reduction's cluster reads the
+rows again from the table, as XLA, fusing the gather into each of its consumers, does too."""
 
 from __future__ import annotations
 
@@ -74,12 +76,13 @@ class SplitSharedLookup(RewritePattern):
         if len(op.results) != 1 or not _is_lookup(op.result):
             return
         users = op.result.users
-        if len(users) < 2 or not all(_feeds_reduction(u) for u in users):
+        feeding = [u for u in users if _feeds_reduction(u)]
+        if len(users) < 2 or not feeding:
             return
         cone = _cone(op.result)
         if cone is None:
             return
-        for user in users[1:]:
+        for user in feeding[1:] if len(feeding) == len(users) else feeding:
             mapping: dict[int, Value] = {}
             for inner in cone:
                 clone = inner.clone([mapping.get(id(o), o) for o in inner.operands])

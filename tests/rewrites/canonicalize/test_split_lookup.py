@@ -1,5 +1,6 @@
 """split-shared-lookup: one lookup feeding two bag reductions gets a copy per reduction (with
-its index arithmetic); rows that escape to a non-reduction stay shared."""
+its index arithmetic); rows that also escape to a non-reduction keep the original there and
+give the reduction a copy."""
 
 import numpy as np
 
@@ -34,7 +35,7 @@ def test_padded_bag_sum_and_max_is_split(canon):
     assert len(_gathers(work)) == 2
 
 
-def test_escaping_rows_stay_shared(canon):
+def test_escaping_rows_give_the_reduction_a_copy(canon):
     import jax
 
     def f(t, i, s):
@@ -43,4 +44,15 @@ def test_escaping_rows_stay_shared(canon):
 
     args = [canon.table(), np.array([0, 9, 3], np.int32), np.array([0, 2, 1], np.int32)]
     work, _ = canon(f, args, "split-shared-lookup")
+    gs = _gathers(work)
+    assert len(gs) == 2 and all(len(g.result.users) == 1 for g in gs)
+    assert sorted(g.result.users[0].opcode for g in gs) == ["multiply", "scatter"]
+
+
+def test_rows_without_a_reduction_are_not_copied(canon):
+    def f(t, i):
+        rows = t[i]
+        return rows * 2.0, rows + 1.0
+
+    work, _ = canon(f, [canon.table(), np.array([0, 9, 3], np.int32)], "split-shared-lookup")
     assert len(_gathers(work)) == 1
