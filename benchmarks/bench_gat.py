@@ -55,13 +55,42 @@ def torch_gat(x, src, dst, v: int):
     return torch.nn.functional.leaky_relu(out, 0.01)  # jraph.GAT's default node update
 
 
-def _median_us(fn, reps: int) -> float:
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1e6
+def _time_us(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t) * 1e6
+
+
+def measure(v: int, d: int, e: int, reps: int) -> str:
+    """One row of the table: the three variants interleaved, medians and ratios."""
+    import jax
+    import torch
+
+    import ember_xla
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((v, d)).astype(np.float32)
+    src = rng.integers(0, v, e).astype(np.int32)
+    dst = np.sort(rng.integers(0, v, e)).astype(np.int32)
+    f = build(v, e)
+    args = [jax.device_put(t) for t in (x, src, dst)]
+    fj, fe = jax.jit(f), ember_xla.jit(f)
+    want, got = np.asarray(fj(*args)), np.asarray(fe(*args))
+    (report,) = fe.reports.values()
+    tx, ts, td = torch.from_numpy(x), torch.from_numpy(src).long(), torch.from_numpy(dst).long()
+    close = np.allclose(torch_gat(tx, ts, td, v).numpy(), want, rtol=1e-4, atol=1e-5)
+    runs = {"jax": lambda: fj(*args).block_until_ready(),
+            "ember": lambda: fe(*args).block_until_ready(),
+            "torch": lambda: torch_gat(tx, ts, td, v)}
+    t: dict[str, list[float]] = {k: [] for k in runs}
+    for _ in range(reps + 1):
+        for k, fn in runs.items():
+            t[k].append(_time_us(fn))
+    m = {k: statistics.median(vs[1:]) for k, vs in t.items()}
+    return (f"{v:>8} {d:>4} {e:>9} {len(report['clusters']):>5} {m['jax']:>10.0f} "
+            f"{m['ember']:>10.0f} {m['torch']:>10.0f} {m['jax'] / m['ember']:>8.2f}x "
+            f"{m['torch'] / m['ember']:>10.2f}x  ember==jax bitwise: "
+            f"{want.tobytes() == got.tobytes()}, torch close: {close}")
 
 
 def main() -> None:
@@ -70,42 +99,10 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=21)
     a = ap.parse_args()
     sizes = [tuple(int(x) for x in s.split(",")) for s in a.sizes] if a.sizes else SIZES
-
-    import jax
-    import torch
-
-    import ember_xla
-
     print(f"{'V':>8} {'D':>4} {'E':>9} {'calls':>5} {'jax us':>10} {'ember us':>10} "
           f"{'torch us':>10} {'ember/jax':>9} {'ember/torch':>11}  outputs")
     for v, d, e in sizes:
-        rng = np.random.default_rng(0)
-        x = rng.standard_normal((v, d)).astype(np.float32)
-        src = rng.integers(0, v, e).astype(np.int32)
-        dst = np.sort(rng.integers(0, v, e)).astype(np.int32)
-        f = build(v, e)
-        args = [jax.device_put(t) for t in (x, src, dst)]
-        fj, fe = jax.jit(f), ember_xla.jit(f)
-        want, got = np.asarray(fj(*args)), np.asarray(fe(*args))
-        (report,) = fe.reports.values()
-        calls = len(report["clusters"])
-        tx, ts, td = torch.from_numpy(x), torch.from_numpy(src).long(), torch.from_numpy(dst).long()
-        ref = torch_gat(tx, ts, td, v).numpy()
-        same = want.tobytes() == got.tobytes()
-        close = np.allclose(ref, want, rtol=1e-4, atol=1e-5)
-        runs = {"jax": lambda: fj(*args).block_until_ready(),
-                "ember": lambda: fe(*args).block_until_ready(),
-                "torch": lambda: torch_gat(tx, ts, td, v)}
-        for fn in runs.values():
-            fn()
-        t = {k: [] for k in runs}
-        for _ in range(a.reps):
-            for k, fn in runs.items():
-                t[k].append(_median_us(fn, 1))
-        m = {k: statistics.median(vs) for k, vs in t.items()}
-        print(f"{v:>8} {d:>4} {e:>9} {calls:>5} {m['jax']:>10.0f} {m['ember']:>10.0f} "
-              f"{m['torch']:>10.0f} {m['jax'] / m['ember']:>8.2f}x {m['torch'] / m['ember']:>10.2f}x"
-              f"  ember==jax bitwise: {same}, torch close: {close}")
+        print(measure(v, d, e, a.reps), flush=True)
 
 
 if __name__ == "__main__":
