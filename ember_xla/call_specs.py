@@ -23,7 +23,7 @@ from ember_xla.ir.operation import Operation
 TABLE_DTYPES = ("f32", "bf16", "f16")
 ID_DTYPES = ("s32", "s64")
 COMBINERS = ("sum", "max", "min", "mean", "sqrt_n")
-INDEX_MODES = ("clip", "fill")
+INDEX_MODES = ("clip", "fill", "zero")
 
 
 class LoweringRefused(ValueError):

@@ -25,6 +25,10 @@ ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::Remainin
                                    index_bits, &opt);
         e.failure())
       return e;
+    if (opt.fill_zero)
+      return ffi::Error::InvalidArgument(
+          "ember.padded_bag: index_mode=zero is for segment reductions (a padded bag's zero "
+          "fill is its mask operand)");
     if (sum_order != "sequential" && sum_order != "sequential_fma" && sum_order != "blocked" &&
         sum_order != "vector8" && sum_order != "tree32" && sum_order != "reduce_loop" &&
         sum_order != "ynn_groups4")

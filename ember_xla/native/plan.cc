@@ -70,8 +70,9 @@ ffi::Error ParseOptions(std::string_view combiner, std::string_view index_mode,
                    std::string(combiner) + "'");
   if (index_mode == "clip") out->clip = true;
   else if (index_mode == "fill") out->clip = false;
+  else if (index_mode == "zero") out->clip = false, out->fill_zero = true;
   else
-    return Invalid("ember: attribute index_mode must be clip or fill; got '" +
+    return Invalid("ember: attribute index_mode must be clip, fill or zero; got '" +
                    std::string(index_mode) + "'");
   if (index_bits != 32 && index_bits != 64)
     return Invalid("ember: attribute index_bits must be 32 or 64; got " +

@@ -18,7 +18,11 @@ enum class Combiner { kSum, kMax, kMin, kMean, kSqrtN };
 
 struct Options {
   Combiner combiner = Combiner::kSum;
-  bool clip = true;  // index_mode "clip" (else "fill": out-of-range lookups give a NaN row)
+  bool clip = true;  // index_mode "clip" (else "fill"/"zero": out-of-range lookups give the
+                     // fill row, D NaNs or, for "zero", D zeros)
+  // index_mode "zero": jnp.take(mode="fill", fill_value=0) -- the fill row is D zeros, which
+  // weights still multiply (0 * Inf is NaN, as XLA's select-then-multiply gives)
+  bool fill_zero = false;
   bool wrap_negative = false;
   bool weighted = false;
   bool index32 = false;  // index_bits == 32: truncate to int32 (two's complement) after wrapping
@@ -41,7 +45,7 @@ ffi::Error ParseOptions(std::string_view combiner, std::string_view index_mode,
 
 // Lookup index -> table row per Options: negative ids wrapped (wrap_negative), truncated to 32
 // bits (index_bits = 32: XLA's s64 -> s32 convert keeps the low 32 bits), then clipped, or -1
-// (the all-NaN row) when out of range in fill mode.
+// (the fill row: all NaN, all zero for index_mode "zero") when out of range in fill mode.
 inline int64_t ResolveOne(int64_t i, int64_t n, const Options& opt) {
   if (opt.wrap_negative && i < 0) i += n;
   if (opt.index32) i = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(i)));
@@ -52,8 +56,8 @@ inline int64_t ResolveOne(int64_t i, int64_t n, const Options& opt) {
 // plan.src of a lookup masked out of its padded bag (RowPointer: the all-zero row).
 constexpr int64_t kMaskedRow = -2;
 
-// The row entry `r` reads: table row r, or for r < 0 row -r-1 of `special` (D NaNs, then D
-// zeros: the all-NaN row of fill mode, the all-zero row of a masked lookup).
+// The row entry `r` reads: table row r, or for r < 0 row -r-1 of `special` (the fill row --
+// D NaNs, D zeros for index_mode "zero" --, then D zeros: the all-zero row of a masked lookup).
 template <typename T>
 __attribute__((always_inline)) inline const T* RowPointer(const T* table, const T* special,
                                                           int64_t r, int64_t d) {

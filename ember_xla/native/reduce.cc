@@ -245,7 +245,8 @@ void RunTyped(const ffi::AnyBuffer& table, const Plan& plan, const void* weights
   std::vector<T> nan_row;  // the special rows (plan.h RowPointer): D NaNs, then D zeros
   if (!opt.clip || opt.masked) {
     nan_row.assign(static_cast<size_t>(2 * d), Elem<T>::Store(0.0f));
-    std::fill(nan_row.begin(), nan_row.begin() + d, Elem<T>::Store(std::nanf("")));
+    if (!opt.fill_zero)
+      std::fill(nan_row.begin(), nan_row.begin() + d, Elem<T>::Store(std::nanf("")));
   }
   Job<T, O> job{static_cast<const T*>(table.untyped_data()),
                 nan_row.data(),
@@ -292,7 +293,8 @@ void MakeRunner(const GroupItem& item, const Options& opt, ItemRunner* runner,
   if (!opt.clip) {
     runner->nan_storage.assign(static_cast<size_t>(d), 0.0f);
     nan_row = reinterpret_cast<T*>(runner->nan_storage.data());
-    for (int64_t c = 0; c < d; ++c) nan_row[c] = Elem<T>::Store(std::nanf(""));
+    const float fill = opt.fill_zero ? 0.0f : std::nanf("");
+    for (int64_t c = 0; c < d; ++c) nan_row[c] = Elem<T>::Store(fill);
   }
   Job<T, O> job{static_cast<const T*>(item.table->untyped_data()),
                 nan_row,

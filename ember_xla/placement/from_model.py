@@ -105,7 +105,8 @@ def refusal(spec: ClusterSpec) -> str | None:
 
 
 def resolve(ids: np.ndarray, rows: int, spec: ClusterSpec) -> tuple[np.ndarray, np.ndarray]:
-    """(table row of each lookup, whether it is a ``fill`` lookup outside the table)."""
+    """(table row of each lookup, whether it is a ``fill``/``zero`` lookup outside the
+    table)."""
     i = np.asarray(ids).astype(np.int64).ravel()
     if spec.wrap_negative:
         i = np.where(i < 0, i + rows, i)
@@ -152,7 +153,8 @@ def cluster_tables(spec: ClusterSpec, operands: Sequence[np.ndarray]) -> Cluster
         counts = np.diff(offsets)
         row_of = np.repeat(np.arange(n_rows), counts)
         nan_rows = np.zeros(n_rows, dtype=bool)
-        nan_rows[row_of[bad]] = True
+        if spec.index_mode == "fill":  # "zero": the lookup adds a zero row, i.e. nothing
+            nan_rows[row_of[bad]] = True
         good = ~bad
         kept = np.concatenate([[0], np.cumsum(np.bincount(row_of[good], minlength=n_rows))])
         name = spec.name if len(spec.parts) == 1 else f"{spec.name}.{k}"

@@ -1,7 +1,9 @@
 """Match the lookup half of a cluster: rows = table[indices], as JAX and TF export it.
 
 Recognised (see docs/IDIOMS.md): a canonical row ``gather`` (XLA clamps: ``clip``), the
-``jnp.take`` fill chain (``select(0 <= i <= N-1, gather, NaN)`` -> ``fill``), the negative-index
+``jnp.take`` fill chain (``select(0 <= i <= N-1, gather, NaN)`` -> ``fill``; with
+``fill_value=0``, as ``jax.experimental.sparse``'s BCOO products read the dense operand, ->
+``zero``), the negative-index
 wrap ``select(i < 0, i + N, i)`` (-> ``wrap_negative``), index reshapes, and JAX's s64 -> s32
 index ``convert`` (-> ``index_bits=32``); through JAX's ``call``s to ``_take``/``_where``.
 """
@@ -21,7 +23,7 @@ class Lookup:
     table: Ref
     indices: Ref          # top-level value holding the raw indices (leading dims = lookups)
     lookup_dims: tuple[int, ...]
-    index_mode: str       # clip | fill
+    index_mode: str       # clip | fill | zero
     wrap_negative: bool
     index_bits: int       # 32 when the indices pass through a s64->s32 convert, else 64
 
@@ -135,12 +137,22 @@ def _check_gather(g: Ref) -> tuple[int, int]:
     return n, d
 
 
-def _match_fill(walk: Walk, sel: Ref) -> Ref | None:
-    """``select(broadcast(reduce(and(i >= 0, i <= N-1))), gather(T, i), broadcast(NaN))``:
-    return the gather ref, or None if ``sel`` is not that."""
+def fill_mode(fill: float | None) -> str | None:
+    """The index mode of ``jnp.take``'s fill chain with fill value ``fill``: NaN -> ``fill``,
+    +0 -> ``zero``, anything else None."""
+    if fill is None:
+        return None
+    if math.isnan(fill):
+        return "fill"
+    return "zero" if fill == 0.0 and math.copysign(1.0, fill) > 0 else None
+
+
+def _match_fill(walk: Walk, sel: Ref) -> tuple[Ref, str] | None:
+    """``select(broadcast(reduce(and(i >= 0, i <= N-1))), gather(T, i), broadcast(F))``, F NaN
+    or +0: return the gather ref and the index mode, or None if ``sel`` is not that."""
     pred, g, fillv = (sel.operand(i) for i in range(3))
-    v = scalar_constant(fillv)
-    if v is None or not math.isnan(v) or g.op.opcode != "gather":
+    mode = fill_mode(scalar_constant(fillv))
+    if mode is None or g.op.opcode != "gather":
         return None
     idx = g.op.operands[1]
     n = g.op.operands[0].type.dims[0] if g.op.operands[0].type.rank == 2 else -1
@@ -174,7 +186,7 @@ def _match_fill(walk: Walk, sel: Ref) -> Ref | None:
     walk.take(sel)
     for r in chain:
         walk.take(r)
-    return g
+    return g, mode
 
 
 def match_lookup(walk: Walk, rows: Ref) -> Lookup:
@@ -182,11 +194,10 @@ def match_lookup(walk: Walk, rows: Ref) -> Lookup:
     rows = walk.enter(rows)
     mode = "clip"
     if rows.op.opcode == "select":
-        g = _match_fill(walk, rows)
-        if g is None:
+        filled = _match_fill(walk, rows)
+        if filled is None:
             raise NoMatch(f"{rows.op.name}: select is not jnp.take's out-of-bounds fill")
-        mode = "fill"
-        rows = g
+        rows, mode = filled
     if rows.op.opcode != "gather":
         raise NoMatch(f"the reduced values come from {rows.op.opcode} {rows.op.name}, "
                       "not from a row gather")

@@ -8,6 +8,7 @@ import collections
 import dataclasses
 
 from ember_xla.custom_calls import is_ember_call, is_emulate_call
+from ember_xla.hlo.shape import FLOAT_TYPES
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.cluster import Cluster, NearMiss
@@ -35,8 +36,16 @@ class MatchResult:
     counters: dict[str, collections.Counter]
 
 
+def _float_gather(op: Operation) -> bool:
+    return op.opcode == "gather" and op.result.type.element_type in FLOAT_TYPES
+
+
 def looks_like_lookup(op: Operation, depth: int = 8) -> bool:
-    """Is there a gather within a few producer steps? (decides what counts as a near-miss)."""
+    """Is there a gather of float rows within a few producer steps of a float result? (decides
+    what counts as a near-miss: a reduction of a predicate or of integer ids -- the bounds
+    check of a fill lookup, ids gathered from a sparse matrix's index array -- is not one)."""
+    if not any(r.type.is_array and r.type.element_type in FLOAT_TYPES for r in op.results):
+        return False
     frontier, seen = [op], set()
     for _ in range(depth):
         nxt = []
@@ -46,9 +55,9 @@ def looks_like_lookup(op: Operation, depth: int = 8) -> bool:
                 if id(d) in seen:
                     continue
                 seen.add(id(d))
-                if d.opcode == "gather":
+                if _float_gather(d):
                     return True
-                if d.opcode == "call" and any(x.opcode == "gather" for c in d.callees
+                if d.opcode == "call" and any(_float_gather(x) for c in d.callees
                                               for x in c.ops):
                     return True
                 nxt.append(d)

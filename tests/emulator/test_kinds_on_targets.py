@@ -1,6 +1,7 @@
 """Every cluster kind the rewrite produces, through ``emulate`` on the single-core (tmu) and the
 multi-core (tmu8) DAE target, with edge ids (negative, out of range: NaN rows under
-``jnp.take``'s fill mode, clamped rows under clip, dropped segments): weighted and masked bags,
+``jnp.take``'s fill mode, zero rows under its ``fill_value=0`` (BCOO products), clamped rows
+under clip, dropped segments): weighted and masked bags,
 max/min, mean/sqrt_n, bf16/f16 tables, a lookup reduced twice, grouped tables, and the training
 backward with its fused SGD, Adagrad and rowwise Adagrad updates and Keras's scatter into the
 variable (corpus steps, their edge and out-of-range ids, at -O0 and -O3). Each emulated cluster
@@ -116,7 +117,20 @@ def _concatenated(rng):
                _segments(rng, 12), _segments(rng, 9)]
 
 
-KINDS = {"weighted": _weighted, "masked": _masked, "max_min": _max_min,
+def _bcoo(rng):
+    """jax.experimental.sparse's BCOO product: zero-filled lookups (index_mode "zero") times
+    the stored values, an Inf and a NaN of which multiply out-of-range lookups' zero rows."""
+    from jax.experimental import sparse
+
+    n = 14
+    cols = _ids(rng, (n,))
+    data = rng.standard_normal(n).astype(np.float32)
+    data[2], data[9] = np.inf, np.nan          # on out-of-range lookups: NaN rows
+    idx = np.stack([_segments(rng, n), cols], 1).astype(np.int32)
+    return (lambda t, w, i: sparse.BCOO((w, i), shape=(B, ROWS)) @ t, [_table(rng), data, idx])
+
+
+KINDS = {"bcoo_zero_fill": _bcoo, "weighted": _weighted, "masked": _masked, "max_min": _max_min,
          "mean_sqrt_n": _mean_sqrt_n, "bf16": _narrow(ml_dtypes.bfloat16),
          "f16": _narrow(np.float16), "reduced_twice": _reduced_twice,
          "concatenated": _concatenated}
@@ -153,6 +167,7 @@ def model(request):
 #: the clusters each case must produce (kind, combiner, weighted), in the DAE rewrite
 KINDS_OF = {
     "weighted": [("padded_bag", "sum", True)], "masked": [("padded_bag", "sum", True)],
+    "bcoo_zero_fill": [("segment_reduce", "sum", True)],
     "max_min": [("segment_reduce", "max", False), ("segment_reduce", "min", False)],
     "mean_sqrt_n": [("padded_bag", "mean", False), ("offsets_bag", "sqrt_n", True)],
     "bf16": [("padded_bag", "sum", False)], "f16": [("padded_bag", "sum", False)],

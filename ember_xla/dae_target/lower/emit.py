@@ -1,8 +1,8 @@
 """The building blocks of the SLC lowering: an op emitter with an insertion block, and the
 pieces every cluster kind shares, exactly as docs/CUSTOM_CALL.md specifies them: index
-preprocessing on the access side (wrap_negative, index_bits, clip/fill), the looked-up value
-on the core side (fill -> NaN, weights, f32 accumulation of bf16/f16 tables), the combine step,
-the init value and the mean/sqrt_n finish of a row."""
+preprocessing on the access side (wrap_negative, index_bits, clip/fill/zero), the looked-up
+value on the core side (fill -> NaN, zero -> 0, weights, f32 accumulation of bf16/f16 tables),
+the combine step, the init value and the mean/sqrt_n finish of a row."""
 
 from __future__ import annotations
 
@@ -133,17 +133,22 @@ def preprocess_index(e: Emitter, raw: Value, spec: ClusterSpec, s_n: Value,
     return e.alu("clamp", [i, s_n]), ok
 
 
+def fill_value(spec: ClusterSpec) -> float:
+    """What an out-of-range lookup reads in fill mode: NaN, 0 for index_mode "zero"
+    (``jnp.take``'s ``fill_value``)."""
+    return 0.0 if spec.index_mode == "zero" else float("nan")
+
+
 def looked_up_value(e: Emitter, row: Value | None, ok: Value | None, w: Value | None,
-                    t: Type, o: Type) -> Value:
-    """Core side: the value one lookup contributes, in the accumulation type ``o``."""
-    nan = None
-    if row is None:  # fill mode on a table without rows: every lookup is a NaN row
-        x = e.const(float("nan"), t)
+                    t: Type, o: Type, fill: float = float("nan")) -> Value:
+    """Core side: the value one lookup contributes, in the accumulation type ``o`` (``fill``:
+    the value of a lookup outside the table)."""
+    if row is None:  # fill mode on a table without rows: every lookup is the fill row
+        x = e.const(fill, t)
     else:
         x = e.read(row)
         if ok is not None:
-            nan = e.const(float("nan"), t)
-            x = e.v(arith.SelectOp, [e.read(ok), x, nan], t)
+            x = e.v(arith.SelectOp, [e.read(ok), x, e.const(fill, t)], t)
     if w is not None:
         wv = e.read(w)
         if o == t:  # weights of T's type: product rounded to T
@@ -168,12 +173,13 @@ def add_lookup(e: Emitter, spec: ClusterSpec, out: Value, r: Value, c: Value,
             and COMBINE[spec.combiner] is arith.AddFOp):
         wv = e.read(w)
         if not (t == F16 and wv.type == F16):
-            x = looked_up_value(e, row, ok, None, t, o)
+            x = looked_up_value(e, row, ok, None, t, o, fill_value(spec))
             wf = wv if wv.type == F32 else e.v(arith.ExtFOp, [wv], F32)
             old = e.v(memref.LoadOp, [out, r, c], o)
             e.op(memref.StoreOp, [e.v(arith.FmaOp, [x, wf, old], o), out, r, c])
             return
-    accumulate(e, out, r, c, looked_up_value(e, row, ok, w, t, o), spec.combiner)
+    accumulate(e, out, r, c, looked_up_value(e, row, ok, w, t, o, fill_value(spec)),
+               spec.combiner)
 
 
 COMBINE = {"sum": arith.AddFOp, "mean": arith.AddFOp, "sqrt_n": arith.AddFOp,
@@ -240,4 +246,5 @@ def coords(e: Emitter, arr: Value, shape: tuple[int, ...], natural: tuple[int, .
 
 
 __all__ = ["INDEX_STREAM", "Emitter", "accumulate", "coords", "elem_type", "fill_row",
-           "finish_row", "looked_up_value", "preprocess_index", "rounded", "start_value"]
+           "fill_value", "finish_row", "looked_up_value", "preprocess_index", "rounded",
+           "start_value"]

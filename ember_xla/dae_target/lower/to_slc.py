@@ -44,6 +44,7 @@ from ember_xla.dae_target.lower.emit import (
     coords,
     elem_type,
     fill_row,
+    fill_value,
     finish_row,
     looked_up_value,
     preprocess_index,
@@ -223,7 +224,7 @@ def _lookup_body(ctx: _Ctx, spec: ClusterSpec, part: Part, table: Value, raw: Va
             elif partial is not None:
                 add_to_partial(e, spec.sum_order, partial[0], e.read(partial[1]),
                                _width(part), c, looked_up_value(e, v, ok, w, table.type.elem,
-                                                                out.type.elem))
+                                                                out.type.elem, fill_value(spec)))
             else:
                 add_lookup(e, spec, out, r, c, v, ok, w, table.type.elem)
             e.end(slc.YieldOp, cb.body)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ember_xla.ir.graph import Module
 from ember_xla.ir.passes import PassPipeline
 from ember_xla.rewrites.canonicalize import (  # noqa: F401  (registers the passes)
+    batch_dot,
     fold_noops,
     fold_tuple_index,
     inline_calls,
@@ -30,6 +31,7 @@ def default_pipeline(assume_finite_tables: bool = False, xla_order: bool = True)
         "squeeze-gather",
         "squeeze-scatter",
         "lookup-layout",
+        "batch-dot-to-multiply",
         f"onehot-dot-to-gather{{assume_finite_tables={assume_finite_tables}}}",
         "split-shared-lookup",
         "scale-to-weights",

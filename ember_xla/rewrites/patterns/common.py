@@ -11,6 +11,11 @@ from ember_xla.rewrites.refs import Ref, resolve
 from ember_xla.rewrites.walk import NoMatch, Walk
 
 _COMBINERS = {"add": "sum", "maximum": "max", "minimum": "min"}
+#: Why a padded bag of ``jnp.take(..., mode="fill", fill_value=0)`` rows stays in XLA when
+#: masked-bag-to-segments did not take it (its weights are not provably finite).
+ZERO_FILL_BAG = ("a padded bag of zero-filled rows (jnp.take(mode='fill', fill_value=0)) times "
+                 "weights not provably finite: the padded-bag kernels have no zero fill row "
+                 "(out-of-range lookups add 0*w, NaN for an Inf/NaN weight)")
 
 
 def combiner_name(opcode: str | None, where: str) -> str:

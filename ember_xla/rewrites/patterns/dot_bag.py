@@ -15,7 +15,12 @@ from ember_xla.ir.operation import Operation
 from ember_xla.native.padded_order import BagSum, OrderNotReproduced, sum_order
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.matcher import Pattern, looks_like_lookup
-from ember_xla.rewrites.patterns.common import lookup_of, make_cluster, weights_chain
+from ember_xla.rewrites.patterns.common import (
+    ZERO_FILL_BAG,
+    lookup_of,
+    make_cluster,
+    weights_chain,
+)
 from ember_xla.rewrites.refs import Ref
 from ember_xla.rewrites.walk import NoMatch, Walk
 
@@ -81,6 +86,8 @@ class DotBag(Pattern):
         lk = lookup_of(walk, Ref(op.operands[rows_i]))
         if lk.lookup_dims != (b, p):
             raise NoMatch(f"lookups {lk.lookup_dims} do not form the bags [B,L]=[{b},{p}]")
+        if lk.index_mode == "zero":
+            raise NoMatch(ZERO_FILL_BAG)
         if lk.table.value.type.element_type != "f32":
             raise NoMatch("the bag's table is not f32")
         d = op.operands[rows_i].type.dims[2]

@@ -23,6 +23,7 @@ from ember_xla.native.padded_order import (
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.matcher import Pattern
 from ember_xla.rewrites.patterns.common import (
+    ZERO_FILL_BAG,
     combiner_name,
     lookup_of,
     make_cluster,
@@ -119,6 +120,8 @@ class PaddedBag(Pattern):
         lk = lookup_of(walk, rows)
         if lk.lookup_dims != (b, p):
             raise NoMatch(f"lookups {lk.lookup_dims} do not form the reduced [B,P]=[{b},{p}]")
+        if lk.index_mode == "zero":
+            raise NoMatch(ZERO_FILL_BAG)
         if lk.table.value.type.dims[0] == 1 and lk.index_mode == "clip":
             # every id clamps to row 0: XLA:CPU folds the gather into a broadcast and the sum
             # of the broadcast into a multiply by P, which rounds differently from P adds
