@@ -8,7 +8,7 @@ import collections
 import dataclasses
 
 from ember_xla.custom_calls import is_ember_call, is_emulate_call
-from ember_xla.hlo.shape import FLOAT_TYPES
+from ember_xla.hlo.shape import FLOAT_TYPES, Shape
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.cluster import Cluster, NearMiss
@@ -65,6 +65,25 @@ def looks_like_lookup(op: Operation, depth: int = 8) -> bool:
     return False
 
 
+def _dynamic(shape: Shape) -> bool:
+    if shape.is_tuple:
+        return any(_dynamic(s) for s in shape.tuple_shapes)
+    return any(shape.dynamic)
+
+
+def dynamic_value(c: Cluster) -> str | None:
+    """Why cluster ``c`` stays in XLA when one of its values has a bounded-dynamic dimension
+    (TF's ``tf.unique`` before a lookup makes ``f32[<=1280,32]``), or None: the ember calls take
+    static shapes (XLA:CPU refuses a custom-call with a dynamic dimension)."""
+    values = [*c.inputs, *(r for o in c.owned for r in o.results)]
+    for v in values:
+        if _dynamic(v.type):
+            return (f"{v.owner.name} is {v.type.to_text(False)}, a bounded-dynamic shape: "
+                    "the ember calls take static shapes (XLA:CPU refuses a custom-call with a "
+                    "dynamic dimension), so the cluster stays in XLA")
+    return None
+
+
 def call_bodies(module: Module) -> set[int]:
     """Ids of the graphs only the ember calls of an already rewritten module reach (each
     call's reference body and what it calls): the cluster there was rewritten already, so
@@ -104,6 +123,11 @@ def find_clusters(module: Module, patterns: list[Pattern]) -> MatchResult:
                     if getattr(e, "report", False) or (not p.quiet and looks_like_lookup(op)):
                         pending.append(NearMiss(p.name, op, str(e),
                                                 getattr(e, "direction", None)))
+                    continue
+                dynamic = dynamic_value(c)
+                if dynamic is not None:
+                    counters[p.name]["failed"] += 1
+                    pending.append(NearMiss(p.name, op, dynamic, getattr(c, "direction", None)))
                     continue
                 overlap = [o.name for o in c.owned if id(o) in claimed]
                 if overlap:  # earlier (topologically first) cluster wins

@@ -124,3 +124,27 @@ def test_a_rewritten_module_is_not_rewritten_again():
         again = rewrite_module(once.module, cost_model=False, group=group)
         assert not again.clusters, group
         assert module_to_proto(again.module) == before
+
+
+def test_dynamic_shape_cluster_stays_in_xla():
+    """``tf.unique`` before a lookup gives rows of a bounded-dynamic shape (f32[<=L,D]): the
+    ember calls take static shapes, so the bag stays in XLA with the reason and the module is
+    unchanged (a custom-call there would not compile)."""
+    import tensorflow as tf
+
+    from ember_xla.hlo_import.tf_source import from_tf_function
+
+    table = tf.constant(np.random.default_rng(0).standard_normal((50, 4)).astype(np.float32))
+
+    @tf.function(input_signature=[tf.TensorSpec([3, 5], tf.int32)], jit_compile=True)
+    def f(ids):
+        u = tf.unique(tf.reshape(ids, [-1]))
+        rows = tf.gather(tf.gather(table, u.y), u.idx)
+        return tf.reduce_sum(tf.reshape(rows, [3, 5, 4]), 1)
+
+    m = from_tf_function(f, np.zeros((3, 5), np.int32)).module
+    before = module_to_proto(m)
+    r = rewrite_module(m, cost_model=False)
+    assert not r.clusters
+    assert any("bounded-dynamic shape" in n["reason"] for n in r.near_misses), r.near_misses
+    assert module_to_proto(r.module) == before
