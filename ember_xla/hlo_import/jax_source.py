@@ -12,7 +12,9 @@ from ember_xla.hlo_import.proto import module_from_proto
 def hlo_proto_from_jax(fn: Callable, *args: Any, **kwargs: Any) -> bytes:
     import jax
 
-    lowered = jax.jit(fn).lower(*args, **kwargs)
+    # a jitted function lowers with its own options (donate_argnums: the module's aliasing)
+    jitted = fn if callable(getattr(fn, "lower", None)) else jax.jit(fn)
+    lowered = jitted.lower(*args, **kwargs)
     return lowered.compiler_ir("hlo").as_serialized_hlo_module_proto()
 
 

@@ -154,6 +154,13 @@ class Module:
             self.entry = graph
         return graph
 
+    def donated_parameters(self) -> set[int]:
+        """The entry parameters the caller lets XLA overwrite (the ``input_output_alias`` and
+        ``buffer_donor`` entries): a run may consume their buffers."""
+        return {int(e.get("parameter_number", 0))
+                for key in ("input_output_alias", "buffer_donor")
+                for e in self.attributes.get(key, {}).get("entries", [])}
+
     def clone(self) -> Module:
         """A deep copy: names, ids, attributes and graph order kept; nothing shared."""
         new = Module(self.name, copy.deepcopy(self.attributes))

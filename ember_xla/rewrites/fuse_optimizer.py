@@ -415,15 +415,6 @@ def fuse(module: Module, gcall: Operation, index: int, rw: PatternRewriter,
     return {"optimizer": None, "optimizer_reason": REFUSED + " (" + "; ".join(reasons) + ")"}
 
 
-def donated_parameters(module: Module) -> set[int]:
-    """The entry parameters the caller lets XLA overwrite (``input_output_alias`` and
-    ``buffer_donor`` entries)."""
-    a = module.attributes
-    return {int(e.get("parameter_number", 0))
-            for key in ("input_output_alias", "buffer_donor")
-            for e in a.get(key, {}).get("entries", [])}
-
-
 def in_place(module: Module, v: Value) -> bool:
     """Should the fused call's result alias operand ``v``? Not when ``v`` is an entry parameter
     the caller keeps: XLA would copy it into a new buffer first (one pass over the table),
@@ -431,7 +422,7 @@ def in_place(module: Module, v: Value) -> bool:
     op = v.owner
     if op.opcode != "parameter" or op.parent is not module.entry:
         return True
-    return int(op.attributes.get("parameter_number", 0)) in donated_parameters(module)
+    return int(op.attributes.get("parameter_number", 0)) in module.donated_parameters()
 
 
 def _replace(module: Module, gcall: Operation, f: FusedUpdate, index: int,

@@ -230,18 +230,32 @@ def mismatch_line(check: dict[str, Any], atol: float | None,
 def time_modules(modules: dict[str, Module], inputs: list[np.ndarray],
                  repeats: int = 10) -> dict[str, float]:
     """Median seconds per run of each module, runs interleaved (one warm-up each). Inputs
-    are placed on the device once, as a model's weights and a batch would be."""
+    are placed on the device once, as a model's weights and a batch would be; parameters a
+    module donates (a training step's ``input_output_alias``: its run consumes their buffers)
+    get fresh device copies before each run, outside the timed region."""
     import jax
 
     exes = {k: compile_module(m) for k, m in modules.items()}
+    donated = {k: m.donated_parameters() for k, m in modules.items()}
     with jax.enable_x64(True):
-        on_device = [jax.device_put(np.asarray(a)) for a in inputs]
-    for e in exes.values():
-        jax.block_until_ready(e.run_device(on_device))
+        host = [np.asarray(a) for a in inputs]
+        on_device = [jax.device_put(a) for a in host]
+
+    def operands(k: str) -> list:
+        if not donated[k]:
+            return on_device
+        with jax.enable_x64(True):
+            fresh = [jax.device_put(host[i]) if i in donated[k] else a
+                     for i, a in enumerate(on_device)]
+        return jax.block_until_ready(fresh)
+
+    for k, e in exes.items():
+        jax.block_until_ready(e.run_device(operands(k)))
     times: dict[str, list[float]] = {k: [] for k in exes}
     for _ in range(repeats):
         for k, e in exes.items():
+            args = operands(k)
             t0 = time.perf_counter()
-            jax.block_until_ready(e.run_device(on_device))
+            jax.block_until_ready(e.run_device(args))
             times[k].append(time.perf_counter() - t0)
     return {k: statistics.median(v) for k, v in times.items()}

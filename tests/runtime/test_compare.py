@@ -133,3 +133,25 @@ def test_equal_values_note_names_nan_and_zero_sign_differences():
                                              [np.ones(2, np.float32)])) == ""
     assert equal_values_note(compare_outputs([np.ones(2, np.float32)],
                                              [np.zeros(2, np.float32)])) == ""
+
+
+def test_timing_a_module_that_donates_its_parameters():
+    """A training step exported with donated parameters (``input_output_alias``, what TF gives
+    a variable it updates) consumes their buffers on each run: timing gives it fresh copies
+    (before, the second run failed with "Array has been deleted")."""
+    import functools
+
+    import jax
+
+    from ember_xla.hlo_import.jax_source import from_jax
+    from ember_xla.runtime.compare import time_modules
+
+    @functools.partial(jax.jit, donate_argnums=0)
+    def step(t, g):
+        return t - 0.5 * g
+
+    args = [np.ones((64, 8), np.float32), np.ones((64, 8), np.float32)]
+    m = from_jax(step, *args).module
+    assert m.donated_parameters() == {0}
+    times = time_modules({"a": m, "b": m.clone()}, args, repeats=3)
+    assert set(times) == {"a", "b"} and all(t > 0 for t in times.values())
