@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ember_xla.hlo_import.bound_params import npz_value
 from ember_xla.hlo_import.model import Model
 from ember_xla.orchestrate.errors import UsageError
 from ember_xla.runtime.execute import compile_module
@@ -67,6 +68,7 @@ def _match(model: Model, params: list, data: Any, path: str) -> list[np.ndarray]
                 out.append(None)
             continue
         want = p.result.type
+        arr = npz_value(arr, want.dtype)
         if tuple(arr.shape) != want.dims or arr.dtype != want.dtype:
             raise UsageError(f"{path}: input {p.name!r} (parameter {num}) is "
                              f"{arr.dtype}{list(arr.shape)}, expected {want}")

@@ -20,6 +20,16 @@ from ember_xla.util.input_files import open_regular
 PARAMS_FILE = "params.npz"
 
 
+def npz_value(arr: np.ndarray, want: np.dtype) -> np.ndarray:
+    """``arr`` as read from an .npz for a parameter of type ``want``: ``np.savez`` stores the
+    types numpy lacks (bfloat16 and the float8s of ``ml_dtypes``) as raw bytes (``|V2``,
+    ``|V1``), which are read back as ``want`` when the sizes agree; anything else unchanged."""
+    if arr.dtype.kind == "V" and arr.dtype.names is None and arr.dtype != want \
+            and arr.dtype.itemsize == want.itemsize and want.kind in "Vf":
+        return arr.view(want)
+    return arr
+
+
 def _by_number(module: Module) -> dict[int, object]:
     return {p.attributes.get("parameter_number", 0): p for p in module.entry.params()}
 
@@ -60,6 +70,7 @@ def bind_sibling_params(model: Model, path: str) -> None:
                                  "expected the params.npz its rewrite wrote", npz)
         num, p = by_name[key]
         want = p.result.type
+        arr = npz_value(arr, want.dtype)
         if tuple(arr.shape) != want.dims or arr.dtype != want.dtype:
             raise HloImportError(f"value of {key!r} is {arr.dtype}{list(arr.shape)}, the "
                                  f"parameter is {want}", npz)

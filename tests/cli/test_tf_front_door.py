@@ -167,3 +167,39 @@ def test_bad_outputs_json_is_one_line(rewritten, tmp_path, cli, error_line):
     (d / "outputs.json").write_text('{"outputs": ["a", "a"]}')
     line = error_line(cli("run", str(d / "rewritten.pb")))
     assert "outputs.json" in line and "distinct non-empty names" in line
+
+
+def test_bf16_variables_travel_and_run(tmp_path, cli):
+    """A SavedModel whose table is bf16: ``params.npz`` holds it as np.savez stores bfloat16
+    (raw ``|V2`` bytes), and ``run`` binds it back as bf16 (it refused the value before); a
+    bf16 input given the same way is read as bf16 too."""
+    import ml_dtypes
+    import tensorflow as tf
+
+    rng = np.random.default_rng(3)
+    table = rng.standard_normal((300, 8)).astype(ml_dtypes.bfloat16)
+
+    class M(tf.Module):
+        def __init__(self):
+            self.table = tf.Variable(tf.constant(table, tf.bfloat16), name="table_bf16")
+
+        @tf.function(input_signature=[tf.TensorSpec([4, 6], tf.int32, name="ids"),
+                                      tf.TensorSpec([4, 8], tf.bfloat16, name="bias")])
+        def __call__(self, ids, bias):
+            return {"pooled": tf.reduce_sum(tf.gather(self.table, ids), 1) + bias}
+
+    m = M()
+    tf.saved_model.save(m, str(tmp_path / "sm"), signatures={"serving_default": m.__call__})
+    ids = rng.integers(0, 300, (4, 6)).astype(np.int32)
+    bias = rng.standard_normal((4, 8)).astype(ml_dtypes.bfloat16)
+    np.savez(tmp_path / "x.npz", ids=ids, bias=bias)
+    r = cli("rewrite", str(tmp_path / "sm"), "--out", str(tmp_path / "D"), "--rewrite_all")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert np.load(tmp_path / "D" / "params.npz")["table_bf16"].dtype == np.dtype("V2")
+    r = cli("run", str(tmp_path / "D" / "rewritten.pb"), "--inputs", str(tmp_path / "x.npz"),
+            "--outputs", str(tmp_path / "y.npz"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = np.load(tmp_path / "y.npz")["pooled"].view(ml_dtypes.bfloat16)
+    want = m(tf.constant(ids), tf.constant(bias))["pooled"].numpy()
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-2,
+                               atol=2e-2)
