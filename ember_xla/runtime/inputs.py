@@ -1,7 +1,9 @@
 """Random but valid inputs for a module's entry signature.
 
 Integer parameters that end up as gather or scatter indices get values inside the bounds of the
-dimension they index (so random runs exercise real lookups); everything else is random data.
+dimension they index (so random runs exercise real lookups); so do float parameters converted
+to integers on the way (a Keras ``Sequential`` whose ``Input`` is float casts its ids), as
+whole numbers. Everything else is random data.
 """
 
 from __future__ import annotations
@@ -60,7 +62,8 @@ def _index_uses(module: Module) -> tuple[dict[int, int], dict[int, set[str]]]:
             return
         if op.opcode in _PASS or op.opcode in ("select", "add", "call"):
             for v in op.operands:
-                if v.type.is_array and v.type.element_type in INT_TYPES:
+                if v.type.is_array and (v.type.element_type in INT_TYPES or (
+                        op.opcode == "convert" and v.type.element_type in FLOAT_TYPES)):
                     visit(v.owner, bound, seen)
 
     for op in module.walk():
@@ -102,6 +105,12 @@ def draw_ids(rng: np.random.Generator, size: int, n: int, case: str | None = Non
     return rng.integers(-n - 3, n + 3, size=size).astype(np.int64)
 
 
+def _id_dtype(dt: np.dtype) -> bool:
+    """Ids of this type can be redrawn: integers wider than a byte, or floats a model converts
+    to integers (f32/f64: every id the draws make is exact)."""
+    return (dt.kind in "iu" and dt.itemsize > 1) or dt in (np.float32, np.float64)
+
+
 def edge_id_inputs(module: Module, base: list[np.ndarray], seed: int = 0
                    ) -> dict[str, list[np.ndarray]]:
     """``base`` with the ids of every gather/scatter index parameter redrawn per ``ID_CASES``
@@ -114,7 +123,7 @@ def edge_id_inputs(module: Module, base: list[np.ndarray], seed: int = 0
     params = sorted(module.entry.params(), key=lambda p: p.attributes.get("parameter_number", 0))
     nums = [i for i, p in enumerate(params)
             if p.attributes.get("parameter_number", i) in bounds and i < len(base)
-            and np.asarray(base[i]).dtype.kind in "iu" and np.asarray(base[i]).dtype.itemsize > 1
+            and _id_dtype(np.asarray(base[i]).dtype)
             and "unique_indices" not in promises.get(p.attributes.get("parameter_number", i), ())]
     if not nums:
         return {}
@@ -128,8 +137,9 @@ def edge_id_inputs(module: Module, base: list[np.ndarray], seed: int = 0
                 continue
             a = np.asarray(base[i])
             x = draw_ids(rng, a.size, bounds[num], case)
-            info = np.iinfo(a.dtype)
-            x = np.clip(x, max(info.min, -(2**62)), min(info.max, 2**62))
+            if a.dtype.kind in "iu":
+                info = np.iinfo(a.dtype)
+                x = np.clip(x, max(info.min, -(2**62)), min(info.max, 2**62))
             if "indices_are_sorted" in promises.get(num, ()):
                 x = np.sort(x)
             inputs[i] = x.astype(a.dtype).reshape(a.shape)
@@ -223,5 +233,8 @@ def random_inputs(module: Module, seed: int = 0,
         shape = p.result.type
         if shape.is_tuple:
             raise ValueError(f"parameter {p.name} is a tuple {shape}; give inputs explicitly")
+        if num in bounds and shape.element_type in FLOAT_TYPES:  # float ids: whole numbers
+            out.append(rng.integers(0, bounds[num], size=shape.dims).astype(shape.dtype))
+            continue
         out.append(random_array(shape, rng, bounds.get(num, 10)))
     return out

@@ -35,6 +35,25 @@ def test_bound_parameters_take_given_values():
     assert y is v or np.array_equal(y, v)
 
 
+def test_float_ids_converted_to_integers_are_whole_numbers_with_edge_cases():
+    """A model that casts float ids to integers before its lookup (a Keras ``Sequential``
+    with a float ``Input``): the random ids are whole numbers in range (not normal draws,
+    which would all cast to -1, 0 or 1), and verify gets edge-case ids for them too."""
+    import jax.numpy as jnp
+
+    from ember_xla.runtime.inputs import ID_CASES, edge_id_inputs
+
+    m = from_jax(lambda t, x: t[x.astype(jnp.int32)].sum(1), np.ones((13, 4), np.float32),
+                 np.zeros((6, 5), np.float32))
+    t, x = random_inputs(m.module, 0)
+    assert x.dtype == np.float32 and np.array_equal(x, np.round(x))
+    assert x.min() >= 0 and x.max() < 13 and len(np.unique(x)) > 5
+    cases = edge_id_inputs(m.module, [t, x], 0)
+    assert tuple(cases) == ID_CASES
+    mixed = cases["mixed"][1]
+    assert mixed.dtype == np.float32 and (mixed < 0).any() and (mixed >= 13).any()
+
+
 def _edge_model():
     import jax
     import jax.numpy as jnp
