@@ -97,7 +97,9 @@ class RewriteClusters(ModulePass):
         found = find_clusters(module, list(patterns or (ALL_PATTERNS if self.xla_order
                                                         else DAE_PATTERNS)))
         entries, misses = [], [near_miss_entry(n) for n in found.near_misses]
-        canon = [NearMiss(n.pass_name, n.op, n.reason) for n in notes if n.op.parent]
+        roots = {id(c.root) for c in found.clusters}  # a pattern took what a pass refused
+        canon = [NearMiss(n.pass_name, n.op, n.reason) for n in notes
+                 if n.op.parent and id(n.op) not in roots]
         misses += [near_miss_entry(n) for n in canon]
         misses += [near_miss_entry(n)
                    for n in uncovered(module, found.clusters, found.near_misses + canon)]

@@ -23,6 +23,10 @@ near-ties stay in XLA. The environment variable ``EMBER_XLA_COST_MODEL=off``
 (or ``rewrite_module(..., cost_model=False)``, ``ember-xla rewrite --rewrite_all``) rewrites
 every cluster regardless.
 
+Kinds the fit does not describe and that measured slower stay in XLA with their own reason
+(``unmodelled_slow``): f16 tables, padded bags of bf16 input tables, weighted f16 blocked bags,
+XLA:CPU's scatter folds and TF/Keras sparse applies (``ember.ordered_scatter``).
+
 The gradient of a lookup (``scatter_grad``) is judged later, once optimizer fusion has run
 (rewrites/pipeline.py): a gradient fused into its update always stays rewritten (the fused
 kernel replaces XLA's dense update too), an unfused one by the ``scatter_grad/sum`` family
@@ -152,6 +156,20 @@ SPARSE_APPLY_KEPT = ("kept in XLA: a TF/Keras sparse apply (the optimizer's scat
                      "rewritten with the cost model off")
 
 
+#: f16 tables: the kernels convert each f16 value (and round each f16 sum) in scalar code,
+#: without the CPU's F16C instructions; the cost model's families are f32 measurements.
+F16_KEPT = ("kept in XLA: f16 tables are not in the cost model, and the kernels convert f16 "
+            "values in scalar code: measured 0.30-0.95x of XLA:CPU for padded bags and "
+            "0.11-0.31x for segment sums (100,000 x 64/128, B=256-2048, P=8-32, "
+            "benchmarks/bench_half_tables.py); rewritten with the cost model off")
+
+#: bf16 padded bags (``t[ids].sum(1)``, which jnp sums in f32): slower than XLA:CPU at some
+#: sizes, faster at others, and not in the cost model. bf16 segment sums measured faster.
+BF16_BAG_KEPT = ("kept in XLA: padded bags of bf16 tables are not in the cost model and "
+                 "measured 0.44-1.81x of XLA:CPU (0.64-0.86x at B=1024 P=8 D=64; "
+                 "benchmarks/bench_half_tables.py); rewritten with the cost model off")
+
+
 def unmodelled_slow(c: Cluster) -> str | None:
     """Why a cluster whose kernel path no family of the model describes, and which is measured
     slower than XLA:CPU, stays in XLA; None for the others."""
@@ -160,6 +178,11 @@ def unmodelled_slow(c: Cluster) -> str | None:
         return ("kept in XLA: weighted f16 padded bags summed in YNNPACK's blocked order are "
                 "not in the cost model and measured 0.12-0.62x of XLA:CPU "
                 "(benchmarks/padded_order_speed.py)")
+    if c.table.type.element_type == "f16":
+        return F16_KEPT
+    if c.kind == "padded_bag" and c.table.type.element_type == "bf16" and \
+            computed_table(c) is None:  # a computed one: measured, bench_computed_table.py
+        return BF16_BAG_KEPT
     if c.kind == "ordered_scatter" and c.root.opcode == "add":
         return f"{FOLD_KEPT} ({c.root.name})"
     if c.kind == "ordered_scatter":

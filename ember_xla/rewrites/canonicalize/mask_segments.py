@@ -41,6 +41,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from ember_xla.custom_calls import SUM_ORDERS
 from ember_xla.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
@@ -55,6 +56,7 @@ from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit, constant_along_last
 from ember_xla.rewrites.canonicalize.lookups import RowLookup, lookup_ids, relookup, row_lookup
 from ember_xla.rewrites.canonicalize.notes import note
+from ember_xla.rewrites.lookup import match_wrap
 from ember_xla.rewrites.patterns.forward_lookup import depends_on, forward_gather
 from ember_xla.rewrites.reduce_merge import fused_by_xla, merged_by_xla
 from ember_xla.rewrites.refs import Ref, binary_combiner, plus_zero, scalar_constant
@@ -63,22 +65,35 @@ PASS = "masked-bag-to-segments"
 _IDENTITY = {"add": 0.0, "maximum": -math.inf, "minimum": math.inf}
 #: Orders in which ``ember.padded_bag`` sums a masked bag (patterns/padded_bag.py).
 _MASKED_KERNEL_ORDERS = ("blocked", "vector8", "tree32")
+#: Names of orders (anything else ``_xla_order`` returns is why the order is not reproduced).
+_ORDER_NAMES = SUM_ORDERS
+
+
+def _wraps(lk: RowLookup) -> bool:
+    """Whether the gather's ids come (through reshapes and converts) from the negative-id
+    wrap ``select(i < 0, i + N, i)``, which XLA:CPU's loop computes with the bag."""
+    n = lk.gather.operands[0].type.dims[0]
+    v = lk.gather.operands[1]
+    for _ in range(8):
+        if match_wrap(Ref(v), n) is not None:
+            return True
+        op = v.owner
+        if op.opcode not in ("reshape", "bitcast", "convert") or not op.operands:
+            return False
+        v = op.operands[0]
+    return False
 
 
 def _xla_order(dt: str, b: int, p: int, d: int, weighted: bool, lk: RowLookup) -> str:
-    """The order XLA:CPU adds the rows of the masked bag's reduce in (the padded bag's rule;
-    the wrap of negative ids, which the rule may weigh, is taken both ways), or why it is not
-    reproduced."""
+    """The order XLA:CPU adds the rows of the masked bag's reduce in (the padded bag's rule,
+    for the ids as the module wraps them or not), or why it is not reproduced."""
     mode = "clip" if lk.fill_and is None else "fill"
     index_type = lk.gather.operands[1].type.element_type
-    orders = set()
-    for wrap in (False, True):
-        try:
-            orders.add(sum_order(BagSum(b, p, d, dt, "sum", 0.0, weighted, dt, index_type,
-                                        mode, wrap)))
-        except OrderNotReproduced as e:
-            orders.add(str(e))
-    return orders.pop() if len(orders) == 1 else " or ".join(sorted(orders))
+    try:
+        return sum_order(BagSum(b, p, d, dt, "sum", 0.0, weighted, dt, index_type, mode,
+                                _wraps(lk)))
+    except OrderNotReproduced as e:
+        return str(e)
 
 
 class MaskedBag(RewritePattern):
@@ -157,9 +172,11 @@ class MaskedBag(RewritePattern):
                     and comb == "add":
                 return  # the padded bag's masked kernel adds the rows in that order
             if order != "sequential":
-                note(PASS, op, f"{where}: XLA:CPU adds its {p} rows per bag in the order "
-                               f"{order!r}, not one after the other as the segment form does, "
-                               "so the cluster stays in XLA")
+                why = (f"in the order {order!r}" if order in _ORDER_NAMES else
+                       f"in another order ({order})")
+                note(PASS, op, f"{where}: XLA:CPU adds its {p} rows per bag {why}, not one "
+                               "after the other as the segment form does, so the cluster "
+                               "stays in XLA")
                 return
             fused = (None if x.type.element_type == "f32" and ynn_reduces(bsz * p * d)
                      else fused_by_xla(op))
