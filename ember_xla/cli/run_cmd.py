@@ -6,7 +6,6 @@ signature's output names when the model has them (a SavedModel, or a rewritten o
 from __future__ import annotations
 
 import io
-import time
 import zipfile
 import zlib
 from typing import Any
@@ -16,6 +15,7 @@ import numpy as np
 from ember_xla.hlo_import.bound_params import npz_value
 from ember_xla.hlo_import.model import Model
 from ember_xla.orchestrate.errors import UsageError
+from ember_xla.runtime.compare import time_modules
 from ember_xla.runtime.execute import compile_module
 from ember_xla.runtime.inputs import check_budget, random_inputs
 from ember_xla.util.atomic import write_atomic
@@ -53,9 +53,10 @@ def _match(model: Model, params: list, data: Any, path: str) -> list[np.ndarray]
     out: list[np.ndarray | None] = []
     used: set[str] = set()
     missing = []
+    short = _short_names(params)
     for i, p in enumerate(params):
         num = p.attributes.get("parameter_number", i)
-        for key in (p.name, f"arr_{num}", str(num)):
+        for key in (p.name, *short.get(p.name, ()), f"arr_{num}", str(num)):
             if key in data:
                 arr = data[key]
                 used.add(key)
@@ -87,6 +88,25 @@ def _match(model: Model, params: list, data: Any, path: str) -> list[np.ndarray]
     return [a for a in out if a is not None]
 
 
+def _short_names(params: list) -> dict[str, tuple[str, ...]]:
+    """Other keys each parameter answers to: the name the exporter gave it (``op_name``, e.g.
+    JAX's argument name ``t`` for HLO's ``t.1``) and the HLO name without its ``.N`` suffix,
+    where no other parameter answers to the same."""
+    cands: dict[str, list[str]] = {}
+    for p in params:
+        md = p.attributes.get("metadata") or {}
+        names = {str(md.get("op_name", "")), p.name.rsplit(".", 1)[0]
+                 if p.name.rsplit(".", 1)[-1].isdigit() else ""} - {"", p.name}
+        cands[p.name] = sorted(names)
+    counts: dict[str, int] = {}
+    for names in cands.values():
+        for n in names:
+            counts[n] = counts.get(n, 0) + 1
+    taken = {p.name for p in params}
+    return {k: tuple(n for n in v if counts[n] == 1 and n not in taken)
+            for k, v in cands.items()}
+
+
 def output_keys(model: Model, count: int) -> list[str]:
     """The outputs' names: the signature's (``Model.output_names``) when the model has one per
     output, else ``arr_<i>`` (np.savez's default keys)."""
@@ -100,11 +120,9 @@ def run_model(model: Model, inputs_path: str | None, outputs_path: str | None, s
     inputs = load_inputs(model, inputs_path, seed)
     exe = compile_module(model.module)
     outs = exe.run(inputs)
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        exe.run(inputs)
-        times.append(time.perf_counter() - t0)
+    # timed on inputs already on the device (donated ones given fresh buffers), as jax times
+    # a jitted function: not the copies of numpy inputs in and outputs out
+    median = time_modules({"model": model.module}, inputs, repeat)["model"] if repeat else None
     names = output_keys(model, len(outs))
     lines = [f"{model.source}: {len(outs)} outputs"]
     for i, (name, o) in enumerate(zip(names, outs, strict=True)):
@@ -112,8 +130,9 @@ def run_model(model: Model, inputs_path: str | None, outputs_path: str | None, s
         label = f"{i}" if name == f"arr_{i}" else f"{i} {name!r}"
         lines.append(f"  output {label}: {o.dtype}{list(o.shape)} first values "
                      f"{flat.tolist()}")
-    if times:
-        lines.append(f"  median time per run over {repeat} runs: {1e3 * np.median(times):.3f} ms")
+    if median is not None:
+        lines.append(f"  median time per run over {repeat} runs: {1e3 * median:.3f} ms "
+                     "(inputs on the device)")
     if outputs_path:
         buf = io.BytesIO()
         np.savez(buf, **dict(zip(names, outs, strict=True)))

@@ -65,6 +65,20 @@ def test_rewrite_verify_and_run(jax_model, tmp_path, src, cli):
         assert np.array_equal(got, want, equal_nan=True)
 
 
+def test_run_takes_the_argument_names_and_times_on_the_device(jax_model, tmp_path, cli):
+    """JAX's HLO names its parameters ``t.1``, ``i.1``...: ``run`` also takes the argument
+    names the user wrote (``t``, ``i``); ``--repeat`` times the module on inputs already on
+    the device."""
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "named.npz", t=rng.standard_normal((100, 16)).astype(np.float32),
+             i=rng.integers(0, 100, 40).astype(np.int32), s=np.zeros(40, np.int32),
+             w=np.ones((16, 4), np.float32))
+    p = cli("run", str(jax_model / "m.pb"), "--inputs", str(tmp_path / "named.npz"),
+            "--repeat", "3")
+    assert p.returncode == 0, p.stderr
+    assert "median time per run over 3 runs" in p.stdout and "(inputs on the device)" in p.stdout
+
+
 def test_run_rejects_wrong_inputs(jax_model, tmp_path, cli):
     np.savez(tmp_path / "bad.npz", np.ones((3, 3), np.float32))
     p = cli("run", str(jax_model / "m.pb"), "--inputs", str(tmp_path / "bad.npz"))
