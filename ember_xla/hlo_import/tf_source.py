@@ -39,6 +39,38 @@ def _captured_values(concrete: Any) -> list[tuple[str, np.ndarray]]:
     return values
 
 
+_UNSUPPORTED = re.compile(r"No registered '(\w+)' OpKernel")
+_SPARSE_OPS = ("Sparse", "Ragged")
+
+
+def compile_error(e: Exception) -> str:
+    """One line saying why TensorFlow could not give XLA's HLO for a function, naming the ops
+    XLA has no kernel for (its message buries them in node names) and what to export
+    instead."""
+    text = " ".join(str(e).split()) or type(e).__name__
+    ops = sorted(set(_UNSUPPORTED.findall(text)))
+    head = "TensorFlow could not compile the function with XLA: "
+    dense = ("export from dense [B, L] ids and a mask, or flat ids with segment ids "
+             "(docs/IDIOMS.md)")
+    table = ("it reads a hash table (StringLookup, IntegerLookup, Hashing, tf.lookup), which "
+             "XLA cannot compile; keep that preprocessing outside the exported signature and "
+             "export the model from integer ids")
+    if ops:
+        hint = ""
+        if any(o.startswith(_SPARSE_OPS) for o in ops):
+            hint = (f"; sparse and ragged inputs (tf.nn.embedding_lookup_sparse, "
+                    f"RaggedTensor) compile to ops XLA lacks: {dense}")
+        elif any(o.startswith(("LookupTable", "HashTable")) for o in ops):
+            hint = f"; {table}"
+        return f"{head}XLA has no kernel for {', '.join(ops)}{hint}"
+    if "compile-time constant" in text and "Ragged" in text:
+        return (f"{head}a RaggedTensor's shapes depend on its values, which XLA needs at "
+                f"compile time; {dense}")
+    if "is_initialized" in text and "RET_CHECK" in text:
+        return head + table
+    return head + text[:300]
+
+
 def from_tf_function(fn: Any, *args: Any, source: str = "") -> Model:
     """Import a ``tf.function`` for ``args`` (tensors, arrays or ``tf.TensorSpec``s)."""
     import tensorflow as tf
@@ -50,9 +82,7 @@ def from_tf_function(fn: Any, *args: Any, source: str = "") -> Model:
         proto = fn.experimental_get_compiler_ir(*targs)(stage="hlo_serialized")
         concrete = fn.get_concrete_function(*targs)
     except Exception as e:
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise HloImportError(f"TensorFlow could not compile the function with XLA: {msg}",
-                           source or None) from None
+        raise HloImportError(compile_error(e), source or None) from None
     src = source or f"tf:{getattr(fn, '__name__', 'function')}"
     module = module_from_proto(bytes(proto), src)
     n_user = len(targs)

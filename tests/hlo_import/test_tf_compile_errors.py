@@ -1,0 +1,42 @@
+"""What TensorFlow cannot give XLA's HLO for is one line naming the cause and what to export
+instead: sparse inputs (ops XLA has no kernel for, named), a hash-table lookup layer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ember_xla.hlo.errors import HloImportError
+from ember_xla.hlo_import.tf_source import from_tf_function
+
+
+def test_embedding_lookup_sparse_names_the_op_and_the_dense_form():
+    import tensorflow as tf
+
+    table = tf.Variable(np.ones((50, 4), np.float32))
+
+    @tf.function(jit_compile=True)
+    def f(indices, values):
+        sp = tf.sparse.SparseTensor(indices, values, dense_shape=[3, 5])
+        return tf.nn.embedding_lookup_sparse(table, sp, None, combiner="mean")
+
+    with pytest.raises(HloImportError) as e:
+        from_tf_function(f, np.array([[0, 0], [1, 2]], np.int64), np.array([3, 7], np.int64))
+    msg = str(e.value)
+    assert "XLA has no kernel for SparseSegment" in msg and "dense [B, L] ids" in msg
+    assert len(msg.splitlines()) == 1
+
+
+def test_hash_table_lookup_layer_says_to_keep_it_outside():
+    import keras
+    import tensorflow as tf
+
+    lookup = keras.layers.IntegerLookup(vocabulary=[3, 5, 9])
+
+    @tf.function(jit_compile=True)
+    def f(x):
+        return lookup(x)
+
+    with pytest.raises(HloImportError) as e:
+        from_tf_function(f, np.array([3, 9, 4], np.int64))
+    assert "hash table" in str(e.value) and "outside the exported signature" in str(e.value)
