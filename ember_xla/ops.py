@@ -99,7 +99,12 @@ def embedding_bag(table: Any, indices: Any, offsets: Any = None, *, segment_ids:
     ``indices``) multiply the rows first. ``mode``: "clip" clamps out-of-range indices (XLA
     gather), "fill" gives NaN rows (jnp.take). ``wrap_negative`` maps i < 0 to i + N first.
     Empty bags give ``init`` (0 for sum/mean, -inf for max, +inf for min); mean and sqrt_n of a
-    padded bag divide by P. A padded bag of one row (``indices [B, 1]``, the default init) is
+    padded bag divide by P. ``offsets`` has B+1 entries (torch's ``include_last_offset=True``
+    form); lookups outside ``[offsets[0], offsets[-1])`` are in no bag, so torch's default
+    offsets (B starts) need ``len(indices)`` appended. The result has the table's type: a
+    bf16/f16 table is summed in bf16/f16, each add rounded (XLA's scatter does the same),
+    while ``t[ids].sum(1)`` in jnp sums bf16 in f32 -- pass ``table.astype(jnp.float32)`` for
+    f32 sums. A padded bag of one row (``indices [B, 1]``, the default init) is
     its (weighted) row, computed as the gather XLA:CPU makes of ``jnp.take(...).sum(1)``
     (bag_gather.py: a -0.0 row stays -0.0, and it is faster than a call). Otherwise it runs
     on the CPU through the registered FFI targets; ``jax.vmap``
