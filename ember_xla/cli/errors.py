@@ -31,6 +31,12 @@ def guarded(fn: Callable[[], int]) -> int:
         print(f"ember-xla: error: {shorten(' '.join(str(e).split(chr(10))[0].split()))}",
               file=sys.stderr)
         return CHECK_FAILED_EXIT
+    except BrokenPipeError:  # the reader went away (``ember-xla inspect M | head``): quietly
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error
+        except OSError:
+            pass
+        return 128 + 13  # as a shell reports a process killed by SIGPIPE
     except expected_errors() as e:
         msg = shorten(" ".join(str(e).split("\n")[0].split()))
         print(f"ember-xla: error: {msg}", file=sys.stderr)
