@@ -138,6 +138,27 @@ def output_names(structured: Any) -> list[str]:
     return []
 
 
+def with_updated_variables(model: Model, names: list[str]) -> list[str]:
+    """``names`` (the signature's outputs) followed by a name for each output XLA added after
+    them: a variable the function assigns (a training step's tables, slots and step counter),
+    returned as its new value and aliased with its parameter -- ``<variable>:updated``. Empty
+    when an added output aliases no parameter (``arr_<i>`` names then)."""
+    root = model.module.entry.root.result.type
+    count = len(root.tuple_shapes) if root.is_tuple else 1
+    if not names or count <= len(names):
+        return names
+    by_output = {tuple(e.get("output_shape_index", [])): int(e.get("parameter_number", -1))
+                 for e in model.module.attributes.get("input_output_alias", {}).get(
+                     "entries", [])}
+    extra = []
+    for i in range(len(names), count):
+        num = by_output.get((i,))
+        if num is None or num not in model.source_names:
+            return []
+        extra.append(f"{model.source_names[num]}:updated")
+    return names + extra
+
+
 def _signature_caller(sig: Any, keys: list[str]) -> Any:
     def call(*xs: Any) -> Any:
         return sig(**dict(zip(keys, xs, strict=True)))
@@ -185,7 +206,7 @@ def from_saved_model(path: str, signature: str | None = None,
         model.input_names = keys
         name_inputs(model, keys + [model.source_names[i]
                                    for i in range(len(keys), len(model.source_names))])
-        model.output_names = output_names(sig.structured_outputs)
+        model.output_names = with_updated_variables(model, output_names(sig.structured_outputs))
         model.notices = [notice] if notice else []
         out[name] = model
     return out

@@ -203,3 +203,32 @@ def test_bf16_variables_travel_and_run(tmp_path, cli):
     want = m(tf.constant(ids), tf.constant(bias))["pooled"].numpy()
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-2,
                                atol=2e-2)
+
+
+def test_training_step_outputs_are_named_after_the_variables(tmp_path, cli):
+    """A training-step signature returns its loss; XLA adds the variables it assigns as
+    outputs (aliased with their parameters): they are named ``<variable>:updated`` in
+    ``outputs.json`` and by ``run`` (before: every output fell back to arr_<i>)."""
+    import tensorflow as tf
+
+    class Step(tf.Module):
+        def __init__(self):
+            self.table = tf.Variable(np.ones((50, 4), np.float32), name="table")
+
+        @tf.function(input_signature=[tf.TensorSpec([3, 2], tf.int32, name="ids")])
+        def __call__(self, ids):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(tf.gather(self.table, ids) ** 2)
+            g = tape.gradient(loss, self.table)
+            self.table.scatter_sub(tf.IndexedSlices(0.1 * g.values, g.indices))
+            return {"loss": loss}
+
+    m = Step()
+    tf.saved_model.save(m, str(tmp_path / "sm"), signatures={"serving_default": m.__call__})
+    r = cli("rewrite", str(tmp_path / "sm"), "--out", str(tmp_path / "D"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    names = json.loads((tmp_path / "D" / "outputs.json").read_text())["outputs"]
+    assert names == ["loss", "table:updated"]
+    np.savez(tmp_path / "x.npz", ids=np.array([[1, 2], [2, 3], [4, 4]], np.int32))
+    r = cli("run", str(tmp_path / "D" / "rewritten.pb"), "--inputs", str(tmp_path / "x.npz"))
+    assert r.returncode == 0 and "output 1 'table:updated'" in r.stdout, r.stderr[-2000:]
