@@ -154,6 +154,10 @@ class RewriteClusters(ModulePass):
         for e in grads:
             e.update(fused.get(e["custom_call"], {
                 "optimizer": None, "optimizer_reason": "optimizer fusion is off"}))
+            if e.get("optimizer") is not None and plan is not None:
+                # rewritten whatever the unfused gradient's prediction: the fused call also
+                # replaces XLA's dense update of the whole table
+                e["decision"] = "fused"
         for e in list(entries):  # unfused, predicted slower than XLA's scatter: back to XLA
             if e.get("optimizer") is None and e["custom_call"] in slow_grads:
                 pattern, miss, p = slow_grads[e["custom_call"]]
