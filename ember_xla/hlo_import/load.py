@@ -123,10 +123,12 @@ def is_stablehlo(path: str, data: bytes) -> bool:
 
 def stablehlo_proto(data: bytes, path: str) -> bytes:
     """The HloModuleProto XLA makes of a StableHLO module, or one ``HloImportError`` line."""
-    from ember_xla.hlo_import.stablehlo import StableHloError, stablehlo_to_proto
+    from ember_xla.hlo_import.stablehlo import StableHloError, SymbolicShapes, stablehlo_to_proto
 
     try:
         return stablehlo_to_proto(data)
+    except SymbolicShapes as e:
+        raise HloImportError(str(e), path) from None
     except StableHloError as e:
         raise HloImportError(f"not a StableHLO module XLA can read ({e}); expected MLIR text "
                              "or bytecode such as jax.jit(f).lower(...).as_text() gives", path

@@ -12,6 +12,11 @@ class StableHloError(ValueError):
     """XLA could not read the module (the first error line XLA gave)."""
 
 
+class SymbolicShapes(StableHloError):
+    """The module has dynamic dimensions, which XLA:CPU does not compile (the whole message
+    says what to export instead)."""
+
+
 def stablehlo_to_proto(module: bytes) -> bytes:
     """The HloModuleProto bytes of a StableHLO module (MLIR text or bytecode)."""
     from jaxlib import _jax
@@ -20,9 +25,19 @@ def stablehlo_to_proto(module: bytes) -> bytes:
         comp = _jax.mlir.mlir_module_to_xla_computation(module, use_tuple_args=False,
                                                         return_tuple=False)
     except Exception as e:
+        if _symbolic(module):
+            raise SymbolicShapes("StableHLO with symbolic (dynamic) shapes (tensor<?x...>, "
+                                 "dynamic_* ops), which XLA:CPU does not compile; export it "
+                                 "with concrete shapes (the batch size the model will "
+                                 "serve)") from None
         first = next((ln for ln in str(e).splitlines() if "error" in ln), str(e))
         raise StableHloError(" ".join(first.split())[:300]) from None
     return comp.as_serialized_hlo_module_proto()
+
+
+def _symbolic(module: bytes) -> bool:
+    """Whether MLIR text has dynamic dimensions (``tensor<?x4xf32>``) or dynamic-shape ops."""
+    return b"tensor<?" in module or b"x?x" in module or b"stablehlo.dynamic_" in module
 
 
 def exported_stablehlo(data: bytes) -> str | None:

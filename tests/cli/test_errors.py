@@ -74,6 +74,22 @@ def test_jax_export_it_cannot_take(tmp_path, cli, error_line, kind):
     assert want in line
 
 
+def test_symbolic_stablehlo_text_says_to_export_concrete_shapes(tmp_path, cli, error_line):
+    """The StableHLO text of a symbolic-shape export (what ``Exported.mlir_module()`` prints):
+    one line saying so and what to export, not XLA's dynamic-broadcast error."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    (b,) = jax.export.symbolic_shape("b")
+    exp = jax.export.export(jax.jit(lambda t, i: jnp.take(t, i, axis=0).sum(1)))(
+        np.ones((10, 4), np.float32), jax.ShapeDtypeStruct((b, 3), np.int32))
+    bad = tmp_path / "m.mlir"
+    bad.write_text(exp.mlir_module())
+    line = error_line(cli("inspect", str(bad)))
+    assert "symbolic (dynamic) shapes" in line and "export it with concrete shapes" in line
+
+
 def test_bad_text_reports_line_and_column(good_proto, tmp_path, cli, error_line):
     lines = (good_proto / "m.hlo").read_text().splitlines()
     k = next(i for i, ln in enumerate(lines) if " = " in ln and "parameter" not in ln)
