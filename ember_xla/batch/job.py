@@ -59,6 +59,12 @@ def run_job(settings: JobSettings, say: Any = print) -> int:
         say(f"batch: {len(p.keys)} models; {len(p.done)} done before (kept), {len(p.tasks)} to "
             f"run on the {settings.runner} runner with {settings.workers} worker(s); "
             f"actions {','.join(settings.actions)}")
+        if "time" in settings.actions and settings.workers > 1 and len(p.tasks) > 1:
+            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+                os.cpu_count() or 1)
+            say(f"batch: note: timing with {settings.workers} workers on {cores} core(s): "
+                "models timed at the same time share the cores and each other's caches, so "
+                "their speed-ups are noisy; time with --workers=1")
         sys.stdout.flush()
         progress = Progress(len(p.tasks), settings.progress)
         t0 = time.monotonic()
