@@ -36,14 +36,21 @@ class MatchResult:
     counters: dict[str, collections.Counter]
 
 
+#: Ops whose result is no longer looked-up rows: a near-miss search does not look behind them.
+_BEHIND = frozenset({"reduce", "scatter", "dot", "convolution", "reduce-window",
+                     "select-and-scatter", "sort", "custom-call", "while", "conditional"})
+
+
 def _float_gather(op: Operation) -> bool:
     return op.opcode == "gather" and op.result.type.element_type in FLOAT_TYPES
 
 
 def looks_like_lookup(op: Operation, depth: int = 8) -> bool:
-    """Is there a gather of float rows within a few producer steps of a float result? (decides
-    what counts as a near-miss: a reduction of a predicate or of integer ids -- the bounds
-    check of a fill lookup, ids gathered from a sparse matrix's index array -- is not one)."""
+    """Is there a gather of float rows within a few producer steps of a float result, not
+    behind another reduction or a dot? (decides what counts as a near-miss: a reduction of a
+    predicate or of integer ids -- the bounds check of a fill lookup, ids gathered from a
+    sparse matrix's index array --, a loss's mean over an MLP's output or a norm of pooled
+    rows is not one)."""
     if not any(r.type.is_array and r.type.element_type in FLOAT_TYPES for r in op.results):
         return False
     frontier, seen = [op], set()
@@ -57,6 +64,8 @@ def looks_like_lookup(op: Operation, depth: int = 8) -> bool:
                 seen.add(id(d))
                 if _float_gather(d):
                     return True
+                if d.opcode in _BEHIND:
+                    continue
                 if d.opcode == "call" and any(_float_gather(x) for c in d.callees
                                               for x in c.ops):
                     return True

@@ -309,11 +309,11 @@ def _jraph_gat_build():
 
 
 _reg(LibModel("jraph_gat_attention_weighted_sum", "jraph", ("shared-gather",), "jax", 1, 0.0,
-              _jraph_gat_build, _graph, near_misses=3,
+              _jraph_gat_build, _graph, near_misses=2,
               notes="jraph.GAT: nodes[senders] feeds the attention logits and the messages; "
                     "the message sum reads its own copy of the lookup (split-shared-lookup), "
-                    "weighted by the segment softmax; the logits' sum, the softmax's "
-                    "segment_max and its segment_sum of exp stay in XLA (no row gather)"))
+                    "weighted by the segment softmax; near-misses: the logits' sum over D "
+                    "(not a bag) and the softmax's sum of exp(logits - max[receivers])"))
 
 
 # ---------------------------------------------------------------------------------------
