@@ -170,8 +170,8 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
         cases = edge_id_inputs(model.module, inputs, seed)
         say("[2/3] verifying: original vs rewritten on XLA:CPU, random valid inputs"
             + (" (ids in range, then negative, out-of-range and duplicate ids)" if cases else
-               " (one input set: no entry parameter reaches a gather or scatter as its ids -- "
-               "they are computed in the model, e.g. cast from floats -- so no edge-case ids)"))
+               " (one input set: no entry parameter is the ids of a gather or scatter, so no "
+               "edge-case ids)"))
         report["verify"] = {"seed": seed, "edge_case_ids": bool(cases),
                             **verify_rewrite(model.module, result.module, inputs, cases,
                                              verify_atol, verify_rtol)}

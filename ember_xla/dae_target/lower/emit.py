@@ -148,7 +148,8 @@ def looked_up_value(e: Emitter, row: Value | None, ok: Value | None, w: Value | 
     else:
         x = e.read(row)
         if ok is not None:
-            x = e.v(arith.SelectOp, [e.read(ok), x, e.const(fill, t)], t)
+            missing = e.const(fill, t)
+            x = e.v(arith.SelectOp, [e.read(ok), x, missing], t)
     if w is not None:
         wv = e.read(w)
         if o == t:  # weights of T's type: product rounded to T
