@@ -53,6 +53,13 @@ def weights_chain(walk: Walk, ref: Ref, n_lookups: int) -> Ref:
     if not ref.top:
         raise NoMatch("the weights are computed inside a called computation")
     if ref.value.type.size != n_lookups:
+        src = ref.op.operands[0].type if ref.op.opcode == "broadcast" and ref.op.operands \
+            else None
+        if src is not None and 1 < src.size < n_lookups:
+            raise NoMatch(f"weights {ref.op.name} broadcast {src.to_text(False)} to "
+                          f"{ref.value.type.to_text(False)}: shared by several lookups (one "
+                          "per position, as w[None, :, None]), not one per lookup; the "
+                          "kernels take one weight per lookup")
         raise NoMatch(f"weights {ref.op.name} {ref.value.type} are not one per lookup")
     return ref
 
