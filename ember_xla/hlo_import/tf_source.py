@@ -52,15 +52,16 @@ def compile_error(e: Exception) -> str:
     head = "TensorFlow could not compile the function with XLA: "
     dense = ("export from dense [B, L] ids and a mask, or flat ids with segment ids "
              "(docs/IDIOMS.md)")
-    table = ("it reads a hash table (StringLookup, IntegerLookup, Hashing, tf.lookup), which "
-             "XLA cannot compile; keep that preprocessing outside the exported signature and "
-             "export the model from integer ids")
+    table = ("it runs preprocessing XLA cannot compile (a hash table or string op: "
+             "StringLookup, IntegerLookup, Hashing, tf.lookup); keep that preprocessing outside "
+             "the exported signature and export the model from integer ids")
     if ops:
         hint = ""
         if any(o.startswith(_SPARSE_OPS) for o in ops):
             hint = (f"; sparse and ragged inputs (tf.nn.embedding_lookup_sparse, "
                     f"RaggedTensor) compile to ops XLA lacks: {dense}")
-        elif any(o.startswith(("LookupTable", "HashTable")) for o in ops):
+        elif any(o.startswith(("LookupTable", "HashTable", "AsString", "StringToHash"))
+                 for o in ops):
             hint = f"; {table}"
         return f"{head}XLA has no kernel for {', '.join(ops)}{hint}"
     if "compile-time constant" in text and "Ragged" in text:
