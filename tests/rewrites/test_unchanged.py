@@ -153,7 +153,6 @@ def test_dynamic_shape_cluster_stays_in_xla():
 def test_position_weights_near_miss_says_they_are_shared():
     """Weights per position (``w[None, :, None]``, shared by every bag) are reported as such,
     not as if they were misshaped."""
-    import jax.numpy as jnp
 
     def f(t, ids, w):
         return (t[ids] * w[None, :, None]).sum(1)
