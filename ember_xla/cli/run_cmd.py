@@ -5,6 +5,7 @@ signature's output names when the model has them (a SavedModel, or a rewritten o
 
 from __future__ import annotations
 
+import collections
 import io
 import zipfile
 import zlib
@@ -92,19 +93,17 @@ def _short_names(params: list) -> dict[str, tuple[str, ...]]:
     """Other keys each parameter answers to: the name the exporter gave it (``op_name``, e.g.
     JAX's argument name ``t`` for HLO's ``t.1``) and the HLO name without its ``.N`` suffix,
     where no other parameter answers to the same."""
-    cands: dict[str, list[str]] = {}
-    for p in params:
-        md = p.attributes.get("metadata") or {}
-        names = {str(md.get("op_name", "")), p.name.rsplit(".", 1)[0]
-                 if p.name.rsplit(".", 1)[-1].isdigit() else ""} - {"", p.name}
-        cands[p.name] = sorted(names)
-    counts: dict[str, int] = {}
-    for names in cands.values():
-        for n in names:
-            counts[n] = counts.get(n, 0) + 1
-    taken = {p.name for p in params}
-    return {k: tuple(n for n in v if counts[n] == 1 and n not in taken)
+    cands = {p.name: sorted({str((p.attributes.get("metadata") or {}).get("op_name", "")),
+                             _without_suffix(p.name)} - {"", p.name}) for p in params}
+    counts = collections.Counter(n for names in cands.values() for n in names)
+    return {k: tuple(n for n in v if counts[n] == 1 and n not in cands)
             for k, v in cands.items()}
+
+
+def _without_suffix(name: str) -> str:
+    """``t`` for HLO's ``t.1``; "" when ``name`` has no ``.N`` suffix."""
+    head, _, tail = name.rpartition(".")
+    return head if head and tail.isdigit() else ""
 
 
 def output_keys(model: Model, count: int) -> list[str]:

@@ -150,7 +150,7 @@ FOLD_KEPT = ("kept in XLA: XLA:CPU folds A + scatter-add(0, ids, rows) into its 
 #: variable) is XLA's own serial in-place scatter too; measured slower as the call.
 SPARSE_APPLY_KEPT = ("kept in XLA: a TF/Keras sparse apply (the optimizer's scatter into the "
                      "variable) is XLA:CPU's own in-place scatter, which ember.ordered_scatter "
-                     "computes the same way; measured 0.82-0.88x of XLA:CPU as the call on a "
+                     "computes the same way; measured 0.88x of XLA:CPU as the call on a "
                      "Keras SGD step (20,000 x 32, B=256 P=8; 0.95-1.06x at 200,000 x 64, "
                      "B=2048 P=20: benchmarks/bench_sparse_apply.py), not in the cost model; "
                      "rewritten with the cost model off")
@@ -159,8 +159,8 @@ SPARSE_APPLY_KEPT = ("kept in XLA: a TF/Keras sparse apply (the optimizer's scat
 #: f16 tables: the kernels convert each f16 value (and round each f16 sum) in scalar code,
 #: without the CPU's F16C instructions; the cost model's families are f32 measurements.
 F16_KEPT = ("kept in XLA: f16 tables are not in the cost model, and the kernels convert f16 "
-            "values in scalar code: measured 0.30-0.95x of XLA:CPU for padded bags and "
-            "0.11-0.31x for segment sums (100,000 x 64/128, B=256-2048, P=8-32, "
+            "values in scalar code: measured 0.23-0.76x of XLA:CPU for padded bags and "
+            "0.09-0.40x for segment sums (100,000 x 64/128, B=256-2048, P=8-32, "
             "benchmarks/bench_half_tables.py); rewritten with the cost model off")
 
 #: bf16 padded bags (``t[ids].sum(1)``, which jnp sums in f32): slower than XLA:CPU at some

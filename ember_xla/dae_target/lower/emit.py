@@ -140,7 +140,7 @@ def fill_value(spec: ClusterSpec) -> float:
 
 
 def looked_up_value(e: Emitter, row: Value | None, ok: Value | None, w: Value | None,
-                    t: Type, o: Type, fill: float = float("nan")) -> Value:
+                    t: Type, o: Type, fill: float) -> Value:
     """Core side: the value one lookup contributes, in the accumulation type ``o`` (``fill``:
     the value of a lookup outside the table)."""
     if row is None:  # fill mode on a table without rows: every lookup is the fill row

@@ -56,15 +56,13 @@ class BatchDotToMultiply(RewritePattern):
         side = elementwise_side(op)
         if side is None or op is getattr(op.parent, "root", None):
             return
-        small = op.operands[side]
-        big = op.operands[1 - side]
-        wide = Emit(rw, op).broadcast(small, tuple(big.type.dims), list(range(small.type.rank)))
-        operands = [wide, big] if side == 0 else [big, wide]
-        product = Operation("multiply", operands, [op.result.type], {}, name=op.name)
-        if "metadata" in op.attributes:
-            product.attributes["metadata"] = dict(op.attributes["metadata"])
-        rw.insert_before(op, product)
-        rw.replace_op(op, product.result)
+        small, big = op.operands[side], op.operands[1 - side]
+        emit = Emit(rw, op)
+        wide = emit.broadcast(small, tuple(big.type.dims), list(range(small.type.rank)))
+        md = op.attributes.get("metadata")
+        product = emit.op("multiply", [wide, big] if side == 0 else [big, wide], op.result.type,
+                          {"metadata": dict(md)} if md else {}, name=op.name)
+        rw.replace_op(op, product)
 
 
 @register_pass

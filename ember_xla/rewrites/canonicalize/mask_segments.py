@@ -56,32 +56,27 @@ from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit, constant_along_last
 from ember_xla.rewrites.canonicalize.lookups import RowLookup, lookup_ids, relookup, row_lookup
 from ember_xla.rewrites.canonicalize.notes import note
-from ember_xla.rewrites.lookup import match_wrap
+from ember_xla.rewrites.lookup import index_chain
 from ember_xla.rewrites.patterns.forward_lookup import depends_on, forward_gather
 from ember_xla.rewrites.reduce_merge import fused_by_xla, merged_by_xla
 from ember_xla.rewrites.refs import Ref, binary_combiner, plus_zero, scalar_constant
+from ember_xla.rewrites.walk import NoMatch, Walk
 
 PASS = "masked-bag-to-segments"
 _IDENTITY = {"add": 0.0, "maximum": -math.inf, "minimum": math.inf}
 #: Orders in which ``ember.padded_bag`` sums a masked bag (patterns/padded_bag.py).
 _MASKED_KERNEL_ORDERS = ("blocked", "vector8", "tree32")
-#: Names of orders (anything else ``_xla_order`` returns is why the order is not reproduced).
-_ORDER_NAMES = SUM_ORDERS
 
 
 def _wraps(lk: RowLookup) -> bool:
-    """Whether the gather's ids come (through reshapes and converts) from the negative-id
-    wrap ``select(i < 0, i + N, i)``, which XLA:CPU's loop computes with the bag."""
-    n = lk.gather.operands[0].type.dims[0]
-    v = lk.gather.operands[1]
-    for _ in range(8):
-        if match_wrap(Ref(v), n) is not None:
-            return True
-        op = v.owner
-        if op.opcode not in ("reshape", "bitcast", "convert") or not op.operands:
-            return False
-        v = op.operands[0]
-    return False
+    """Whether the gather's ids come from the negative-id wrap ``select(i < 0, i + N, i)``
+    (which XLA:CPU's loop computes with the bag), as the lookup matcher walks them."""
+    try:
+        _, wrap, _ = index_chain(Walk(lk.gather), Ref(lk.gather.operands[1]),
+                                 lk.gather.operands[0].type.dims[0])
+    except NoMatch:
+        return False
+    return wrap
 
 
 def _xla_order(dt: str, b: int, p: int, d: int, weighted: bool, lk: RowLookup) -> str:
@@ -172,7 +167,7 @@ class MaskedBag(RewritePattern):
                     and comb == "add":
                 return  # the padded bag's masked kernel adds the rows in that order
             if order != "sequential":
-                why = (f"in the order {order!r}" if order in _ORDER_NAMES else
+                why = (f"in the order {order!r}" if order in SUM_ORDERS else
                        f"in another order ({order})")
                 note(PASS, op, f"{where}: XLA:CPU adds its {p} rows per bag {why}, not one "
                                "after the other as the segment form does, so the cluster "
