@@ -150,16 +150,16 @@ def test_dynamic_shape_cluster_stays_in_xla():
     assert module_to_proto(r.module) == before
 
 
-def test_position_weights_near_miss_says_they_are_shared():
-    """Weights per position (``w[None, :, None]``, shared by every bag) are reported as such,
-    not as if they were misshaped."""
+def test_per_bag_weights_near_miss_says_they_are_shared():
+    """A weight per bag (``w[:, None, None]``, shared by the bag's lookups) is reported as
+    such, not as if it were misshaped: XLA:CPU factors it out of the sum."""
 
     def f(t, ids, w):
-        return (t[ids] * w[None, :, None]).sum(1)
+        return (t[ids] * w[:, None, None]).sum(1)
 
     m = from_jax(f, np.ones((50, 8), np.float32), np.zeros((4, 6), np.int32),
-                 np.ones(6, np.float32)).module
+                 np.ones(4, np.float32)).module
     r = rewrite_module(m, cost_model=False)
     assert not r.clusters
-    assert any("shared by several lookups (one per position" in n["reason"]
+    assert any("shared by several lookups (as one weight per bag" in n["reason"]
                for n in r.near_misses), r.near_misses

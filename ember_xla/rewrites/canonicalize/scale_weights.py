@@ -1,8 +1,10 @@
-"""``scale-to-weights``: rows scaled by one scalar before their reduction
-(``emb(ids) * sqrt(d)``, ``rows * alpha``) become rows times a per-lookup weight that is that
-scalar broadcast to every lookup, so the weighted-bag kernels take them. The multiply is the
-same, element for element: ``rows * broadcast(s)`` with ``s`` first broadcast to the lookup
-dims. (Per-lookup weights ``rows * w[..., None]`` already are that form.)"""
+"""``scale-to-weights``: rows scaled by a value that is the same along the row dim before
+their reduction -- one scalar (``emb(ids) * sqrt(d)``, ``rows * alpha``), one weight per bag
+position (``rows * w[None, :, None]``, position-weighted pooling) or per bag
+(``rows * w[:, None, None]``) -- become rows times per-lookup weights: that value first
+broadcast to the lookup dims, then along the row dim, so the weighted-bag kernels take them.
+The multiply is the same, element for element. (Per-lookup weights ``rows * w[..., None]``
+already are that form.)"""
 
 from __future__ import annotations
 
@@ -16,11 +18,19 @@ from ember_xla.rewrites.canonicalize.build import Emit
 _LOOKUPS = ("gather", "select")
 
 
-def _scalar_source(v: Value) -> Value | None:
+def _lead_source(v: Value) -> tuple[Value, list[int]] | None:
+    """``broadcast(s)`` of one scalar, or of values that vary along the bag position (the dim
+    before the row dim) but not along the row dim, and are not already one per lookup ->
+    (s, the broadcast's dims). A weight per bag (constant along the position) is not taken:
+    XLA:CPU factors it out of the sum, another order than per-lookup weights."""
     op = v.owner
-    if op.opcode == "broadcast" and op.operands[0].type.rank == 0:
-        return op.operands[0]
-    return None
+    if op.opcode != "broadcast":
+        return None
+    dims = list(op.attributes.get("dimensions", []))
+    last = v.type.rank - 1
+    if dims and (last in dims or last - 1 not in dims or dims == list(range(last))):
+        return None
+    return op.operands[0], dims
 
 
 class ScaleToWeights(RewritePattern):
@@ -29,13 +39,14 @@ class ScaleToWeights(RewritePattern):
             return
         a, b = op.operands
         for rows, sc in ((a, b), (b, a)):
-            s = _scalar_source(sc)
-            if s is None or rows.owner.opcode not in _LOOKUPS:
+            src = _lead_source(sc)
+            if src is None or rows.owner.opcode not in _LOOKUPS:
                 continue
+            s, mapping = src
             dims = rows.type.dims
             lead = tuple(dims[:-1])
             emit = Emit(rw, op)
-            per_lookup = emit.broadcast(s, lead, [])
+            per_lookup = emit.broadcast(s, lead, mapping)
             w = emit.broadcast(per_lookup, dims, list(range(len(lead))))
             new = emit.op("multiply", [rows, w], op.result.type, name=op.name)
             rw.replace_op(op, new)

@@ -57,9 +57,10 @@ def weights_chain(walk: Walk, ref: Ref, n_lookups: int) -> Ref:
             else None
         if src is not None and 1 < src.size < n_lookups:
             raise NoMatch(f"weights {ref.op.name} broadcast {src.to_text(False)} to "
-                          f"{ref.value.type.to_text(False)}: shared by several lookups (one "
-                          "per position, as w[None, :, None]), not one per lookup; the "
-                          "kernels take one weight per lookup")
+                          f"{ref.value.type.to_text(False)}: shared by several lookups (as "
+                          "one weight per bag, w[:, None, None]), not one per lookup: "
+                          "XLA:CPU factors such a weight out of the sum, an order the "
+                          "kernels' per-lookup weights do not reproduce")
         raise NoMatch(f"weights {ref.op.name} {ref.value.type} are not one per lookup")
     return ref
 
