@@ -9,6 +9,7 @@ from ember_xla.ir.graph import Module
 from ember_xla.ir.passes import PassPipeline
 from ember_xla.rewrites.canonicalize import (  # noqa: F401  (registers the passes)
     batch_dot,
+    batched_bags,
     fold_noops,
     fold_tuple_index,
     inline_calls,
@@ -31,6 +32,7 @@ def default_pipeline(assume_finite_tables: bool = False, xla_order: bool = True)
         "squeeze-gather",
         "squeeze-scatter",
         "lookup-layout",
+        "batched-bags",
         "batch-dot-to-multiply",
         f"onehot-dot-to-gather{{assume_finite_tables={assume_finite_tables}}}",
         "split-shared-lookup",

@@ -83,8 +83,10 @@ class PaddedBag(Pattern):
             raise NoMatch(f"variadic reduce with {len(op.operands)} operands")
         src = op.operands[0].type
         if src.rank != 3 or op.attributes.get("dimensions", []) != [1]:
-            raise NoMatch(f"reduce of {src} over {op.attributes.get('dimensions')} is not a "
-                          "[B,P,D] bag reduced over P")
+            # (batched-bags regroups other bags unless XLA merges them into a consumer)
+            raise NoMatch(merged_by_xla(op) or f"reduce of {src} over "
+                          f"{op.attributes.get('dimensions')} is not a [B,P,D] bag reduced "
+                          "over P")
         combiner = combiner_name(binary_combiner(op), f"reduce {op.name}")
         merged = merged_by_xla(op) if self.xla_order else None
         if merged:
