@@ -115,6 +115,10 @@ def _check_gather(g: Ref) -> tuple[int, int]:
     op = g.op
     table, idx = op.operands[0].type, op.operands[1].type
     if table.rank != 2:
+        if op.attributes.get("gather_dimension_numbers", {}).get("operand_batching_dims"):
+            raise NoMatch(f"gather {op.name} reads stacked tables {table} per batch (jax.vmap "
+                          "over the tables) through jnp.take's fill: only a lookup without "
+                          "the fill is regrouped into one table (stacked-tables)")
         raise NoMatch(f"gather {op.name} reads a rank-{table.rank} operand, not a [N,D] table")
     n, d = table.dims
     dn = op.attributes.get("gather_dimension_numbers", {})

@@ -20,6 +20,7 @@ from ember_xla.rewrites.canonicalize import (  # noqa: F401  (registers the pass
     split_lookup,
     squeeze_gather,
     squeeze_scatter,
+    stacked_tables,
 )
 from ember_xla.rewrites.canonicalize.notes import CanonNote, collecting
 
@@ -31,6 +32,7 @@ def default_pipeline(assume_finite_tables: bool = False, xla_order: bool = True)
         "fold-noops",
         "squeeze-gather",
         "squeeze-scatter",
+        "stacked-tables",
         "lookup-layout",
         "batched-bags",
         "batch-dot-to-multiply",
