@@ -17,6 +17,12 @@ from ember_xla.hlo.shape import FLOAT_TYPES
 from ember_xla.rewrites.refs import Ref, resolve, scalar_constant, step_out
 from ember_xla.rewrites.walk import NoMatch, Walk
 
+#: Why a gather over stacked tables (``jax.vmap`` of a lookup over a [K,N,D] stack) is not a
+#: lookup: ``stacked-tables`` regroups the whole-row ones whose K*N rows fit the index type.
+STACKED_UNTAKEN = ("gather {name} reads stacked tables {table} per batch (jax.vmap over the "
+                   "tables) that stacked-tables did not regroup into one table (it takes "
+                   "whole-row lookups whose K*N rows fit the index type)")
+
 
 @dataclasses.dataclass
 class Lookup:
@@ -116,9 +122,7 @@ def _check_gather(g: Ref) -> tuple[int, int]:
     table, idx = op.operands[0].type, op.operands[1].type
     if table.rank != 2:
         if op.attributes.get("gather_dimension_numbers", {}).get("operand_batching_dims"):
-            raise NoMatch(f"gather {op.name} reads stacked tables {table} per batch (jax.vmap "
-                          "over the tables) through jnp.take's fill: only a lookup without "
-                          "the fill is regrouped into one table (stacked-tables)")
+            raise NoMatch(STACKED_UNTAKEN.format(name=op.name, table=table.to_text(False)))
         raise NoMatch(f"gather {op.name} reads a rank-{table.rank} operand, not a [N,D] table")
     n, d = table.dims
     dn = op.attributes.get("gather_dimension_numbers", {})

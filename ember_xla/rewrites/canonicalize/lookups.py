@@ -43,8 +43,9 @@ def _row_gather(g: Operation) -> bool:
             and g.attributes.get("gather_slice_sizes") == [1, table.type.dims[1]])
 
 
-def _fill_and(sel: Operation, g: Operation) -> Graph | None:
-    """The and-computation if ``sel`` is jnp.take's fill around ``g``, else None."""
+def fill_and(sel: Operation, g: Operation, n: int | None = None) -> Graph | None:
+    """The and-computation if ``sel`` is jnp.take's fill around ``g`` (ids tested against
+    [0, n-1], by default the table's rows), else None."""
     fill = scalar_constant(Ref(sel.operands[2]))
     if fill is None or not math.isnan(fill) or sel.operands[1].owner is not g:
         return None
@@ -58,7 +59,7 @@ def _fill_and(sel: Operation, g: Operation) -> Graph | None:
     a = p.operands[0].owner
     if a.opcode != "and":
         return None
-    n = g.operands[0].type.dims[0]
+    n = g.operands[0].type.dims[0] if n is None else n
     bounds = {}
     for v in a.operands:
         c = v.owner
@@ -78,7 +79,7 @@ def row_lookup(v: Value) -> RowLookup | None:
     if op.opcode == "select" and len(op.operands) == 3:
         g = op.operands[1].owner
         if _row_gather(g) and len(g.result.uses) == 1:
-            cb = _fill_and(op, g)
+            cb = fill_and(op, g)
             if cb is not None:
                 return RowLookup(v, g, cb)
     return None

@@ -9,9 +9,11 @@ vmapped over a stack of embeddings) becomes a lookup of one [K*N, D] table:
 A batched gather clamps each start index into its own table ([0, N-1]); after the clamp, the
 row ``k*N + i`` of the reshaped table is row ``i`` of table ``k``, and the flat gather's own
 clamp to [0, K*N-1] changes nothing: the same rows, bit for bit. The ids the cluster then reads
-are computed in XLA (clamp, add). Not taken: ``K*N`` beyond the index type, and a gather
-wrapped in ``jnp.take``'s fill (its in-bounds test reads the per-table ids; the lookup matcher
-names it and the lookup stays in XLA).
+are computed in XLA (clamp, add). ``jnp.take``'s fill around it (flax ``Embed`` vmapped
+over stacked parameters) tests each id against its own table, so the flat lookup reads
+``select(in_bounds(i), i + k*N, -1)`` and gets the fill rebuilt for the flat table: an id out
+of its table is out of the flat one and reads the same NaN row. Not taken: ``K*N`` beyond the
+index type.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ember_xla.ir.passes import register_pass
 from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
 from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit
+from ember_xla.rewrites.canonicalize.lookups import RowLookup, fill_and, relookup
 
 _INDEX_MAX = {"s32": 2**31 - 1, "s64": 2**63 - 1}
 
@@ -46,27 +49,46 @@ def _stacked_gather(g: Operation) -> bool:
 
 class StackedTableGather(RewritePattern):
     def match_and_rewrite(self, op: Operation, rw: PatternRewriter) -> None:
-        if not _stacked_gather(op) or any(u.opcode == "select" for u in op.result.users):
+        if not _stacked_gather(op):
             return
         table, idx = op.operands
         k, n, d = table.type.dims
+        users = op.result.users
+        fill = None
+        if any(u.opcode == "select" for u in users):
+            fill = fill_and(users[0], op, n) if len(users) == 1 else None
+            if fill is None:
+                return
         et = idx.type.element_type
-        emit = Emit(rw, op)
-        flat = emit.reshape(table, (k * n, d))
         dims = tuple(idx.type.dims)
-        clamped = emit.op("clamp", [emit.splat(0, et, dims), idx, emit.splat(n - 1, et, dims)],
-                          Shape.array(et, dims))
+        anchor = users[0] if fill is not None else op
+        emit = Emit(rw, anchor)
+        flat = emit.reshape(table, (k * n, d))
         which = emit.op("iota", [], Shape.array(et, dims), {"dimensions": [0]})
         base = emit.op("multiply", [which, emit.splat(n, et, dims)], Shape.array(et, dims))
-        rows = emit.op("add", [clamped, base], Shape.array(et, dims))
+        if fill is None:
+            at = emit.op("clamp", [emit.splat(0, et, dims), idx, emit.splat(n - 1, et, dims)],
+                         Shape.array(et, dims))
+        else:
+            at = idx
+        rows_at = emit.op("add", [at, base], Shape.array(et, dims))
         r = len(dims) - 1
         attrs = {a: v for a, v in op.attributes.items() if a not in (
             "gather_dimension_numbers", "gather_slice_sizes")}
         attrs["gather_dimension_numbers"] = {"offset_dims": [r], "collapsed_slice_dims": [0],
                                              "start_index_map": [0], "index_vector_dim": r}
         attrs["gather_slice_sizes"] = [1, d]
-        new = emit.op("gather", [flat, rows], op.result.type, attrs, name=op.name)
-        rw.replace_op(op, new)
+        if fill is None:
+            rw.replace_op(op, emit.op("gather", [flat, rows_at], op.result.type, attrs,
+                                      name=op.name))
+            return
+        sel = users[0]
+        ok = emit.reshape(sel.operands[0].owner.operands[0], dims)  # the in-bounds flags
+        flat_ids = emit.op("select", [ok, rows_at, emit.splat(-1, et, dims)],
+                           Shape.array(et, dims))
+        g = emit.op("gather", [flat, flat_ids], op.result.type, attrs, name=op.name)
+        lk = RowLookup(sel.result, g.owner, fill)
+        rw.replace_op(sel, relookup(emit, lk, emit.reshape(flat_ids, dims[:-1])))
 
 
 @register_pass

@@ -21,6 +21,7 @@ from ember_xla.native.padded_order import (
     ynn_reduces,
 )
 from ember_xla.rewrites.cluster import Cluster
+from ember_xla.rewrites.lookup import STACKED_UNTAKEN
 from ember_xla.rewrites.matcher import Pattern
 from ember_xla.rewrites.patterns.common import (
     ZERO_FILL_BAG,
@@ -51,22 +52,18 @@ def masked_rows(walk: Walk, sel: Ref, n_lookups: int) -> tuple[Ref, Ref]:
     return Ref(sel.op.operands[1], sel.stack), mask
 
 
-def _stacked_fill(op: Operation) -> str | None:
+def _stacked(op: Operation) -> str | None:
     """Why a bag of rows gathered per table from stacked tables (``jax.vmap`` over a [K,N,D]
-    stack) through ``jnp.take``'s fill is not regrouped, or None."""
+    stack) was not regrouped into one table, or None."""
     v = op.operands[0]
     for _ in range(6):
         o = v.owner
         if o is None:
             return None
         if o.opcode == "gather":
-            dn = o.attributes.get("gather_dimension_numbers", {})
-            if not dn.get("operand_batching_dims"):
-                return None
-            return (f"the bag's rows are gathered by {o.name} from stacked tables "
-                    f"{o.operands[0].type.to_text(False)} (jax.vmap over the tables) through "
-                    "jnp.take's fill: only a lookup without the fill is regrouped into one "
-                    "table (stacked-tables)")
+            return STACKED_UNTAKEN.format(name=o.name, table=o.operands[0].type.to_text(
+                False)) if o.attributes.get("gather_dimension_numbers", {}).get(
+                "operand_batching_dims") else None
         v = o.operands[1] if o.opcode == "select" else o.operands[0] if o.operands else v
     return None
 
@@ -104,7 +101,7 @@ class PaddedBag(Pattern):
         src = op.operands[0].type
         if src.rank != 3 or op.attributes.get("dimensions", []) != [1]:
             # (batched-bags regroups other bags unless XLA merges them into a consumer)
-            raise NoMatch(merged_by_xla(op) or _stacked_fill(op) or f"reduce of {src} over "
+            raise NoMatch(merged_by_xla(op) or _stacked(op) or f"reduce of {src} over "
                           f"{op.attributes.get('dimensions')} is not a [B,P,D] bag reduced "
                           "over P")
         combiner = combiner_name(binary_combiner(op), f"reduce {op.name}")
