@@ -12,7 +12,13 @@ clamp to [0, K*N-1] changes nothing: the same rows, bit for bit. The ids the clu
 are computed in XLA (clamp, add). ``jnp.take``'s fill around it (flax ``Embed`` vmapped
 over stacked parameters) tests each id against its own table, so the flat lookup reads
 ``select(in_bounds(i), i + k*N, -1)`` and gets the fill rebuilt for the flat table: an id out
-of its table is out of the flat one and reads the same NaN row. Not taken: ``K*N`` beyond the
+of its table is out of the flat one and reads the same NaN row.
+
+The transpose in a training step, a scatter-add into [K,N,D] with the same batching dims,
+becomes a scatter into [K*N,D] reshaped back: an update whose id is out of its own table is
+dropped by both, so its flat id is ``select(in_bounds(i), i + k*N, -1)``; ids JAX clamped
+(``clamp(0, i, N-1)``, mode clip) become ``clamp(0, i, N-1) + k*N``, the lookup's own flat
+ids. Every update lands on the same row in the same order. Not taken: ``K*N`` beyond the
 index type.
 """
 
@@ -22,9 +28,11 @@ from ember_xla.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
 from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
+from ember_xla.ir.value import Value
 from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit
 from ember_xla.rewrites.canonicalize.lookups import RowLookup, fill_and, relookup
+from ember_xla.rewrites.refs import Ref, scalar_constant
 
 _INDEX_MAX = {"s32": 2**31 - 1, "s64": 2**63 - 1}
 
@@ -47,6 +55,28 @@ def _stacked_gather(g: Operation) -> bool:
             and k * n - 1 <= _INDEX_MAX.get(idx.type.element_type, -1))
 
 
+def _flat_ids(emit: Emit, idx: Value, n: int) -> Value:
+    """``clamp(0, i, N-1) + k*N`` [K,...]: the flat row of each (clamped) id of table k."""
+    et, dims = idx.type.element_type, tuple(idx.type.dims)
+    clamped = emit.op("clamp", [emit.splat(0, et, dims), idx, emit.splat(n - 1, et, dims)],
+                      Shape.array(et, dims))
+    return emit.op("add", [clamped, _bases(emit, et, dims, n)], Shape.array(et, dims))
+
+
+def _bases(emit: Emit, et: str, dims: tuple[int, ...], n: int) -> Value:
+    which = emit.op("iota", [], Shape.array(et, dims), {"dimensions": [0]})
+    return emit.op("multiply", [which, emit.splat(n, et, dims)], Shape.array(et, dims))
+
+
+def _unclamped(v: Value, n: int) -> Value | None:
+    """x if ``v`` is ``clamp(0, x, n-1)``."""
+    op = v.owner
+    if op is None or op.opcode != "clamp" or len(op.operands) != 3:
+        return None
+    lo, hi = (scalar_constant(Ref(op.operands[i])) for i in (0, 2))
+    return op.operands[1] if lo == 0 and hi == n - 1 else None
+
+
 class StackedTableGather(RewritePattern):
     def match_and_rewrite(self, op: Operation, rw: PatternRewriter) -> None:
         if not _stacked_gather(op):
@@ -64,14 +94,8 @@ class StackedTableGather(RewritePattern):
         anchor = users[0] if fill is not None else op
         emit = Emit(rw, anchor)
         flat = emit.reshape(table, (k * n, d))
-        which = emit.op("iota", [], Shape.array(et, dims), {"dimensions": [0]})
-        base = emit.op("multiply", [which, emit.splat(n, et, dims)], Shape.array(et, dims))
-        if fill is None:
-            at = emit.op("clamp", [emit.splat(0, et, dims), idx, emit.splat(n - 1, et, dims)],
-                         Shape.array(et, dims))
-        else:
-            at = idx
-        rows_at = emit.op("add", [at, base], Shape.array(et, dims))
+        rows_at = _flat_ids(emit, idx, n) if fill is None else emit.op(
+            "add", [idx, _bases(emit, et, dims, n)], Shape.array(et, dims))
         r = len(dims) - 1
         attrs = {a: v for a, v in op.attributes.items() if a not in (
             "gather_dimension_numbers", "gather_slice_sizes")}
@@ -91,7 +115,58 @@ class StackedTableGather(RewritePattern):
         rw.replace_op(sel, relookup(emit, lk, emit.reshape(flat_ids, dims[:-1])))
 
 
+def _stacked_scatter(op: Operation) -> bool:
+    if op.opcode != "scatter" or len(op.operands) != 3:
+        return False
+    table, idx, upd = op.operands
+    if table.type.rank != 3 or idx.type.rank < 2 or idx.type.dims[-1] != 1:
+        return False
+    k, n, d = table.type.dims
+    dn = op.attributes.get("scatter_dimension_numbers", {})
+    r = idx.type.rank - 1
+    return (dn.get("input_batching_dims") == [0]
+            and dn.get("scatter_indices_batching_dims") == [0]
+            and dn.get("inserted_window_dims") == [1]
+            and dn.get("scatter_dims_to_operand_dims") == [1]
+            and dn.get("index_vector_dim") == r and dn.get("update_window_dims") == [r]
+            and tuple(upd.type.dims) == tuple(idx.type.dims[:-1]) + (d,)
+            and idx.type.dims[0] == k
+            and k * n - 1 <= _INDEX_MAX.get(idx.type.element_type, -1))
+
+
+class StackedTableScatter(RewritePattern):
+    def match_and_rewrite(self, op: Operation, rw: PatternRewriter) -> None:
+        if not _stacked_scatter(op):
+            return
+        table, idx, upd = op.operands
+        k, n, d = table.type.dims
+        et, dims = idx.type.element_type, tuple(idx.type.dims)
+        emit = Emit(rw, op)
+        zero = scalar_constant(Ref(table))
+        flat = (emit.broadcast(table.owner.operands[0], (k * n, d), []) if zero is not None
+                and table.owner.opcode == "broadcast" else emit.reshape(table, (k * n, d)))
+        x = _unclamped(idx, n)
+        if x is not None:
+            at = _flat_ids(emit, x, n)
+        else:
+            ge = emit.compare(idx, emit.splat(0, et, dims), "GE")
+            le = emit.compare(idx, emit.splat(n - 1, et, dims), "LE")
+            ok = emit.op("and", [ge, le], Shape.array("pred", dims))
+            inside = emit.op("add", [idx, _bases(emit, et, dims, n)], Shape.array(et, dims))
+            at = emit.op("select", [ok, inside, emit.splat(-1, et, dims)],
+                         Shape.array(et, dims))
+        r = len(dims) - 1
+        attrs = dict(op.attributes)
+        attrs["scatter_dimension_numbers"] = {
+            "update_window_dims": [r], "inserted_window_dims": [0],
+            "scatter_dims_to_operand_dims": [0], "index_vector_dim": r}
+        new = emit.op("scatter", [flat, at, upd],
+                      Shape.array(op.result.type.element_type, (k * n, d)), attrs,
+                      list(op.callees), name=op.name)
+        rw.replace_op(op, emit.reshape(new, (k, n, d)))
+
+
 @register_pass
 class StackedTablesPass(PatternPass):
     name = "stacked-tables"
-    rewrites = (StackedTableGather,)
+    rewrites = (StackedTableGather, StackedTableScatter)

@@ -1,7 +1,8 @@
 """The forward lookup a scatter's ids come from: a row gather of a table of the scatter's shape
 reading the same ids (or the ids a clip-mode clamp clamps, or ids ``same_value.py`` proves
-equal), and whether a value depends on an op (a "lookup" computed from the scatter itself is
-a forward segment sum, not a gradient)."""
+equal, or -- over stacked tables -- the clamped ids of the ids the scatter keeps in bounds),
+and whether a value depends on an op (a "lookup" computed from the scatter itself is a forward
+segment sum, not a gradient)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,48 @@ def _unclamped(ids: Value, rows: int) -> Value | None:
         return None
     lo, hi = (scalar_constant(Ref(op.operands[i])) for i in (0, 2))
     return op.operands[1] if lo == 0 and hi == rows - 1 else None
+
+
+def _in_bounds_ids(ids: Value) -> tuple[Value, Value, float] | None:
+    """(x, base, n) if ``ids`` is ``select(x >= 0 and x <= n-1, x + base, -1)``: the flat ids
+    ``stacked-tables`` gives the scatter of a vmapped lookup over stacked tables (an id out of
+    its own table dropped)."""
+    op = ids.owner
+    if op.opcode != "select" or scalar_constant(Ref(op.operands[2])) != -1:
+        return None
+    ok, add = op.operands[0].owner, op.operands[1].owner
+    if ok.opcode != "and" or add.opcode != "add":
+        return None
+    x, base = add.operands
+    bounds = {}
+    for v in ok.operands:
+        c = v.owner
+        if c.opcode != "compare" or c.operands[0] is not x:
+            return None
+        bounds[c.attributes.get("comparison_direction")] = scalar_constant(Ref(c.operands[1]))
+    if bounds.get("GE") != 0 or bounds.get("LE") is None:
+        return None
+    return x, base, bounds["LE"] + 1
+
+
+def _stacked_gather(ids: Value, table_dims: tuple[int, ...]) -> Operation | None:
+    """The row gather of the flat stacked table reading ``clamp(0, x, n-1) + base`` (the
+    lookup whose ids the scatter reads as ``select(in_bounds(x), x + base, -1)``)."""
+    found = _in_bounds_ids(ids)
+    if found is None:
+        return None
+    x, base, n = found
+    for u in row_gathers(ids, table_dims):
+        v = u.operands[1]
+        while v.owner.opcode in ("reshape", "bitcast") and v.type.size == ids.type.size:
+            v = v.owner.operands[0]
+        add = v.owner
+        if add.opcode != "add" or tuple(add.result.type.dims) != tuple(ids.type.dims):
+            continue
+        cx = _unclamped(add.operands[0], int(n))
+        if cx is not None and same_elements(cx, x) and same_elements(add.operands[1], base):
+            return u
+    return None
 
 
 def _table_gather(u: Operation, table_dims: tuple[int, ...]) -> bool:
@@ -50,7 +93,7 @@ def forward_gather(ids: Value, table_dims: tuple[int, ...]) -> Operation | None:
     for u in row_gathers(ids, table_dims):
         if same_elements(u.operands[1], ids):
             return u
-    return None
+    return _stacked_gather(ids, table_dims)
 
 
 def permuted_gather(ids: Value, table_dims: tuple[int, ...]) -> Operation | None:
