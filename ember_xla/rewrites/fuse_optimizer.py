@@ -420,6 +420,8 @@ def in_place(module: Module, v: Value) -> bool:
     the caller keeps: XLA would copy it into a new buffer first (one pass over the table),
     while an unaliased result lets the kernel write the new table in one pass itself."""
     op = v.owner
+    while op.opcode in ("reshape", "bitcast"):  # stacked tables flattened: the same buffer
+        op = op.operands[0].owner
     if op.opcode != "parameter" or op.parent is not module.entry:
         return True
     return int(op.attributes.get("parameter_number", 0)) in module.donated_parameters()

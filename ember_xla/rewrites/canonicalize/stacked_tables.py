@@ -18,12 +18,16 @@ The transpose in a training step, a scatter-add into [K,N,D] with the same batch
 becomes a scatter into [K*N,D] reshaped back: an update whose id is out of its own table is
 dropped by both, so its flat id is ``select(in_bounds(i), i + k*N, -1)``; ids JAX clamped
 (``clamp(0, i, N-1)``, mode clip) become ``clamp(0, i, N-1) + k*N``, the lookup's own flat
-ids. Every update lands on the same row in the same order. Not taken: ``K*N`` beyond the
-index type.
+ids. Every update lands on the same row in the same order. The optimizer's elementwise
+update of the stack that reads the reshaped gradient (``ts - lr * g``, optax's states) is
+computed on [K*N,D] too and reshaped after (an elementwise op commutes with a reshape), so
+the fused sparse optimizers see a [V,D] table update. Not taken: ``K*N`` beyond the index
+type.
 """
 
 from __future__ import annotations
 
+from ember_xla.hlo.opcodes import ELEMENTWISE
 from ember_xla.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
@@ -166,7 +170,61 @@ class StackedTableScatter(RewritePattern):
         rw.replace_op(op, emit.reshape(new, (k, n, d)))
 
 
+def _from_scatter(v: Value, depth: int = 16) -> bool:
+    """Is [K*N,D] ``v`` a scatter, or elementwise ops on one (the update moved so far)?"""
+    op = v.owner
+    if op is None or depth == 0:
+        return False
+    if op.opcode == "scatter":
+        return True
+    return op.opcode in ELEMENTWISE and any(
+        o.type.dims == v.type.dims and _from_scatter(o, depth - 1) for o in op.operands)
+
+
+def _flat_source(v: Value) -> Value | None:
+    """The [K*N,D] value of a flat stacked scatter (or of the update moved onto it so far)
+    when ``v`` is its reshape to [K,N,D]."""
+    op = v.owner
+    if op is None or op.opcode != "reshape" or v.type.rank != 3:
+        return None
+    src = op.operands[0]
+    k, n, d = v.type.dims
+    if tuple(src.type.dims) != (k * n, d) or not _from_scatter(src):
+        return None
+    return src
+
+
+class StackedUpdate(RewritePattern):
+    """``E(reshape(g), x, ...)`` [K,N,D] => ``reshape(E(g, reshape(x), ...))``, from a flat
+    stacked scatter ``g`` on, op by op down the elementwise update."""
+
+    def match_and_rewrite(self, op: Operation, rw: PatternRewriter) -> None:
+        if op.opcode not in ELEMENTWISE or op.result.type.rank != 3 or len(op.results) != 1:
+            return
+        dims = tuple(op.result.type.dims)
+        if any(tuple(x.type.dims) != dims for x in op.operands):
+            return
+        flats = [_flat_source(x) for x in op.operands]
+        if all(f is None for f in flats):
+            return
+        k, n, d = dims
+        emit = Emit(rw, op)
+        operands = []
+        for x, f in zip(op.operands, flats, strict=True):
+            if f is not None:
+                operands.append(f)
+            elif x.owner is not None and x.owner.opcode == "broadcast" and not \
+                    x.owner.attributes.get("dimensions"):
+                operands.append(emit.broadcast(x.owner.operands[0], (k * n, d), []))
+            else:
+                operands.append(emit.reshape(x, (k * n, d)))
+        new = emit.op(op.opcode, operands, Shape.array(op.result.type.element_type,
+                                                       (k * n, d)), dict(op.attributes),
+                      name=op.name)
+        rw.replace_op(op, emit.reshape(new, dims))
+
+
 @register_pass
 class StackedTablesPass(PatternPass):
     name = "stacked-tables"
-    rewrites = (StackedTableGather, StackedTableScatter)
+    rewrites = (StackedTableGather, StackedTableScatter, StackedUpdate)
