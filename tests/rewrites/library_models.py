@@ -435,6 +435,83 @@ _reg(LibModel("flax_embed_segment_mean_and_max", "flax", ("multi-output",), "jax
 
 
 # ---------------------------------------------------------------------------------------
+# flax: nn.vmap over a stack of nn.Embed (one table per feature, params stacked [F,N,D])
+# ---------------------------------------------------------------------------------------
+
+F = 3   # features
+
+
+def _flax_stacked_build():
+    import flax.linen as nn
+    import jax
+
+    class Stacked(nn.Module):
+        @nn.compact
+        def __call__(self, ids):                      # ids [F, B, P] -> [B, F * D]
+            emb = nn.vmap(nn.Embed, variable_axes={"params": 0},
+                          split_rngs={"params": True}, in_axes=0)(N, D)
+            pooled = emb(ids).sum(2)                  # [F, B, D]
+            return pooled.transpose(1, 0, 2).reshape(ids.shape[1], -1)
+
+    ids = _ids(np.random.default_rng(0), "random", shape=(F, B, P))
+    model = Stacked()
+    return model.apply, [model.init(jax.random.key(5), ids), ids]
+
+
+_reg(LibModel("flax_vmap_stacked_embed_bag_sum", "flax", ("stacked-tables", "batched-bag"),
+              "jax", 1, TOL_REDUCE, _flax_stacked_build,
+              lambda case, rng: [_ids(rng, case, shape=(F, B, P))],
+              notes="nn.vmap(nn.Embed): a batching-dims gather (jnp.take's fill) of stacked "
+                    "tables, summed over the bag: one padded bag of F*B bags over the flat "
+                    "stack"))
+
+
+def _haiku_multi_feature_build():
+    import haiku as hk
+    import jax
+    import jax.numpy as jnp
+
+    def fwd(ids):                                     # ids [B, F, P], one table of F parts
+        offsets = jnp.arange(F, dtype=ids.dtype) * N
+        rows = hk.Embed(F * N, D)(ids + offsets[None, :, None])
+        return rows.sum(2).reshape(ids.shape[0], -1)
+
+    t = hk.without_apply_rng(hk.transform(fwd))
+    ids = _ids(np.random.default_rng(0), "random", shape=(B, F, P))
+    return t.apply, [t.init(jax.random.key(6), ids), ids]
+
+
+_reg(LibModel("haiku_embed_feature_offsets_bag_sum", "haiku", ("batched-bag",), "jax", 1,
+              TOL_REDUCE, _haiku_multi_feature_build,
+              lambda case, rng: [_ids(rng, case, shape=(B, F, P))],
+              notes="ids [B,F,P] plus per-feature offsets into one concatenated hk.Embed, "
+                    "summed over P: a padded bag of B*F bags"))
+
+
+def _flax_position_weighted_build():
+    import flax.linen as nn
+    import jax
+
+    class PositionWeighted(nn.Module):
+        @nn.compact
+        def __call__(self, ids):                      # ids [B, P]
+            w = self.param("position_weights", nn.initializers.ones, (ids.shape[1],))
+            return (nn.Embed(N, D)(ids) * w[None, :, None]).sum(1)
+
+    ids = _ids(np.random.default_rng(0), "random")
+    model = PositionWeighted()
+    params = model.init(jax.random.key(7), ids)
+    params = jax.tree_util.tree_map(lambda x: x * 0.5 + 0.25, params)   # weights not all 1
+    return model.apply, [params, ids]
+
+
+_reg(LibModel("flax_position_weighted_bag_sum", "flax", ("position-weights",), "jax", 1,
+              TOL_REDUCE, _flax_position_weighted_build, lambda case, rng: [_ids(rng, case)],
+              notes="a learned weight per bag position (torchrec's PositionWeightedModule): "
+                    "w[None, :, None] broadcast per lookup, a weighted padded bag"))
+
+
+# ---------------------------------------------------------------------------------------
 # export and inputs
 # ---------------------------------------------------------------------------------------
 
