@@ -7,14 +7,17 @@ from __future__ import annotations
 import numpy as np
 from training_corpus import (
     LR,
+    B,
     D,
     E,
     N,
+    P,
     TrainStep,
     V,
     _bag_inputs,
     _ids,
     _jax_step,
+    _labels,
     _optax,
     reg,
 )
@@ -219,3 +222,45 @@ reg(TrainStep("jraph_gcn_node_embed_sgd", "jraph", "sgd", "jax", ("segment_reduc
                     "counting (segment_sum of ones) is a zero-initialised scatter-add that "
                     "is not an embedding gradient"))
 
+
+
+# ---------------------------------------------------------------------------------------
+# flax: nn.vmap over a stack of nn.Embed (one table per feature, params [F,N,D]), Adagrad
+# ---------------------------------------------------------------------------------------
+
+F_STACK = 3
+
+
+def _stacked_inputs(case, rng):
+    return [_ids(rng, case, shape=(F_STACK, B, P)), _labels(rng, case)]
+
+
+def _stacked_build():
+    import flax.linen as nn
+    import jax
+
+    class Stacked(nn.Module):
+        @nn.compact
+        def __call__(self, ids):                          # ids [F, B, P]
+            emb = nn.vmap(nn.Embed, variable_axes={"params": 0},
+                          split_rngs={"params": True}, in_axes=0)(N, D)
+            pooled = emb(ids).sum(2).transpose(1, 0, 2).reshape(ids.shape[1], -1)
+            return nn.Dense(1)(pooled)
+
+    model = Stacked()
+    ids, y = _stacked_inputs("random", np.random.default_rng(0))
+    params = model.init(jax.random.key(8), ids)
+    tx = _optax("adagrad")
+
+    def loss(p, ids, y):
+        return ((model.apply(p, ids) - y) ** 2).mean()
+
+    return _jax_step(loss, tx), [params, tx.init(params), ids, y]
+
+
+reg(TrainStep("flax_vmap_stacked_embed_adagrad", "flax", "adagrad", "jax", ("padded_bag",),
+              ("adagrad",), _stacked_build, _stacked_inputs,
+              notes="nn.vmap(nn.Embed) over a [F,N,D] stack (jnp.take, fill mode): the lookup "
+                    "and its scatter-add transpose have batching dims; stacked-tables makes "
+                    "both flat [F*N,D] and moves the Adagrad update onto the flat gradient, "
+                    "which fuses"))

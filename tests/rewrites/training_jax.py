@@ -239,3 +239,42 @@ reg(TrainStep("lm_token_embedding_tied_sgd", "optax", "sgd", "jax", (), (None,),
                     "the integer-label cross-entropy's take_along_axis transposes to a "
                     "zero-initialised scatter-add over [B, T, V] that is not a table gradient"))
 
+
+
+# ---------------------------------------------------------------------------------------
+# haiku: one hk.Embed of F features' ids [B,F,P] (per-feature offsets), summed over P, SGD
+# ---------------------------------------------------------------------------------------
+
+F_FEATURES = 3
+
+
+def _features_inputs(case, rng):
+    return [_ids(rng, case, shape=(B, F_FEATURES, P)), _labels(rng, case)]
+
+
+def _features_build():
+    import haiku as hk
+    import jax
+    import jax.numpy as jnp
+
+    def net(ids):
+        offsets = jnp.arange(F_FEATURES, dtype=ids.dtype) * N
+        pooled = hk.Embed(F_FEATURES * N, D)(ids + offsets[None, :, None]).sum(2)
+        return hk.Linear(1)(pooled.reshape(ids.shape[0], -1))
+
+    fwd = hk.without_apply_rng(hk.transform(net))
+    ids, y = _features_inputs("random", np.random.default_rng(0))
+    params = fwd.init(jax.random.key(9), ids)
+    tx = _optax("sgd")
+
+    def loss(p, ids, y):
+        return ((fwd.apply(p, ids) - y) ** 2).mean()
+
+    return _jax_step(loss, tx), [params, tx.init(params), ids, y]
+
+
+reg(TrainStep("haiku_embed_feature_offsets_sgd", "haiku", "sgd", "jax", ("padded_bag",),
+              ("sgd",), _features_build, _features_inputs, donate=(0,),
+              notes="ids [B,F,P] plus per-feature offsets into one hk.Embed, summed over P "
+                    "(batched-bags: one padded bag of B*F bags); the gradient's scatter reads "
+                    "the same [B,F,P] ids and fuses with SGD; params donated"))

@@ -67,6 +67,18 @@ def _flat_ids(emit: Emit, idx: Value, n: int) -> Value:
     return emit.op("add", [clamped, _bases(emit, et, dims, n)], Shape.array(et, dims))
 
 
+def _kept_ids(emit: Emit, idx: Value, n: int) -> Value:
+    """``select(0 <= i <= N-1, i + k*N, -1)``: the flat row of each id in its own table, -1
+    (out of the flat table too) for the others -- written alike for a fill-mode lookup and a
+    scatter, so that the scatter's ids are provably the lookup's."""
+    et, dims = idx.type.element_type, tuple(idx.type.dims)
+    ge = emit.compare(idx, emit.splat(0, et, dims), "GE")
+    le = emit.compare(idx, emit.splat(n - 1, et, dims), "LE")
+    ok = emit.op("and", [ge, le], Shape.array("pred", dims))
+    inside = emit.op("add", [idx, _bases(emit, et, dims, n)], Shape.array(et, dims))
+    return emit.op("select", [ok, inside, emit.splat(-1, et, dims)], Shape.array(et, dims))
+
+
 def _bases(emit: Emit, et: str, dims: tuple[int, ...], n: int) -> Value:
     which = emit.op("iota", [], Shape.array(et, dims), {"dimensions": [0]})
     return emit.op("multiply", [which, emit.splat(n, et, dims)], Shape.array(et, dims))
@@ -93,13 +105,10 @@ class StackedTableGather(RewritePattern):
             fill = fill_and(users[0], op, n) if len(users) == 1 else None
             if fill is None:
                 return
-        et = idx.type.element_type
         dims = tuple(idx.type.dims)
         anchor = users[0] if fill is not None else op
         emit = Emit(rw, anchor)
         flat = emit.reshape(table, (k * n, d))
-        rows_at = _flat_ids(emit, idx, n) if fill is None else emit.op(
-            "add", [idx, _bases(emit, et, dims, n)], Shape.array(et, dims))
         r = len(dims) - 1
         attrs = {a: v for a, v in op.attributes.items() if a not in (
             "gather_dimension_numbers", "gather_slice_sizes")}
@@ -107,13 +116,12 @@ class StackedTableGather(RewritePattern):
                                              "start_index_map": [0], "index_vector_dim": r}
         attrs["gather_slice_sizes"] = [1, d]
         if fill is None:
-            rw.replace_op(op, emit.op("gather", [flat, rows_at], op.result.type, attrs,
+            rows = _flat_ids(emit, idx, n)
+            rw.replace_op(op, emit.op("gather", [flat, rows], op.result.type, attrs,
                                       name=op.name))
             return
         sel = users[0]
-        ok = emit.reshape(sel.operands[0].owner.operands[0], dims)  # the in-bounds flags
-        flat_ids = emit.op("select", [ok, rows_at, emit.splat(-1, et, dims)],
-                           Shape.array(et, dims))
+        flat_ids = _kept_ids(emit, idx, n)
         g = emit.op("gather", [flat, flat_ids], op.result.type, attrs, name=op.name)
         lk = RowLookup(sel.result, g.owner, fill)
         rw.replace_op(sel, relookup(emit, lk, emit.reshape(flat_ids, dims[:-1])))
@@ -144,21 +152,13 @@ class StackedTableScatter(RewritePattern):
             return
         table, idx, upd = op.operands
         k, n, d = table.type.dims
-        et, dims = idx.type.element_type, tuple(idx.type.dims)
+        dims = tuple(idx.type.dims)
         emit = Emit(rw, op)
         zero = scalar_constant(Ref(table))
         flat = (emit.broadcast(table.owner.operands[0], (k * n, d), []) if zero is not None
                 and table.owner.opcode == "broadcast" else emit.reshape(table, (k * n, d)))
         x = _unclamped(idx, n)
-        if x is not None:
-            at = _flat_ids(emit, x, n)
-        else:
-            ge = emit.compare(idx, emit.splat(0, et, dims), "GE")
-            le = emit.compare(idx, emit.splat(n - 1, et, dims), "LE")
-            ok = emit.op("and", [ge, le], Shape.array("pred", dims))
-            inside = emit.op("add", [idx, _bases(emit, et, dims, n)], Shape.array(et, dims))
-            at = emit.op("select", [ok, inside, emit.splat(-1, et, dims)],
-                         Shape.array(et, dims))
+        at = _flat_ids(emit, x, n) if x is not None else _kept_ids(emit, idx, n)
         r = len(dims) - 1
         attrs = dict(op.attributes)
         attrs["scatter_dimension_numbers"] = {
