@@ -109,7 +109,7 @@ def _torch_bag(table, flat_ids, weights, want):
     bag = torch.nn.EmbeddingBag.from_pretrained(torch.from_numpy(table), mode="sum")
     ids = torch.from_numpy(np.ascontiguousarray(flat_ids, np.int64))
     ws = None if weights is None else torch.from_numpy(
-        np.ascontiguousarray(weights, np.float32).reshape(-1))
+        np.ascontiguousarray(weights, np.float32))
     with torch.no_grad():
         got = bag(ids, per_sample_weights=ws).numpy()
     if not np.allclose(got, want, rtol=1e-4, atol=1e-4):
