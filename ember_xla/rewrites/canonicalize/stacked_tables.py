@@ -41,22 +41,25 @@ from ember_xla.rewrites.refs import Ref, scalar_constant
 _INDEX_MAX = {"s32": 2**31 - 1, "s64": 2**63 - 1}
 
 
-def _stacked_gather(g: Operation) -> bool:
-    if g.opcode != "gather" or len(g.operands) != 2:
-        return False
-    table, idx = g.operands
+def _stacked(table: Value, idx: Value) -> bool:
+    """A [K,N,D] stack read at [K,...,1] ids whose flat rows K*N fit the index type."""
     if table.type.rank != 3 or idx.type.rank < 2 or idx.type.dims[-1] != 1:
         return False
-    k, n, d = table.type.dims
+    k, n, _ = table.type.dims
+    return idx.type.dims[0] == k and k * n - 1 <= _INDEX_MAX.get(idx.type.element_type, -1)
+
+
+def _stacked_gather(g: Operation) -> bool:
+    if g.opcode != "gather" or len(g.operands) != 2 or not _stacked(*g.operands):
+        return False
+    d = g.operands[0].type.dims[2]
     dn = g.attributes.get("gather_dimension_numbers", {})
-    r = idx.type.rank - 1
+    r = g.operands[1].type.rank - 1
     return (dn.get("operand_batching_dims") == [0]
             and dn.get("start_indices_batching_dims") == [0]
             and dn.get("collapsed_slice_dims") == [1] and dn.get("start_index_map") == [1]
             and dn.get("index_vector_dim") == r and dn.get("offset_dims") == [r]
-            and g.attributes.get("gather_slice_sizes") == [1, 1, d]
-            and idx.type.dims[0] == k
-            and k * n - 1 <= _INDEX_MAX.get(idx.type.element_type, -1))
+            and g.attributes.get("gather_slice_sizes") == [1, 1, d])
 
 
 def _flat_ids(emit: Emit, idx: Value, n: int) -> Value:
@@ -128,12 +131,10 @@ class StackedTableGather(RewritePattern):
 
 
 def _stacked_scatter(op: Operation) -> bool:
-    if op.opcode != "scatter" or len(op.operands) != 3:
+    if op.opcode != "scatter" or len(op.operands) != 3 or not _stacked(*op.operands[:2]):
         return False
-    table, idx, upd = op.operands
-    if table.type.rank != 3 or idx.type.rank < 2 or idx.type.dims[-1] != 1:
-        return False
-    k, n, d = table.type.dims
+    idx, upd = op.operands[1:]
+    d = op.operands[0].type.dims[2]
     dn = op.attributes.get("scatter_dimension_numbers", {})
     r = idx.type.rank - 1
     return (dn.get("input_batching_dims") == [0]
@@ -141,9 +142,7 @@ def _stacked_scatter(op: Operation) -> bool:
             and dn.get("inserted_window_dims") == [1]
             and dn.get("scatter_dims_to_operand_dims") == [1]
             and dn.get("index_vector_dim") == r and dn.get("update_window_dims") == [r]
-            and tuple(upd.type.dims) == tuple(idx.type.dims[:-1]) + (d,)
-            and idx.type.dims[0] == k
-            and k * n - 1 <= _INDEX_MAX.get(idx.type.element_type, -1))
+            and tuple(upd.type.dims) == tuple(idx.type.dims[:-1]) + (d,))
 
 
 class StackedTableScatter(RewritePattern):
