@@ -1,6 +1,7 @@
 """Bags and segment sums over f16 and bf16 tables: ``ember_xla.jit`` with every cluster
-rewritten (the cost model off) vs ``jax.jit``, the numbers behind keeping f16 tables in XLA
-(``rewrites/profitability.py``: ``F16_KEPT``).
+rewritten (the cost model off) vs ``jax.jit``, the numbers behind which half-precision
+clusters the cost model judges and which stay in XLA (``rewrites/profitability.py``:
+``vector_half_bag``, ``F16_KEPT``, ``BF16_BAG_KEPT``).
 
 A benchmark, not a test. ``t[ids].sum(1)`` (padded bag) and ``segment_sum(t[ids], seg)``
 (sample-major segments) over a 100,000-row table, per dtype and size; the two functions timed
@@ -20,7 +21,8 @@ import time
 
 import numpy as np
 
-SIZES = [(256, 8, 64), (1024, 8, 64), (2048, 32, 64), (2048, 32, 128)]
+SIZES = [(256, 4, 32), (1024, 4, 16), (256, 8, 64), (1024, 8, 64), (2048, 32, 64),
+         (2048, 32, 128)]
 ROWS = 100_000
 
 

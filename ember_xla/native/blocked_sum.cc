@@ -12,6 +12,10 @@
 #include "common.h"
 #include "padded_parts.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace ember {
 namespace {
 
@@ -66,20 +70,38 @@ void Bags(const T* __restrict table, const T* __restrict weights, const Plan& pl
 }
 
 #if defined(__x86_64__)
-// The same adds in the same order for f32 tables, lane-wise in AVX2 registers (IEEE adds, no
-// FMA: the same bits as Bags): per bag, columns in chunks of NV x 8 floats whose four levels
-// of partial sums (block, 16 rows, 256 rows, total) stay in registers, and the rows of the
-// lookups kAhead entries ahead (across bags, within the part) prefetched on the first chunk.
+// The same adds in the same order, lane-wise in AVX2 registers (IEEE adds, no FMA: the same
+// bits as Bags): per bag, columns in chunks of NV x 8 floats whose four levels of partial sums
+// (block, 16 rows, 256 rows, total) stay in registers, and the rows of the lookups kAhead
+// entries ahead (across bags, within the part) prefetched on the first chunk. f32 tables, and
+// unweighted bf16 (8 halves widened and shifted: exact) and f16 ones (F16C's vcvtph2ps: exact,
+// every f16 a normal or zero f32; a signalling NaN comes out quiet, as the first add makes it).
 typedef float V8 __attribute__((vector_size(32)));
 typedef float V8U __attribute__((vector_size(32), aligned(4)));
+typedef uint16_t H8U __attribute__((vector_size(16), aligned(2)));
+typedef uint32_t U8 __attribute__((vector_size(32)));
 constexpr int64_t kAhead = 16;
 
-template <int NV, bool kWeighted>
-__attribute__((target("avx2"))) void BagsF32Avx2(const float* __restrict table,
-                                                  const float* __restrict weights,
-                                                  const float* nan_row, const Plan& plan,
-                                                  int64_t b0, int64_t b1, int64_t width,
-                                                  int64_t d, bool mean, float* __restrict out) {
+template <typename T>
+__attribute__((target("avx2,f16c"), always_inline)) inline V8 Load8(const T* r) {
+  if constexpr (std::is_same<T, float>::value) {
+    return *reinterpret_cast<const V8U*>(r);
+  } else if constexpr (std::is_same<T, bf16>::value) {
+    const U8 u = __builtin_convertvector(*reinterpret_cast<const H8U*>(r), U8) << 16;
+    return (V8)u;  // a vector cast: the same 256 bits
+  } else {
+    static_assert(std::is_same<T, f16>::value, "f32, bf16 or f16 rows");
+    return (V8)_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r)));
+  }
+}
+
+template <typename T, int NV, bool kWeighted>
+__attribute__((target("avx2,f16c"))) void BagsAvx2(const T* __restrict table,
+                                                   const T* __restrict weights,
+                                                   const T* nan_row, const Plan& plan,
+                                                   int64_t b0, int64_t b1, int64_t width,
+                                                   int64_t d, bool mean, float* __restrict out) {
+  static_assert(std::is_same<T, float>::value || !kWeighted, "weighted: f32 rows only");
   const float scale = 1.0f / static_cast<float>(width);
   const int64_t* all = plan.src.data();
   const int64_t k_end = b1 * width;
@@ -94,20 +116,18 @@ __attribute__((target("avx2"))) void BagsF32Avx2(const float* __restrict table,
           const int64_t ahead = all[b * width + p + kAhead];
           if (ahead >= 0) {
             const char* a = reinterpret_cast<const char*>(table + ahead * d);
-            for (int64_t x = 0; x < d * 4; x += 64)
+            for (int64_t x = 0; x < d * static_cast<int64_t>(sizeof(T)); x += 64)
               __builtin_prefetch(a + x, 0, EMBER_PREFETCH_LOCALITY);
           }
         }
         const int64_t row = src[p];
-        const float* r = RowPointer(table, nan_row, row, d) + c0;
+        const T* r = RowPointer(table, nan_row, row, d) + c0;
         if constexpr (kWeighted) {  // the product rounded to f32, then added (no FMA)
           const float w = weights[b * width + p];
           const V8 wv = {w, w, w, w, w, w, w, w};
-          for (int i = 0; i < NV; ++i)
-            blk[i] = blk[i] + *reinterpret_cast<const V8U*>(r + 8 * i) * wv;
+          for (int i = 0; i < NV; ++i) blk[i] = blk[i] + Load8(r + 8 * i) * wv;
         } else {
-          for (int i = 0; i < NV; ++i)
-            blk[i] = blk[i] + *reinterpret_cast<const V8U*>(r + 8 * i);
+          for (int i = 0; i < NV; ++i) blk[i] = blk[i] + Load8(r + 8 * i);
         }
         const bool last = p + 1 == width;
         if ((p & 3) == 3 || last) {
@@ -127,29 +147,30 @@ __attribute__((target("avx2"))) void BagsF32Avx2(const float* __restrict table,
 }
 
 bool HasAvx2() {
-  static const bool yes = __builtin_cpu_supports("avx2") != 0;
+  static const bool yes =
+      __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("f16c") != 0;
   return yes;
 }
 #endif
 
-// Bags [b0, b1): the AVX2 chunks for f32 tables (unweighted, or rows times their weight)
-// whose D is a multiple of 8, else Bags.
+// Bags [b0, b1): the AVX2 chunks for tables whose D is a multiple of 8 -- f32 (unweighted, or
+// rows times their weight), bf16 and f16 (unweighted) --, else Bags.
 template <typename T>
-void Part(const T* table, const T* w, const float* nan_row, const Plan& plan, int64_t b0,
+void Part(const T* table, const T* w, const T* nan_row, const Plan& plan, int64_t b0,
           int64_t b1, int64_t width, int64_t d, bool mean, float* out) {
 #if defined(__x86_64__)
-  if constexpr (std::is_same<T, float>::value) {
-    if (d > 0 && d % 8 == 0 && HasAvx2()) {
-      if (w == nullptr && d % 16 == 0)
-        BagsF32Avx2<2, false>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
-      else if (w == nullptr)
-        BagsF32Avx2<1, false>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
-      else if (d % 16 == 0)
-        BagsF32Avx2<2, true>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
+  if (d > 0 && d % 8 == 0 && HasAvx2() && (w == nullptr || std::is_same<T, float>::value)) {
+    if (w == nullptr && d % 16 == 0)
+      BagsAvx2<T, 2, false>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
+    else if (w == nullptr)
+      BagsAvx2<T, 1, false>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
+    else if constexpr (std::is_same<T, float>::value) {
+      if (d % 16 == 0)
+        BagsAvx2<T, 2, true>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
       else
-        BagsF32Avx2<1, true>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
-      return;
+        BagsAvx2<T, 1, true>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
     }
+    return;
   }
 #endif
   Bags<T>(table, w, plan, b0, b1, width, d, mean, out);
@@ -163,8 +184,8 @@ void Run(const ffi::AnyBuffer& table, const void* weights, const Plan& plan, int
   const int64_t d = table.dimensions()[1];
   float* o = static_cast<float*>(out.untyped_data());
   const bool mean = opt.combiner == Combiner::kMean;
-  std::vector<float> nan_row(static_cast<size_t>(2 * d), 0.0f);  // D NaNs, D zeros
-  std::fill(nan_row.begin(), nan_row.begin() + d, std::nanf(""));
+  std::vector<T> nan_row(static_cast<size_t>(2 * d), Elem<T>::Store(0.0f));  // D NaNs, D zeros
+  std::fill(nan_row.begin(), nan_row.begin() + d, Elem<T>::Store(std::nanf("")));
   RunBagParts(bags, width, d, [&](int64_t b0, int64_t b1) {
     Part<T>(t, w, nan_row.data(), plan, b0, b1, width, d, mean, o);
   });

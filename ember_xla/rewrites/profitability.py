@@ -156,18 +156,33 @@ SPARSE_APPLY_KEPT = ("kept in XLA: a TF/Keras sparse apply (the optimizer's scat
                      "rewritten with the cost model off")
 
 
-#: f16 tables: the kernels convert each f16 value (and round each f16 sum) in scalar code,
-#: without the CPU's F16C instructions; the cost model's families are f32 measurements.
-F16_KEPT = ("kept in XLA: f16 tables are not in the cost model, and the kernels convert f16 "
-            "values in scalar code: measured 0.23-0.76x of XLA:CPU for padded bags and "
-            "0.09-0.40x for segment sums (100,000 x 64/128, B=256-2048, P=8-32, "
-            "benchmarks/bench_half_tables.py); rewritten with the cost model off")
+#: f16 tables: outside the vector paths below, the kernels convert each f16 value (and round
+#: each f16 sum) in scalar code; the cost model's families are f32 measurements.
+F16_KEPT = ("kept in XLA: f16 tables are not in the cost model, and outside unweighted padded "
+            "bags summed in f32 (D a multiple of 8) the kernels convert f16 values in scalar "
+            "code: measured 0.15-0.50x of XLA:CPU for segment sums (100,000 x 16-128, "
+            "B=256-2048, P=4-32, benchmarks/bench_half_tables.py); rewritten with the cost "
+            "model off")
 
-#: bf16 padded bags (``t[ids].sum(1)``, which jnp sums in f32): slower than XLA:CPU at some
-#: sizes, faster at others, and not in the cost model. bf16 segment sums measured faster.
-BF16_BAG_KEPT = ("kept in XLA: padded bags of bf16 tables are not in the cost model and "
-                 "measured 0.44-1.81x of XLA:CPU (0.64-0.86x at B=1024 P=8 D=64; "
-                 "benchmarks/bench_half_tables.py); rewritten with the cost model off")
+#: bf16 padded bags outside the vector paths below: not in the cost model, and the scalar
+#: path they took measured slower than XLA:CPU at some sizes. bf16 segment sums measured
+#: faster.
+BF16_BAG_KEPT = ("kept in XLA: padded bags of bf16 tables that are weighted, summed in bf16, "
+                 "added in another order than blocked or sequential, or of D not a multiple "
+                 "of 8 are not in the cost model (the scalar path measured 0.44-1.81x of "
+                 "XLA:CPU, benchmarks/bench_half_tables.py); rewritten with the cost model off")
+
+
+def vector_half_bag(c: Cluster) -> bool:
+    """An unweighted padded bag of an f16/bf16 table summed in f32 (jnp.sum's upcast) in the
+    blocked or sequential order, D a multiple of 8: the kernels' AVX2 paths widen 8 halves at
+    a time (blocked_sum.cc; reduce.cc with F16C), measured 1.05-6.2x of XLA:CPU at 100,000 x
+    16-128, B=64-2048, P=4-32 (benchmarks/bench_half_tables.py), so the cost model judges it
+    as the f32 bag it reads like."""
+    return (c.kind == "padded_bag" and c.table.type.element_type in ("f16", "bf16")
+            and not c.attrs.get("weighted") and c.root.result.type.element_type == "f32"
+            and c.attrs.get("sum_order") in ("blocked", "sequential")
+            and c.table.type.dims[1] % 8 == 0)
 
 
 def unmodelled_slow(c: Cluster) -> str | None:
@@ -178,6 +193,8 @@ def unmodelled_slow(c: Cluster) -> str | None:
         return ("kept in XLA: weighted f16 padded bags summed in YNNPACK's blocked order are "
                 "not in the cost model and measured 0.12-0.62x of XLA:CPU "
                 "(benchmarks/padded_order_speed.py)")
+    if vector_half_bag(c):
+        return None
     if c.table.type.element_type == "f16":
         return F16_KEPT
     if c.kind == "padded_bag" and c.table.type.element_type == "bf16" and \

@@ -208,17 +208,24 @@ def test_gcn_messages_of_computed_node_features_are_rewritten():
 
 
 @pytest.mark.parametrize("dtype,form,kept", [
-    ("float16", "bag", "f16 tables are not in the cost model"),
+    ("float16", "bag", None),                # the F16C vector path: judged as an f32 bag
+    ("float16", "bag_p4", None),             # sequential order, F16C too
+    ("float16", "bag_half_sum", "f16 tables are not in the cost model"),
     ("float16", "segments", "f16 tables are not in the cost model"),
-    ("bfloat16", "bag", "padded bags of bf16 tables"),
-    ("bfloat16", "bag_f32", "padded bags of bf16 tables"),
+    ("bfloat16", "bag", None),               # the blocked vector path
+    ("bfloat16", "bag_f32", None),
+    ("bfloat16", "bag_half_sum", "padded bags of bf16 tables"),
+    ("bfloat16", "bag_d12", "padded bags of bf16 tables"),
     ("bfloat16", "segments", None),          # measured faster: judged as the f32 family
 ])
 def test_half_tables_the_kernels_are_slow_on_stay_in_xla(dtype, form, kept):
     """Measured slower than XLA:CPU (benchmarks/bench_half_tables.py): f16 tables and bf16
-    padded bags stay in XLA with the reason; rewritten with the model off."""
-    t = jax.ShapeDtypeStruct((100_000, 64), getattr(jnp, dtype))
-    ids = jax.ShapeDtypeStruct((2048, 32), jnp.int32)
+    padded bags outside the kernels' vector paths (unweighted, summed in f32, D % 8 == 0)
+    stay in XLA with the reason; rewritten with the model off."""
+    d = 12 if form == "bag_d12" else 64
+    p = 4 if form == "bag_p4" else 8 if form == "bag_half_sum" else 32
+    t = jax.ShapeDtypeStruct((100_000, d), getattr(jnp, dtype))
+    ids = jax.ShapeDtypeStruct((2048, p), jnp.int32)
     if form == "segments":
         def f(t, i, s):
             return jax.ops.segment_sum(t[i], s, num_segments=2048)
@@ -227,6 +234,10 @@ def test_half_tables_the_kernels_are_slow_on_stay_in_xla(dtype, form, kept):
     elif form == "bag_f32":
         def f(t, i):
             return t[i].astype(jnp.float32).sum(1)
+        args = (t, ids)
+    elif form == "bag_half_sum":   # summed in the table's type (no upcast): each add rounded
+        def f(t, i):
+            return jax.lax.reduce(t[i], jnp.zeros((), t.dtype), jax.lax.add, (1,))
         args = (t, ids)
     else:
         def f(t, i):
