@@ -137,10 +137,11 @@ def test_training_step_over_stacked_tables_has_its_gradient(mode):
             run_module(m, args, opts)[0].tobytes()
 
 
-@pytest.mark.parametrize("opt", ["sgd", "adagrad", "adam"])
+@pytest.mark.parametrize("opt", ["sgd", "adagrad", "adam", "clip"])
 def test_optimizer_over_stacked_tables_is_fused_or_stays_exact(opt):
     """The optimizer's update of the stack is moved onto the flat gradient: SGD and Adagrad
-    fuse into the sparse optimizer call; Adam's stays in XLA; bit-equal either way."""
+    fuse into the sparse optimizer call; Adam's and a global-norm clip's (a reduction over the
+    moved elementwise ops) stay in XLA; bit-equal either way."""
     import optax
 
     from ember_xla.hlo_import.jax_source import from_jax
@@ -154,7 +155,8 @@ def test_optimizer_over_stacked_tables_is_fused_or_stays_exact(opt):
     y = rng.standard_normal(b).astype(np.float32)
     w = rng.standard_normal(k * d).astype(np.float32)
     tx = {"sgd": optax.sgd(0.1), "adagrad": optax.adagrad(0.1),
-          "adam": optax.adam(1e-3)}[opt]
+          "adam": optax.adam(1e-3),
+          "clip": optax.chain(optax.clip_by_global_norm(1.0), optax.sgd(0.1))}[opt]
     state = tx.init(jnp.asarray(tables))
 
     def step(ts, state, i, y, w):
@@ -173,7 +175,7 @@ def test_optimizer_over_stacked_tables_is_fused_or_stays_exact(opt):
     r = rewrite_module(m, cost_model=False)
     grads = [c for c in r.clusters if c["kind"] == "scatter_grad"]
     assert len(grads) == 1, r.near_misses
-    assert grads[0].get("optimizer") == (None if opt == "adam" else opt), grads[0]
+    assert grads[0].get("optimizer") == (None if opt in ("adam", "clip") else opt), grads[0]
     for opts in ({}, {"xla_allow_excess_precision": False}):
         for a, e in zip(run_module(r.module, args, opts), run_module(m, args, opts),
                         strict=True):
