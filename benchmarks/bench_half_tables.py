@@ -6,7 +6,8 @@ clusters the cost model judges and which stay in XLA (``rewrites/profitability.p
 A benchmark, not a test. ``t[ids].sum(1)`` (padded bag) and ``segment_sum(t[ids], seg)``
 (sample-major segments) over a 100,000-row table, per dtype and size; the two functions timed
 alternately in one process, medians of ``--reps`` runs per round, the ratio XLA / ember per
-round (> 1: the rewrite is faster). Outputs are compared bit for bit.
+round (> 1: the rewrite is faster). Also weighted bags (``wbag``: ``(t[ids] * w[..., None])
+.sum(1)``, weights of the table's type). Outputs are compared bit for bit.
 
     python benchmarks/bench_half_tables.py
     python benchmarks/bench_half_tables.py --dtypes float16 --rounds 5
@@ -50,6 +51,10 @@ def case(dtype: str, kind: str, b: int, p: int, d: int, reps: int, rounds: int) 
         def f(t, i):
             return t[i].sum(1)
         args = (t, ids)
+    elif kind == "wbag":
+        def f(t, i, w):
+            return (t[i] * w[..., None]).sum(1)
+        args = (t, ids, jnp.asarray(rng.random((b, p)), getattr(jnp, dtype)))
     else:
         def f(t, i, s):
             return jax.ops.segment_sum(t[i], s, num_segments=b)
@@ -65,13 +70,14 @@ def case(dtype: str, kind: str, b: int, p: int, d: int, reps: int, rounds: int) 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dtypes", nargs="*", default=["float16", "bfloat16"])
+    ap.add_argument("--kinds", nargs="*", default=["bag", "wbag", "seg"])
     ap.add_argument("--reps", type=int, default=40)
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
     os.environ["EMBER_XLA_COST_MODEL"] = "off"  # every cluster rewritten: the kernels timed
     print(f"{'dtype':>9} {'kind':>4} {'B':>5} {'P':>3} {'D':>4} {'calls':>5}  XLA/ember per round")
     for dtype in a.dtypes:
-        for kind in ("bag", "seg"):
+        for kind in a.kinds:
             for b, p, d in SIZES:
                 print(case(dtype, kind, b, p, d, a.reps, a.rounds), flush=True)
 

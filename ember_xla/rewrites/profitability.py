@@ -167,22 +167,28 @@ F16_KEPT = ("kept in XLA: f16 tables are not in the cost model, and outside unwe
 #: bf16 padded bags outside the vector paths below: not in the cost model, and the scalar
 #: path they took measured slower than XLA:CPU at some sizes. bf16 segment sums measured
 #: faster.
-BF16_BAG_KEPT = ("kept in XLA: padded bags of bf16 tables that are weighted, summed in bf16, "
-                 "added in another order than blocked or sequential, or of D not a multiple "
-                 "of 8 are not in the cost model (the scalar path measured 0.44-1.81x of "
-                 "XLA:CPU, benchmarks/bench_half_tables.py); rewritten with the cost model off")
+BF16_BAG_KEPT = ("kept in XLA: padded bags of bf16 tables summed in bf16, added in another "
+                 "order than blocked, sequential or (weighted) sequential FMA, or of D not a "
+                 "multiple of 8 are not in the cost model (the scalar path measured 0.44-1.81x "
+                 "of XLA:CPU, benchmarks/bench_half_tables.py); rewritten with the cost model "
+                 "off")
 
 
 def vector_half_bag(c: Cluster) -> bool:
-    """An unweighted padded bag of an f16/bf16 table summed in f32 (jnp.sum's upcast) in the
-    blocked or sequential order, D a multiple of 8: the kernels' AVX2 paths widen 8 halves at
-    a time (blocked_sum.cc; reduce.cc with F16C), measured 1.05-6.2x of XLA:CPU at 100,000 x
-    16-128, B=64-2048, P=4-32 (benchmarks/bench_half_tables.py), so the cost model judges it
-    as the f32 bag it reads like."""
-    return (c.kind == "padded_bag" and c.table.type.element_type in ("f16", "bf16")
-            and not c.attrs.get("weighted") and c.root.result.type.element_type == "f32"
-            and c.attrs.get("sum_order") in ("blocked", "sequential")
-            and c.table.type.dims[1] % 8 == 0)
+    """A padded bag of an f16/bf16 table summed in f32 (jnp.sum's upcast), D a multiple of 8,
+    on a vector path of the kernels: unweighted in the blocked or sequential order (the AVX2
+    paths widen 8 halves at a time: blocked_sum.cc; reduce.cc with F16C), or a bf16 one
+    weighted in the sequential FMA order (the product exact in f32). Measured 1.25-5.55x of
+    XLA:CPU unweighted, 1.14-4.00x weighted bf16, at 100,000 x 16-128, B=64-2048, P=4-32
+    (benchmarks/bench_half_tables.py), so the cost model judges it as the f32 bag it reads
+    like."""
+    if (c.kind != "padded_bag" or c.table.type.element_type not in ("f16", "bf16")
+            or c.root.result.type.element_type != "f32" or c.table.type.dims[1] % 8):
+        return False
+    order = c.attrs.get("sum_order")
+    if c.attrs.get("weighted"):
+        return c.table.type.element_type == "bf16" and order == "sequential_fma"
+    return order in ("blocked", "sequential")
 
 
 def unmodelled_slow(c: Cluster) -> str | None:

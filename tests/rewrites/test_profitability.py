@@ -214,6 +214,8 @@ def test_gcn_messages_of_computed_node_features_are_rewritten():
     ("float16", "segments", "f16 tables are not in the cost model"),
     ("bfloat16", "bag", None),               # the blocked vector path
     ("bfloat16", "bag_f32", None),
+    ("bfloat16", "bag_weighted", None),      # sequential FMA: the product exact in f32
+    ("float16", "bag_weighted", "weighted f16 padded bags"),
     ("bfloat16", "bag_half_sum", "padded bags of bf16 tables"),
     ("bfloat16", "bag_d12", "padded bags of bf16 tables"),
     ("bfloat16", "segments", None),          # measured faster: judged as the f32 family
@@ -235,6 +237,10 @@ def test_half_tables_the_kernels_are_slow_on_stay_in_xla(dtype, form, kept):
         def f(t, i):
             return t[i].astype(jnp.float32).sum(1)
         args = (t, ids)
+    elif form == "bag_weighted":
+        def f(t, i, w):
+            return (t[i] * w[..., None]).sum(1)
+        args = (t, ids, jax.ShapeDtypeStruct((2048, p), t.dtype))
     elif form == "bag_half_sum":   # summed in the table's type (no upcast): each add rounded
         def f(t, i):
             return jax.lax.reduce(t[i], jnp.zeros((), t.dtype), jax.lax.add, (1,))
