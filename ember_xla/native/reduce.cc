@@ -30,16 +30,23 @@ namespace ember {
 namespace {
 
 #if defined(__x86_64__) && defined(__GNUC__)
-// acc[c] += row[c] for the first d - d % 8 columns of an f16 row, in f32: F16C widens 8 halves
-// exactly (every f16 is a normal or zero f32; a signalling NaN comes out quiet, as the add
-// makes it). Returns the columns done. A call per row from the AVX2 clone (GCC does not
+// acc[c] += row[c] for the first d - d % 8 columns of an f16 row, in f32 (kRoundToF16: each sum
+// rounded to f16, an f16 result): F16C widens 8 halves exactly (every f16 is a normal or zero
+// f32; a signalling NaN comes out quiet, as the add makes it) and rounds with the immediate
+// nearest-even mode (a sum of f16 values is never an f32 denormal, so MXCSR's FTZ/DAZ do not
+// enter; XLA:CPU converts with the same instruction). Returns the columns done. A call per row from the AVX2 clone (GCC does not
 // inline a target function into a template without the target).
+template <bool kRoundToF16>
 __attribute__((target("avx2,f16c"))) int64_t AddF16Rows8(float* __restrict acc,
                                                          const f16* __restrict row, int64_t d) {
   int64_t c = 0;
-  for (; c + 8 <= d; c += 8)
-    _mm256_storeu_ps(acc + c, _mm256_add_ps(_mm256_loadu_ps(acc + c), _mm256_cvtph_ps(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c)))));
+  for (; c + 8 <= d; c += 8) {
+    __m256 sum = _mm256_add_ps(_mm256_loadu_ps(acc + c), _mm256_cvtph_ps(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c))));
+    if constexpr (kRoundToF16)  // each f16 add rounded to f16 (nearest even), as XLA's convert
+      sum = _mm256_cvtph_ps(_mm256_cvtps_ph(sum, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    _mm256_storeu_ps(acc + c, sum);
+  }
   return c;
 }
 #endif
@@ -96,8 +103,8 @@ __attribute__((always_inline)) inline void RowsBody(const Job<T, O>& job, int64_
       if (W == 0 && Kind == 0) {
         int64_t c = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
-        if constexpr (std::is_same<T, f16>::value && std::is_same<O, float>::value && VL == 8)
-          c = AddF16Rows8(acc, row, d);  // the AVX2 clone only
+        if constexpr (std::is_same<T, f16>::value && VL == 8)  // the AVX2 clone only
+          c = AddF16Rows8<std::is_same<O, f16>::value>(acc, row, d);
 #endif
         // The hot loop: contiguous loads and adds the compiler vectorizes.
         for (; c < d; ++c) acc[c] = EO::Round(acc[c] + ET::Load(row[c]));

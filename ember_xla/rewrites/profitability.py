@@ -159,10 +159,10 @@ SPARSE_APPLY_KEPT = ("kept in XLA: a TF/Keras sparse apply (the optimizer's scat
 #: f16 tables: outside the vector paths below, the kernels convert each f16 value (and round
 #: each f16 sum) in scalar code; the cost model's families are f32 measurements.
 F16_KEPT = ("kept in XLA: f16 tables are not in the cost model, and outside unweighted padded "
-            "bags summed in f32 (D a multiple of 8) the kernels convert f16 values in scalar "
-            "code: measured 0.15-0.50x of XLA:CPU for segment sums (100,000 x 16-128, "
-            "B=256-2048, P=4-32, benchmarks/bench_half_tables.py); rewritten with the cost "
-            "model off")
+            "bags summed in f32 and unweighted segment sums (D a multiple of 8) the kernels "
+            "convert f16 values in scalar code: weighted f16 bags measured 0.18-0.80x of "
+            "XLA:CPU (100,000 x 16-128, B=256-2048, P=4-32, benchmarks/bench_half_tables.py); "
+            "rewritten with the cost model off")
 
 #: bf16 padded bags outside the vector paths below: not in the cost model, and the scalar
 #: path they took measured slower than XLA:CPU at some sizes. bf16 segment sums measured
@@ -174,20 +174,26 @@ BF16_BAG_KEPT = ("kept in XLA: padded bags of bf16 tables summed in bf16, added 
                  "off")
 
 
-def vector_half_bag(c: Cluster) -> bool:
-    """A padded bag of an f16/bf16 table summed in f32 (jnp.sum's upcast), D a multiple of 8,
-    on a vector path of the kernels: unweighted in the blocked or sequential order (the AVX2
-    paths widen 8 halves at a time: blocked_sum.cc; reduce.cc with F16C), or a bf16 one
-    weighted in the sequential FMA order (the product exact in f32). Measured 1.25-5.55x of
-    XLA:CPU unweighted, 1.14-4.00x weighted bf16, at 100,000 x 16-128, B=64-2048, P=4-32
-    (benchmarks/bench_half_tables.py), so the cost model judges it as the f32 bag it reads
-    like."""
-    if (c.kind != "padded_bag" or c.table.type.element_type not in ("f16", "bf16")
-            or c.root.result.type.element_type != "f32" or c.table.type.dims[1] % 8):
+def vector_half(c: Cluster) -> bool:
+    """A cluster over an f16/bf16 table, D a multiple of 8, on a vector path of the kernels:
+    a padded bag summed in f32 (jnp.sum's upcast), unweighted in the blocked or sequential
+    order (the AVX2 paths widen 8 halves at a time: blocked_sum.cc; reduce.cc with F16C) or a
+    bf16 one weighted in the sequential FMA order (the product exact in f32); an unweighted
+    f16 segment sum (each f16 add rounded with F16C). Measured 1.25-5.55x of XLA:CPU for the
+    unweighted bags, 1.12-3.92x weighted bf16, 0.93-5.80x f16 segment sums, at 100,000 x
+    16-128, B=64-2048, P=4-32 (benchmarks/bench_half_tables.py), so the cost model judges it
+    as the f32 cluster it reads like."""
+    et = c.table.type.element_type
+    if et not in ("f16", "bf16") or c.table.type.dims[1] % 8:
+        return False
+    weighted = c.attrs.get("weighted")
+    if c.kind == "segment_reduce":
+        return et == "f16" and not weighted and c.attrs.get("combiner") == "sum"
+    if c.kind != "padded_bag" or c.root.result.type.element_type != "f32":
         return False
     order = c.attrs.get("sum_order")
-    if c.attrs.get("weighted"):
-        return c.table.type.element_type == "bf16" and order == "sequential_fma"
+    if weighted:
+        return et == "bf16" and order == "sequential_fma"
     return order in ("blocked", "sequential")
 
 
@@ -199,7 +205,7 @@ def unmodelled_slow(c: Cluster) -> str | None:
         return ("kept in XLA: weighted f16 padded bags summed in YNNPACK's blocked order are "
                 "not in the cost model and measured 0.12-0.62x of XLA:CPU "
                 "(benchmarks/padded_order_speed.py)")
-    if vector_half_bag(c):
+    if vector_half(c):
         return None
     if c.table.type.element_type == "f16":
         return F16_KEPT

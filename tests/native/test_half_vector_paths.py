@@ -1,5 +1,6 @@
 """The kernels' vector paths for half-precision rows -- the blocked sum widening 8 bf16 (shift)
-or f16 (F16C) values at a time, the AVX2 reduce clone adding f16 rows through F16C -- give
+or f16 (F16C) values at a time, the AVX2 reduce clone adding f16 rows through F16C (and
+rounding each f16 sum with it) -- give
 XLA:CPU's bits on rows full of special values: NaNs with payloads and signs, infinities, signed
 zeros, f16 subnormals, values near the type's maximum; with out-of-range ids (jnp.take's NaN
 fill, XLA's clamp), masked lookups, and D both a multiple of 8 and not (the scalar tail). As
@@ -39,6 +40,10 @@ _FORMS = {
     "mean": lambda t, i: t[i].mean(1),
     "take_fill": lambda t, i: jnp.take(t, i, axis=0).sum(1),
     "masked": lambda t, i: jnp.where((i % 3 != 0)[..., None], t[i], 0).sum(1),
+    # a scatter-add in the table's type: each add rounded to it (f16: F16C's vcvtps2ph)
+    "segment_sum": lambda t, i: jax.ops.segment_sum(
+        t[i.reshape(-1)], jnp.repeat(jnp.arange(i.shape[0]), i.shape[1]),
+        num_segments=i.shape[0]),
 }
 
 
