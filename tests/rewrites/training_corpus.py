@@ -95,6 +95,15 @@ def _jax_step(loss_fn, tx):
     return train_step
 
 
+def _squared_error_step(apply, params, tx, *batch):
+    """``_jax_step`` of the mean squared error of ``apply(params, *inputs)`` against the
+    batch's last array, and its example arguments: params, ``tx``'s state, the batch."""
+    def loss(p, *b):
+        return ((apply(p, *b[:-1]) - b[-1]) ** 2).mean()
+
+    return _jax_step(loss, tx), [params, tx.init(params), *batch]
+
+
 def _segments(rng, case):
     seg = np.sort(rng.integers(0, B, size=E))
     if case != "random":

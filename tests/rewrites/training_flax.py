@@ -19,6 +19,7 @@ from training_corpus import (
     _jax_step,
     _labels,
     _optax,
+    _squared_error_step,
     reg,
 )
 
@@ -43,10 +44,7 @@ def _flax_linen_build(opt):
         params = model.init(jax.random.key(0), ids)
         tx = opt(params) if callable(opt) else _optax(opt)
 
-        def loss(p, ids, y):
-            return ((model.apply(p, ids) - y) ** 2).mean()
-
-        return _jax_step(loss, tx), [params, tx.init(params), ids, y]
+        return _squared_error_step(model.apply, params, tx, ids, y)
     return build
 
 
@@ -81,10 +79,7 @@ def _flax_bf16_build():
     params = model.init(jax.random.key(4), ids)
     tx = _optax("sgd")
 
-    def loss(p, ids, y):
-        return ((model.apply(p, ids) - y) ** 2).mean()
-
-    return _jax_step(loss, tx), [params, tx.init(params), ids, y]
+    return _squared_error_step(model.apply, params, tx, ids, y)
 
 
 reg(TrainStep("flax_linen_bf16_bag_sum_sgd", "flax", "sgd", "jax", ("padded_bag",), (None,),
@@ -126,10 +121,7 @@ def _flax_rowwise_build():
     tx = optax.multi_transform({"embed": optax_rowwise_adagrad(LR), "head": optax.sgd(LR)},
                                labels)
 
-    def loss(p, ids, y):
-        return ((model.apply(p, ids) - y) ** 2).mean()
-
-    return _jax_step(loss, tx), [params, tx.init(params), ids, y]
+    return _squared_error_step(model.apply, params, tx, ids, y)
 
 
 reg(TrainStep("flax_linen_bag_sum_optax_rowwise_adagrad", "flax", "rowwise_adagrad", "jax",
@@ -207,10 +199,7 @@ def _jraph_build():
     params = model.init(jax.random.key(3), node_ids, s, r)
     tx = _optax("sgd")
 
-    def loss(p, node_ids, s, r, y):
-        return ((model.apply(p, node_ids, s, r) - y) ** 2).mean()
-
-    return _jax_step(loss, tx), [params, tx.init(params), node_ids, s, r, y]
+    return _squared_error_step(model.apply, params, tx, node_ids, s, r, y)
 
 
 reg(TrainStep("jraph_gcn_node_embed_sgd", "jraph", "sgd", "jax", ("segment_reduce",),
@@ -252,10 +241,7 @@ def _stacked_build():
     params = model.init(jax.random.key(8), ids)
     tx = _optax("adagrad")
 
-    def loss(p, ids, y):
-        return ((model.apply(p, ids) - y) ** 2).mean()
-
-    return _jax_step(loss, tx), [params, tx.init(params), ids, y]
+    return _squared_error_step(model.apply, params, tx, ids, y)
 
 
 reg(TrainStep("flax_vmap_stacked_embed_adagrad", "flax", "adagrad", "jax", ("padded_bag",),

@@ -23,6 +23,7 @@ from training_corpus import (
     _jax_step,
     _labels,
     _segments,
+    _squared_error_step,
     reg,
 )
 from training_flax import _flax_linen_build
@@ -126,10 +127,7 @@ def _haiku_chain_build(make_tx):
         params = f.init(jax.random.key(18), ids)
         tx = make_tx()
 
-        def loss(p, ids, y):
-            return ((f.apply(p, ids) - y) ** 2).mean()
-
-        return _jax_step(loss, tx), [params, tx.init(params), ids, y]
+        return _squared_error_step(f.apply, params, tx, ids, y)
 
     return build
 

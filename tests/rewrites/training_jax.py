@@ -23,6 +23,7 @@ from training_corpus import (
     _optax,
     _seg_inputs,
     _segments,
+    _squared_error_step,
     reg,
 )
 
@@ -142,10 +143,7 @@ def _haiku_build():
     params = fwd.init(jax.random.key(1), ids, seg)
     tx = _optax("sgd")
 
-    def loss(p, ids, seg, y):
-        return ((fwd.apply(p, ids, seg) - y) ** 2).mean()
-
-    return _jax_step(loss, tx), [params, tx.init(params), ids, seg, y]
+    return _squared_error_step(fwd.apply, params, tx, ids, seg, y)
 
 
 reg(TrainStep("haiku_embed_segment_sum_sgd", "haiku", "sgd", "jax", ("segment_reduce",),
@@ -267,10 +265,7 @@ def _features_build():
     params = fwd.init(jax.random.key(9), ids)
     tx = _optax("sgd")
 
-    def loss(p, ids, y):
-        return ((fwd.apply(p, ids) - y) ** 2).mean()
-
-    return _jax_step(loss, tx), [params, tx.init(params), ids, y]
+    return _squared_error_step(fwd.apply, params, tx, ids, y)
 
 
 reg(TrainStep("haiku_embed_feature_offsets_sgd", "haiku", "sgd", "jax", ("padded_bag",),
