@@ -104,3 +104,12 @@ def binary_combiner(op: Operation) -> str | None:
     if root.opcode in ("add", "maximum", "minimum", "and", "multiply"):
         return root.opcode
     return None
+
+
+def unclamped(v: Value, rows: int) -> Value | None:
+    """x if ``v`` is ``clamp(0, x, rows - 1)`` (a clip-mode clamp of row ids), else None."""
+    op = v.owner
+    if op is None or op.opcode != "clamp" or len(op.operands) != 3:
+        return None
+    lo, hi = (scalar_constant(Ref(op.operands[i])) for i in (0, 2))
+    return op.operands[1] if lo == 0 and hi == rows - 1 else None

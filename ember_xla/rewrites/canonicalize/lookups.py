@@ -94,7 +94,7 @@ def relookup(emit: Emit, lk: RowLookup, ids: Value) -> Value:
     """The same lookup (same table, attributes and fill) for indices ``ids`` [lead']."""
     g = lk.gather
     table = g.operands[0]
-    n, d = table.type.dims
+    d = table.type.dims[1]
     lead = tuple(ids.type.dims)
     r = len(lead)
     idx = emit.reshape(ids, lead + (1,))
@@ -103,14 +103,23 @@ def relookup(emit: Emit, lk: RowLookup, ids: Value) -> Value:
                                          "start_index_map": [0], "index_vector_dim": r}
     et = g.result.type.element_type
     rows = emit.op("gather", [table, idx], Shape.array(et, lead + (d,)), attrs, name=g.name)
-    if lk.fill_and is None:
-        return rows
-    it = idx.type.element_type
+    return rows if lk.fill_and is None else with_fill(emit, rows, lk.fill_and)
+
+
+def with_fill(emit: Emit, rows: Value, fill_and: Graph) -> Value:
+    """jnp.take's fill around the row gather ``rows`` [lead..., D] of its ids [lead..., 1]:
+    NaN rows where an id is out of the table (``fill_and``: the in-bounds reduce's and)."""
+    g = rows.owner
+    idx = g.operands[1]
+    n, d = g.operands[0].type.dims
+    lead = tuple(rows.type.dims[:-1])
+    r = len(lead)
+    et, it = rows.type.element_type, idx.type.element_type
     ge = emit.compare(idx, emit.splat(0, it, lead + (1,)), "GE")
     le = emit.compare(idx, emit.splat(n - 1, it, lead + (1,)), "LE")
     ok = emit.op("and", [ge, le], Shape.array("pred", lead + (1,)))
     okr = emit.op("reduce", [ok, emit.constant(True, "pred")], Shape.array("pred", lead),
-                  {"dimensions": [r]}, callees=[lk.fill_and])
+                  {"dimensions": [r]}, callees=[fill_and])
     okb = emit.broadcast(okr, lead + (d,), list(range(r)))
     return emit.op("select", [okb, rows, emit.splat(float("nan"), et, lead + (d,))],
                    Shape.array(et, lead + (d,)), name="take.fill")

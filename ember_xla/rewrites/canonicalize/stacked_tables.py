@@ -11,12 +11,14 @@ row ``k*N + i`` of the reshaped table is row ``i`` of table ``k``, and the flat 
 clamp to [0, K*N-1] changes nothing: the same rows, bit for bit. The ids the cluster then reads
 are computed in XLA (clamp, add). ``jnp.take``'s fill around it (flax ``Embed`` vmapped
 over stacked parameters) tests each id against its own table, so the flat lookup reads
-``select(in_bounds(i), i + k*N, -1)`` and gets the fill rebuilt for the flat table: an id out
-of its table is out of the flat one and reads the same NaN row.
+``select(in_bounds(i), clamp(0, i, N-1) + k*N, -1)`` (the clamp changes no in-bounds id: one
+form for every lookup and scatter here) and gets the fill rebuilt for the flat table: an id
+out of its table is out of the flat one and reads the same NaN row.
 
 The transpose in a training step, a scatter-add into [K,N,D] with the same batching dims,
 becomes a scatter into [K*N,D] reshaped back: an update whose id is out of its own table is
-dropped by both, so its flat id is ``select(in_bounds(i), i + k*N, -1)``; ids JAX clamped
+dropped by both, so its flat id is ``select(in_bounds(i), clamp(0, i, N-1) + k*N, -1)``,
+which forward-lookup pairs with the lookup's ``clamp(0, i, N-1) + k*N``; ids JAX clamped
 (``clamp(0, i, N-1)``, mode clip) become ``clamp(0, i, N-1) + k*N``, the lookup's own flat
 ids. Every update lands on the same row in the same order. The optimizer's elementwise
 update of the stack that reads the reshaped gradient (``ts - lr * g``, optax's states) is
@@ -35,8 +37,8 @@ from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
 from ember_xla.ir.value import Value
 from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit
-from ember_xla.rewrites.canonicalize.lookups import RowLookup, fill_and, relookup
-from ember_xla.rewrites.refs import Ref, scalar_constant
+from ember_xla.rewrites.canonicalize.lookups import fill_and, with_fill
+from ember_xla.rewrites.refs import unclamped
 
 _INDEX_MAX = {"s32": 2**31 - 1, "s64": 2**63 - 1}
 
@@ -71,29 +73,29 @@ def _flat_ids(emit: Emit, idx: Value, n: int) -> Value:
 
 
 def _kept_ids(emit: Emit, idx: Value, n: int) -> Value:
-    """``select(0 <= i <= N-1, i + k*N, -1)``: the flat row of each id in its own table, -1
-    (out of the flat table too) for the others -- written alike for a fill-mode lookup and a
-    scatter, so that the scatter's ids are provably the lookup's."""
+    """``select(0 <= i <= N-1, clamp(0, i, N-1) + k*N, -1)``: the flat row of each id in its
+    own table (the clamp changes none of them), -1 (out of the flat table too) for the others;
+    written with ``_flat_ids`` so that forward-lookup pairs a scatter at these ids with the
+    lookup at ``_flat_ids`` (or at these very ids, under jnp.take's fill)."""
     et, dims = idx.type.element_type, tuple(idx.type.dims)
     ge = emit.compare(idx, emit.splat(0, et, dims), "GE")
     le = emit.compare(idx, emit.splat(n - 1, et, dims), "LE")
     ok = emit.op("and", [ge, le], Shape.array("pred", dims))
-    inside = emit.op("add", [idx, _bases(emit, et, dims, n)], Shape.array(et, dims))
-    return emit.op("select", [ok, inside, emit.splat(-1, et, dims)], Shape.array(et, dims))
+    return emit.op("select", [ok, _flat_ids(emit, idx, n), emit.splat(-1, et, dims)],
+                   Shape.array(et, dims))
+
+
+def _as_flat(emit: Emit, v: Value, shape: tuple[int, int]) -> Value:
+    """[K,N,D] ``v`` as [K*N,D]: a scalar's broadcast broadcast again, anything else reshaped."""
+    op = v.owner
+    if op is not None and op.opcode == "broadcast" and not op.attributes.get("dimensions"):
+        return emit.broadcast(op.operands[0], shape, [])
+    return emit.reshape(v, shape)
 
 
 def _bases(emit: Emit, et: str, dims: tuple[int, ...], n: int) -> Value:
     which = emit.op("iota", [], Shape.array(et, dims), {"dimensions": [0]})
     return emit.op("multiply", [which, emit.splat(n, et, dims)], Shape.array(et, dims))
-
-
-def _unclamped(v: Value, n: int) -> Value | None:
-    """x if ``v`` is ``clamp(0, x, n-1)``."""
-    op = v.owner
-    if op is None or op.opcode != "clamp" or len(op.operands) != 3:
-        return None
-    lo, hi = (scalar_constant(Ref(op.operands[i])) for i in (0, 2))
-    return op.operands[1] if lo == 0 and hi == n - 1 else None
 
 
 class StackedTableGather(RewritePattern):
@@ -103,31 +105,24 @@ class StackedTableGather(RewritePattern):
         table, idx = op.operands
         k, n, d = table.type.dims
         users = op.result.users
-        fill = None
-        if any(u.opcode == "select" for u in users):
-            fill = fill_and(users[0], op, n) if len(users) == 1 else None
-            if fill is None:
-                return
-        dims = tuple(idx.type.dims)
-        anchor = users[0] if fill is not None else op
-        emit = Emit(rw, anchor)
+        fill = (fill_and(users[0], op, n) if len(users) == 1 and users[0].opcode == "select"
+                else None)
+        if fill is None and any(u.opcode == "select" for u in users):
+            return  # a select around it that is not jnp.take's fill
+        emit = Emit(rw, op if fill is None else users[0])
         flat = emit.reshape(table, (k * n, d))
-        r = len(dims) - 1
+        r = idx.type.rank - 1
         attrs = {a: v for a, v in op.attributes.items() if a not in (
             "gather_dimension_numbers", "gather_slice_sizes")}
         attrs["gather_dimension_numbers"] = {"offset_dims": [r], "collapsed_slice_dims": [0],
                                              "start_index_map": [0], "index_vector_dim": r}
         attrs["gather_slice_sizes"] = [1, d]
+        at = _flat_ids(emit, idx, n) if fill is None else _kept_ids(emit, idx, n)
+        rows = emit.op("gather", [flat, at], op.result.type, attrs, name=op.name)
         if fill is None:
-            rows = _flat_ids(emit, idx, n)
-            rw.replace_op(op, emit.op("gather", [flat, rows], op.result.type, attrs,
-                                      name=op.name))
-            return
-        sel = users[0]
-        flat_ids = _kept_ids(emit, idx, n)
-        g = emit.op("gather", [flat, flat_ids], op.result.type, attrs, name=op.name)
-        lk = RowLookup(sel.result, g.owner, fill)
-        rw.replace_op(sel, relookup(emit, lk, emit.reshape(flat_ids, dims[:-1])))
+            rw.replace_op(op, rows)
+        else:
+            rw.replace_op(users[0], with_fill(emit, rows, fill))
 
 
 def _stacked_scatter(op: Operation) -> bool:
@@ -151,14 +146,11 @@ class StackedTableScatter(RewritePattern):
             return
         table, idx, upd = op.operands
         k, n, d = table.type.dims
-        dims = tuple(idx.type.dims)
         emit = Emit(rw, op)
-        zero = scalar_constant(Ref(table))
-        flat = (emit.broadcast(table.owner.operands[0], (k * n, d), []) if zero is not None
-                and table.owner.opcode == "broadcast" else emit.reshape(table, (k * n, d)))
-        x = _unclamped(idx, n)
+        flat = _as_flat(emit, table, (k * n, d))
+        x = unclamped(idx, n)
         at = _flat_ids(emit, x, n) if x is not None else _kept_ids(emit, idx, n)
-        r = len(dims) - 1
+        r = idx.type.rank - 1
         attrs = dict(op.attributes)
         attrs["scatter_dimension_numbers"] = {
             "update_window_dims": [r], "inserted_window_dims": [0],
@@ -210,13 +202,7 @@ class StackedUpdate(RewritePattern):
         emit = Emit(rw, op)
         operands = []
         for x, f in zip(op.operands, flats, strict=True):
-            if f is not None:
-                operands.append(f)
-            elif x.owner is not None and x.owner.opcode == "broadcast" and not \
-                    x.owner.attributes.get("dimensions"):
-                operands.append(emit.broadcast(x.owner.operands[0], (k * n, d), []))
-            else:
-                operands.append(emit.reshape(x, (k * n, d)))
+            operands.append(f if f is not None else _as_flat(emit, x, (k * n, d)))
         new = emit.op(op.opcode, operands, Shape.array(op.result.type.element_type,
                                                        (k * n, d)), dict(op.attributes),
                       name=op.name)
