@@ -29,6 +29,7 @@ from collections.abc import Callable
 
 from ember_xla.hlo.opcodes import ELEMENTWISE
 from ember_xla.ir.operation import Operation
+from ember_xla.native.padded_order import ynn_reduces
 from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
 from ember_xla.rewrites.same_value import same_value
 
@@ -170,3 +171,14 @@ def computed_by_ynnpack(op: Operation) -> str | None:
                 f"{why}; computed by XLA:CPU after the rewrite it gives other bits, so the "
                 "cluster stays in XLA")
     return None
+
+
+def computed_with_consumer(op: Operation) -> str | None:
+    """Why XLA:CPU computes the bag reduce ``op`` together with an op reading it, by the size
+    of its operand: below YNNPACK's, inside a consumer's loop fusion (``fused_by_xla``); from
+    it on, YNNPACK's fusion computing the consumer in other bits (``computed_by_ynnpack``);
+    else None."""
+    x = op.operands[0].type
+    if x.element_type == "f32" and ynn_reduces(x.size):
+        return computed_by_ynnpack(op)
+    return fused_by_xla(op)

@@ -31,11 +31,10 @@ from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
 from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
 from ember_xla.ir.value import Value
-from ember_xla.native.padded_order import ynn_reduces
 from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit
 from ember_xla.rewrites.canonicalize.lookups import lookup_ids, relookup, row_lookup
-from ember_xla.rewrites.reduce_merge import computed_by_ynnpack, fused_by_xla, merged_by_xla
+from ember_xla.rewrites.reduce_merge import computed_with_consumer, merged_by_xla
 
 _UNARY = ("convert",)
 
@@ -45,7 +44,6 @@ class _Bags:
 
     def __init__(self, lead: tuple[int, ...], r: int) -> None:
         kept = [k for k in range(len(lead)) if k != r]
-        self.r = r
         self.perm = kept + [r]
         self.kept_dims = tuple(lead[k] for k in kept)
         self.m = math.prod(self.kept_dims)
@@ -105,11 +103,10 @@ def _regroup(emit: Emit, v: Value, bags: _Bags, d: int) -> Value:
     lead = tuple(v.type.dims[:-1])
     operands = []
     for x in op.operands:
-        if _chain(x, bags.r) and x.owner is not None and (
-                op.opcode != "select" or x is op.operands[1]):
+        b = x.owner
+        if b.opcode != "broadcast":  # the chain (``_chain``: the others are broadcasts)
             operands.append(_regroup(emit, x, bags, d))
             continue
-        b = x.owner  # a broadcast beside the lookup
         src, mapping = b.operands[0], b.attributes.get("dimensions", [])
         if not mapping:
             operands.append(emit.broadcast(src, shape, []))
@@ -119,17 +116,6 @@ def _regroup(emit: Emit, v: Value, bags: _Bags, d: int) -> Value:
         grouped = bags.group(emit, per_lookup)
         operands.append(emit.broadcast(grouped, shape, [0, 1]))
     return emit.op(op.opcode, operands, Shape.array(et, shape), dict(op.attributes))
-
-
-def _joined_by_xla(op: Operation) -> bool:
-    """Does XLA:CPU compute the reduce ``op`` together with an op reading it (as the padded
-    bag pattern checks)?"""
-    x = op.operands[0].type
-    if merged_by_xla(op):
-        return True
-    if x.element_type == "f32" and ynn_reduces(x.size):
-        return computed_by_ynnpack(op) is not None
-    return fused_by_xla(op) is not None
 
 
 class BatchedBag(RewritePattern):
@@ -144,7 +130,7 @@ class BatchedBag(RewritePattern):
         r = dims[0]
         if rank == 3 and r == 1:
             return  # already the canonical [B,P,D] bag
-        if not _chain(x, r) or _joined_by_xla(op):
+        if not _chain(x, r) or merged_by_xla(op) or computed_with_consumer(op):
             return
         emit = Emit(rw, op)
         d = x.type.dims[-1]

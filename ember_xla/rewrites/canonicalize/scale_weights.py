@@ -1,10 +1,10 @@
 """``scale-to-weights``: rows scaled by a value that is the same along the row dim before
-their reduction -- one scalar (``emb(ids) * sqrt(d)``, ``rows * alpha``), one weight per bag
-position (``rows * w[None, :, None]``, position-weighted pooling) or per bag
-(``rows * w[:, None, None]``) -- become rows times per-lookup weights: that value first
-broadcast to the lookup dims, then along the row dim, so the weighted-bag kernels take them.
-The multiply is the same, element for element. (Per-lookup weights ``rows * w[..., None]``
-already are that form.)"""
+their reduction -- one scalar (``emb(ids) * sqrt(d)``, ``rows * alpha``) or one weight per
+bag position (``rows * w[None, :, None]``, position-weighted pooling) -- become rows times
+per-lookup weights: that value first broadcast to the lookup dims, then along the row dim,
+so the weighted-bag kernels take them. The multiply is the same, element for element.
+(Per-lookup weights ``rows * w[..., None]`` already are that form; a weight per bag,
+``rows * w[:, None, None]``, is left alone: XLA:CPU factors it out of the sum.)"""
 
 from __future__ import annotations
 

@@ -18,7 +18,6 @@ from ember_xla.native.padded_order import (
     OrderNotReproduced,
     minmax_order,
     sum_order,
-    ynn_reduces,
 )
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.lookup import STACKED_UNTAKEN
@@ -31,7 +30,7 @@ from ember_xla.rewrites.patterns.common import (
     split_weighted,
     weights_chain,
 )
-from ember_xla.rewrites.reduce_merge import computed_by_ynnpack, fused_by_xla, merged_by_xla
+from ember_xla.rewrites.reduce_merge import computed_with_consumer, merged_by_xla
 from ember_xla.rewrites.refs import Ref, binary_combiner, plus_zero, resolve, scalar_constant
 from ember_xla.rewrites.walk import NoMatch, Walk
 
@@ -54,17 +53,17 @@ def masked_rows(walk: Walk, sel: Ref, n_lookups: int) -> tuple[Ref, Ref]:
 
 def _stacked(op: Operation) -> str | None:
     """Why a bag of rows gathered per table from stacked tables (``jax.vmap`` over a [K,N,D]
-    stack) was not regrouped into one table, or None."""
-    v = op.operands[0]
+    stack) was not regrouped into one table, or None: the gather reached from the reduced
+    values through a few single-operand ops or jnp.take's fill select."""
+    o = op.operands[0].owner
     for _ in range(6):
-        o = v.owner
-        if o is None:
+        if o is None or not o.operands:
             return None
         if o.opcode == "gather":
+            dn = o.attributes.get("gather_dimension_numbers", {})
             return STACKED_UNTAKEN.format(name=o.name, table=o.operands[0].type.to_text(
-                False)) if o.attributes.get("gather_dimension_numbers", {}).get(
-                "operand_batching_dims") else None
-        v = o.operands[1] if o.opcode == "select" else o.operands[0] if o.operands else v
+                False)) if dn.get("operand_batching_dims") else None
+        o = o.operands[1 if o.opcode == "select" else 0].owner
     return None
 
 
@@ -163,12 +162,8 @@ class PaddedBag(Pattern):
                 order = sum_order(bag) if self.xla_order else "sequential"
         except OrderNotReproduced as e:
             raise NoMatch(str(e)) from None
-        if self.xla_order and not (src.element_type == "f32" and ynn_reduces(b * p * d)):
-            fused = fused_by_xla(op)  # XLA's own loop, not YNNPACK's fusion
-            if fused:
-                raise NoMatch(fused)
-        elif self.xla_order and (inexact := computed_by_ynnpack(op)):
-            raise NoMatch(inexact)
+        if self.xla_order and (joined := computed_with_consumer(op)):
+            raise NoMatch(joined)
         cluster = make_cluster(self, walk, lk, [("ids", lk.indices)], weights, combiner, init)
         cluster.attrs["sum_order"] = order
         if mask is not None:
