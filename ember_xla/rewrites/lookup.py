@@ -22,6 +22,14 @@ from ember_xla.rewrites.walk import NoMatch, Walk
 STACKED_UNTAKEN = ("gather {name} reads stacked tables {table} per batch (jax.vmap over the "
                    "tables) that stacked-tables did not regroup into one table (it takes "
                    "whole-row lookups whose K*N rows fit the index type)")
+#: Why a bag of rows looked up with the row dim first (``jax.vmap`` over the table's columns,
+#: penzai's named-axis lookups) stays in XLA: its [D, ...] result keeps the layout XLA gives
+#: the code after it; a call's [..., D] result would change that layout, and with it the order
+#: XLA:CPU adds that code in (a loss after the bag moved by an ulp when this was tried).
+D_FIRST_UNTAKEN = ("the bag sums rows of gather {name} with the row dim first (jax.vmap over "
+                   "the table's columns, penzai's named axes): a call's [B,D] result would "
+                   "change the layout XLA gives the code after it, and the order it adds that "
+                   "code in, so the bag stays in XLA")
 
 
 @dataclasses.dataclass

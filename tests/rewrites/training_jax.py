@@ -1,6 +1,7 @@
-"""Training steps written with jax.numpy (two tables, hand-written rowwise Adagrad), haiku,
-equinox and a token-embedding language model (optax cross-entropy), registered into the
-corpus (training_corpus.STEPS)."""
+"""Training steps written with jax.numpy (two tables, hand-written rowwise Adagrad, a lookup
+vmapped over the table's columns as penzai's named axes emit it), haiku, equinox and a
+token-embedding language model (optax cross-entropy), registered into the corpus
+(training_corpus.STEPS)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from training_corpus import (
     P,
     T,
     TrainStep,
+    _bag_inputs,
     _ids,
     _jax_step,
     _labels,
@@ -273,3 +275,33 @@ reg(TrainStep("haiku_embed_feature_offsets_sgd", "haiku", "sgd", "jax", ("padded
               notes="ids [B,F,P] plus per-feature offsets into one hk.Embed, summed over P "
                     "(batched-bags: one padded bag of B*F bags); the gradient's scatter reads "
                     "the same [B,F,P] ids and fuses with SGD; params donated"))
+
+
+# ---------------------------------------------------------------------------------------
+# penzai-style named-axis lookup: the table vmapped over its columns (rows D-first), then
+# unwrapped to [B,P,D] and averaged over P; optax Adagrad
+# ---------------------------------------------------------------------------------------
+
+def _columns_build():
+    import jax
+    import jax.numpy as jnp
+
+    def apply(p, ids):
+        cols = jax.vmap(lambda c: c[ids], in_axes=1, out_axes=0)(p["table"])   # [D,B,P]
+        pooled = jnp.transpose(cols, (1, 2, 0)).mean(1)                         # unwrap, mean
+        return pooled @ p["w"]
+
+    rng = np.random.default_rng(0)
+    params = {"table": rng.standard_normal((N, D)).astype(np.float32),
+              "w": rng.standard_normal((D, 1)).astype(np.float32)}
+    return _squared_error_step(apply, params, _optax("adagrad"), *_bag_inputs("random", rng))
+
+
+reg(TrainStep("jax_vmap_table_columns_mean_adagrad", "jax", "adagrad", "jax", ("padded_bag",),
+              ("adagrad",), _columns_build, _bag_inputs, donate=(0,),
+              notes="penzai's named-axis lookup form: vmap over the table's columns gathers "
+                    "[D,B,P] from transpose(T) and unwrap transposes it back "
+                    "(transposed-table: a row gather, the transposes cancelled); its gradient "
+                    "scatters [D,B,P] windows into a [D,N] zero buffer transposed back, "
+                    "a row scatter after transposed-table, fused with Adagrad; params donated"))
+

@@ -21,6 +21,7 @@ from ember_xla.rewrites.canonicalize import (  # noqa: F401  (registers the pass
     squeeze_gather,
     squeeze_scatter,
     stacked_tables,
+    transposed_table,
 )
 from ember_xla.rewrites.canonicalize.notes import CanonNote, collecting
 
@@ -32,6 +33,7 @@ def default_pipeline(assume_finite_tables: bool = False, xla_order: bool = True)
         "fold-noops",
         "squeeze-gather",
         "squeeze-scatter",
+        "transposed-table",
         "stacked-tables",
         "lookup-layout",
         "batched-bags",

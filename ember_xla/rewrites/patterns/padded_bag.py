@@ -20,7 +20,7 @@ from ember_xla.native.padded_order import (
     sum_order,
 )
 from ember_xla.rewrites.cluster import Cluster
-from ember_xla.rewrites.lookup import STACKED_UNTAKEN
+from ember_xla.rewrites.lookup import D_FIRST_UNTAKEN, STACKED_UNTAKEN
 from ember_xla.rewrites.matcher import Pattern
 from ember_xla.rewrites.patterns.common import (
     ZERO_FILL_BAG,
@@ -51,10 +51,12 @@ def masked_rows(walk: Walk, sel: Ref, n_lookups: int) -> tuple[Ref, Ref]:
     return Ref(sel.op.operands[1], sel.stack), mask
 
 
-def _stacked(op: Operation) -> str | None:
-    """Why a bag of rows gathered per table from stacked tables (``jax.vmap`` over a [K,N,D]
-    stack) was not regrouped into one table, or None: the gather reached from the reduced
-    values through a few single-operand ops or jnp.take's fill select."""
+def _untaken_lookup(op: Operation) -> str | None:
+    """Why the rows this reduce sums are not a bag the patterns take, or None: a gather
+    per table from stacked tables (``jax.vmap`` over a [K,N,D] stack) that was not regrouped
+    into one table, or rows looked up with the row dim first (``jax.vmap`` over the table's
+    columns, penzai's named axes; ``transposed-table`` made them a transposed row gather).
+    Walks from the reduced values through a few single-operand ops or jnp.take's fill."""
     o = op.operands[0].owner
     for _ in range(6):
         if o is None or not o.operands:
@@ -63,6 +65,10 @@ def _stacked(op: Operation) -> str | None:
             dn = o.attributes.get("gather_dimension_numbers", {})
             return STACKED_UNTAKEN.format(name=o.name, table=o.operands[0].type.to_text(
                 False)) if dn.get("operand_batching_dims") else None
+        src = o.operands[0].owner
+        if (o.opcode == "transpose" and src is not None and src.opcode == "gather"
+                and o.attributes.get("dimensions", [])[-1:] != [o.result.type.rank - 1]):
+            return D_FIRST_UNTAKEN.format(name=src.name)
         o = o.operands[1 if o.opcode == "select" else 0].owner
     return None
 
@@ -100,7 +106,7 @@ class PaddedBag(Pattern):
         src = op.operands[0].type
         if src.rank != 3 or op.attributes.get("dimensions", []) != [1]:
             # (batched-bags regroups other bags unless XLA merges them into a consumer)
-            raise NoMatch(merged_by_xla(op) or _stacked(op) or f"reduce of {src} over "
+            raise NoMatch(merged_by_xla(op) or _untaken_lookup(op) or f"reduce of {src} over "
                           f"{op.attributes.get('dimensions')} is not a [B,P,D] bag reduced "
                           "over P")
         combiner = combiner_name(binary_combiner(op), f"reduce {op.name}")
