@@ -1,7 +1,8 @@
 """Bags with more lookup dims than [B,P], as JAX users write them: ids ``[B,F,P]`` with
 per-feature offsets into one concatenated table (``t[ids + offs[None, :, None]].sum(2)``), a
 lookup ``jax.vmap``-ed over stacked tables ``[F,N,D]``, a position-weighted bag
-(``(t[ids] * w[None, :, None]).sum(1)``), and an SGD training step over the stacked tables.
+(``(t[ids] * w[None, :, None]).sum(1)``), an SGD training step over the stacked tables, and
+one whose lookup is ``jax.vmap``-ed over the table's columns (penzai's named-axis form).
 ``jax.jit`` vs ``ember_xla.jit`` (default options: the cost model decides) vs torch's
 ``EmbeddingBag`` (offsets into the concatenated table; ``per_sample_weights`` for the weighted
 bag; torch uses all cores).
@@ -12,6 +13,7 @@ tolerance: it adds in its own order).
 
     python benchmarks/bench_batched_bags.py
     python benchmarks/bench_batched_bags.py --shape 2048,26,20,64,100000 --reps 31
+    python benchmarks/bench_batched_bags.py --only columns
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def _jax_pair(f, args):
         fe(*dev))), np.asarray(jax.tree_util.tree_leaves(want)[0]), fe
 
 
-def run(b: int, f: int, p: int, d: int, n: int, reps: int) -> None:
+def run(b: int, f: int, p: int, d: int, n: int, reps: int, only: str = "") -> None:
     import jax
     import jax.numpy as jnp
 
@@ -75,6 +77,12 @@ def run(b: int, f: int, p: int, d: int, n: int, reps: int) -> None:
             return jnp.mean((jnp.transpose(e, (1, 0, 2)).reshape(b, -1) @ w - y) ** 2)
         return ts - 0.1 * jax.grad(loss)(ts)
 
+    def train_columns(t, i, y, w):           # one table, ids [B,P], lookup D-first
+        def loss(t):
+            cols = jax.vmap(lambda c: c[i], in_axes=1, out_axes=0)(t)       # [D,B,P]
+            return jnp.mean((jnp.transpose(cols, (1, 2, 0)).sum(1) @ w - y) ** 2)
+        return t - 0.1 * jax.grad(loss)(t)
+
     stack = table.reshape(f, n, d)
     ids_t = np.ascontiguousarray(ids.transpose(1, 0, 2))
     cases = [
@@ -85,7 +93,10 @@ def run(b: int, f: int, p: int, d: int, n: int, reps: int) -> None:
         ("position-weighted bag (one feature)", weighted, [table, ids[:, 0], pw],
          ("bag", ids[:, 0], np.broadcast_to(pw, (b, p)))),
         ("SGD step over stacked tables", train, [stack, ids_t, y, w_out], None),
+        ("SGD step, lookup vmapped over columns", train_columns,
+         [table, ids[:, 0] + offs[1], y, w_out[:d]], None),
     ]
+    cases = [c for c in cases if only in c[0]]
     print(f"B={b} F={f} P={p} D={d} rows per table={n}")
     for name, fn, args, torch_case in cases:
         tj, te, want, fe = _jax_pair(fn, args)
@@ -125,11 +136,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shape", default=None, help="B,F,P,D,rows per table (default: two shapes)")
     ap.add_argument("--reps", type=int, default=21)
+    ap.add_argument("--only", default="", help="run the cases whose name contains this")
     a = ap.parse_args()
     shapes = ([tuple(int(x) for x in a.shape.split(","))] if a.shape else
               [(256, 8, 6, 32, 20_000), (2048, 26, 20, 64, 100_000)])
     for s in shapes:
-        run(*s, a.reps)
+        run(*s, a.reps, a.only)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ lookup / row scatter of ``T`` with their operands permuted:
 
     gather(transpose(T), i) [D,lead..,1]  => transpose(gather(T, i) [lead..,D])
     transpose(scatter(Z [D,N], i, U))     => scatter(Z' [N,D], i, transpose(U) [lead..,D])
+    select(ok, transpose(rows), NaN)      => transpose(select(ok', rows, NaN))   (jnp.take's fill)
     transpose(transpose(rows))            => rows, or one transpose   (penzai's ``unwrap``)
 
 Gathers and scatters move whole rows: each lookup reads (each update adds into) the same
@@ -135,7 +136,7 @@ class ColumnGather(RewritePattern):
         for user, _ in list(op.result.uses):                           # jax's squeeze of it
             if user.opcode == "reshape" and tuple(user.result.type.dims) == squeezed:
                 rw.replace_op(user, cols)
-        if op.result.uses:
+        if op.result.uses or op is getattr(op.parent, "root", None):
             rw.replace_op(op, emit.reshape(cols, out))
         else:
             rw.erase(op)
@@ -195,9 +196,34 @@ class TransposeOfTransposedRows(RewritePattern):
                 or row_lookup(inner.operands[0]) is None):
             return
         rw.replace_op(op, transposed(Emit(rw, op), op.operands[0], op.attributes["dimensions"]))
+        if not inner.result.uses:
+            rw.erase(inner)
+
+
+class FillOfTransposedRows(RewritePattern):
+    """``jnp.take``'s fill around D-first rows, ``select(in_bounds, transpose(rows), NaN)``,
+    moved under the transpose, where ``lookups.row_lookup`` sees the fill of a row gather."""
+
+    def match_and_rewrite(self, op: Operation, rw: PatternRewriter) -> None:
+        if op.opcode != "select" or len(op.operands) != 3:
+            return
+        pred, x, fill = op.operands
+        t = x.owner
+        if (t is None or t.opcode != "transpose" or len(x.uses) != 1
+                or row_lookup(t.operands[0]) is None
+                or any(v.owner is None or v.owner.opcode != "broadcast" for v in (pred, fill))):
+            return
+        perm = t.attributes["dimensions"]
+        inv = [perm.index(k) for k in range(len(perm))]
+        emit = Emit(rw, op)
+        rows = t.operands[0]
+        sel = emit.op("select", [transposed(emit, pred, inv), rows, transposed(emit, fill, inv)],
+                      rows.type, name=op.name)
+        rw.replace_op(op, transposed(emit, sel, perm))
+        rw.erase(t)                     # its use of the rows would hide their single use
 
 
 @register_pass
 class TransposedTablePass(PatternPass):
     name = "transposed-table"
-    rewrites = (ColumnGather, ColumnScatter, TransposeOfTransposedRows)
+    rewrites = (ColumnGather, ColumnScatter, FillOfTransposedRows, TransposeOfTransposedRows)

@@ -90,3 +90,26 @@ def test_a_table_stored_column_major_is_left_alone(canon):
     (sc,) = _scatters(work)
     assert g.attributes["gather_dimension_numbers"]["start_index_map"] == [1]
     assert sc.attributes["scatter_dimension_numbers"]["scatter_dims_to_operand_dims"] == [1]
+
+
+def test_lookup_as_the_result_and_under_take_fill(canon):
+    import jax
+    import jax.numpy as jnp
+
+    def f(t, i):  # the D-first rows are the module's result
+        return _cols(t, i)
+
+    work, _ = canon(f, [canon.table(), _ids()], "transposed-table",
+                    inputs=[[canon.table(seed=1), _ids(edge=True)]])
+    assert work.entry.root.opcode == "transpose" and len(_gathers(work)) == 1
+
+    def g(t, i):  # jnp.take's NaN fill per column, unwrapped and summed
+        cols = jax.vmap(lambda c: jnp.take(c, i), in_axes=1, out_axes=0)(t)
+        return jnp.transpose(cols, (1, 2, 0)).sum(1)
+
+    work, _ = canon(g, [canon.table(), _ids()], "inline-calls,transposed-table",
+                    inputs=[[canon.table(seed=1), _ids(edge=True)]])
+    reduce = next(op for op in work.entry.ops if op.opcode == "reduce"
+                  and op.result.type.element_type == "f32")
+    sel = reduce.operands[0].owner                                     # fill around the rows
+    assert sel.opcode == "select" and sel.operands[1].owner.opcode == "gather"
