@@ -91,6 +91,34 @@ def test_wide_rows_with_hot_duplicates(v, d):
     assert_same(got, jax.jit(lambda t, g: t + g * s)(t, want))
 
 
+@pytest.mark.parametrize("strategy", ["scan", "grouped"])
+@pytest.mark.parametrize("form", ["rows", "gathered", "masked"])
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
+def test_both_strategies_at_pool_sizes(monkeypatch, strategy, form, dtype):
+    """Enough updates (n * d >= 2^20) for the scan to split the rows across the pool, and the
+    grouped sums forced (what larger pools run), each in every operand form: XLA's bits."""
+    monkeypatch.setenv("EMBER_XLA_SCATTER_GRAD", strategy)
+    rng = np.random.default_rng(21)
+    v, d, n, s = 3000, 72, 16000, 500
+    ids = ((rng.zipf(1.2, n) - 1) % (v + 40) - 20).astype(np.int32)  # hot rows, some dropped
+    wrapped = np.where(ids < 0, ids + v, ids)
+    src = mixed(rng, (s if form != "rows" else n, d), dtype)
+    rows = rng.integers(-3, s + 3, n).astype(np.int32)
+    mask = rng.random(n) < 0.7
+
+    def xla(i, src, r, m):
+        u = jnp.asarray(src) if form == "rows" else jnp.asarray(src)[jnp.clip(r, 0, s - 1)]
+        if form == "masked":
+            u = jnp.where(m[:, None], u, jnp.zeros_like(u))
+        return jnp.zeros((v, d), dtype).at[i].add(u, mode="drop")
+
+    def ember(i, src, r, m):
+        call = jax.ffi.ffi_call("ember.scatter_grad", jax.ShapeDtypeStruct((v, d), dtype))
+        return call(i, src, *{"rows": (), "gathered": (r,), "masked": (r, m)}[form])
+
+    assert_same(jax.jit(ember)(wrapped, src, rows, mask), jax.jit(xla)(ids, src, rows, mask))
+
+
 def test_scatter_grad_s64_ids_and_all_out_of_range():
     with jax.enable_x64(True):
         ids = np.array([2**40, -1, 5, 5, 9], np.int64)
