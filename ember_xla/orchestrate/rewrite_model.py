@@ -132,7 +132,8 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
                          assume_finite_tables=assume_finite_tables)
     for c in result.clusters:
         t = c["table"]
-        what = (c["attributes"]["combiner"] if c["pass"] == "forward"
+        what = (c["attributes"].get("combiner", "segment sum of computed rows,")
+                if c["pass"] == "forward"
                 else f"gradient, optimizer {c.get('optimizer') or 'kept in XLA'},")
         say(f"  cluster {c['custom_call']}: {c['kind']} {what} over "
             f"table {t['instruction']} [{t['rows']}x{t['dim']} {t['dtype']}] -> {c['output']}")

@@ -12,7 +12,8 @@ backward near-miss with the reason it stays in XLA. The transpose of a vmapped l
 matched, with a reason: scatters into a non-zero operand, scatters that do not write whole
 rows of a rank-2 result (optax's integer-label cross-entropy writes single elements; GNN
 degree counting adds ones into a [N] vector) and zero-initialised scatter-adds whose ids no
-row gather of a table of the result's shape reads (not the gradient of a lookup)."""
+row gather of a table of the result's shape reads (not the gradient of a lookup: a segment sum
+of rows, which ``segment_sum_rows.py`` takes when no lookup pattern does)."""
 
 from __future__ import annotations
 
@@ -66,6 +67,27 @@ def _row_gather(op: Operation, lookup_dims: tuple[int, ...]) -> bool:
             and r.element_type in ("s32", "s64"))
 
 
+def zero_row_scatter(op: Operation) -> tuple[int, ...]:
+    """The lookup dims of ``op`` when it adds whole float rows, one row id per update, into a
+    +0 ``[V, D]`` buffer (a lookup's gradient or a segment sum of rows); else NoMatch."""
+    out = op.result.type
+    if out.rank != 2 or out.element_type not in GRAD_TYPES:
+        raise NoMatch(f"scatter result {out} is not a float [V, D] table gradient")
+    ids, upd = op.operands[1], op.operands[2]
+    if not scatters_whole_rows(op):
+        dn = op.attributes.get("scatter_dimension_numbers", {})
+        raise NoMatch(f"scatter {op.name} does not add whole rows of {out} (dimension "
+                      f"numbers {dn}, updates {upd.type})")
+    if not one_row_id_per_update(op):
+        raise NoMatch(f"scatter indices {ids.type} are not one s32/s64 row id per update")
+    if binary_combiner(op) != "add":
+        raise NoMatch(f"scatter {op.name} does not combine with add")
+    if upd.type.element_type != out.element_type:
+        raise NoMatch("the updates and the gradient have different types")
+    _zero_operand(op)
+    return tuple(upd.type.dims[:-1])
+
+
 def gathered_updates(walk: Walk, upd: Value, lookup_dims: tuple[int, ...]
                      ) -> tuple[Value, Value, Value | None] | None:
     """(source, source_rows, mask or None) when the updates are ``gather(source, rows)`` or
@@ -114,21 +136,8 @@ class ScatterGrad(Pattern):
             miss.report, miss.direction = True, "backward"
             raise miss
         out = op.result.type
-        if out.rank != 2 or out.element_type not in GRAD_TYPES:
-            raise NoMatch(f"scatter result {out} is not a float [V, D] table gradient")
         ids, upd = op.operands[1], op.operands[2]
-        lookup_dims = tuple(upd.type.dims[:-1])
-        if not scatters_whole_rows(op):
-            dn = op.attributes.get("scatter_dimension_numbers", {})
-            raise NoMatch(f"scatter {op.name} does not add whole rows of {out} (dimension "
-                          f"numbers {dn}, updates {upd.type})")
-        if not one_row_id_per_update(op):
-            raise NoMatch(f"scatter indices {ids.type} are not one s32/s64 row id per update")
-        if binary_combiner(op) != "add":
-            raise NoMatch(f"scatter {op.name} does not combine with add")
-        if upd.type.element_type != out.element_type:
-            raise NoMatch("the updates and the gradient have different types")
-        _zero_operand(op)
+        lookup_dims = zero_row_scatter(op)
         fwd = forward_gather(ids, tuple(out.dims)) or permuted_gather(ids, tuple(out.dims))
         if fwd is None:
             others = ", ".join(u.name for u in row_gathers(ids, tuple(out.dims)))
@@ -138,7 +147,7 @@ class ScatterGrad(Pattern):
                    "parameters equal in value are not)" if others else
                    f"no row gather of a {out} table reads the ids {ids.owner.name}")
             miss = NoMatch(f"{why}: the zero-initialised scatter-add is not the gradient of "
-                           "a lookup, so it and its update stay in XLA")
+                           "a lookup (segment-sum-of-rows may take it as a segment sum)")
             # reported unless the updates are looked-up rows (a forward segment reduction,
             # which its own pattern reports)
             miss.report = not looks_like_lookup(op)
