@@ -53,7 +53,8 @@ def test_the_model_has_the_gradient_family():
 def test_the_rule_reads_the_measured_grid():
     """At a grid point the predicted XLA time is the measured median; the speedup is the cell's
     less favourable statistic; off the grid it lies between its neighbours' and is clamped
-    outside; small tables predict XLA, a big table with few lookups the kernel."""
+    outside; small tables stay in XLA (not MARGIN faster), a big table with few lookups is the
+    kernel's."""
     pts = profitability.load_model()["families"][FAMILY]["points"]
     p = next(q for q in pts if q["form"] == "plain" and (q["V"], q["L"], q["D"]) == (
         100_000, 10_000, 64))
@@ -72,8 +73,8 @@ def test_the_rule_reads_the_measured_grid():
     for form in ("plain", "gathered"):
         small = gradient_rule.predict(pts, form, 1000, 1000, 16)
         big = gradient_rule.predict(pts, form, 1_000_000, 10_000, 64)
-        assert small["ember"] > small["xla"] and big["ember"] < (1 - profitability.MARGIN) * \
-            big["xla"]
+        assert small["ember"] > (1 - profitability.MARGIN) * small["xla"]       # kept
+        assert big["ember"] < (1 - profitability.MARGIN) * big["xla"]           # rewritten
 
 
 def test_small_table_adam_gradient_is_kept_in_xla_and_computes_the_same():
