@@ -7,7 +7,11 @@ import numpy as np
 
 from ember_xla.hlo_import.jax_source import from_jax
 from ember_xla.hlo_import.proto import module_to_proto
+from ember_xla.rewrites.patterns import ALL_PATTERNS, SegmentSumOfRows
 from ember_xla.rewrites.pipeline import rewrite_module
+
+#: the patterns of looked-up rows (not the segment sum of any computed rows)
+LOOKUP_PATTERNS = [p for p in ALL_PATTERNS if not isinstance(p, SegmentSumOfRows)]
 
 
 def test_dense_model_is_left_alone():
@@ -45,12 +49,15 @@ def test_converted_rows_are_a_near_miss():
     m = from_jax(f, np.ones((10, 4), jnp.bfloat16), np.zeros(5, np.int32),
                  np.zeros(5, np.int32)).module
     before = module_to_proto(m)
-    r = rewrite_module(m)
+    r = rewrite_module(m, LOOKUP_PATTERNS)
     assert not r.clusters
     assert [n["reason"] for n in r.near_misses] == [
         "the reduced values come from convert convert_element_type.1, not from a row gather"]
     assert module_to_proto(r.module) == before
     assert r.counters["ember.segment_reduce"]["failed"] >= 1
+    # all patterns: the sum of the converted rows is a segment sum of computed rows
+    assert [(c["kind"], c["pass"]) for c in rewrite_module(m).clusters] == [
+        ("scatter_grad", "forward")]
 
 
 def test_escaping_rows_leave_the_reduction_a_copy():

@@ -147,7 +147,7 @@ class ScatterGrad(Pattern):
                    "parameters equal in value are not)" if others else
                    f"no row gather of a {out} table reads the ids {ids.owner.name}")
             miss = NoMatch(f"{why}: the zero-initialised scatter-add is not the gradient of "
-                           "a lookup (segment-sum-of-rows may take it as a segment sum)")
+                           "a lookup, so it and its update stay in XLA")
             # reported unless the updates are looked-up rows (a forward segment reduction,
             # which its own pattern reports)
             miss.report = not looks_like_lookup(op)

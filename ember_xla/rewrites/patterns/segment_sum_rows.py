@@ -25,6 +25,7 @@ from ember_xla.rewrites.patterns.forward_lookup import (
     depends_on,
     forward_gather,
     permuted_gather,
+    row_gathers,
 )
 from ember_xla.rewrites.patterns.scatter_grad import gathered_updates, zero_row_scatter
 from ember_xla.rewrites.refs import Ref
@@ -76,6 +77,10 @@ class SegmentSumOfRows(Pattern):
                 shapes.append(Shape.array("pred", (n,)))
         c = Cluster(self.kind, self.name, op, walk.owned, inputs, roles, {},
                     direction="forward", kernel_shapes=shapes, table_value=rows)
+        others = ", ".join(g.name for g in row_gathers(ids, tuple(out.dims)))
         c.notes.append("a segment sum of computed rows: no lookup of a "
-                       f"{out.to_text(False)} table reads its ids")
+                       f"{out.to_text(False)} table reads its ids" + (
+                           f" (the row gathers {others} read ids not provably the scatter's: "
+                           "if it is their gradient, their update stays in XLA)"
+                           if others else ""))
         return c
