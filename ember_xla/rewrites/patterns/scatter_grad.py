@@ -119,6 +119,32 @@ def gathered_updates(walk: Walk, upd: Value, lookup_dims: tuple[int, ...]
     return op.operands[0], op.operands[1], mask
 
 
+def kernel_operands(walk: Walk, op: Operation, lookup_dims: tuple[int, ...]
+                    ) -> tuple[list[Value], list[str], list[Shape]]:
+    """The operands of ``ember.scatter_grad`` for the zero-row scatter ``op`` (its zero
+    buffer claimed by ``walk``), their roles and the shapes the kernel takes them in:
+    ``indices, updates``, or ``indices, source, source_rows[, mask]`` when the updates are
+    rows gathered from a source (the kernel then reads them itself)."""
+    ids, upd = op.operands[1], op.operands[2]
+    zero = Ref(op.operands[0])
+    if zero.op.opcode == "broadcast" and walk.can_take(zero):
+        walk.take(zero)
+    n = math.prod(lookup_dims)
+    inputs, roles = [ids, upd], ["indices", "updates"]
+    shapes = [Shape.array(ids.type.element_type, (n,)),
+              Shape.array(upd.type.element_type, (n, op.result.type.dims[1]))]
+    gathered = gathered_updates(walk, upd, lookup_dims)
+    if gathered is not None:
+        src, rows, mask = gathered
+        inputs, roles = [ids, src, rows], ["indices", "source", "source_rows"]
+        shapes[1:] = [src.type, Shape.array(rows.type.element_type, (n,))]
+        if mask is not None:
+            inputs.append(mask)
+            roles.append("mask")
+            shapes.append(Shape.array("pred", (n,)))
+    return inputs, roles, shapes
+
+
 class ScatterGrad(Pattern):
     name = SCATTER_GRAD.name
     kind = "scatter_grad"
@@ -136,7 +162,7 @@ class ScatterGrad(Pattern):
             miss.report, miss.direction = True, "backward"
             raise miss
         out = op.result.type
-        ids, upd = op.operands[1], op.operands[2]
+        ids = op.operands[1]
         lookup_dims = zero_row_scatter(op)
         fwd = forward_gather(ids, tuple(out.dims)) or permuted_gather(ids, tuple(out.dims))
         if fwd is None:
@@ -166,22 +192,7 @@ class ScatterGrad(Pattern):
             miss.report, miss.direction = True, "backward"
             raise miss
         walk = Walk(op)
-        zero = Ref(op.operands[0])
-        if zero.op.opcode == "broadcast" and walk.can_take(zero):
-            walk.take(zero)
-        n = math.prod(lookup_dims)
-        inputs, roles = [ids, upd], ["indices", "updates"]
-        shapes = [Shape.array(ids.type.element_type, (n,)),
-                  Shape.array(upd.type.element_type, (n, out.dims[1]))]
-        gathered = gathered_updates(walk, upd, lookup_dims)
-        if gathered is not None:  # the kernel reads the pooled gradient rows itself
-            src, rows, mask = gathered
-            inputs, roles = [ids, src, rows], ["indices", "source", "source_rows"]
-            shapes[1:] = [src.type, Shape.array(rows.type.element_type, (n,))]
-            if mask is not None:
-                inputs.append(mask)
-                roles.append("mask")
-                shapes.append(Shape.array("pred", (n,)))
+        inputs, roles, shapes = kernel_operands(walk, op, lookup_dims)
         c = Cluster(self.kind, self.name, op, walk.owned, inputs, roles, {},
                     direction="backward", kernel_shapes=shapes, table_value=fwd.operands[0])
         c.notes.append(f"transpose of the lookup {fwd.name}")

@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 
 from ember_xla.custom_calls import SCATTER_GRAD
-from ember_xla.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.matcher import Pattern
@@ -27,8 +26,7 @@ from ember_xla.rewrites.patterns.forward_lookup import (
     permuted_gather,
     row_gathers,
 )
-from ember_xla.rewrites.patterns.scatter_grad import gathered_updates, zero_row_scatter
-from ember_xla.rewrites.refs import Ref
+from ember_xla.rewrites.patterns.scatter_grad import kernel_operands, zero_row_scatter
 from ember_xla.rewrites.walk import NoMatch, Walk
 
 
@@ -54,27 +52,11 @@ class SegmentSumOfRows(Pattern):
         if math.prod(lookup_dims) == 1:
             raise NoMatch(one_row_fold(op, "the segment sum"))
         walk = Walk(op)
-        zero = Ref(op.operands[0])
-        if zero.op.opcode == "broadcast" and walk.can_take(zero):
-            walk.take(zero)
-        n = math.prod(lookup_dims)
-        inputs, roles = [ids, upd], ["indices", "updates"]
-        shapes = [Shape.array(ids.type.element_type, (n,)),
-                  Shape.array(upd.type.element_type, (n, out.dims[1]))]
-        rows = upd
-        gathered = gathered_updates(walk, upd, lookup_dims)
-        if gathered is None and upd.type.rank != 2:
+        inputs, roles, shapes = kernel_operands(walk, op, lookup_dims)
+        if roles[1] == "updates" and upd.type.rank != 2:
             raise NoMatch(f"scatter {op.name} adds updates {upd.type.to_text(False)}: a "
                           "segment sum of computed rows is taken as [L, D] rows only")
-        if gathered is not None:
-            src, source_rows, mask = gathered
-            rows = src
-            inputs, roles = [ids, src, source_rows], ["indices", "source", "source_rows"]
-            shapes[1:] = [src.type, Shape.array(source_rows.type.element_type, (n,))]
-            if mask is not None:
-                inputs.append(mask)
-                roles.append("mask")
-                shapes.append(Shape.array("pred", (n,)))
+        rows = inputs[1]                                  # the summed rows, or their source
         c = Cluster(self.kind, self.name, op, walk.owned, inputs, roles, {},
                     direction="forward", kernel_shapes=shapes, table_value=rows)
         others = ", ".join(g.name for g in row_gathers(ids, tuple(out.dims)))
