@@ -93,17 +93,24 @@ def lookup_ids(emit: Emit, lk: RowLookup) -> Value:
 def relookup(emit: Emit, lk: RowLookup, ids: Value) -> Value:
     """The same lookup (same table, attributes and fill) for indices ``ids`` [lead']."""
     g = lk.gather
-    table = g.operands[0]
+    idx = emit.reshape(ids, tuple(ids.type.dims) + (1,))
+    rows = row_gather(emit, g.operands[0], idx, g)
+    return rows if lk.fill_and is None else with_fill(emit, rows, lk.fill_and)
+
+
+def row_gather(emit: Emit, table: Value, idx: Value, like: Operation) -> Value:
+    """The canonical whole-row gather ``table [N,D]`` at ``idx [lead..., 1]`` -> ``[lead...,
+    D]``, with ``like``'s other attributes (sortedness ...) and name."""
     d = table.type.dims[1]
-    lead = tuple(ids.type.dims)
+    lead = tuple(idx.type.dims[:-1])
     r = len(lead)
-    idx = emit.reshape(ids, lead + (1,))
-    attrs = {k: v for k, v in g.attributes.items() if k != "gather_dimension_numbers"}
+    attrs = {k: v for k, v in like.attributes.items()
+             if k not in ("gather_dimension_numbers", "gather_slice_sizes")}
     attrs["gather_dimension_numbers"] = {"offset_dims": [r], "collapsed_slice_dims": [0],
                                          "start_index_map": [0], "index_vector_dim": r}
-    et = g.result.type.element_type
-    rows = emit.op("gather", [table, idx], Shape.array(et, lead + (d,)), attrs, name=g.name)
-    return rows if lk.fill_and is None else with_fill(emit, rows, lk.fill_and)
+    attrs["gather_slice_sizes"] = [1, d]
+    return emit.op("gather", [table, idx], Shape.array(table.type.element_type, lead + (d,)),
+                   attrs, name=like.name)
 
 
 def with_fill(emit: Emit, rows: Value, fill_and: Graph) -> Value:

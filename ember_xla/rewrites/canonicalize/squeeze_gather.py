@@ -19,6 +19,7 @@ from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
 from ember_xla.ir.value import Value
 from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit
+from ember_xla.rewrites.canonicalize.lookups import row_gather
 
 
 def _row_indices(emit: Emit, idx: Value, row_col: int) -> Value:
@@ -60,14 +61,7 @@ class SqueezeGather(RewritePattern):
             return
         emit = Emit(rw, op)
         rows = _row_indices(emit, idx, dn["start_index_map"].index(0))
-        attrs = {k: v for k, v in g.attributes.items() if k not in (
-            "gather_dimension_numbers", "gather_slice_sizes")}
-        attrs["gather_dimension_numbers"] = {"offset_dims": [r], "collapsed_slice_dims": [0],
-                                             "start_index_map": [0], "index_vector_dim": r}
-        attrs["gather_slice_sizes"] = [1, d]
-        new = emit.op("gather", [table, rows], Shape.array(out.element_type, want), attrs,
-                      name=g.name)
-        rw.replace_op(op, new)
+        rw.replace_op(op, row_gather(emit, table, rows, g))
 
 
 @register_pass

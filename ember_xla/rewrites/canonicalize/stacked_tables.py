@@ -37,7 +37,7 @@ from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
 from ember_xla.ir.value import Value
 from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit
-from ember_xla.rewrites.canonicalize.lookups import fill_and, with_fill
+from ember_xla.rewrites.canonicalize.lookups import fill_and, row_gather, with_fill
 from ember_xla.rewrites.refs import unclamped
 
 _INDEX_MAX = {"s32": 2**31 - 1, "s64": 2**63 - 1}
@@ -111,14 +111,8 @@ class StackedTableGather(RewritePattern):
             return  # a select around it that is not jnp.take's fill
         emit = Emit(rw, op if fill is None else users[0])
         flat = emit.reshape(table, (k * n, d))
-        r = idx.type.rank - 1
-        attrs = {a: v for a, v in op.attributes.items() if a not in (
-            "gather_dimension_numbers", "gather_slice_sizes")}
-        attrs["gather_dimension_numbers"] = {"offset_dims": [r], "collapsed_slice_dims": [0],
-                                             "start_index_map": [0], "index_vector_dim": r}
-        attrs["gather_slice_sizes"] = [1, d]
         at = _flat_ids(emit, idx, n) if fill is None else _kept_ids(emit, idx, n)
-        rows = emit.op("gather", [flat, at], op.result.type, attrs, name=op.name)
+        rows = row_gather(emit, flat, at, op)
         if fill is None:
             rw.replace_op(op, rows)
         else:

@@ -28,7 +28,7 @@ from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
 from ember_xla.ir.value import Value
 from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit
-from ember_xla.rewrites.canonicalize.lookups import row_lookup
+from ember_xla.rewrites.canonicalize.lookups import row_gather, row_lookup
 
 
 def _transposed_table(v: Value) -> Value | None:
@@ -123,16 +123,8 @@ class ColumnGather(RewritePattern):
         idx = _lead_ids(emit, op.operands[1], dn.get("index_vector_dim", 0))
         if idx is None:
             return
-        lead = tuple(idx.type.dims[:-1])
-        r = len(lead)
-        attrs = {k: v for k, v in op.attributes.items()
-                 if k not in ("gather_dimension_numbers", "gather_slice_sizes")}
-        attrs["gather_dimension_numbers"] = {"offset_dims": [r], "collapsed_slice_dims": [0],
-                                             "start_index_map": [0], "index_vector_dim": r}
-        attrs["gather_slice_sizes"] = [1, d]
-        rows = emit.op("gather", [table, idx], Shape.array(op.result.type.element_type,
-                                                           lead + (d,)), attrs, name=op.name)
-        cols = transposed(emit, rows, _to_rows_perm(pos, r + 1))     # squeezed dims
+        rows = row_gather(emit, table, idx, op)                          # [lead..., D]
+        cols = transposed(emit, rows, _to_rows_perm(pos, rows.type.rank))  # squeezed dims
         for user, _ in list(op.result.uses):                           # jax's squeeze of it
             if user.opcode == "reshape" and tuple(user.result.type.dims) == squeezed:
                 rw.replace_op(user, cols)
