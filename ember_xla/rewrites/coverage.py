@@ -3,7 +3,8 @@ reported. ``lookup_reductions`` follows each gather of a [N,D] float table forwa
 shape and elementwise ops (and into called computations) to the reductions it reaches (a
 ``dot`` counts when it contracts the bag axis of the rows, ``patterns/dot_bag.py``);
 ``uncovered`` turns those the matcher neither clustered nor reported into near-misses, saying
-whether the reduction itself is in a cluster (then only the gather stays in XLA)."""
+whether the reduction itself is in a cluster (then only the gather stays in XLA). A reduction
+within each row (``row_reduction.py``: a layer norm over a token embedding) is no bag."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.cluster import Cluster, NearMiss
 from ember_xla.rewrites.patterns.dot_bag import bag_dot_operands
+from ember_xla.rewrites.row_reduction import within_rows
 
 REDUCTIONS = frozenset({"reduce", "scatter", "reduce-window", "select-and-scatter"})
 THROUGH = frozenset({
@@ -45,6 +47,8 @@ def _reached(g: Operation, callers: dict[int, list[Operation]]) -> list[Operatio
                     continue
                 seen.add(id(u))
                 sides = bag_dot_operands(u) if u.opcode == "dot" else None
+                if within_rows(u):  # a layer norm or a row's norm: no bag
+                    continue
                 if u.opcode in REDUCTIONS or (sides and u.operands[sides[0]].owner is op):
                     out.append(u)
                 elif u.opcode in ("call", "fusion") and any(

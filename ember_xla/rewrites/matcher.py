@@ -12,6 +12,7 @@ from ember_xla.hlo.shape import FLOAT_TYPES, Shape
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.cluster import Cluster, NearMiss
+from ember_xla.rewrites.row_reduction import within_rows
 from ember_xla.rewrites.walk import NoMatch
 
 
@@ -49,9 +50,11 @@ def looks_like_lookup(op: Operation, depth: int = 8) -> bool:
     """Is there a gather of float rows within a few producer steps of a float result, not
     behind another reduction or a dot? (decides what counts as a near-miss: a reduction of a
     predicate or of integer ids -- the bounds check of a fill lookup, ids gathered from a
-    sparse matrix's index array --, a loss's mean over an MLP's output or a norm of pooled
-    rows is not one)."""
+    sparse matrix's index array --, a loss's mean over an MLP's output, a norm of pooled
+    rows or a reduction within each looked-up row is not one)."""
     if not any(r.type.is_array and r.type.element_type in FLOAT_TYPES for r in op.results):
+        return False
+    if within_rows(op):  # a layer norm or a row's norm: no bag
         return False
     frontier, seen = [op], set()
     for _ in range(depth):

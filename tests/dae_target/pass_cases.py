@@ -83,17 +83,18 @@ CASES = {
 
 
 @functools.cache
-def _lowered_text(name: str) -> tuple[str, object]:
-    fn, args = CASES[name]()
+def _lowered_text(make) -> tuple[str, object]:
+    fn, args = make()
     (call,) = ember_calls(rewritten(fn, args))
     return print_module(lower_call(call)), cluster_spec(call)
 
 
-def lowered(name: str) -> tuple[Module, object]:
-    """A fresh SLC module of case ``name`` and its ClusterSpec."""
+def lowered(name: str, cases: dict | None = None) -> tuple[Module, object]:
+    """A fresh SLC module of case ``name`` (of ``cases``, default ``CASES``) and its
+    ClusterSpec."""
     from ember_xla.ir.parser import parse_module
 
-    text, spec = _lowered_text(name)
+    text, spec = _lowered_text((CASES if cases is None else cases)[name])
     return parse_module(text), spec
 
 

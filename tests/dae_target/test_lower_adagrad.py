@@ -120,7 +120,7 @@ def test_called_directly_equal_the_kernel(case):
     from helper_modules import load_helper
 
     dae_cases = load_helper("emulator/dae_cases.py")
-    _, spec = dae_cases.pass_cases.lowered(case)
+    _, spec = dae_cases.lowered(case)
     for level in range(5):
         res = check_spec(spec, lower_cluster(spec, level)[-1][1], rounds=3)
         assert res.ok and res.bitwise, (level, summary(res))

@@ -76,7 +76,8 @@ def _ordered_scatter_subtract():
                      (_f32(8, 6), np.zeros(11, np.int32), _f32(11, 6)), combiner="subtract")
 
 
-pass_cases.CASES.update({
+#: pass_cases' cases and these (its own dict stays as it is: the pass tests parametrize on it)
+ALL_CASES = {**pass_cases.CASES, **{
     "sparse_adagrad_gathered": _sparse_adagrad_gathered,
     "rowwise_blocked16_folded": _rowwise_blocked16_folded,
     "rowwise_sequential_d5": _rowwise_sequential_d5,
@@ -84,8 +85,13 @@ pass_cases.CASES.update({
     "offsets_sqrtn_f16_s64_bits32": _offsets_sqrtn_f16_s64_bits32,
     "segment_min_weighted_wrap": _segment_min_weighted_wrap,
     "offsets_max_fill_f32": _offsets_max_fill_f32,
-})
-CASES = sorted(pass_cases.CASES)
+}}
+CASES = sorted(ALL_CASES)
+
+
+def lowered(case: str):
+    """(a fresh SLC module of ``case``, its ClusterSpec)."""
+    return pass_cases.lowered(case, ALL_CASES)
 
 
 @functools.cache
@@ -93,7 +99,7 @@ def _dlc_text(case: str, level: int) -> str:
     from ember_xla.dae_target.passes.levels import lower_cluster
     from ember_xla.ir.printer import print_module
 
-    _, spec = pass_cases.lowered(case)
+    _, spec = lowered(case)
     return print_module(lower_cluster(spec, level)[-1][1])
 
 
@@ -101,7 +107,7 @@ def dlc(case: str, level: int):
     """(a fresh DLC module of ``case`` at ``-O<level>``, its ClusterSpec)."""
     from ember_xla.ir.parser import parse_module
 
-    _, spec = pass_cases.lowered(case)
+    _, spec = lowered(case)
     return parse_module(_dlc_text(case, level)), spec
 
 

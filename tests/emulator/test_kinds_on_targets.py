@@ -1,11 +1,12 @@
 """Every cluster kind the rewrite produces, through ``emulate`` on the single-core (tmu) and the
 multi-core (tmu8) DAE target, with edge ids (negative, out of range: NaN rows under
 ``jnp.take``'s fill mode, zero rows under its ``fill_value=0`` (BCOO products), clamped rows
-under clip, dropped segments): weighted and masked bags,
-max/min, mean/sqrt_n, bf16/f16 tables, a lookup reduced twice, grouped tables, and the training
-backward with its fused SGD, Adagrad and rowwise Adagrad updates and Keras's scatter into the
-variable (corpus steps, their edge and out-of-range ids, at -O0 and -O3). Each emulated cluster
-equals its native kernel bit for bit and the model verifies; no cluster falls back (a refused
+under clip, dropped segments): weighted and masked bags, max/min, mean/sqrt_n, bf16/f16
+tables, a lookup reduced twice, grouped tables, a segment sum of rows XLA computes (a GNN's
+MLP messages), a residual sum XLA folds into its scatter, and the training backward with its
+fused SGD, Adagrad and rowwise Adagrad updates and Keras's scatter into the variable (corpus
+steps, their edge and out-of-range ids, at -O0 and -O3). Each emulated cluster equals its
+native kernel bit for bit and the model verifies; no cluster falls back (a refused
 one would be listed with its one-line reason). The CPU rewrite's own forms: the weighted bag's
 ``sequential_fma`` order, the multi-output call (one pass over the rows, a result per
 combiner) and the concatenating grouped call (the tables' rows side by side) emulate bit-equal
@@ -130,10 +131,34 @@ def _bcoo(rng):
     return (lambda t, w, i: sparse.BCOO((w, i), shape=(B, ROWS)) @ t, [_table(rng), data, idx])
 
 
+def _segment_sum_of_rows(rng):
+    """A GNN layer's messages made by an MLP over gathered rows, summed per receiver (no
+    lookup: a forward ``scatter_grad``)."""
+    n = 14
+    w = (rng.standard_normal((2 * D, D)) * 0.3).astype(np.float32)
+
+    def f(t, w, i, j, s):
+        x = jnp.concatenate([jnp.take(t, i, axis=0), jnp.take(t, j, axis=0)], 1)
+        return jax.ops.segment_sum(jax.nn.relu(x @ w), s, num_segments=B)
+    return f, [_table(rng), w, _ids(rng, (n,)), _ids(rng, (n,)), _segments(rng, n)]
+
+
+def _residual_fold(rng):
+    """A GNN residual ``h + segment_sum(rows, s)``, which XLA folds into one scatter onto
+    ``h`` (``ordered_scatter``, combiner add)."""
+    n = 14
+
+    def f(h, t, i, s):
+        return h + jax.ops.segment_sum(jnp.take(t, i, axis=0), s, num_segments=B)
+    return f, [rng.standard_normal((B, D)).astype(np.float32), _table(rng), _ids(rng, (n,)),
+               _segments(rng, n)]
+
+
 KINDS = {"bcoo_zero_fill": _bcoo, "weighted": _weighted, "masked": _masked, "max_min": _max_min,
          "mean_sqrt_n": _mean_sqrt_n, "bf16": _narrow(ml_dtypes.bfloat16),
          "f16": _narrow(np.float16), "reduced_twice": _reduced_twice,
-         "concatenated": _concatenated}
+         "concatenated": _concatenated, "segment_sum_of_rows": _segment_sum_of_rows,
+         "residual_fold": _residual_fold}
 #: training steps of the corpus (tests/rewrites/training_models.py) on its edge ids: the
 #: backward (scatter_grad), the fused SGD, Adagrad and rowwise Adagrad updates, and Keras's
 #: SGD scatter into the variable (ordered_scatter)
@@ -173,6 +198,8 @@ KINDS_OF = {
     "bf16": [("padded_bag", "sum", False)], "f16": [("padded_bag", "sum", False)],
     "reduced_twice": [("segment_reduce", "sum", False), ("segment_reduce", "max", False)],
     "concatenated": [("grouped_segment_reduce", "sum", False)],
+    "segment_sum_of_rows": [("scatter_grad", "sum", False)],
+    "residual_fold": [("ordered_scatter", "add", False)],
     "scatter_grad+sparse_sgd": [("segment_reduce", "sum", False),
                                 ("scatter_grad", "sum", False), ("sparse_sgd", "sum", False)],
     "sparse_sgd": [("padded_bag", "sum", False), ("sparse_sgd", "sum", False)],
@@ -259,7 +286,8 @@ def test_multi_core(model):
 #: CPU-rewritten forms: the kind of the call
 CPU_FORMS = {"weighted": "padded_bag",          # sum_order = sequential_fma
              "concatenated": "grouped_segment_reduce_concat",
-             "reduced_twice": "multi_segment_reduce"}
+             "reduced_twice": "multi_segment_reduce",
+             "segment_sum_of_rows": "scatter_grad", "residual_fold": "ordered_scatter"}
 
 
 @pytest.mark.parametrize("case", sorted(CPU_FORMS))

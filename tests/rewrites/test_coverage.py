@@ -9,6 +9,7 @@ import numpy as np
 from ember_xla.hlo_import.jax_source import from_jax
 from ember_xla.rewrites.coverage import lookup_reductions
 from ember_xla.rewrites.pipeline import rewrite_module
+from ember_xla.rewrites.row_reduction import within_rows
 
 
 def _args():
@@ -49,3 +50,68 @@ def test_gather_without_reduction_is_not_a_miss():
     m = from_jax(lambda t, i: t[i] * 2.0, *_args()).module
     assert lookup_reductions(m) == []
     assert rewrite_module(m).near_misses == []
+
+
+def _token_layer_norm(t, p, i):
+    """A token embedding plus positions, layer-normed over its features (a transformer's
+    input): every reduction is within one token's row."""
+    import jax.numpy as jnp
+
+    x = jnp.take(t, i, axis=0) + p[None]
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / jnp.sqrt(var + 1e-5), jnp.sqrt((x * x).sum(-1))
+
+
+def _lm_args():
+    rng = np.random.default_rng(1)
+    return [rng.standard_normal((50, 8)).astype(np.float32),
+            rng.standard_normal((6, 8)).astype(np.float32),
+            rng.integers(0, 50, (3, 6)).astype(np.int32)]
+
+
+def _float_reduces(fn) -> list:
+    """The f32 reduces of ``fn``'s module as the matcher sees it (canonicalized)."""
+    from ember_xla.rewrites.canonicalize import canonicalize
+
+    m = from_jax(fn, *_lm_args()).module
+    canonicalize(m)
+    return [op for g in m.graphs for op in g.ops
+            if op.opcode == "reduce" and op.result.type.element_type == "f32"]
+
+
+def test_reductions_within_rows_are_no_bag():
+    """A layer norm or a norm over each looked-up row's features is neither a near-miss nor
+    an uncovered reduction, and the module is left alone."""
+    from ember_xla.hlo_import.proto import module_to_proto
+
+    assert len(_float_reduces(_token_layer_norm)) == 3
+    assert all(within_rows(op) for op in _float_reduces(_token_layer_norm))
+    m = from_jax(_token_layer_norm, *_lm_args()).module
+    before = module_to_proto(m)
+    r = rewrite_module(m)
+    assert not r.clusters and r.near_misses == []
+    assert module_to_proto(r.module) == before
+
+
+def test_reductions_across_lookups_are_still_misses():
+    """The same rows reduced over the lookup axis in a form no pattern takes (a reduce-window
+    over tokens), or over their last axis after a transpose puts the lookups there, are still
+    reported."""
+    import jax
+    import jax.numpy as jnp
+
+    t, p, i = _lm_args()
+
+    def over_tokens(t, p, i):  # [3, 6, 8] -> [3, 8, 6], summed over the 6 tokens
+        return jnp.swapaxes(jnp.take(t, i, axis=0) * 2.0, 1, 2).sum(-1)
+
+    reduces = _float_reduces(over_tokens)
+    assert reduces and not any(within_rows(op) for op in reduces)
+
+    def window(t, i):
+        x = jnp.take(t, i, axis=0)
+        return jax.lax.reduce_window(x, 0.0, jax.lax.add, (1, 2, 1), (1, 1, 1), "VALID")
+
+    r = rewrite_module(from_jax(window, t, i).module)
+    assert [n["pattern"] for n in r.near_misses] == ["coverage"]

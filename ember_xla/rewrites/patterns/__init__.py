@@ -12,10 +12,11 @@ from ember_xla.rewrites.patterns.segment_sum_rows import SegmentSumOfRows
 #: patterns before it did not take.
 ALL_PATTERNS = [ScatterFold(), ScatterGrad(), SegmentReduce(), PaddedBag(), DotBag(),
                 SegmentSumOfRows()]
-#: For the DAE machines: padded bags in the programs' own order (one row after the other); no
-#: ScatterFold (such scatters stay in XLA there, with the reason), no segment sums of computed
-#: rows (their DAE lowering and placement are written for a lookup's gradient).
-DAE_PATTERNS = [ScatterGrad(), SegmentReduce(), PaddedBag(xla_order=False), DotBag(xla_order=False)]
+#: For the DAE machines: the same families, padded bags in the programs' own order (one row
+#: after the other). A folded scatter and a segment sum of computed rows lower as the ordered
+#: scatter and the gradient scatter-add do (each update added in index order).
+DAE_PATTERNS = [ScatterFold(), ScatterGrad(), SegmentReduce(), PaddedBag(xla_order=False),
+                DotBag(xla_order=False), SegmentSumOfRows()]
 
 __all__ = ["ALL_PATTERNS", "DAE_PATTERNS", "DotBag", "PaddedBag", "ScatterFold", "ScatterGrad",
            "SegmentReduce", "SegmentSumOfRows"]

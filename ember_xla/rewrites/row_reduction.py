@@ -1,0 +1,101 @@
+"""Reductions within each looked-up row: a reduce over the last dim only, of values whose last
+dim is a row gather's feature dim all the way from the gather (a layer norm's mean and
+variance over a token embedding, a row's norm, a softmax denominator over features). A bag
+reduces across lookups, never within a row, so the near-miss search and the coverage audit
+pass these by. Anything that could move the feature dim (a transpose or a reshape that changes
+the last dim, a broadcast that maps another dim last) makes the answer "not provably within
+rows"."""
+
+from __future__ import annotations
+
+from ember_xla.hlo.opcodes import ELEMENTWISE
+from ember_xla.hlo.shape import FLOAT_TYPES
+from ember_xla.ir.operation import Operation
+
+#: producer steps searched back from the reduce for the gathers of its rows
+DEPTH = 16
+#: ops whose values are no rows any more (the search stops there, nothing to check)
+_OPAQUE = frozenset({"reduce", "dot", "convolution", "parameter", "constant", "iota",
+                     "custom-call", "while", "conditional", "rng", "rng-bit-generator"})
+
+
+def _feature_dim_last(gather: Operation, d: int) -> bool:
+    """Does ``gather`` put the whole last dim (size ``d``) of its source last in its result?"""
+    dn = gather.attributes.get("gather_dimension_numbers", {})
+    src = gather.operands[0].type
+    sizes = list(gather.attributes.get("gather_slice_sizes", []))
+    return (src.dims[-1] == d and bool(sizes) and sizes[-1] == d
+            and gather.result.type.dims[-1] == d
+            and (dn.get("offset_dims") or [None])[-1] == gather.result.type.rank - 1)
+
+
+def _constant_along_last(op: Operation) -> bool:
+    """A broadcast none of whose operand's dims becomes the result's last dim."""
+    dims = list(op.attributes.get("dimensions", []))
+    return op.opcode == "broadcast" and op.result.type.rank - 1 not in dims
+
+
+def _keeps_last(op: Operation, d: int) -> bool:
+    """A broadcast or slice whose operand's last dim (size ``d``) is its result's last dim."""
+    src, out = op.operands[0].type, op.result.type
+    if op.opcode == "broadcast":
+        dims = list(op.attributes.get("dimensions", []))
+        return dims[-1] == out.rank - 1 and src.dims[-1] == d
+    return src.rank == out.rank and src.dims[-1] == d == out.dims[-1] and all(
+        s in (None, 1) for s in (op.attributes.get("slice_strides") or [None]))
+
+
+def _row_major(op: Operation) -> bool:
+    """A bitcast between row-major layouts (a reshape; other layouts move elements)."""
+    return all(t.layout is None or list(t.layout) == list(range(t.rank - 1, -1, -1))
+               for t in (op.operands[0].type, op.result.type))
+
+
+def within_rows(op: Operation) -> bool:
+    """Is ``op`` a reduce over the last dim only of values that reach float row gathers only
+    through ops keeping the gathered feature dim last (and reach at least one)?"""
+    if op.opcode != "reduce" or len(op.operands) != 2:
+        return False
+    src = op.operands[0].type
+    if src.rank < 2 or list(op.attributes.get("dimensions", [])) != [src.rank - 1]:
+        return False
+    d = src.dims[-1]
+    frontier, seen, found = [op.operands[0].owner], set(), False
+    for _ in range(DEPTH):
+        nxt: list[Operation] = []
+        for o in frontier:
+            if id(o) in seen:
+                continue
+            seen.add(id(o))
+            if o.opcode == "gather":
+                if o.result.type.element_type not in FLOAT_TYPES:
+                    continue
+                if not _feature_dim_last(o, d):
+                    return False
+                found = True
+            elif o.opcode in _OPAQUE or not o.result.type.is_array:
+                continue
+            elif o.result.type.rank == 0 or _constant_along_last(o):
+                continue  # the same value along a row: nothing summed across lookups
+            elif o.opcode in ("broadcast", "slice"):
+                if not _keeps_last(o, d):
+                    return False
+                nxt.append(o.operands[0].owner)
+            elif o.opcode in ("reshape", "bitcast", "transpose"):
+                # row-major: a reshape keeping the last dim's size keeps each row's elements
+                # in one row; a transpose keeping the last dim last, likewise
+                perm = o.attributes.get("dimensions") if o.opcode == "transpose" else None
+                src = o.operands[0].type
+                if (not src.is_array or src.rank == 0 or src.dims[-1] != d
+                        or (perm is not None and perm[-1] != src.rank - 1)
+                        or (o.opcode == "bitcast" and not _row_major(o))):
+                    return False
+                nxt.append(o.operands[0].owner)
+            elif o.opcode in ELEMENTWISE and o.opcode != "bitcast":
+                if o.result.type.dims[-1] != d:
+                    return False
+                nxt.extend(v.owner for v in o.operands)
+            else:
+                return False
+        frontier = nxt
+    return found and not frontier
