@@ -309,12 +309,12 @@ def _jraph_gat_build():
 
 
 _reg(LibModel("jraph_gat_attention_weighted_sum", "jraph", ("shared-gather",), "jax", 2, 0.0,
-              _jraph_gat_build, _graph, near_misses=1,
+              _jraph_gat_build, _graph, near_misses=0,
               notes="jraph.GAT: nodes[senders] feeds the attention logits and the messages; "
                     "the message sum reads its own copy of the lookup (split-shared-lookup), "
                     "weighted by the segment softmax, whose sum of exp(logits - max[receivers]) "
-                    "is a segment sum of computed [E,1] rows (segment_sum_rows); near-miss: "
-                    "the logits' sum over D (not a bag)"))
+                    "is a segment sum of computed [E,1] rows (segment_sum_rows); the logits' "
+                    "sum over D is within each row (row_reduction.py: no bag, no near-miss)"))
 
 
 # ---------------------------------------------------------------------------------------
