@@ -41,8 +41,8 @@ def _keeps_last(op: Operation, d: int) -> bool:
     if op.opcode == "broadcast":
         dims = list(op.attributes.get("dimensions", []))
         return dims[-1] == out.rank - 1 and src.dims[-1] == d
-    return src.rank == out.rank and src.dims[-1] == d == out.dims[-1] and all(
-        s in (None, 1) for s in (op.attributes.get("slice_strides") or [None]))
+    # (a slice keeping the size keeps the whole last dim: start 0, stride 1)
+    return src.rank == out.rank and src.dims[-1] == d == out.dims[-1]
 
 
 def _row_major(op: Operation) -> bool:
