@@ -76,8 +76,8 @@ COMMANDS = {
            "the generic text IR.",
     "emulate": "emulate MODEL [--target=tmu|FILE.toml] [-O0..-O4] [--trace T.json] [--json] "
                "[--native_fallback] [--placement=auto|symmetric|greedy|optimum|PLAN.json "
-               "--plot P.png]: run the clusters on an emulated DAE machine (or placed on a "
-               "multi-core NPU target); timing report.",
+               "--plot P.png]: run the clusters on an emulated DAE machine (placed on the "
+               "cores of a multi-core target: tmu8, npu); timing report.",
     "place": "place [WORKLOAD.npz] [--target=npu|FILE.toml] [--placement=auto|symmetric|"
              "greedy|optimum|PLAN.json] [--distribution=D] [--plot P.png] [--json] "
              "[--save_plan F.json]: embedding tables on a multi-core NPU (docs/PLACEMENT.md).",

@@ -20,16 +20,19 @@ from ember_xla.orchestrate.errors import UsageError
 from ember_xla.util import strict_json
 from ember_xla.util.input_files import refuse_special
 
-flags.DEFINE_string("placement", "auto", "place, emulate on an NPU target: auto (skew-aware "
-                    "mapper), symmetric, greedy, optimum (MILP, small cases) or a plan .json.")
+flags.DEFINE_string("placement", "auto", "place, and emulate on a multi-core target (DAE cores "
+                    "such as tmu8, or the NPU): auto (skew-aware mapper; on DAE cores it also "
+                    "picks each piece's program), symmetric, greedy, a plan .json, or optimum "
+                    "(MILP, small cases, NPU only).")
 flags.DEFINE_enum("distribution", "zipf1.05", ["uniform", "zipf0.8", "zipf1.05", "zipf1.2",
                                                "unbalanced"],
                   "place without WORKLOAD: index distribution of the DLRM-DCNv2 tables.")
 flags.DEFINE_integer("batch_size", 256, "place without WORKLOAD: samples per batch.",
                      lower_bound=1)
-flags.DEFINE_string("plot", None, "place, emulate on an NPU target: write a PNG of per-core "
-                    "load (the plan and the symmetric/greedy baselines).")
-flags.DEFINE_string("save_plan", None, "place, emulate on an NPU target: write the plan as JSON "
+flags.DEFINE_string("plot", None, "place, and emulate on a multi-core target: write a PNG of "
+                    "per-core load (the plan and the symmetric/greedy baselines).")
+flags.DEFINE_string("save_plan", None, "place, and emulate on a multi-core target: write the "
+                    "plan as JSON "
                     "(atomically; reload it with --placement=FILE.json).")
 flags.DEFINE_enum("preload", None, ["model", "batch"], "place, emulate on an NPU target: count "
                   "the L1 preload once per model load or in every batch (default: the "
