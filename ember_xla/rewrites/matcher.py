@@ -54,8 +54,11 @@ def looks_like_lookup(op: Operation, depth: int = 8) -> bool:
     rows or a reduction within each looked-up row is not one)."""
     if not any(r.type.is_array and r.type.element_type in FLOAT_TYPES for r in op.results):
         return False
-    if within_rows(op):  # a layer norm or a row's norm: no bag
-        return False
+    return _near_float_gather(op, depth) and not within_rows(op)  # (a layer norm: no bag)
+
+
+def _near_float_gather(op: Operation, depth: int) -> bool:
+    """A float gather within ``depth`` producer steps of ``op``, not behind ``_BEHIND``."""
     frontier, seen = [op], set()
     for _ in range(depth):
         nxt = []

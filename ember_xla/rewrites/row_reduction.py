@@ -45,12 +45,6 @@ def _keeps_last(op: Operation, d: int) -> bool:
     return src.rank == out.rank and src.dims[-1] == d == out.dims[-1]
 
 
-def _row_major(op: Operation) -> bool:
-    """A bitcast between row-major layouts (a reshape; other layouts move elements)."""
-    return all(t.layout is None or list(t.layout) == list(range(t.rank - 1, -1, -1))
-               for t in (op.operands[0].type, op.result.type))
-
-
 def within_rows(op: Operation) -> bool:
     """Is ``op`` a reduce over the last dim only of values that reach float row gathers only
     through ops keeping the gathered feature dim last (and reach at least one)?"""
@@ -85,13 +79,14 @@ def within_rows(op: Operation) -> bool:
                 # row-major: a reshape keeping the last dim's size keeps each row's elements
                 # in one row; a transpose keeping the last dim last, likewise
                 perm = o.attributes.get("dimensions") if o.opcode == "transpose" else None
-                src = o.operands[0].type
-                if (not src.is_array or src.rank == 0 or src.dims[-1] != d
-                        or (perm is not None and perm[-1] != src.rank - 1)
-                        or (o.opcode == "bitcast" and not _row_major(o))):
+                t = o.operands[0].type
+                relaid = o.opcode == "bitcast" and not (t.has_default_layout()
+                                                        and o.result.type.has_default_layout())
+                if (not t.is_array or t.rank == 0 or t.dims[-1] != d or relaid
+                        or (perm is not None and perm[-1] != t.rank - 1)):
                     return False
                 nxt.append(o.operands[0].owner)
-            elif o.opcode in ELEMENTWISE and o.opcode != "bitcast":
+            elif o.opcode in ELEMENTWISE:
                 if o.result.type.dims[-1] != d:
                     return False
                 nxt.extend(v.owner for v in o.operands)
