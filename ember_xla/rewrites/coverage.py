@@ -4,13 +4,15 @@ shape and elementwise ops (and into called computations) to the reductions it re
 ``dot`` counts when it contracts the bag axis of the rows, ``patterns/dot_bag.py``);
 ``uncovered`` turns those the matcher neither clustered nor reported into near-misses, saying
 whether the reduction itself is in a cluster (then only the gather stays in XLA). A reduction
-within each row (``row_reduction.py``: a layer norm over a token embedding) is no bag."""
+within each row (``row_reduction.py``: a layer norm over a token embedding) is no bag, and a
+gather that picks single elements (``lookup.picks_elements``: take_along_axis) reads no rows."""
 
 from __future__ import annotations
 
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.cluster import Cluster, NearMiss
+from ember_xla.rewrites.lookup import picks_elements
 from ember_xla.rewrites.patterns.dot_bag import bag_dot_operands
 from ember_xla.rewrites.row_reduction import within_rows
 
@@ -26,7 +28,7 @@ DEPTH = 8
 
 def _is_row_gather(op: Operation) -> bool:
     t = op.operands[0].type if op.opcode == "gather" else None
-    return t is not None and t.rank == 2 and t.element_type in FLOATS
+    return t is not None and t.rank == 2 and t.element_type in FLOATS and not picks_elements(op)
 
 
 def _reached(g: Operation, callers: dict[int, list[Operation]]) -> list[Operation]:

@@ -14,6 +14,7 @@ import dataclasses
 import math
 
 from ember_xla.hlo.shape import FLOAT_TYPES
+from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.refs import Ref, resolve, scalar_constant, step_out
 from ember_xla.rewrites.walk import NoMatch, Walk
 
@@ -125,9 +126,25 @@ def index_chain(walk: Walk, ref: Ref, n_rows: int) -> tuple[Ref, bool, int]:
     return ref, wrap, bits
 
 
+def picks_elements(op: Operation) -> bool:
+    """Whether a gather picks single elements by two or more coordinates rather than reading
+    rows: ``jnp.take_along_axis`` (a log-probability per label, a top-k's values) slices one
+    element of an operand whose last dim holds more, indexed or batched along two dims or more.
+    A lookup reads by one coordinate, also in a table of one-wide rows ([N,1], [N])."""
+    if op.opcode != "gather" or not op.operands[0].type.dims:
+        return False
+    dn = op.attributes.get("gather_dimension_numbers", {})
+    coordinates = len(dn.get("start_index_map", [])) + len(dn.get("operand_batching_dims", []))
+    return (op.operands[0].type.dims[-1] > 1 and coordinates >= 2
+            and all(s == 1 for s in op.attributes.get("gather_slice_sizes", [])))
+
+
 def _check_gather(g: Ref) -> tuple[int, int]:
     op = g.op
     table, idx = op.operands[0].type, op.operands[1].type
+    if picks_elements(op):
+        raise NoMatch(f"gather {op.name} picks single elements of {table.to_text(False)} "
+                      f"(take_along_axis), no table rows")
     if table.rank != 2:
         if op.attributes.get("gather_dimension_numbers", {}).get("operand_batching_dims"):
             raise NoMatch(STACKED_UNTAKEN.format(name=op.name, table=table.to_text(False)))

@@ -12,6 +12,7 @@ from ember_xla.hlo.shape import FLOAT_TYPES, Shape
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.cluster import Cluster, NearMiss
+from ember_xla.rewrites.lookup import picks_elements
 from ember_xla.rewrites.row_reduction import within_rows
 from ember_xla.rewrites.walk import NoMatch
 
@@ -43,7 +44,8 @@ _BEHIND = frozenset({"reduce", "scatter", "dot", "convolution", "reduce-window",
 
 
 def _float_gather(op: Operation) -> bool:
-    return op.opcode == "gather" and op.result.type.element_type in FLOAT_TYPES
+    return (op.opcode == "gather" and op.result.type.element_type in FLOAT_TYPES
+            and not picks_elements(op))
 
 
 def looks_like_lookup(op: Operation, depth: int = 8) -> bool:

@@ -116,3 +116,38 @@ def test_reductions_across_lookups_are_still_misses():
     for fn in across:
         reduces = f32_reduces(fn)
         assert reduces and not any(within_rows(op) for op in reduces)
+
+
+def _tied_lm_loss(e, ids, labels):
+    """A language model's loss with a tied output embedding: the label's log-probability is
+    picked with take_along_axis, a gather of single elements, not of rows."""
+    import jax
+    import jax.numpy as jnp
+
+    logits = jnp.take(e, ids, axis=0) @ e.T
+    picked = jnp.take_along_axis(jax.nn.log_softmax(logits), labels[..., None], axis=-1)
+    return -jnp.mean(picked)
+
+
+def test_picked_elements_are_no_lookup():
+    """take_along_axis's gather picks one element per label: neither a lookup the matcher
+    names (it used to say "reads stacked tables") nor a row gather the audit follows; the
+    lookup of one-wide rows ([N,1]) still reads rows."""
+    from ember_xla.rewrites.lookup import picks_elements
+
+    rng = np.random.default_rng(3)
+    e = rng.standard_normal((50, 8)).astype(np.float32)
+    ids, labels = (rng.integers(0, 50, 6).astype(np.int32) for _ in range(2))
+    m = from_jax(_tied_lm_loss, e, ids, labels).module
+    gathers = [op for g in m.graphs for op in g.ops if op.opcode == "gather"]
+    assert sorted(picks_elements(op) for op in gathers) == [False, True]
+    assert lookup_reductions(m) == []
+    r = rewrite_module(m)
+    assert not r.clusters and r.near_misses == []
+
+    def narrow_bag(t, i):
+        return t[i].sum(1)
+
+    m = from_jax(narrow_bag, e[:, :1], ids.reshape(2, 3)).module
+    assert not any(picks_elements(op) for g in m.graphs for op in g.ops)
+    assert rewrite_module(m, cost_model=False).clusters

@@ -20,7 +20,7 @@ from ember_xla.native.padded_order import (
     sum_order,
 )
 from ember_xla.rewrites.cluster import Cluster
-from ember_xla.rewrites.lookup import D_FIRST_UNTAKEN, STACKED_UNTAKEN
+from ember_xla.rewrites.lookup import D_FIRST_UNTAKEN, STACKED_UNTAKEN, picks_elements
 from ember_xla.rewrites.matcher import Pattern
 from ember_xla.rewrites.patterns.common import (
     ZERO_FILL_BAG,
@@ -63,8 +63,9 @@ def _untaken_lookup(op: Operation) -> str | None:
             return None
         if o.opcode == "gather":
             dn = o.attributes.get("gather_dimension_numbers", {})
+            stacked = dn.get("operand_batching_dims") and not picks_elements(o)
             return STACKED_UNTAKEN.format(name=o.name, table=o.operands[0].type.to_text(
-                False)) if dn.get("operand_batching_dims") else None
+                False)) if stacked else None
         src = o.operands[0].owner
         if (o.opcode == "transpose" and src is not None and src.opcode == "gather"
                 and o.attributes.get("dimensions", [])[-1:] != [o.result.type.rank - 1]):
