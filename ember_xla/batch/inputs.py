@@ -56,13 +56,20 @@ def _key(path: str, prefix: str) -> str:
     return rel.replace("..", "up") or "model"
 
 
-def discover(globs: list[str]) -> list[ModelInput]:
-    """Every model the globs match, sorted by key. A glob that matches nothing is an error
-    (a typo must not silently shrink the job); so are two inputs with the same key."""
+def _inside(path: str, folder: str) -> bool:
+    return os.path.commonpath([path, folder]) == folder
+
+
+def discover(globs: list[str], out: str | None = None) -> list[ModelInput]:
+    """Every model the globs match, sorted by key, except what lies in the job's own output
+    folder ``out`` (a rerun with ``--out`` under an input glob must not take its outputs for
+    models). A glob that matches nothing is an error (a typo must not silently shrink the
+    job); so are two inputs with the same key."""
     if not globs:
         raise InputError("--inputs: no globs given (e.g. --inputs='models/*.pb,models/*/')")
     found: dict[str, ModelInput] = {}
     seen_paths: set[str] = set()
+    own = os.path.realpath(out) if out else None
     for pattern in globs:
         pattern = os.path.expanduser(pattern.strip())
         if not pattern:
@@ -72,13 +79,13 @@ def discover(globs: list[str]) -> list[ModelInput]:
             raise InputError(f"--inputs: {pattern!r} matches no file or directory")
         prefix = _fixed_prefix(pattern.rstrip(os.sep))
         for m in matches:
+            real = os.path.realpath(m)
+            if real in seen_paths or (own is not None and _inside(real, own)):
+                continue
             try:
                 refuse_special_tree(m) if os.path.isdir(m) else refuse_special(m)
             except SpecialFileError as e:
                 raise InputError(f"--inputs: {e}") from None
-            real = os.path.realpath(m)
-            if real in seen_paths:
-                continue
             seen_paths.add(real)
             key = _key(m, prefix)
             if key in found:

@@ -16,6 +16,7 @@ from ember_xla.batch import folder_lock, manifest
 from ember_xla.batch.progress import Progress
 from ember_xla.batch.settings import JobSettings
 from ember_xla.batch.tasks import BatchError, plan
+from ember_xla.util.atomic import OutputRefused, check_writable
 
 __all__ = ["BatchError", "locked", "run_job"]
 
@@ -27,6 +28,12 @@ LOCK_WAIT_S = 10.0  # a killed job's workers die within milliseconds; wait that 
 def locked(out: str) -> Iterator[None]:
     """One job per output folder at a time. The lock dies with the last process holding it:
     the job's and its workers' (they inherit it), so no rerun starts while one still runs."""
+    if os.path.lexists(out) and not os.path.isdir(out):
+        raise BatchError(f"--out {out}: exists and is not a folder")
+    try:
+        check_writable(out)
+    except OutputRefused as e:
+        raise BatchError(f"--out {e}") from None
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, ".lock")
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)

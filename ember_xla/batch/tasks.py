@@ -38,7 +38,7 @@ class Plan:
 
 
 def plan(settings: JobSettings) -> Plan:
-    inputs = discover(list(settings.inputs))
+    inputs = discover(list(settings.inputs), settings.out)
     shash = settings.settings_hash()
     tasks, done = [], []
     for mi in inputs:

@@ -198,9 +198,9 @@ def from_saved_model(path: str, signature: str | None = None,
     for name, sig in sorted(sigs.items()):
         _, kw_specs = sig.structured_input_signature
         keys = sorted(kw_specs)
-        specs = [_concrete_spec(kw_specs[k], unknown_dim) for k in keys]
         where = f"{path}[{name}]"
-        notice = unknown_dim_notice(where, kw_specs, unknown_dim)
+        notice = unknown_dim_notice(where, kw_specs, unknown_dim)  # refuses an unknown rank
+        specs = [_concrete_spec(kw_specs[k], unknown_dim) for k in keys]
 
         wrapped = tf.function(_signature_caller(sig, keys), jit_compile=True)
         model = from_tf_function(wrapped, *specs, source=where)

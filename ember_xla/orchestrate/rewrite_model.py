@@ -22,7 +22,12 @@ from ember_xla.orchestrate.errors import ModelFailed, UsageError
 from ember_xla.rewrites.pipeline import RewriteResult, rewrite_module
 from ember_xla.runtime.compare import VERIFY_ATOL, VERIFY_RTOL
 from ember_xla.util import strict_json
-from ember_xla.util.atomic import check_removable, resolve_output, write_folder_atomic
+from ember_xla.util.atomic import (
+    check_removable,
+    check_writable,
+    resolve_output,
+    write_folder_atomic,
+)
 
 OUTPUTS = ("rewritten.pb", "rewritten.hlo", "report.json", PARAMS_FILE, OUTPUTS_FILE)
 
@@ -66,7 +71,9 @@ def rewrite_for_placement(module: Module) -> RewriteResult:
 
 
 def check_out_dir(out_dir: str) -> None:
-    """``out_dir`` is replaced as a whole: it must be new, empty, or hold only our outputs."""
+    """``out_dir`` is replaced as a whole: it must be new, empty, or hold only our outputs,
+    and lie where a folder can be made."""
+    check_writable(out_dir)
     if not os.path.exists(out_dir):
         return
     if not os.path.isdir(out_dir):

@@ -173,6 +173,23 @@ def _fsync_dir(path: str) -> None:
             os.close(fd)
 
 
+def check_writable(target: str) -> None:
+    """Refuse (before any work) an output whose folder cannot be made: a probe folder is made
+    and removed where the nearest existing ancestor of ``target`` is (permissions alone do not
+    tell: root may "write" /proc, where nothing can be made)."""
+    parent = os.path.dirname(os.path.abspath(target))
+    while not os.path.isdir(parent):
+        if os.path.lexists(parent):
+            raise OutputRefused(f"{target}: {parent} exists and is not a folder")
+        parent = os.path.dirname(parent)
+    probe = os.path.join(parent, f".ember-probe-{uuid.uuid4().hex[:12]}")
+    try:
+        os.mkdir(probe)
+    except OSError as e:
+        raise OutputRefused(f"{target}: cannot write in {parent} ({e.strerror})") from None
+    os.rmdir(probe)
+
+
 def _makedirs(path: str) -> None:
     with naming(path):
         os.makedirs(path, exist_ok=True)

@@ -45,3 +45,14 @@ def test_content_hash_of_files_and_folders(tmp_path):
     import hashlib
 
     assert content_hash(str(tmp_path / "g")) == hashlib.sha256(b"abc").hexdigest()
+
+
+def test_the_jobs_own_output_folder_is_no_input(tmp_path):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "a.pb").write_bytes(b"a")
+    out = tmp_path / "m" / "out"
+    (out / "models").mkdir(parents=True)
+    (out / "models" / "a.pb__rewritten.pb").write_bytes(b"r")
+    pattern = str(tmp_path / "m" / "**" / "*.pb")
+    assert len(discover([pattern])) == 2
+    assert [mi.key for mi in discover([pattern], str(out))] == ["a.pb"]

@@ -190,3 +190,13 @@ def test_hundred_sigkills_of_rewrite(results, tmp_path, cli):
     assert p.returncode == 0, p.stderr
     assert _files(out) == results["old"]
     assert [n for n in os.listdir(tmp_path) if n.startswith(".")] == []
+
+
+def test_an_unwritable_out_is_refused_before_work(tmp_path, cli, error_line):
+    """Where no folder can be made (root may "write" /proc by its permissions), the command
+    says so in one line; so does a path below a file."""
+    for out, say in (("/proc/nope", "cannot write in /proc"),
+                     (str(tmp_path / "f" / "o"), "exists and is not a folder")):
+        (tmp_path / "f").write_text("")
+        line = error_line(cli("rewrite", str(OLD), "--out", out))
+        assert say in line, line

@@ -24,6 +24,8 @@ def test_help_lists_the_batch_flags(cli):
     (["--inputs=/nonexistent/*.pb", "--out=/tmp/x", "--actions=rewrite,lower"], "'lower'"),
     (["--inputs=/tmp", "--out=/tmp/x", "--actions=verify"], "needs rewrite first"),
     (["m.pb"], "batch takes no MODEL arguments"),
+    (["--inputs=/tmp", "--out=/proc/self/ember"], "cannot write in"),
+    (["--inputs=/tmp", "--out=/dev/null"], "exists and is not a folder"),
 ])
 def test_job_level_errors_are_one_line(cli, args, msg):
     p = cli("batch", *args)

@@ -232,3 +232,20 @@ def test_training_step_outputs_are_named_after_the_variables(tmp_path, cli):
     np.savez(tmp_path / "x.npz", ids=np.array([[1, 2], [2, 3], [4, 4]], np.int32))
     r = cli("run", str(tmp_path / "D" / "rewritten.pb"), "--inputs", str(tmp_path / "x.npz"))
     assert r.returncode == 0 and "output 1 'table:updated'" in r.stdout, r.stderr[-2000:]
+
+
+def test_an_unknown_rank_is_named(tmp_path, cli, error_line):
+    """A signature input of unknown rank cannot be given a size: one line naming it and the
+    model, no output folder."""
+    import tensorflow as tf
+
+    class M(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec(None, tf.float32, name="x")])
+        def serve(self, x):
+            return {"y": x * 2.0}
+
+    m = M()
+    tf.saved_model.save(m, str(tmp_path / "sm"), signatures={"serving_default": m.serve})
+    line = error_line(cli("rewrite", str(tmp_path / "sm"), "--out", str(tmp_path / "D")))
+    assert "signature input 'x' has an unknown rank" in line and "sm[serving_default]" in line
+    assert not (tmp_path / "D").exists()
