@@ -208,6 +208,9 @@ class BagSum:
     #: the weights are one scalar broadcast to every lookup (rows scaled by one number, e.g.
     #: ``emb(ids) * sqrt(D)``): "constant" (a literal) or "value" (computed); None: per lookup
     scale: str | None = None
+    #: the weights' broadcast to the rows' shape is computed for other code too (XLA's CSE
+    #: merges it with the backward's): YNNPACK gets full-size weights, as for a scaled bag
+    shared_weights: bool = False
 
     @property
     def bare_clamp(self) -> bool:
@@ -239,7 +242,8 @@ def sum_order(bag: BagSum) -> str:
     kept = "so the cluster stays in XLA"
     if reduce_type == "f32" and ynn_reduces(b * p * d):
         # YNNPACK's reduce (sum over f32, or over bf16/f16 rows converted to f32)
-        if weighted and bag.scale and table_type != "f16":  # f16: as its weighted bags
+        if weighted and (bag.scale or bag.shared_weights) and table_type != "f16":
+            # (f16: as its weighted bags)
             return _ynn_scaled(p, d, shape, combiner, init, table_type)
         if weighted:
             return _ynn_weighted(b, p, d, shape, combiner, init, table_type == "f16")

@@ -19,6 +19,7 @@ from ember_xla.hlo_import.output_names import OUTPUTS_FILE, outputs_json
 from ember_xla.hlo_import.proto import module_to_proto
 from ember_xla.ir.graph import Module
 from ember_xla.orchestrate.errors import ModelFailed, UsageError
+from ember_xla.rewrites.patterns.padded_bag import IN_CONTEXT_ORDER
 from ember_xla.rewrites.pipeline import RewriteResult, rewrite_module
 from ember_xla.runtime.compare import VERIFY_ATOL, VERIFY_RTOL
 from ember_xla.util import strict_json
@@ -191,16 +192,26 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
             why = f"; {v['diagnosis']}" if v.get("diagnosis") else ""
             raise ModelFailed(f"{model.source}: verify: {mismatch_line(v, verify_atol)}{why}; "
                               "nothing written")
-        v["clusters"] = check_clusters(result.module, {"in_range": inputs, **cases})
+        in_context = frozenset(c["custom_call"] for c in result.clusters
+                               if IN_CONTEXT_ORDER in c["notes"] and c["custom_call"])
+        if in_context and not v["bitwise_equal"]:
+            raise ModelFailed(f"{model.source}: verify: the outputs are not bit for bit "
+                              f"XLA:CPU's ({mismatch_line(v, verify_atol)}), and "
+                              f"{', '.join(sorted(in_context))} follow the model's own order, "
+                              "which only they check; nothing written")
+        v["clusters"] = check_clusters(result.module, {"in_range": inputs, **cases},
+                                       in_context)
         calls = v["clusters"]["calls"]
         unchecked = v["clusters"]["unchecked"]
         if not v["clusters"]["exact"]:
             raise ModelFailed(f"{model.source}: verify: {cluster_mismatch_line(v['clusters'])}"
                               "; nothing written")
-        if calls or unchecked:
+        if calls or unchecked or in_context:
             say(f"  each ember call equals XLA:CPU on its cluster's operands in the model "
                 f"({len(calls)} checked" + (f", {len(unchecked)} inside loops not checked"
-                                            if unchecked else "") + ")")
+                                            if unchecked else "")
+                + (f", {len(in_context)} in the model's own order checked by its outputs"
+                   if in_context else "") + ")")
     else:
         say("[2/3] verification skipped (pass --verify)")
     try:

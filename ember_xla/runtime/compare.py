@@ -227,9 +227,14 @@ def mismatch_line(check: dict[str, Any], atol: float | None,
             f"{diff:.3g}{at}{case}{rule}")
 
 
+#: Seconds a timing sample of a fast module lasts at least (``time_modules``).
+BLOCK_S = 2e-3
+
+
 def time_modules(modules: dict[str, Module], inputs: list[np.ndarray],
                  repeats: int = 10) -> dict[str, float]:
-    """Median seconds per run of each module, runs interleaved (one warm-up each). Inputs
+    """Median seconds per run of each module, samples interleaved (one warm-up each; a sample
+    of a module faster than ``BLOCK_S`` is the mean of a block of runs lasting about that). Inputs
     are placed on the device once, as a model's weights and a batch would be; parameters a
     module donates (a training step's ``input_output_alias``: its run consumes their buffers)
     get fresh device copies before each run, outside the timed region."""
@@ -249,13 +254,23 @@ def time_modules(modules: dict[str, Module], inputs: list[np.ndarray],
                      for i, a in enumerate(on_device)]
         return jax.block_until_ready(fresh)
 
+    once = {}
     for k, e in exes.items():
         jax.block_until_ready(e.run_device(operands(k)))
+        t0 = time.perf_counter()
+        jax.block_until_ready(e.run_device(operands(k)))
+        once[k] = time.perf_counter() - t0
+    # a sample of a fast module is a block of runs of about BLOCK_S (one run is the machine's
+    # noise, not the module's time); a donating module runs once per sample (fresh operands)
+    calls = {k: 1 if donated[k] else max(1, min(100, int(BLOCK_S / max(once[k], 1e-7))))
+             for k in exes}
     times: dict[str, list[float]] = {k: [] for k in exes}
     for _ in range(repeats):
         for k, e in exes.items():
             args = operands(k)
             t0 = time.perf_counter()
-            jax.block_until_ready(e.run_device(args))
-            times[k].append(time.perf_counter() - t0)
+            for _ in range(calls[k]):
+                out = e.run_device(args)
+            jax.block_until_ready(out)
+            times[k].append((time.perf_counter() - t0) / calls[k])
     return {k: statistics.median(v) for k, v in times.items()}

@@ -1,6 +1,7 @@
 """The one place that touches private jax/jaxlib APIs (pinned jax/jaxlib 0.10.x).
 
-HloModuleProto bytes -> StableHLO (``hlo_to_stablehlo``) -> PjRt CPU executable -> execute;
+HloModuleProto bytes -> StableHLO (``hlo_to_stablehlo``, with HLO's spelling of a size-1 dim's
+broadcast folded back: ``_stablehlo``) -> PjRt CPU executable -> execute;
 and ``rewriting_jit``: jax.jit's own C++ dispatch (signature, cache, transfers, donation)
 around a module a hook rewrote, with ``rewritten_lowering`` its ``.lower()``.
 """
@@ -65,6 +66,88 @@ class Executable:
         return [np.asarray(o) for o in self.run_device([np.asarray(a) for a in inputs])]
 
 
+def _stablehlo(proto: bytes) -> Any:
+    """``proto`` as the StableHLO module (an ``ir.Module``, in jax's MLIR context) that converts
+    back to the same HLO: ``hlo_to_stablehlo`` spells HLO's expansion of a size-1 dim
+    (``broadcast_in_dim`` [N,1] -> [N,D], which HLO writes as an identity broadcast, a reshape
+    dropping the 1 and a broadcast) as those three ops, and compiling folds them into one
+    broadcast of [N]; XLA:CPU then optimizes the module otherwise (``x / y[:, None]`` keeps two
+    divides where jax.jit's module shares one reciprocal: other bits). ``_fold_size1_chains``
+    restores the one ``broadcast_in_dim``."""
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+    from jaxlib import _jax
+
+    with mlir.make_ir_context():
+        module = ir.Module.parse(_jax.mlir.hlo_to_stablehlo(proto))
+        _fold_size1_chains(module)
+    return module
+
+
+def _op(value: Any) -> Any:
+    owner = value.owner
+    return getattr(owner, "operation", owner)
+
+
+def _fold_size1_chains(module: Any) -> int:
+    """``broadcast_in_dim(reshape(broadcast_in_dim(x) identity))``, the reshape dropping every
+    size-1 dim of ``x`` -> ``broadcast_in_dim(x)`` expanding them (each into a result dim the
+    outer broadcast does not use: where is immaterial, a size-1 dim's one value goes
+    everywhere). The number folded."""
+    from jax._src.lib.mlir import ir
+    from jax._src.lib.mlir.dialects import hlo
+
+    ops: list[Any] = []
+    module.operation.walk(lambda o: (ops.append(getattr(o, "operation", o)),
+                                     ir.WalkResult.ADVANCE)[1])
+    folded = 0
+    for op in ops:
+        if op.name != "stablehlo.broadcast_in_dim":
+            continue
+        reshape = _op(op.operands[0])
+        if getattr(reshape, "name", "") != "stablehlo.reshape":
+            continue
+        ident = _op(reshape.operands[0])
+        if getattr(ident, "name", "") != "stablehlo.broadcast_in_dim":
+            continue
+        x = ident.operands[0]
+        xs = list(ir.RankedTensorType(x.type).shape)
+        kept = [i for i, d in enumerate(xs) if d != 1]
+        inner = list(ir.DenseI64ArrayAttr(ident.attributes["broadcast_dimensions"]))
+        mid = list(ir.RankedTensorType(reshape.results[0].type).shape)
+        outer = list(ir.DenseI64ArrayAttr(op.attributes["broadcast_dimensions"]))
+        rank = ir.RankedTensorType(op.results[0].type).rank
+        unused = iter(d for d in range(rank) if d not in outer)
+        if (list(ir.RankedTensorType(ident.results[0].type).shape) != xs
+                or inner != list(range(len(xs))) or mid != [xs[i] for i in kept]
+                or len(kept) == len(xs) or rank - len(outer) < len(xs) - len(kept)):
+            continue
+        mapped = iter(outer)
+        dims = [next(mapped) if d != 1 else next(unused) for d in xs]
+        with ir.InsertionPoint(op), op.location:
+            new = hlo.BroadcastInDimOp(op.results[0].type, x, ir.DenseI64ArrayAttr.get(dims))
+        op.results[0].replace_all_uses_with(new.result)
+        op.erase()
+        folded += 1
+    return folded
+
+
+def _folded(proto: bytes) -> bytes:
+    """``proto`` as StableHLO bytecode with the size-1 chains folded (``_stablehlo``); a module
+    MLIR refuses to parse goes to XLA as converted, whose error names what is wrong."""
+    import io
+
+    from jaxlib import _jax
+
+    try:
+        module = _stablehlo(proto)
+    except Exception:  # an invalid module: compile_and_load says why
+        return _jax.mlir.hlo_to_stablehlo(proto)
+    out = io.BytesIO()
+    module.operation.write_bytecode(out)
+    return out.getvalue()
+
+
 def compile_proto(proto: bytes, options: dict[str, bool | int | str] | None = None) -> Executable:
     """Compile serialized HloModuleProto bytes for the CPU; ``options`` are XLA debug options
     (e.g. ``{"xla_allow_excess_precision": False}``) overriding the defaults."""
@@ -75,8 +158,7 @@ def compile_proto(proto: bytes, options: dict[str, bool | int | str] | None = No
     if options:
         opts.env_option_overrides = sorted(options.items())
     try:
-        mlir = _jax.mlir.hlo_to_stablehlo(proto)
-        loaded = be.compile_and_load(mlir, _jax.DeviceList((dev,)), opts)
+        loaded = be.compile_and_load(_folded(proto), _jax.DeviceList((dev,)), opts)
     except Exception as e:
         raise XlaError(f"XLA:CPU compilation failed: {e}") from None
     return Executable(loaded)
@@ -111,14 +193,8 @@ def _with_module(computation: Any, proto: bytes) -> Any:
     is ``proto``: the same parameters, outputs, donation and compile options."""
     import copy
 
-    from jax._src.interpreters import mlir
-    from jax._src.lib.mlir import ir
-    from jaxlib import _jax
-
     try:
-        bytecode = _jax.mlir.hlo_to_stablehlo(proto)
-        with mlir.make_ir_context():
-            module = ir.Module.parse(bytecode)
+        module = _stablehlo(proto)
     except Exception as e:
         raise XlaError(f"the rewritten module does not convert to StableHLO: {e}") from None
     new = copy.copy(computation)

@@ -395,3 +395,73 @@ def test_scaled_bf16_rows_at_ynnpack_sizes_stay_in_xla():
     assert r.clusters
     want, got = run_module(m.module, [t, small])[0], run_module(r.module, [t, small])[0]
     assert np.array_equal(_bits(want), _bits(got))
+
+
+@pytest.mark.parametrize("b,p,d,order", [(4, 6, 16, "sequential_fma"), (64, 20, 32, "blocked"),
+                                         (300, 3, 128, "sequential"), (512, 20, 64, "blocked")])
+def test_weights_shared_with_the_backward_take_the_scaled_order(b, p, d, order):
+    """A masked-mean bag inside ``value_and_grad``: the backward multiplies the cotangent by
+    the same broadcast mask, XLA's CSE computes that broadcast once, and YNNPACK sums the
+    rounded products (blocked) instead of the dot's fused multiply-adds; below YNNPACK's size
+    XLA's own loop adds them with fused multiply-adds either way; the inference-only bag keeps
+    the dot's order. Both bit-equal to jax.jit, through ember_xla.jit too."""
+    import ember_xla
+
+    rng = np.random.default_rng(b + p)
+    t = rng.standard_normal((5000, d)).astype(np.float32)
+    w = (rng.standard_normal((d, 8)) * 0.1).astype(np.float32)
+    ids = rng.integers(0, 5000, (b, p)).astype(np.int32)
+    mask = np.arange(p)[None, :] < rng.integers(0, p + 1, b)[:, None]
+
+    def bag(t, ids, mask):
+        m = mask.astype(t.dtype)[..., None]
+        return (jnp.take(t, ids, axis=0) * m).sum(1) / jnp.maximum(m.sum(1), 1.0)
+
+    def step(params, ids, mask):
+        def loss(params):
+            h = bag(params[0], ids, mask)
+            return jnp.mean(jnp.tanh(h @ params[1]) ** 2), h
+        return jax.value_and_grad(loss, has_aux=True)(params)
+
+    args = ((t, w), ids, mask)
+    flat = [np.asarray(a) for a in jax.tree.leaves(args)]
+    for fn, want_order in ((step, order), (bag, "sequential_fma")):
+        fargs = args if fn is step else (t, ids, mask)
+        m = from_jax(fn, *fargs).module
+        r = rewrite_module(m, cost_model=False)
+        assert [c["attributes"]["sum_order"] for c in r.clusters
+                if c["kind"] == "padded_bag"] == [want_order]
+        inputs = flat if fn is step else [t, ids, mask]
+        assert all(a.tobytes() == g.tobytes() for a, g in
+                   zip(run_module(m, inputs), run_module(r.module, inputs), strict=True))
+    want = jax.tree.leaves(jax.jit(step)(*args))
+    got = jax.tree.leaves(ember_xla.jit(step)(*args))
+    assert all(np.asarray(a).tobytes() == np.asarray(g).tobytes()
+               for a, g in zip(want, got, strict=True))
+
+
+def test_products_shared_with_other_code_take_the_scaled_order():
+    """A factorization machine's second-order term reads the weighted rows twice (the bag and
+    ``e * e``): XLA computes the products once, YNNPACK sums them rounded (blocked), and the
+    call, in that order, leaves the model's outputs bit for bit; its note says that only the
+    model's outputs check it (the bag alone, outlined, is summed as a dot)."""
+    from ember_xla.rewrites.patterns.padded_bag import IN_CONTEXT_ORDER
+
+    rng = np.random.default_rng(12)
+    t = rng.standard_normal((20000, 32)).astype(np.float32)
+    ids = rng.integers(0, 20000, (1024, 20)).astype(np.int32)
+    val = rng.standard_normal((1024, 20)).astype(np.float32)
+
+    def fm(t, ids, val):
+        e = t[ids] * val[..., None]
+        s = e.sum(1)
+        return (s * s - (e * e).sum(1)).sum(1)
+
+    m = from_jax(fm, t, ids, val).module
+    r = rewrite_module(m, cost_model=False)
+    assert [(c["attributes"]["sum_order"], IN_CONTEXT_ORDER in c["notes"])
+            for c in r.clusters] == [("blocked", True)]
+    for opts in ({}, {"xla_allow_excess_precision": False}):
+        want = run_module(m, [t, ids, val], options=opts)
+        got = run_module(r.module, [t, ids, val], options=opts)
+        assert all(w.tobytes() == g.tobytes() for w, g in zip(want, got, strict=True))

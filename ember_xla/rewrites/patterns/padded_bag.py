@@ -32,6 +32,7 @@ from ember_xla.rewrites.patterns.common import (
 )
 from ember_xla.rewrites.reduce_merge import computed_with_consumer, merged_by_xla
 from ember_xla.rewrites.refs import Ref, binary_combiner, plus_zero, resolve, scalar_constant
+from ember_xla.rewrites.same_value import same_value
 from ember_xla.rewrites.walk import NoMatch, Walk
 
 
@@ -49,6 +50,35 @@ def masked_rows(walk: Walk, sel: Ref, n_lookups: int) -> tuple[Ref, Ref]:
     if mask.value.type.element_type != "pred":
         raise NoMatch(f"the mask {mask.op.name} {mask.value.type} is not a pred per lookup")
     return Ref(sel.op.operands[1], sel.stack), mask
+
+
+#: The note of a bag whose order is the one XLA:CPU gives it in the model (its products or its
+#: weights' broadcast shared with other code), not the one it gives the bag alone: the outlined
+#: computation alone is summed otherwise, so only the model's outputs check the call.
+IN_CONTEXT_ORDER = ("summed in the order XLA:CPU gives it in this model, where other code "
+                    "shares its products or its weights' broadcast (checked by the model's "
+                    "outputs, bit for bit)")
+
+
+def _shared_weights(rows: Ref) -> bool:
+    """Is ``rows`` a multiply by weights broadcast to the rows' shape whose products other code
+    reads too (a factorization machine's ``e * e``), or whose broadcast other code of the
+    computation makes the same way (a training step's backward multiplies the cotangent by the
+    same mask, and XLA's CSE computes that broadcast once for both)? Then YNNPACK gets the
+    full-size weights or products: no dot, the rounded products summed as a scaled bag's."""
+    m = resolve(rows).op
+    if m.opcode != "multiply":
+        return False
+    if len(m.result.users) > 1:  # the products themselves feed other code (an FM's e * e)
+        return True
+    for v in m.operands:
+        w = v.owner
+        if w is None or w.opcode != "broadcast" or w.parent is None:
+            continue
+        if any(o is not w and o.opcode == "broadcast" and same_value(o.result, w.result)
+               for o in w.parent.ops):
+            return True
+    return False
 
 
 def _untaken_lookup(op: Operation) -> str | None:
@@ -138,6 +168,7 @@ class PaddedBag(Pattern):
         mask = None
         if self.xla_order and combiner == "sum" and init == 0.0 and _mask_select(rows):
             rows, mask = masked_rows(walk, walk.enter(rows), b * p)
+        shared = _shared_weights(rows)
         rows, weights = split_weighted(walk, rows, b * p)
         if mask is not None and weights is not None:
             raise NoMatch(f"reduce {op.name} sums masked rows times weights: the masked kernel "
@@ -159,7 +190,7 @@ class PaddedBag(Pattern):
         index_type = lk.indices.value.type.element_type
         bag = BagSum(b, p, d, src.element_type, combiner, init, weights is not None,
                      table_type, index_type, lk.index_mode, lk.wrap_negative,
-                     scale=scale_of(weights))
+                     scale=scale_of(weights), shared_weights=shared and weights is not None)
         try:
             if combiner in ("max", "min"):
                 # XLA:CPU's own loop propagates NaN, YNNPACK's reduce (from 4096 elements)
@@ -173,6 +204,8 @@ class PaddedBag(Pattern):
             raise NoMatch(joined)
         cluster = make_cluster(self, walk, lk, [("ids", lk.indices)], weights, combiner, init)
         cluster.attrs["sum_order"] = order
+        if bag.shared_weights and self.xla_order:
+            cluster.notes.append(IN_CONTEXT_ORDER)
         if mask is not None:
             cluster.inputs.append(mask.value)
             cluster.input_roles.append("mask")

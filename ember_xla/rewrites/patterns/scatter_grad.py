@@ -50,6 +50,15 @@ def _zero_operand(op: Operation) -> None:
                       "+0 table: not a lookup's gradient")
 
 
+def _rows_of(updates: Value, table: Value) -> bool:
+    """Are ``updates`` a gather of rows of ``table`` (directly, or through jnp.take's fill
+    select)?"""
+    u = resolve(Ref(updates)).op
+    if u.opcode == "select":
+        u = resolve(Ref(u.operands[1])).op
+    return u.opcode == "gather" and u.operands[0] is table
+
+
 def _row_gather(op: Operation, lookup_dims: tuple[int, ...]) -> bool:
     """Is ``op`` a gather of whole rows of a [S, D] source, one per lookup?"""
     if op.opcode != "gather" or op.operands[0].type.rank != 2:
@@ -178,6 +187,12 @@ class ScatterGrad(Pattern):
             # which its own pattern reports)
             miss.report = not looks_like_lookup(op)
             raise miss
+        if _rows_of(op.operands[2], fwd.operands[0]):
+            # the updates are rows of the very table the "lookup" reads (a GNN's messages
+            # x[src] summed at dst while x[dst] is looked up too): a forward segment
+            # reduction, left to ember.segment_reduce; a lookup's gradient holds cotangents
+            raise NoMatch(f"the updates of scatter {op.name} are rows of the table "
+                          f"{fwd.name} reads: a segment sum of looked-up rows, not a gradient")
         if depends_on(fwd.operands[0], op):
             # the "lookup" reads a cotangent computed from this scatter: this scatter is the
             # forward segment reduction (left to ember.segment_reduce), not a gradient

@@ -69,11 +69,18 @@ def _is_row_gathered(table: Value) -> bool:
 
 
 def _looked_up_table(ids: Value, dims: tuple[int, ...]) -> Value | None:
-    """The ``dims`` table a row gather reads at ``ids`` (up to reshapes of the ids)."""
+    """The ``dims`` table a row gather reads at ``ids`` (up to reshapes of the ids: the ids
+    the scatter reads, a value they reshape, or a reshape chain of one: Keras reshapes the ids
+    of single-id lookups [B,1] for the sparse gradient, canonicalization for the gather)."""
     for v in _through_reshapes(ids):
-        for u in v.owner.users:
-            if _is_row_gather(u, dims) and u.operands[1] is v:
-                return u.operands[0]
+        near = [v]
+        for w in near:  # v and the reshape/copy chains below it (grows while it is walked)
+            if len(near) < 16:
+                near += [u.result for u in w.users
+                         if u.opcode in ("reshape", "copy", "bitcast") and u.results]
+            for u in w.users:
+                if _is_row_gather(u, dims) and u.operands[1] is w:
+                    return u.operands[0]
     return None
 
 

@@ -150,3 +150,27 @@ def test_zero_scatter_without_a_forward_lookup_is_reported():
     r = rewrite_module(from_jax(f, ids, rows).module, patterns=GRAD_ONLY)
     assert not r.clusters
     assert any("not the gradient of a lookup" in n["reason"] for n in r.near_misses)
+
+
+def test_messages_of_the_looked_up_table_are_a_segment_sum():
+    """TF's GNN layer sums the messages ``x[src]`` at ``dst`` while it also reads ``x[dst]``
+    (attention, EdgeConv): the scatter's ids are a lookup's, but its updates are rows of the
+    very table, so it is the forward aggregation (``segment_reduce``), not a gradient."""
+    import tensorflow as tf
+
+    from ember_xla.hlo_import.tf_source import from_tf_function
+    from ember_xla.runtime.execute import run_module
+
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((40, 8)).astype(np.float32)
+    src, dst = (rng.integers(0, 40, 300).astype(np.int32) for _ in range(2))
+
+    def layer(x, src, dst):
+        return (tf.math.unsorted_segment_sum(tf.gather(x, src), dst, 40),
+                tf.reduce_sum(tf.gather(x, dst), -1))
+
+    m = from_tf_function(layer, x, src, dst).module
+    r = rewrite_module(m, cost_model=False)
+    assert kinds(r, "forward") == ["segment_reduce"] and kinds(r, "backward") == []
+    want, got = run_module(m, [x, src, dst]), run_module(r.module, [x, src, dst])
+    assert all(w.tobytes() == g.tobytes() for w, g in zip(want, got, strict=True))

@@ -113,3 +113,43 @@ def test_empty_batch():
     r = _check(_export(t0, ids, g), ids, g)
     assert not r.clusters  # nothing left to apply (ember.ordered_scatter's own empty batch:
     #                        tests/native/test_ordered_scatter.py)
+
+
+def test_single_id_keras_embedding_sgd_is_a_sparse_apply():
+    """Keras ``Embedding`` of one id per sample ([B,1] ids, Flatten) trained with SGD: the
+    sparse gradient reads the ids reshaped to [B], the gather (after canonicalization) another
+    reshape chain of them; the scatter is still the sparse apply (an ordered scatter with the
+    cost model off, a near-miss with its reason with it on), never a silent miss."""
+    import keras
+
+    from ember_xla.hlo_import.tf_source import from_tf_function
+    from ember_xla.rewrites.pipeline import rewrite_module
+    from ember_xla.runtime.execute import run_module
+
+    keras.utils.set_random_seed(0)
+    inp = keras.Input((1,), dtype="int32")
+    flat = keras.layers.Flatten()(keras.layers.Embedding(300, 8)(inp))
+    model = keras.Model(inp, keras.layers.Dense(1)(flat))
+    opt = keras.optimizers.SGD(0.1)
+    opt.build(model.trainable_variables)
+
+    @tf.function(jit_compile=True)
+    def step(ids, y):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((model(ids) - y) ** 2)
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+        return loss
+
+    rng = np.random.default_rng(1)
+    ids = rng.integers(0, 300, (32, 1)).astype(np.int32)
+    y = rng.standard_normal((32, 1)).astype(np.float32)
+    m = from_tf_function(step, ids, y)
+    r = rewrite_module(m.module, cost_model=False)
+    assert [(c["kind"], c["pass"]) for c in r.clusters] == [("ordered_scatter", "backward")]
+    bound = [np.asarray(m.bound[k]) for k in sorted(m.bound)]
+    args = [ids, y] + bound
+    assert [a.tobytes() for a in run_module(r.module, args)] == \
+        [a.tobytes() for a in run_module(m.module, args)]
+    kept = rewrite_module(m.module)
+    assert kept.clusters or any(n.get("pass") == "backward" for n in kept.near_misses)
