@@ -78,6 +78,8 @@ def compare_outputs(want: list[np.ndarray], got: list[np.ndarray], atol: float =
             diff = elementwise_diffs(a, b)
             ratio = _ratios(a, diff, atol, rtol)
             k, r = int(np.argmax(diff)), int(np.argmax(ratio))
+            if np.isinf(ratio.flat[r]):  # nothing allowed there: the largest such difference
+                r = int(np.argmax(np.where(np.isinf(ratio), diff, -1.0)))
             row["max_abs_diff"], row["tolerance_ratio"] = float(diff.flat[k]), float(ratio.flat[r])
             if row["max_abs_diff"] > 0:
                 row["where"] = _index(k, a.shape)

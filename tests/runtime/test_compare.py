@@ -155,3 +155,12 @@ def test_timing_a_module_that_donates_its_parameters():
     assert m.donated_parameters() == {0}
     times = time_modules({"a": m, "b": m.clone()}, args, repeats=3)
     assert set(times) == {"a", "b"} and all(t > 0 for t in times.values())
+
+
+def test_zero_tolerance_names_the_largest_difference():
+    """With --verify_atol=0 --verify_rtol=0 every difference is beyond the tolerance by an
+    infinite ratio: the one named is the largest, not the first."""
+    want = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    got = np.array([1.0, 2.0 + 2.4e-7, 3.0, 4.0 + 1e-3], np.float32)
+    r = compare_outputs([want], [got], atol=0.0, rtol=0.0)["outputs"][0]
+    assert r["beyond"]["where"] == [3] and r["where"] == [3]
