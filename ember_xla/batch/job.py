@@ -28,8 +28,6 @@ LOCK_WAIT_S = 10.0  # a killed job's workers die within milliseconds; wait that 
 def locked(out: str) -> Iterator[None]:
     """One job per output folder at a time. The lock dies with the last process holding it:
     the job's and its workers' (they inherit it), so no rerun starts while one still runs."""
-    if os.path.lexists(out) and not os.path.isdir(out):
-        raise BatchError(f"--out {out}: exists and is not a folder")
     try:
         check_writable(out)
     except OutputRefused as e:

@@ -74,11 +74,9 @@ def rewrite_for_placement(module: Module) -> RewriteResult:
 def check_out_dir(out_dir: str) -> None:
     """``out_dir`` is replaced as a whole: it must be new, empty, or hold only our outputs,
     and lie where a folder can be made."""
-    check_writable(out_dir)
+    check_writable(out_dir)  # also refuses a file
     if not os.path.exists(out_dir):
         return
-    if not os.path.isdir(out_dir):
-        raise UsageError(f"--out {out_dir}: exists and is not a folder")
     for name in sorted(os.listdir(out_dir)):
         sub = os.path.join(out_dir, name)
         ours = name in OUTPUTS or (os.path.isdir(sub) and not os.path.islink(sub) and all(

@@ -74,14 +74,20 @@ def _stablehlo(proto: bytes) -> Any:
     broadcast of [N]; XLA:CPU then optimizes the module otherwise (``x / y[:, None]`` keeps two
     divides where jax.jit's module shares one reciprocal: other bits). ``_fold_size1_chains``
     restores the one ``broadcast_in_dim``."""
-    from jax._src.interpreters import mlir
-    from jax._src.lib.mlir import ir
     from jaxlib import _jax
 
+    return _parsed(_jax.mlir.hlo_to_stablehlo(proto))[0]
+
+
+def _parsed(bytecode: bytes) -> tuple[Any, int]:
+    """The StableHLO ``bytecode`` parsed, its size-1 chains folded; (module, number folded)."""
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+
     with mlir.make_ir_context():
-        module = ir.Module.parse(_jax.mlir.hlo_to_stablehlo(proto))
-        _fold_size1_chains(module)
-    return module
+        module = ir.Module.parse(bytecode)
+        folded = _fold_size1_chains(module)
+    return module, folded
 
 
 def _op(value: Any) -> Any:
@@ -133,16 +139,20 @@ def _fold_size1_chains(module: Any) -> int:
 
 
 def _folded(proto: bytes) -> bytes:
-    """``proto`` as StableHLO bytecode with the size-1 chains folded (``_stablehlo``); a module
-    MLIR refuses to parse goes to XLA as converted, whose error names what is wrong."""
+    """``proto`` as StableHLO bytecode with the size-1 chains folded (``_stablehlo``): the
+    converted bytecode itself when there is none to fold, or when MLIR refuses to parse it (an
+    invalid module, whose error compile_and_load words)."""
     import io
 
     from jaxlib import _jax
 
+    bytecode = _jax.mlir.hlo_to_stablehlo(proto)
     try:
-        module = _stablehlo(proto)
+        module, folded = _parsed(bytecode)
     except Exception:  # an invalid module: compile_and_load says why
-        return _jax.mlir.hlo_to_stablehlo(proto)
+        return bytecode
+    if not folded:
+        return bytecode
     out = io.BytesIO()
     module.operation.write_bytecode(out)
     return out.getvalue()

@@ -174,9 +174,11 @@ def _fsync_dir(path: str) -> None:
 
 
 def check_writable(target: str) -> None:
-    """Refuse (before any work) an output whose folder cannot be made: a probe folder is made
-    and removed where the nearest existing ancestor of ``target`` is (permissions alone do not
-    tell: root may "write" /proc, where nothing can be made)."""
+    """Refuse (before any work) an output folder that is a file or cannot be made: a probe
+    folder is made and removed where the nearest existing ancestor of ``target`` is
+    (permissions alone do not tell: root may "write" /proc, where nothing can be made)."""
+    if os.path.lexists(target) and not os.path.isdir(target):
+        raise OutputRefused(f"{target}: exists and is not a folder")
     parent = os.path.dirname(os.path.abspath(target))
     while not os.path.isdir(parent):
         if os.path.lexists(parent):

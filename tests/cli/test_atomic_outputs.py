@@ -195,8 +195,8 @@ def test_hundred_sigkills_of_rewrite(results, tmp_path, cli):
 def test_an_unwritable_out_is_refused_before_work(tmp_path, cli, error_line):
     """Where no folder can be made (root may "write" /proc by its permissions), the command
     says so in one line; so does a path below a file."""
+    (tmp_path / "f").write_text("")
     for out, say in (("/proc/nope", "cannot write in /proc"),
                      (str(tmp_path / "f" / "o"), "exists and is not a folder")):
-        (tmp_path / "f").write_text("")
         line = error_line(cli("rewrite", str(OLD), "--out", out))
         assert say in line, line
