@@ -55,7 +55,9 @@ FIT_ON = "_min_s"
 OUT = Path(__file__).resolve().parents[1] / "ember_xla" / "rewrites" / "cost_model.json"
 ROWS = 20_000  # table rows: larger than L2, the size of the small tables that matter here
 BATCHES = (1, 16, 256, 2048)
-POOLINGS = (1, 10, 100)
+# P >= 2: a bag or segment of one row is no cluster (XLA:CPU folds its reduce into a copy;
+# rewrites/patterns/common.py, native/padded_order.py), so P=1 sizes read the P=2 cells
+POOLINGS = (2, 10, 100)
 DIMS = (16, 64, 256)
 
 # family -> (kind, jax reduction); the combiner classes the kernels run differently.
@@ -65,8 +67,6 @@ FAMILIES = {
     "padded_bag/sum": "sum",
     "padded_bag/max": "max",
 }
-# bags of one row stay in XLA for max (its simplifier folds the reduce away): 2 rows instead
-POOLINGS_OF = {"padded_bag/max": (2, 10, 100)}
 
 # The gradient of a lookup whose update stays in XLA (ember.scatter_grad, not fused into an
 # optimizer): its two forms, on a grid of table rows V, lookups L and dimension D.
@@ -312,7 +312,7 @@ def refit(source: Path, out: Path, argv: list[str] | None) -> int:
 
 GROUPED_K = (2, 8, 26)
 GROUPED_BATCHES = (1, 16, 256, 2048)
-GROUPED_POOLINGS = (1, 10)
+GROUPED_POOLINGS = (2, 10)
 # D=128 is the DLRM stage's: its 26 tables of 20k rows (266 MB) are read from DRAM, where
 # the single-cluster work terms (one 20k-row table, in L3) would only be extrapolated.
 GROUPED_DIMS = (16, 64, 128)
@@ -517,7 +517,7 @@ def main(argv: list[str] | None = None) -> int:
         op = FAMILIES[fam]
         points = []
         for b in BATCHES:
-            for pool in POOLINGS_OF.get(fam, POOLINGS):
+            for pool in POOLINGS:
                 for d in DIMS:
                     m = measure(op, b, pool, d, args.reps, rng)
                     points.append(m)
@@ -546,7 +546,7 @@ def _calibrate_family(fam: str, reps: int, rng, argv: list[str] | None) -> dict:
     date and load average of this measurement."""
     load0 = os.getloadavg()[0]
     points = [measure(FAMILIES[fam], b, pool, d, reps, rng)
-              for b in BATCHES for pool in POOLINGS_OF.get(fam, POOLINGS) for d in DIMS]
+              for b in BATCHES for pool in POOLINGS for d in DIMS]
     entry = fitted(points)
     entry.update(command=_command(argv), date=_now(),
                  load_average=[round(load0, 2), round(os.getloadavg()[0], 2)])

@@ -48,16 +48,37 @@ def test_model_file_is_a_measurement_with_its_command():
             assert coef["c0_s"] > 0
 
 
-def test_constants_are_the_fit_of_the_stored_measurements():
+def _calibration():
     spec = importlib.util.spec_from_file_location("calibrate_cost_model", CALIBRATE)
     cal = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(cal)
+    return cal
+
+
+def test_constants_are_the_fit_of_the_stored_measurements():
+    cal = _calibration()
     for fam, entry in profitability.load_model()["families"].items():
         for backend in ("ember", "xla"):
             coef, _ = cal.fit(entry["points"], f"{backend}{profitability.load_model()['fit_on']}")
             stored = entry[backend]
             for got, key in zip(coef, cal.COEFFICIENTS, strict=True):
                 assert math.isclose(got, stored[key], rel_tol=1e-6, abs_tol=1e-15), (fam, key)
+
+
+@pytest.mark.parametrize("fam", ["segment_reduce/sum", "segment_reduce/max", "padded_bag/sum",
+                                 "padded_bag/max"])
+def test_every_size_the_calibration_measures_is_one_cluster(fam):
+    """The calibration times one cluster per grid size: none of its sizes may be a form the
+    rewrite leaves to XLA by rule (a bag or segment of one row), or the script stops there."""
+    cal = _calibration()
+    rng = np.random.default_rng(0)
+    for b in cal.BATCHES:
+        for pool in cal.POOLINGS:
+            args = [jax.ShapeDtypeStruct(a.shape, a.dtype)
+                    for a in cal.inputs_for(cal.FAMILIES[fam], b, pool, 16, rng)]
+            module = from_jax(cal.model_fn(cal.FAMILIES[fam], b), *args).module
+            result = rewrite_module(module, cost_model=False)
+            assert len(result.clusters) == 1, (fam, b, pool, result.near_misses)
 
 
 def test_tiny_cluster_stays_in_xla_with_predicted_times():
