@@ -57,6 +57,16 @@ YNN_TILE_VALUES = 32768
 #: lowest measured of the others (f16 sums rarely tell the orders apart).
 SEQUENTIAL_MAX_WIDTH = {("f32", "s32"): 24, ("bf16", "s32"): 18, ("f16", "s32"): 22,
                         ("f32", "s64"): 21, ("bf16", "s64"): 15, ("f16", "s64"): 18}
+#: Bags of one-value rows (D = 1: ``[B, P, 1]``, a factorization machine's first-order weights)
+#: are vectorized sooner (measured, rows near the maximum of their type, both precision
+#: settings): f32 rows at 23 (s32 ids) or 20 (s64) rows, bf16 rows (summed in f32) at 16
+#: without excess precision. f16 sums do not tell the orders apart: bf16's limit is taken.
+UNIT_ROW_SEQUENTIAL_MAX_WIDTH = {("f32", "s32"): 22, ("bf16", "s32"): 15, ("f16", "s32"): 15,
+                                 ("f32", "s64"): 19, ("bf16", "s64"): 15, ("f16", "s64"): 15}
+#: YNNPACK reduces a bag of one-value rows along its contiguous rows: 16 interleaved partial
+#: sums added as a tree (measured at 16-40 rows; not at 100), an order the kernels do not
+#: reproduce beyond this many rows.
+UNIT_ROW_YNN_MAX_WIDTH = 2
 #: From this many rows (f32 rows, s32 indices, D >= 2) the loop is vectorized as "vector8".
 VECTOR_MIN_WIDTH = 25
 #: XLA:CPU's tree-reduction rewriter splits a reduced dimension longer than this into windows
@@ -256,6 +266,7 @@ def sum_order(bag: BagSum) -> str:
         if p >= BLOCKED_MAX_WIDTH:
             raise OrderNotReproduced(f"bag {shape}: XLA:CPU's YNNPACK order for bags of "
                                      f"{BLOCKED_MAX_WIDTH} or more rows is not reproduced, {kept}")
+        _check_unit_rows(p, d, shape)
         _check_ynn_tiles(p, d, shape)
         return "blocked" if p > 4 else "sequential"
     if weighted and reduce_type == "f32" and p >= FMA_MAX_WIDTH:
@@ -265,6 +276,9 @@ def sum_order(bag: BagSum) -> str:
     index_type = "s32" if bag.index_type == "s32" else "s64"
     rows = table_type if reduce_type == "f32" and table_type in ("bf16", "f16") else "f32"
     limit = SEQUENTIAL_MAX_WIDTH[rows, index_type]
+    if d == 1:
+        limit = (UNIT_ROW_SEQUENTIAL_MAX_WIDTH[rows, index_type] if reduce_type == "f32"
+                 else min(UNIT_ROW_SEQUENTIAL_MAX_WIDTH.values()))
     if p > limit:
         order = _own_loop_order(p, d, shape, reduce_type, table_type, index_type, combiner,
                                 weighted, init, limit)
@@ -285,6 +299,14 @@ def sum_order(bag: BagSum) -> str:
     return "sequential"
 
 
+def _check_unit_rows(p: int, d: int, shape: str) -> None:
+    if d == 1 and p > UNIT_ROW_YNN_MAX_WIDTH:
+        raise OrderNotReproduced(
+            f"bag {shape} of one-value rows: XLA:CPU gives it to YNNPACK, which adds the "
+            f"contiguous values in 16 interleaved partial sums, an order the kernel does not "
+            f"reproduce beyond {UNIT_ROW_YNN_MAX_WIDTH} rows, so the cluster stays in XLA")
+
+
 def _ynn_scaled(p: int, d: int, shape: str, combiner: str, init: float, rows: str) -> str:
     """f32 rows scaled by one number at YNNPACK sizes: the multiply by a broadcast scalar is
     not turned into a dot; YNNPACK sums the rounded products in its unweighted order (blocked
@@ -303,6 +325,7 @@ def _ynn_scaled(p: int, d: int, shape: str, combiner: str, init: float, rows: st
         raise OrderNotReproduced(f"scaled bag {shape}: XLA:CPU's YNNPACK order for bags of "
                                  f"{BLOCKED_MAX_WIDTH} or more rows is not reproduced, so the "
                                  "cluster stays in XLA")
+    _check_unit_rows(p, d, shape)
     _check_ynn_tiles(p, d, shape)
     return "blocked" if p > 4 else "sequential"
 

@@ -22,6 +22,7 @@ from ember_xla.rewrites.canonicalize import (  # noqa: F401  (registers the pass
     squeeze_scatter,
     stacked_tables,
     transposed_table,
+    unit_dim_bags,
 )
 from ember_xla.rewrites.canonicalize.notes import CanonNote, collecting
 
@@ -36,6 +37,7 @@ def default_pipeline(assume_finite_tables: bool = False, xla_order: bool = True)
         "transposed-table",
         "stacked-tables",
         "lookup-layout",
+        "unit-dim-bags",
         "batched-bags",
         "batch-dot-to-multiply",
         f"onehot-dot-to-gather{{assume_finite_tables={assume_finite_tables}}}",

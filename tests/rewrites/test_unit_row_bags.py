@@ -1,0 +1,73 @@
+"""Bags of one-value rows (D = 1: a factorization machine's or a wide model's first-order
+weights) in the forms models write them are rewritten where the kernel adds the values in
+XLA:CPU's order, bit-equal under both settings of ``xla_allow_excess_precision``, on values
+near the type's maximum (where the order decides between ±inf and NaN) and on ordinary ones;
+the others stay in XLA with a reason naming the order (XLA:CPU vectorizes such bags sooner
+than wider ones, and YNNPACK adds them in 16 interleaved sums)."""
+
+from __future__ import annotations
+
+import itertools
+
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+
+from ember_xla.hlo_import.jax_source import from_jax
+from ember_xla.rewrites.pipeline import rewrite_module
+from ember_xla.runtime.execute import run_module
+
+FORMS = {
+    "sum(1)": lambda t, i: jnp.take(t, i, axis=0).sum(1),
+    "sum((1, 2))": lambda t, i: jnp.take(t, i, axis=0).sum((1, 2)),
+    "[..., 0].sum(1)": lambda t, i: t[i][..., 0].sum(1),
+    "mean((1, 2))": lambda t, i: t[i].mean((1, 2)),
+}
+DTYPES = {"f32": np.float32, "bf16": ml_dtypes.bfloat16}
+# (B, P) -> rewritten for (f32, bf16): XLA's own loop row after row up to 22 (f32) / 15
+# (bf16) rows, vectorized past it (kept) until its tree windows from 33 rows; YNNPACK from
+# 4096 values: two rows added as one, more in 16 interleaved sums (kept)
+SHAPES = {(1, 15): (True, True), (1, 16): (True, False), (4, 22): (True, False),
+          (1, 23): (False, False), (16, 40): (True, True), (256, 12): (True, True),
+          (2048, 2): (True, True), (256, 16): (False, False), (128, 300): (False, False)}
+OPTIONS = {"excess": {}, "no_excess": {"xla_allow_excess_precision": False}}
+
+
+def _inputs(dt, b: int, p: int, near_max: bool, seed: int):
+    rng = np.random.default_rng(seed)
+    if near_max:
+        sign = np.where(rng.random((1000, 1)) < 0.5, -1.0, 1.0)
+        t = rng.uniform(0.5, 1.0, (1000, 1)) * float(np.finfo(dt).max) * sign
+    else:
+        t = rng.standard_normal((1000, 1)) * np.exp(rng.uniform(-8, 8, (1000, 1)))
+    return [t.astype(np.float32).astype(dt), rng.integers(0, 1000, (b, p)).astype(np.int32)]
+
+
+def _same(want: np.ndarray, got: np.ndarray) -> bool:
+    w, g = want.astype(np.float32), got.astype(np.float32)
+    fin = ~np.isnan(w)
+    return bool(np.array_equal(np.isnan(w), np.isnan(g))
+                and np.array_equal(w[fin].view(np.uint32), g[fin].view(np.uint32)))
+
+
+@pytest.mark.parametrize("form,dname,shape,opts", [
+    pytest.param(*c, id=f"{c[0]}-{c[1]}-{c[2][0]}x{c[2][1]}-{c[3]}")
+    for c in itertools.product(FORMS, DTYPES, SHAPES, OPTIONS)])
+def test_bits_equal_or_kept(form, dname, shape, opts):
+    b, p = shape
+    dt = DTYPES[dname]
+    args = _inputs(dt, b, p, near_max=True, seed=p)
+    m = from_jax(FORMS[form], *args).module
+    r = rewrite_module(m, cost_model=False, excess_precision=opts == "excess")
+    rewritten = SHAPES[shape][list(DTYPES).index(dname)]
+    assert bool(r.clusters) == rewritten, r.near_misses
+    if not rewritten:
+        reasons = " ".join(str(n.get("reason", "")) for n in r.near_misses)
+        assert "order" in reasons, reasons
+        return
+    for near_max, seed in ((True, p), (True, p + 1), (False, p + 2)):
+        xs = _inputs(dt, b, p, near_max, seed)
+        want = np.asarray(run_module(m, xs, OPTIONS[opts])[0])
+        got = np.asarray(run_module(r.module, xs, OPTIONS[opts])[0])
+        assert want.shape == got.shape and _same(want, got), (form, near_max)
