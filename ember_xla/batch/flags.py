@@ -9,6 +9,7 @@ import os
 from absl import flags
 
 from ember_xla.batch.settings import RUNNERS, JobSettings
+from ember_xla.hlo_import.unknown_dims import UnknownDims
 from ember_xla.runtime.compare import VERIFY_ATOL, VERIFY_RTOL
 
 FLAGS = flags.FLAGS
@@ -54,7 +55,8 @@ def settings_from_flags() -> JobSettings:
         inputs=tuple(globs), out=os.path.abspath(FLAGS.out), actions=validate(FLAGS.actions),
         workers=FLAGS.workers, timeout_s=FLAGS.timeout_s, memory_mb=FLAGS.memory_mb,
         runner=FLAGS.runner, seed=FLAGS.seed, group_tables=FLAGS.group_tables,
-        signature=FLAGS.signature, unknown_dim=FLAGS.unknown_dim,
+        signature=FLAGS.signature,
+        unknown_dim=UnknownDims.parse(FLAGS.unknown_dim).to_json(),
         timing_repeats=FLAGS.timing_repeats, verify_atol=FLAGS.verify_atol,
         verify_rtol=FLAGS.verify_rtol,
         retry_failed=FLAGS.retry_failed, progress=FLAGS.progress,

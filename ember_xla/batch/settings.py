@@ -24,7 +24,7 @@ class JobSettings:
     seed: int = 0
     group_tables: bool = True
     signature: str | None = None
-    unknown_dim: int = 8
+    unknown_dim: int | str = 8              # --unknown_dim (hlo_import/unknown_dims.py)
     timing_repeats: int = 10
     verify_atol: float = VERIFY_ATOL
     verify_rtol: float = VERIFY_RTOL

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ember_xla.hlo_import.unknown_dims import UnknownDims, UnknownDimsError
 from ember_xla.orchestrate.errors import UsageError
 
 INT64 = (-(2**63), 2**63 - 1)
@@ -16,7 +17,6 @@ BOUNDS: dict[str, tuple[int, int]] = {  # flag -> [lo, hi]; others: their absl b
     "repeat": (0, 2**31 - 1),
     "timing_repeats": (1, 2**31 - 1),
     "cluster": (0, 2**31 - 1),
-    "unknown_dim": (1, 2**31 - 1),
     "verify_elements": (0, 2**63 - 1),
     "workers": (1, 1024),
     "memory_mb": (0, 2**43),  # MB: 2^63 bytes
@@ -45,3 +45,8 @@ def check_flag_ranges(flag_values: Any) -> None:
                                  f"[{lo}, {hi}]")
         elif isinstance(v, float) and not math.isfinite(v):
             raise UsageError(f"--{fl.name}={v}: expected a finite number")
+    if "unknown_dim" in flag_values:  # sizes written as text: N,INPUT:AXIS=SIZE,...
+        try:
+            UnknownDims.parse(flag_values["unknown_dim"].value)
+        except UnknownDimsError as e:
+            raise UsageError(str(e)) from None

@@ -18,9 +18,10 @@ FLAGS = flags.FLAGS
 flags.DEFINE_bool("json", False, "inspect: print the summary as JSON.")
 flags.DEFINE_string("signature", None, "SavedModel input: the serving signature to use "
                     "(default: every signature for inspect, the only one otherwise).")
-flags.DEFINE_integer("unknown_dim", 8, "SavedModel input: size given to unknown (None) "
-                     "dimensions of a signature (e.g. the batch size you serve); every command "
-                     "that uses it says so on stderr.", lower_bound=1)
+flags.DEFINE_string("unknown_dim", "8", "SavedModel input: size given to unknown (None) "
+                    "dimensions of a signature (e.g. the batch size you serve), and sizes of "
+                    "single dimensions by input and axis: N,INPUT:AXIS=SIZE,... (e.g. "
+                    "256,edges:1=5000); every command that uses them says so on stderr.")
 
 flags.DEFINE_string("out", None, "rewrite/batch: output folder for rewritten.pb, rewritten.hlo and "
                     "report.json (created if missing; files are replaced atomically).")

@@ -49,7 +49,7 @@ def read_limited(path: str) -> bytes:
     return data
 
 
-def load_models(path: str, signature: str | None = None, unknown_dim: int = 8,
+def load_models(path: str, signature: str | None = None, unknown_dim: int | str = 8,
                 elided_ok: bool = False) -> list[Model]:
     """All models at ``path`` (one per serving signature for a SavedModel). HLO text whose
     constants XLA printed without values (``{...}``) loads only with ``elided_ok`` (for
@@ -157,7 +157,7 @@ def verified(module: Module, path: str, located: Located | None = None) -> Modul
     return module
 
 
-def load_model(path: str, signature: str | None = None, unknown_dim: int = 8,
+def load_model(path: str, signature: str | None = None, unknown_dim: int | str = 8,
                elided_ok: bool = False) -> Model:
     models = load_models(path, signature, unknown_dim, elided_ok)
     if len(models) > 1:

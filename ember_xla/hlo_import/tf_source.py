@@ -3,8 +3,8 @@
 Variables captured by the function become entry parameters after the user inputs; their
 current values are returned as bound parameters so the module can be run as is. Parameters
 are named after the signature's inputs and the variables' names; a signature's unknown (None)
-dimensions get one size, and the model carries a notice saying which and how to choose
-another.
+dimensions get sizes from ``unknown_dims.py`` (one for all, or per input and axis), and the
+model carries a notice saying which and how to choose others.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from ember_xla.hlo.errors import HloImportError
 from ember_xla.hlo_import.model import Model
 from ember_xla.hlo_import.param_names import name_parameters
 from ember_xla.hlo_import.proto import module_from_proto
+from ember_xla.hlo_import.unknown_dims import UnknownDims, UnknownDimsError
 
 
 def _captured_values(concrete: Any) -> list[tuple[str, np.ndarray]]:
@@ -102,30 +103,38 @@ def name_inputs(model: Model, names: list[str]) -> None:
     name_parameters(model.module, model.source_names)
 
 
-def _concrete_spec(spec: Any, unknown_dim: int) -> Any:
+def _fixed_dims(key: str, spec: Any, unknown: UnknownDims) -> list[int]:
+    return [unknown.size(key, a) if d is None else d for a, d in enumerate(spec.shape.as_list())]
+
+
+def _concrete_spec(key: str, spec: Any, unknown: UnknownDims) -> Any:
     import tensorflow as tf
 
-    dims = [unknown_dim if d is None else d for d in spec.shape.as_list()]
-    return tf.TensorSpec(dims, spec.dtype, spec.name)
+    return tf.TensorSpec(_fixed_dims(key, spec, unknown), spec.dtype, spec.name)
 
 
-def unknown_dim_notice(where: str, specs: dict[str, Any], unknown_dim: int) -> str | None:
-    """One line naming the signature inputs with unknown dimensions, the size they were
-    given and how to choose another (None if no input has one)."""
-    parts = []
+def unknown_dim_notice(where: str, specs: dict[str, Any],
+                       unknown_dim: int | str | UnknownDims) -> str | None:
+    """One line naming the signature inputs with unknown dimensions, the sizes they were
+    given and how to choose others (None if no input has one)."""
+    unknown = UnknownDims.parse(unknown_dim)
+    parts, sizes = [], set()
     for key, spec in sorted(specs.items()):
         if spec.shape.rank is None:
             raise HloImportError(f"signature input {key!r} has an unknown rank; only unknown "
                                  "dimensions can be given a size", where)
         dims = spec.shape.as_list()
         if None in dims:
+            fixed = _fixed_dims(key, spec, unknown)
+            sizes.update(f for f, d in zip(fixed, dims, strict=True) if d is None)
             shown = ", ".join("?" if d is None else str(d) for d in dims)
-            fixed = ", ".join(str(unknown_dim if d is None else d) for d in dims)
-            parts.append(f"{key!r} [{shown}] -> [{fixed}]")
+            parts.append(f"{key!r} [{shown}] -> [{', '.join(map(str, fixed))}]")
     if not parts:
         return None
-    return (f"{where}: unknown dimensions built with size {unknown_dim}: {', '.join(parts)}; "
-            "choose another with --unknown_dim=N")
+    built = (f"built with size {sizes.pop()}" if len(sizes) == 1
+             else f"built with sizes from --unknown_dim={unknown}")
+    return (f"{where}: unknown dimensions {built}: {', '.join(parts)}; choose another with "
+            "--unknown_dim=N, or one dimension's with --unknown_dim=N,INPUT:AXIS=SIZE")
 
 
 def output_names(structured: Any) -> list[str]:
@@ -168,11 +177,17 @@ def _signature_caller(sig: Any, keys: list[str]) -> Any:
 
 
 def from_saved_model(path: str, signature: str | None = None,
-                     unknown_dim: int = 8) -> dict[str, Model]:
+                     unknown_dim: int | str | UnknownDims = 8) -> dict[str, Model]:
     """Import every serving signature (or one) of a SavedModel directory.
 
-    Unknown (None) dimensions in a signature take ``unknown_dim``.
+    Unknown (None) dimensions in a signature take their size from ``unknown_dim``
+    (``unknown_dims.py``: one size for all, or per input and axis); an entry that names no
+    unknown dimension of any imported signature is an error.
     """
+    try:
+        unknown = UnknownDims.parse(unknown_dim)
+    except UnknownDimsError as e:
+        raise HloImportError(str(e), path) from None
     import tensorflow as tf
 
     if not os.path.isdir(path):
@@ -195,12 +210,19 @@ def from_saved_model(path: str, signature: str | None = None,
                                path)
         sigs = {signature: sigs[signature]}
     out: dict[str, Model] = {}
+    unused = None
+    for _, sig in sorted(sigs.items()):
+        left = set(unknown.unused(sig.structured_input_signature[1]))
+        unused = left if unused is None else unused & left
+    if unused:
+        raise HloImportError(f"--unknown_dim names no unknown dimension of a signature input: "
+                             f"{', '.join(sorted(unused))}", path)
     for name, sig in sorted(sigs.items()):
         _, kw_specs = sig.structured_input_signature
         keys = sorted(kw_specs)
         where = f"{path}[{name}]"
-        notice = unknown_dim_notice(where, kw_specs, unknown_dim)  # refuses an unknown rank
-        specs = [_concrete_spec(kw_specs[k], unknown_dim) for k in keys]
+        notice = unknown_dim_notice(where, kw_specs, unknown)  # refuses an unknown rank
+        specs = [_concrete_spec(k, kw_specs[k], unknown) for k in keys]
 
         wrapped = tf.function(_signature_caller(sig, keys), jit_compile=True)
         model = from_tf_function(wrapped, *specs, source=where)

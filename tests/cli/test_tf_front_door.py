@@ -249,3 +249,48 @@ def test_an_unknown_rank_is_named(tmp_path, cli, error_line):
     line = error_line(cli("rewrite", str(tmp_path / "sm"), "--out", str(tmp_path / "D")))
     assert "signature input 'x' has an unknown rank" in line and "sm[serving_default]" in line
     assert not (tmp_path / "D").exists()
+
+
+@pytest.fixture(scope="module")
+def graph_saved(tmp_path_factory):
+    """A message-passing layer whose node and edge counts are both unknown."""
+    import tensorflow as tf
+
+    class Gnn(tf.Module):
+        def __init__(self):
+            self.w = tf.Variable(tf.ones((4, 4)), name="w")
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="x"),
+                                      tf.TensorSpec([None], tf.int32, name="src"),
+                                      tf.TensorSpec([None], tf.int32, name="dst")])
+        def __call__(self, x, src, dst):
+            msg = tf.gather(x, src)
+            agg = tf.math.unsorted_segment_sum(msg, dst, tf.shape(x)[0])
+            return {"h": tf.matmul(agg, self.w)}
+
+    m = Gnn()
+    d = tmp_path_factory.mktemp("gnn")
+    tf.saved_model.save(m, str(d / "sm"), signatures={"serving_default": m.__call__})
+    return d / "sm"
+
+
+def test_unknown_dims_are_given_per_input_and_axis(graph_saved, cli):
+    r = cli("inspect", str(graph_saved), "--unknown_dim=30,src:0=200,dst:0=200")
+    assert r.returncode == 0, r.stderr
+    (note,) = [ln for ln in r.stderr.splitlines() if ln.startswith("ember-xla: note:")]
+    assert "built with sizes from --unknown_dim=30,src:0=200,dst:0=200" in note, note
+    assert "'src' [?] -> [200]" in note and "'x' [?, 4] -> [30, 4]" in note
+    assert "INPUT:AXIS=SIZE" in note
+    assert "s32[200]" in r.stdout and "f32[30,4]" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("value,needle", [
+    ("30,edges:0=200", "names no unknown dimension of a signature input: edges:0=200"),
+    ("30,x:1=5", "names no unknown dimension of a signature input: x:1=5"),
+    ("30,src=200", "'src=200' is neither a size N nor INPUT:AXIS=SIZE"),
+    ("30,src:0=0", "expected an integer in [1, 2147483647], got '0'"),
+    ("30,src:0=5,src:0=6", "src:0 is given twice"),
+])
+def test_a_bad_unknown_dim_is_one_line(graph_saved, cli, error_line, value, needle):
+    line = error_line(cli("inspect", str(graph_saved), f"--unknown_dim={value}"))
+    assert needle in line, line
