@@ -232,4 +232,38 @@ def from_saved_model(path: str, signature: str | None = None,
         model.output_names = with_updated_variables(model, output_names(sig.structured_outputs))
         model.notices = [notice] if notice else []
         out[name] = model
-    return out
+    return _distinct(out, path)
+
+
+#: The signature kept when several compute the same (Keras 3's ``model.export`` writes
+#: ``serve`` and ``serving_default`` for one function).
+PREFERRED_SIGNATURE = "serving_default"
+
+
+def _same_function(a: Model, b: Model) -> bool:
+    from ember_xla.hlo.printer import print_module
+
+    def body(m: Model) -> str:  # without the module's and the entry's names (TF's function)
+        text = print_module(m.module).split("\n", 1)[1]
+        return text.replace(m.module.entry.name, "<entry>")
+
+    return (a.input_names == b.input_names and a.output_names == b.output_names
+            and a.source_names == b.source_names and body(a) == body(b)
+            and a.bound.keys() == b.bound.keys()
+            and all(np.array_equal(a.bound[k], b.bound[k]) for k in a.bound))
+
+
+def _distinct(models: dict[str, Model], path: str) -> dict[str, Model]:
+    """``models`` with signatures that compute the same as another dropped (the preferred name
+    kept), each noted on the one kept: one rewrite, one output folder."""
+    order = sorted(models, key=lambda n: (n != PREFERRED_SIGNATURE, n))
+    kept: dict[str, Model] = {}
+    for name in order:
+        same = next((k for k in kept if _same_function(kept[k], models[name])), None)
+        if same is None:
+            kept[name] = models[name]
+            continue
+        kept[same].notices.append(f"{path}[{name}]: the same function as [{same}] (same "
+                                  f"inputs, outputs, variables and HLO); imported once, as "
+                                  f"[{same}]")
+    return {n: kept[n] for n in sorted(kept)}

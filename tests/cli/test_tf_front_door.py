@@ -294,3 +294,22 @@ def test_unknown_dims_are_given_per_input_and_axis(graph_saved, cli):
 def test_a_bad_unknown_dim_is_one_line(graph_saved, cli, error_line, value, needle):
     line = error_line(cli("inspect", str(graph_saved), f"--unknown_dim={value}"))
     assert needle in line, line
+
+
+def test_keras_export_signatures_of_one_function_are_rewritten_once(tmp_path, cli):
+    """Keras 3's ``model.export`` writes ``serve`` and ``serving_default`` for one function:
+    it is imported once (as serving_default, noted), so ``rewrite`` writes one result and
+    ``batch`` does the work once; ``--signature serve`` still picks the other."""
+    import keras
+
+    ids = keras.Input((5,), dtype="int32", name="ids")
+    rows = keras.layers.Embedding(500, 8, name="emb_a")(ids)
+    model = keras.Model(ids, keras.layers.Dense(4, name="top")(keras.ops.sum(rows, axis=1)))
+    model.export(str(tmp_path / "sm"), format="tf_saved_model", verbose=False)
+    r = cli("rewrite", str(tmp_path / "sm"), "--out", str(tmp_path / "D"), "--unknown_dim=64")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "[serve]: the same function as [serving_default]" in r.stderr, r.stderr
+    assert (tmp_path / "D" / "rewritten.pb").exists()
+    assert not (tmp_path / "D" / "serve").exists()
+    r = cli("inspect", str(tmp_path / "sm"), "--signature", "serve")
+    assert r.returncode == 0 and "the same function" not in r.stderr, r.stderr
