@@ -58,6 +58,16 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "median_speedup": sorted(speed)[len(speed) // 2] if speed else None}
 
 
+def _after_input(text: Any, path: Any) -> str:
+    """An error or notice without the model's own path in front (the line names the model)."""
+    text = str(text)
+    if path:
+        for p in sorted({str(path), os.path.abspath(str(path))}, key=len, reverse=True):
+            if text.startswith(p) and text[len(p):][:1] in (":", "["):
+                return text[len(p):].lstrip(":").lstrip()
+    return text
+
+
 def text_table(rows: list[dict[str, Any]], tot: dict[str, Any], limit: int = 40) -> str:
     head = ("model", "status", "clusters", "near-miss", "verify", "speedup", "cycles")
     body = []
@@ -79,8 +89,9 @@ def text_table(rows: list[dict[str, Any]], tot: dict[str, Any], limit: int = 40)
     if len(shown) < len(body):
         lines.append(f"(the {len(body) - len(shown)} ok models are in summary.csv)")
     for r in [r for r in rows if r["status"] != "ok"][:limit]:
-        lines.append(f"failed: {r['model']}: {r['error']}")
-    noted = [(r["model"], n) for r in rows for n in r.get("notices", [])]
+        lines.append(f"failed: {r['model']}: {_after_input(r['error'], r['input'])}")
+    noted = [(r["model"], _after_input(n, r["input"])) for r in rows
+             for n in r.get("notices", [])]
     for model, n in noted[:limit]:
         lines.append(f"note: {model}: {n}")
     if len(noted) > limit:

@@ -37,15 +37,18 @@ def test_csv_and_table():
     entries = [
         {"key": "m1", "status": "ok", "input": "/x/m1", "error": "",
          "row": {"clusters": 2, "near_misses": 1, "verify": "bitwise", "max_abs_diff": 0.0,
-                 "speedup": 1.5}},
-        {"key": "m2", "status": "failed", "input": "/x/m2", "error": "m2: bad", "row": {}},
+                 "speedup": 1.5, "notices": ["/x/m1[serve]: sized"]}},
+        {"key": "m2", "status": "failed", "input": "/x/m2", "error": "/x/m2: bad", "row": {}},
+        {"key": "m3", "status": "failed", "input": "/x/m3", "error": "/x/m30: other", "row": {}},
     ]
     rows = [row_of(e) for e in entries]
     csv = to_csv(rows).splitlines()
     assert csv[0] == ",".join(COLUMNS) and csv[0].startswith("model,status,clusters")
     assert csv[1].startswith("m1,ok,2,1,bitwise,0,1.5,") and csv[2].startswith("m2,failed,,")
     tot = totals(rows)
-    assert tot["ok"] == 1 and tot["failed"] == 1 and tot["clusters"] == 2
+    assert tot["ok"] == 1 and tot["failed"] == 2 and tot["clusters"] == 2
     text = text_table(rows, tot)
-    assert "1.50x" in text and "failed: m2: m2: bad" in text
-    assert "2 models: 1 ok, 1 failed; 2 clusters in 1 models" in text
+    # the model's path is not repeated after its name (another path is kept)
+    assert "1.50x" in text and "failed: m2: bad\n" in text
+    assert "failed: m3: /x/m30: other" in text and "note: m1: [serve]: sized" in text
+    assert "3 models: 1 ok, 2 failed; 2 clusters in 1 models" in text
