@@ -48,21 +48,26 @@ def ynn_reduces(elements: int) -> bool:
 YNN_TILE_VALUES = 32768
 #: Below the YNNPACK size XLA:CPU's own loop adds a bag's rows one after the other up to this
 #: many rows; past it LLVM vectorizes the loop, when depends on the loop's code: the rows' type
-#: (bf16 / f16 rows are converted to f32 in the loop) and the ids' type. Measured
-#: with rows near bf16's maximum and with f32 results (f16 rows): f32 rows with s32 indices
-#: from 25 rows on in the order "vector8" (native/window_sum.h; D >= 2, D = 1 from 28),
-#: bf16 rows from 19 (s32) or 16 (s64) rows in orders not found (AMD EPYC Zen 4, jnp.take's
-#: fill mode with negative ids wrapped, B 1..8, D 3..16; without the wrap, on the other CPUs
-#: measured before, from 22 / 19: the lowest is kept). The f16 limit with s64 indices is the
-#: lowest measured of the others (f16 sums rarely tell the orders apart).
-SEQUENTIAL_MAX_WIDTH = {("f32", "s32"): 24, ("bf16", "s32"): 18, ("f16", "s32"): 22,
-                        ("f32", "s64"): 21, ("bf16", "s64"): 15, ("f16", "s64"): 18}
-#: Bags of one-value rows (D = 1: ``[B, P, 1]``, a factorization machine's first-order weights)
-#: are vectorized sooner (measured, rows near the maximum of their type, both precision
-#: settings): f32 rows at 23 (s32 ids) or 20 (s64) rows, bf16 rows (summed in f32) at 16
-#: without excess precision. f16 sums do not tell the orders apart: bf16's limit is taken.
-UNIT_ROW_SEQUENTIAL_MAX_WIDTH = {("f32", "s32"): 22, ("bf16", "s32"): 15, ("f16", "s32"): 15,
-                                 ("f32", "s64"): 19, ("bf16", "s64"): 15, ("f16", "s64"): 15}
+#: (bf16 / f16 rows are converted to f32 in the loop), the ids' type (jnp.take converts s64 ids
+#: to s32 after its bounds test; the loop computes on s64) and every select in the loop
+#: (``BagSum.loop_selects``): jnp.take's fill (NaN rows for ids out of the table), a padding
+#: mask (``jnp.where(mask, rows, 0)``), both. Measured on an AMD EPYC Zen 4 with rows near the
+#: maximum, B 1..16, D 1..16, both precision settings, the lowest kept: f32 rows, s32 ids:
+#: clamp 24 (then "vector8" from 25: native/window_sum.h), fill 21, mask 19 (21 at B = 1),
+#: both 17; s64 ids: 21, 18, 17, 15. bf16 rows (summed in f32) with a select: 15 (they
+#: vectorize sooner without excess precision); their clamp measured 21 / 18, and the limits
+#: 18 / 15 measured before on other CPUs are kept. f16 sums into f16 rarely tell the orders
+#: apart: with a select, bf16's limits are taken; the clamp's were measured with f32 results.
+SEQUENTIAL_MAX_WIDTH = {
+    ("f32", "s32", "clamp"): 24, ("f32", "s32", "fill"): 21, ("f32", "s32", "mask"): 19,
+    ("f32", "s32", "mask_fill"): 17,
+    ("f32", "s64", "clamp"): 21, ("f32", "s64", "fill"): 18, ("f32", "s64", "mask"): 17,
+    ("f32", "s64", "mask_fill"): 15,
+    **{("bf16", i, loop): 15 for i in ("s32", "s64") for loop in ("fill", "mask", "mask_fill")},
+    ("bf16", "s32", "clamp"): 18, ("bf16", "s64", "clamp"): 15,
+    **{("f16", i, loop): 15 for i in ("s32", "s64") for loop in ("fill", "mask", "mask_fill")},
+    ("f16", "s32", "clamp"): 22, ("f16", "s64", "clamp"): 18,
+}
 #: YNNPACK reduces a bag of one-value rows along its contiguous rows: 16 interleaved partial
 #: sums added as a tree (measured at 16-40 rows; not at 100), an order the kernels do not
 #: reproduce beyond this many rows.
@@ -221,6 +226,16 @@ class BagSum:
     #: the weights' broadcast to the rows' shape is computed for other code too (XLA's CSE
     #: merges it with the backward's): YNNPACK gets full-size weights, as for a scaled bag
     shared_weights: bool = False
+    #: the rows are selected by a padding mask (``jnp.where(mask[..., None], rows, 0)``)
+    masked: bool = False
+
+    @property
+    def loop_selects(self) -> str:
+        """The selects in XLA:CPU's loop over the rows: "clamp" (none), "fill" (jnp.take's
+        NaN rows), "mask" or "mask_fill"."""
+        if self.masked:
+            return "mask_fill" if self.index_mode == "fill" else "mask"
+        return "fill" if self.index_mode == "fill" else "clamp"
 
     @property
     def bare_clamp(self) -> bool:
@@ -275,10 +290,7 @@ def sum_order(bag: BagSum) -> str:
                                  f"is not reproduced, {kept}")
     index_type = "s32" if bag.index_type == "s32" else "s64"
     rows = table_type if reduce_type == "f32" and table_type in ("bf16", "f16") else "f32"
-    limit = SEQUENTIAL_MAX_WIDTH[rows, index_type]
-    if d == 1:
-        limit = (UNIT_ROW_SEQUENTIAL_MAX_WIDTH[rows, index_type] if reduce_type == "f32"
-                 else min(UNIT_ROW_SEQUENTIAL_MAX_WIDTH.values()))
+    limit = SEQUENTIAL_MAX_WIDTH[rows, index_type, bag.loop_selects]
     if p > limit:
         order = _own_loop_order(p, d, shape, reduce_type, table_type, index_type, combiner,
                                 weighted, init, limit)

@@ -15,6 +15,7 @@ import math
 
 from ember_xla.hlo.shape import FLOAT_TYPES
 from ember_xla.ir.operation import Operation
+from ember_xla.ir.value import Value
 from ember_xla.rewrites.refs import Ref, resolve, scalar_constant, step_out
 from ember_xla.rewrites.walk import NoMatch, Walk
 
@@ -75,6 +76,26 @@ def _wrap_owned(walk: Walk, ref: Ref) -> None:
     walk.take(ref)
     for i in (0, 1):
         walk.take(ref.operand(i))
+
+
+_INDEX_OPS = ("reshape", "convert", "select", "clamp", "add", "broadcast")
+
+
+def loop_index_type(idx: Value, depth: int = 6) -> str:
+    """"s64" when the gather's ids are computed from s64 ids within a few index ops (jnp.take
+    converts them to s32 after its bounds test, which the loop still computes on s64)."""
+    seen, frontier = set(), [idx]
+    for _ in range(depth):
+        nxt = []
+        for v in frontier:
+            if v.type.element_type == "s64":
+                return "s64"
+            op = v.owner
+            if op is not None and op.opcode in _INDEX_OPS and id(op) not in seen:
+                seen.add(id(op))
+                nxt.extend(op.operands)
+        frontier = nxt
+    return idx.type.element_type
 
 
 def index_chain(walk: Walk, ref: Ref, n_rows: int) -> tuple[Ref, bool, int]:

@@ -56,7 +56,7 @@ from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit, constant_along_last
 from ember_xla.rewrites.canonicalize.lookups import RowLookup, lookup_ids, relookup, row_lookup
 from ember_xla.rewrites.canonicalize.notes import note
-from ember_xla.rewrites.lookup import index_chain
+from ember_xla.rewrites.lookup import index_chain, loop_index_type
 from ember_xla.rewrites.patterns.forward_lookup import depends_on, forward_gather
 from ember_xla.rewrites.reduce_merge import fused_by_xla, merged_by_xla
 from ember_xla.rewrites.refs import Ref, binary_combiner, plus_zero, scalar_constant
@@ -68,25 +68,27 @@ _IDENTITY = {"add": 0.0, "maximum": -math.inf, "minimum": math.inf}
 _MASKED_KERNEL_ORDERS = ("blocked", "vector8", "tree32")
 
 
-def _wraps(lk: RowLookup) -> bool:
+def _ids(lk: RowLookup) -> tuple[bool, str]:
     """Whether the gather's ids come from the negative-id wrap ``select(i < 0, i + N, i)``
-    (which XLA:CPU's loop computes with the bag), as the lookup matcher walks them."""
+    (which XLA:CPU's loop computes with the bag), and the type of the ids the loop computes
+    on (before jnp.take's s64 -> s32 convert), as the lookup matcher walks them."""
     try:
         _, wrap, _ = index_chain(Walk(lk.gather), Ref(lk.gather.operands[1]),
                                  lk.gather.operands[0].type.dims[0])
     except NoMatch:
-        return False
-    return wrap
+        wrap = False
+    return wrap, loop_index_type(lk.gather.operands[1])
+
 
 
 def _xla_order(dt: str, b: int, p: int, d: int, weighted: bool, lk: RowLookup) -> str:
     """The order XLA:CPU adds the rows of the masked bag's reduce in (the padded bag's rule,
     for the ids as the module wraps them or not), or why it is not reproduced."""
     mode = "clip" if lk.fill_and is None else "fill"
-    index_type = lk.gather.operands[1].type.element_type
+    wraps, index_type = _ids(lk)
     try:
         return sum_order(BagSum(b, p, d, dt, "sum", 0.0, weighted, dt, index_type, mode,
-                                _wraps(lk)))
+                                wraps, masked=True))
     except OrderNotReproduced as e:
         return str(e)
 

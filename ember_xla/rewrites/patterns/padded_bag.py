@@ -20,7 +20,12 @@ from ember_xla.native.padded_order import (
     sum_order,
 )
 from ember_xla.rewrites.cluster import Cluster
-from ember_xla.rewrites.lookup import D_FIRST_UNTAKEN, STACKED_UNTAKEN, picks_elements
+from ember_xla.rewrites.lookup import (
+    D_FIRST_UNTAKEN,
+    STACKED_UNTAKEN,
+    loop_index_type,
+    picks_elements,
+)
 from ember_xla.rewrites.matcher import Pattern
 from ember_xla.rewrites.patterns.common import (
     ZERO_FILL_BAG,
@@ -186,11 +191,13 @@ class PaddedBag(Pattern):
         if lk.table.value.type.element_type != table_type:
             raise NoMatch("the reduction runs in a different type than the table")
         d = src.dims[2]
-        # the ids' own type: the loop fusion computes on it (wrap, clamp) before the gather
-        index_type = lk.indices.value.type.element_type
+        # the ids' own type: the loop fusion computes on it (wrap, clamp, jnp.take's bounds
+        # test) before the gather, also where the walk stopped at a convert to s32
+        index_type = loop_index_type(lk.indices.value)
         bag = BagSum(b, p, d, src.element_type, combiner, init, weights is not None,
                      table_type, index_type, lk.index_mode, lk.wrap_negative,
-                     scale=scale_of(weights), shared_weights=shared and weights is not None)
+                     scale=scale_of(weights), shared_weights=shared and weights is not None,
+                     masked=mask is not None)
         try:
             if combiner in ("max", "min"):
                 # XLA:CPU's own loop propagates NaN, YNNPACK's reduce (from 4096 elements)
