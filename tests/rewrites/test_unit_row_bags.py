@@ -76,3 +76,36 @@ def test_bits_equal_or_kept(form, dname, shape, opts):
         want = np.asarray(run_module(m, xs, OPTIONS[opts])[0])
         got = np.asarray(run_module(r.module, xs, OPTIONS[opts])[0])
         assert want.shape == got.shape and _same(want, got), (form, near_max)
+
+
+WEIGHTED = {  # first-order terms with feature values (v) or a padding mask (m)
+    "(w[ids][..., 0] * v).sum(1)": (lambda t, i, v: (t[i][..., 0] * v).sum(1), "v"),
+    "(w[ids] * v[..., None]).sum((1, 2))": (
+        lambda t, i, v: (t[i] * v[..., None]).sum((1, 2)), "v"),
+    "einsum('bf,bf->b')": (lambda t, i, v: jnp.einsum("bf,bf->b", t[i][..., 0], v), "v"),
+    "where(mask, w[ids][..., 0], 0).sum(1)": (
+        lambda t, i, m: jnp.where(m, jnp.take(t, i, axis=0)[..., 0], 0).sum(1), "m"),
+}
+
+
+@pytest.mark.parametrize("form,opts", list(itertools.product(WEIGHTED, OPTIONS)))
+def test_weighted_and_masked_bits_equal_or_kept(form, opts):
+    """Each form is rewritten at some size, bit-equal, and kept with a reason at the others."""
+    fn, extra = WEIGHTED[form]
+    rewritten = 0
+    for b, p in ((1, 8), (4, 15), (16, 20), (256, 12), (512, 16)):
+        rng = np.random.default_rng(p)
+        xs = [*_inputs(np.float32, b, p, near_max=True, seed=p),
+              rng.uniform(0.5, 1.0, (b, p)).astype(np.float32) if extra == "v"
+              else rng.random((b, p)) < 0.7]
+        m = from_jax(fn, *xs).module
+        r = rewrite_module(m, cost_model=False, excess_precision=opts == "excess")
+        if not r.clusters:
+            reasons = " ".join(str(n.get("reason", "")) for n in r.near_misses)
+            assert "order" in reasons or "dot" in reasons, (form, b, p, reasons)
+            continue
+        rewritten += 1
+        want = np.asarray(run_module(m, xs, OPTIONS[opts])[0])
+        got = np.asarray(run_module(r.module, xs, OPTIONS[opts])[0])
+        assert want.shape == got.shape and _same(want, got), (form, b, p)
+    assert rewritten, form

@@ -62,3 +62,34 @@ def test_the_canonical_bag_is_added_in_xlas_order_where_it_stays_in_xla(canon, b
         work, _ = canon(f, [table, ids], PIPE)
         (red,) = _bags(work)
         assert red.attributes["dimensions"] == [1]
+
+
+V = RNG.standard_normal((3, 7)).astype(np.float32)
+MASK = RNG.random((3, 7)) < 0.6
+
+
+@pytest.mark.parametrize("name,f,extra", [
+    ("weighted, squeezed", lambda t, i, v: (t[i][..., 0] * v).sum(1), [V]),
+    ("weighted over (1, 2)", lambda t, i, v: (t[i] * v[..., None]).sum((1, 2)), [V]),
+    ("masked, squeezed", lambda t, i, m: jnp.where(m, t[i][..., 0], 0).sum(1), [MASK]),
+    ("masked and weighted", lambda t, i, m, v: (jnp.where(m, t[i][..., 0], 0) * v).sum(1),
+     [MASK, V]),
+])
+def test_weighted_and_masked_unit_row_bags(canon, name, f, extra):
+    work, _ = canon(f, [canon.table(n=12, d=1), IDS, *extra], PIPE,
+                    inputs=[[canon.table(n=12, d=1, seed=5), EDGE, *extra]])
+    (red,) = _bags(work)
+    assert red.attributes["dimensions"] == [1], name
+    assert red.operands[0].type.dims[1:] == (7, 1), name
+
+
+@pytest.mark.parametrize("f", [
+    lambda t, i, v: jnp.einsum("bf,bf->b", t[i][..., 0], v),
+    lambda t, i, v: jnp.einsum("bf,bf->b", v, jnp.take(t, i, axis=0)[..., 0]),
+])
+def test_a_squeezed_dot_becomes_the_bag_dot(canon, f):
+    work, _ = canon(f, [canon.table(n=12, d=1), IDS, V], PIPE,
+                    inputs=[[canon.table(n=12, d=1, seed=5), EDGE, V]])
+    (dot,) = [op for op in work.entry.ops if op.opcode == "dot"]
+    assert sorted(o.type.rank for o in dot.operands) == [2, 3]
+    assert tuple(dot.result.type.dims) == (3, 1)
