@@ -240,15 +240,18 @@ def from_saved_model(path: str, signature: str | None = None,
 PREFERRED_SIGNATURE = "serving_default"
 
 
-def _same_function(a: Model, b: Model) -> bool:
+def _function_text(m: Model) -> str:
+    """The module's HLO without the module's and the entry's names (TF's function names)."""
     from ember_xla.hlo.printer import print_module
 
-    def body(m: Model) -> str:  # without the module's and the entry's names (TF's function)
-        text = print_module(m.module).split("\n", 1)[1]
-        return text.replace(m.module.entry.name, "<entry>")
+    text = print_module(m.module).split("\n", 1)[1]
+    return text.replace(m.module.entry.name, "<entry>")
 
+
+def _same_function(a: Model, b: Model, texts: dict[int, str]) -> bool:
+    """Same inputs, outputs, variables and HLO (``texts``: each model's ``_function_text``)."""
     return (a.input_names == b.input_names and a.output_names == b.output_names
-            and a.source_names == b.source_names and body(a) == body(b)
+            and a.source_names == b.source_names and texts[id(a)] == texts[id(b)]
             and a.bound.keys() == b.bound.keys()
             and all(np.array_equal(a.bound[k], b.bound[k]) for k in a.bound))
 
@@ -257,9 +260,10 @@ def _distinct(models: dict[str, Model], path: str) -> dict[str, Model]:
     """``models`` with signatures that compute the same as another dropped (the preferred name
     kept), each noted on the one kept: one rewrite, one output folder."""
     order = sorted(models, key=lambda n: (n != PREFERRED_SIGNATURE, n))
+    texts = {id(m): _function_text(m) for m in models.values()} if len(models) > 1 else {}
     kept: dict[str, Model] = {}
     for name in order:
-        same = next((k for k in kept if _same_function(kept[k], models[name])), None)
+        same = next((k for k in kept if _same_function(kept[k], models[name], texts)), None)
         if same is None:
             kept[name] = models[name]
             continue

@@ -80,7 +80,6 @@ def _ids(lk: RowLookup) -> tuple[bool, str]:
     return wrap, loop_index_type(lk.gather.operands[1])
 
 
-
 def _xla_order(dt: str, b: int, p: int, d: int, weighted: bool, lk: RowLookup) -> str:
     """The order XLA:CPU adds the rows of the masked bag's reduce in (the padded bag's rule,
     for the ids as the module wraps them or not), or why it is not reproduced."""

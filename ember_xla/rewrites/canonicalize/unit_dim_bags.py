@@ -22,6 +22,8 @@ computes in a consuming op (``reduce_merge``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ember_xla.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
@@ -47,29 +49,34 @@ def _rows(v: Value) -> bool:
     return True
 
 
-def _weighted_rows(v: Value, depth: int = _MAX_CHAIN) -> bool:
-    """Rows (``_rows``) through elementwise ops of the chain, each used only here."""
-    if _rows(v):
+def _chain_over(v: Value, leaf: Callable[[Value], bool], depth: int = _MAX_CHAIN) -> bool:
+    """Is ``v`` a ``leaf``, or a chain of elementwise ops (each used only here) with exactly
+    one operand of its shape on the way to one?"""
+    if leaf(v):
         return True
     op = v.owner
     if depth == 0 or op is None or op.opcode not in _CHAIN or len(v.uses) != 1:
         return False
-    return sum(_weighted_rows(x, depth - 1) for x in op.operands
+    return sum(_chain_over(x, leaf, depth - 1) for x in op.operands
                if tuple(x.type.dims) == tuple(v.type.dims)) == 1
 
 
-def _squeezed(v: Value, depth: int = _MAX_CHAIN) -> bool:
-    """Is ``v`` [L...] a chain of elementwise ops over ``reshape(x [L..., 1])``, x rows?"""
+def _squeeze_of_rows(v: Value) -> bool:
+    """``reshape(x [L..., 1]) [L...]`` of rows x, used only here."""
     op = v.owner
-    if op is None or len(v.uses) != 1:
-        return False
-    if op.opcode == "reshape":
-        y = op.operands[0]
-        return tuple(y.type.dims) == tuple(v.type.dims) + (1,) and _rows(y)
-    if depth == 0 or op.opcode not in _CHAIN:
-        return False
-    return sum(_squeezed(x, depth - 1) for x in op.operands
-               if tuple(x.type.dims) == tuple(v.type.dims)) == 1
+    return (op is not None and op.opcode == "reshape" and len(v.uses) == 1
+            and tuple(op.operands[0].type.dims) == tuple(v.type.dims) + (1,)
+            and _rows(op.operands[0]))
+
+
+def _weighted_rows(v: Value) -> bool:
+    """Rows (``_rows``) through elementwise ops of the chain."""
+    return _chain_over(v, _rows)
+
+
+def _squeezed(v: Value) -> bool:
+    """Is ``v`` [L...] a chain of elementwise ops over ``reshape(x [L..., 1])``, x rows?"""
+    return _chain_over(v, _squeeze_of_rows)
 
 
 def _unsqueeze(emit: Emit, v: Value) -> Value:
