@@ -1,14 +1,33 @@
 """Pattern rewriting: rewrite patterns, a block-aware rewriter through which every edit goes,
-a greedy driver that visits nested regions, and dead-code removal."""
+a greedy driver that visits nested regions, and dead-code removal. ``recording_replacements``
+lists every (old, new) value pair the rewriters replace while it is active (what a checker
+compares)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator, Sequence
 
 from ember_xla.ir.block import Block
 from ember_xla.ir.graph import Graph, Module
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.value import Value
+
+_REPLACED: contextvars.ContextVar[list[tuple[Value, Value]] | None] = contextvars.ContextVar(
+    "ember_replaced_values", default=None)
+
+
+@contextlib.contextmanager
+def recording_replacements() -> Iterator[list[tuple[Value, Value]]]:
+    """Collect the (old, new) pairs of every ``replace_all_uses`` made inside the block that
+    moved a use or a graph's root, in order (block arguments too)."""
+    sink: list[tuple[Value, Value]] = []
+    token = _REPLACED.set(sink)
+    try:
+        yield sink
+    finally:
+        _REPLACED.reset(token)
 
 
 class PatternRewriter:
@@ -61,11 +80,17 @@ class PatternRewriter:
 
     # -- replacement ------------------------------------------------------------------------
     def replace_all_uses(self, old: Value, new: Value) -> None:
+        g = old.owner.parent if isinstance(old.owner, Operation) else None
+        root = (isinstance(g, Graph) and g.root is old.owner
+                and isinstance(new.owner, Operation))
+        sink = _REPLACED.get()
+        if sink is not None and old is not new and (old.uses or root):
+            sink.append((old, new))
         if old.uses:
             self._note()
         old.replace_all_uses_with(new)
-        g = old.owner.parent if isinstance(old.owner, Operation) else None
-        if isinstance(g, Graph) and g.root is old.owner and isinstance(new.owner, Operation):
+        if root:
+            assert isinstance(g, Graph) and isinstance(new.owner, Operation)
             g.root = new.owner
             self._note()
 

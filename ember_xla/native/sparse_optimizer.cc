@@ -21,7 +21,10 @@
 // clear and, per row, no -0 in the accumulator and a + eps > 0 for each element, as
 // (lr * 0) * rsqrt(a + eps) is then +0 and t - (+0) is t); otherwise the kernel applies the
 // update with g = 0 to that untouched row (or to every one) as well, which is what XLA
-// computes. f32 only.
+// computes. Under the caller's denormal flushing (XLA:CPU's DAZ/FTZ) a row holding a denormal
+// in the table or a slot is one the dense update changes (to the zero of its sign), so it gets
+// the update with g = 0 too: each step reads the untouched rows then (FirstWithDenormal, at
+// memory speed), as Adagrad's per-row test already does. f32 only.
 // Results alias the operands or not (sparse_update.h: then written once, untouched rows copied).
 #include <vector>
 
@@ -156,11 +159,16 @@ ffi::Error SparseSgdImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices, ffi::AnyB
     BuildRowGroups(indices.untyped_data(), indices.element_type() == ffi::DataType::S32,
                    indices.dimensions()[0], v, &g);
     const RowArray t = Pair(table, *out, d);
-    ForRows(g, rows, v, d, !UntouchedUnchanged(scale), {t},
+    // untouched rows: unchanged, but for denormals where the caller flushes them
+    const Untouched mode = !UntouchedUnchanged(scale) ? Untouched::kDense
+                           : DenormalsFlushed()       ? Untouched::kCheck
+                                                      : Untouched::kIdentity;
+    ForRows(g, rows, v, d, mode, {t},
             [&](int64_t r) { PrefetchRow(t.dst + r * d, d); },
             [&](int64_t r, const float* grad) {
               SgdRow(t.dst + r * d, t.src + r * d, grad, scale, d);
-            });
+            },
+            [&](int64_t q, int64_t end) { return FirstWithDenormal(t.src, d, q, end); });
     return ffi::Error::Success();
   });
 }
@@ -200,9 +208,14 @@ ffi::Error AdagradImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum, ffi::AnyBuffe
             [&](int64_t r, const float* grad) {
               AdagradRow<Keras>(t, a, r, grad, scale, eps, d);
             },
-            [&](int64_t q, int64_t end) {
-              return Keras ? FirstKerasChanged(a.src, eps, d, q, end)
-                           : FirstWithNegativeZero(a.src, d, q, end);
+            [&, flushed = DenormalsFlushed()](int64_t q, int64_t end) {
+              return FirstChangedOrDenormal(
+                  {t, a}, flushed,
+                  [&](int64_t q0, int64_t e0) {
+                    return Keras ? FirstKerasChanged(a.src, eps, d, q0, e0)
+                                 : FirstWithNegativeZero(a.src, d, q0, e0);
+                  },
+                  q, end);
             });
     return ffi::Error::Success();
   });

@@ -11,6 +11,8 @@
 #ifndef EMBER_XLA_NATIVE_SPARSE_UPDATE_H_
 #define EMBER_XLA_NATIVE_SPARSE_UPDATE_H_
 
+#include <immintrin.h>
+
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -72,9 +74,58 @@ inline ffi::Error ScalarF32(const char* kind, const ffi::AnyBuffer& b, float* ou
   return ffi::Error::Success();
 }
 
-// Does t + 0 * scale leave every t (including -0) unchanged? Only for a finite negative scale.
+// Does t + 0 * scale leave every t (including -0) unchanged? Only for a finite negative scale,
+// and a denormal t only where the caller's MXCSR keeps denormals (DenormalsFlushed).
 inline bool UntouchedUnchanged(float scale) {
   return std::isfinite(scale) && std::signbit(scale);
+}
+
+// Does the caller's MXCSR flush denormals (DAZ: read as the zero of their sign; FTZ: results
+// flushed)? XLA:CPU runs with both, so its dense update t + 0 * scale of a row without gradient
+// writes a denormal t as the zero of its sign, rows no id touches included.
+inline bool DenormalsFlushed() {
+#if defined(__SSE__)
+  return (_mm_getcsr() & 0x8040u) != 0;
+#else
+  return false;
+#endif
+}
+
+// The first row in [q, end) of a [V, width] array holding a denormal (exponent bits 0,
+// mantissa not 0), or end: the rows a dense update changes under DenormalsFlushed. Read at
+// memory speed.
+__attribute__((target("avx2"))) inline int64_t FirstWithDenormal(const float* x, int64_t width,
+                                                                 int64_t q, int64_t end) {
+  const int64_t n = end * width;
+  int64_t i = q * width;
+  const __m256i magnitude = _mm256_set1_epi32(0x7fffffff);
+  const __m256i smallest_normal = _mm256_set1_epi32(0x00800000), zero = _mm256_setzero_si256();
+  for (; i + 8 <= n; i += 8) {
+    const __m256i a = _mm256_and_si256(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)), magnitude);
+    const __m256i hit = _mm256_and_si256(_mm256_cmpgt_epi32(smallest_normal, a),
+                                         _mm256_cmpgt_epi32(a, zero));
+    const int m = _mm256_movemask_ps(_mm256_castsi256_ps(hit));
+    if (m != 0) return (i + __builtin_ctz(m)) / width;
+  }
+  for (; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, x + i, sizeof bits);
+    bits &= 0x7fffffffu;
+    if (bits != 0 && bits < 0x00800000u) return i / width;
+  }
+  return end;
+}
+
+// The first row in [q, end) that `first` (the optimizer's own test) or a denormal in one of
+// `arrays` (when the caller flushes them) says the dense update changes, or end.
+template <typename FirstFn>
+int64_t FirstChangedOrDenormal(const std::vector<RowArray>& arrays, bool flushed,
+                               const FirstFn& first, int64_t q, int64_t end) {
+  int64_t c = first(q, end);
+  if (flushed)
+    for (const RowArray& a : arrays) c = FirstWithDenormal(a.src, a.width, q, c);
+  return c;
 }
 
 // What the dense update does to a row without gradient: nothing (kIdentity), something

@@ -121,6 +121,17 @@ def rewrite_all(models: list[Model], out_dir: str, verify: bool, seed: int,
     write_folder_atomic(out_dir, files)
 
 
+def _check_canonical(model: Model, assume_finite_tables: bool,
+                     input_sets: dict[str, list[Any]]) -> dict[str, Any]:
+    """``runtime.canonical_check`` on the probe of the canonicalization the CPU rewrite runs."""
+    from ember_xla.rewrites.canonicalize.probe import canonical_probe
+    from ember_xla.runtime.canonical_check import check_replacements
+
+    p = canonical_probe(model.module, assume_finite_tables, xla_order=True)
+    return check_replacements(p.original, p.canonical, p.model_arrays, p.replacements,
+                              p.unchecked, input_sets)
+
+
 def prepare(model: Model, verify: bool, seed: int, say: Any = print,
             group: bool = True, cost_model: bool | None = None,
             assume_finite_tables: bool = False, verify_atol: float = VERIFY_ATOL,
@@ -131,7 +142,9 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
     ``verify_atol + verify_rtol * |original|`` (``runtime.compare.within_tolerance``), or
     with a custom-call whose values differ from XLA's for its cluster on the model's own
     operands (``runtime.cluster_check``: same values, bit for bit but for NaN payloads and
-    zero signs), raises ``ModelFailed`` before anything is written."""
+    zero signs), or, when a cluster is rewritten, with a value the canonicalization replaced
+    that its canonical form does not reproduce in the model (``runtime.canonical_check``, the
+    same rule), raises ``ModelFailed`` before anything is written."""
     say(f"[1/3] finding embedding clusters in {model.source} "
         f"({sum(len(g.ops) for g in model.module.graphs)} instructions)")
     result = rewrite_for(model.module, "cpu", group=group, cost_model=cost_model,
@@ -210,6 +223,20 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
                                             if unchecked else "")
                 + (f", {len(in_context)} in the model's own order checked by its outputs"
                    if in_context else "") + ")")
+        if result.module is not model.module:  # the output is the canonical form
+            v["canonical"] = _check_canonical(model, assume_finite_tables,
+                                              {"in_range": inputs, **cases})
+        if not v.get("canonical", {"exact": True})["exact"]:
+            from ember_xla.runtime.canonical_check import replacement_mismatch_line
+
+            raise ModelFailed(f"{model.source}: verify: "
+                              f"{replacement_mismatch_line(v['canonical'])}; nothing written")
+        canon = v.get("canonical", {})
+        if canon.get("checked") or canon.get("unchecked"):
+            say(f"  each value the canonicalization replaced equals its canonical form on "
+                f"XLA:CPU in the model ({canon['checked']} checked"
+                + (f", {len(canon['unchecked'])} inside called computations not checked"
+                   if canon["unchecked"] else "") + ")")
     else:
         say("[2/3] verification skipped (pass --verify)")
     try:

@@ -40,15 +40,32 @@ def _is_ember_call(op: Operation) -> bool:
     return op.opcode == "custom-call" and target.startswith("ember.") and len(op.callees) == 1
 
 
+def append_arrays(g: Any, v: Value, out: list[Value]) -> None:
+    """Append ``v``'s arrays to ``out`` (tuple elements through get-tuple-element ops added
+    to ``g``, nested tuples too)."""
+    _arrays(g, v, v.type, out)
+
+
 def _arrays(g: Any, v: Value, shape: Shape, out: list[Value]) -> None:
-    """Append ``v``'s arrays (tuple elements through get-tuple-element, nested too)."""
     if not shape.is_tuple:
         out.append(v)
         return
     for i, s in enumerate(shape.tuple_shapes):
+        base = v.owner.name if isinstance(v.owner, Operation) else "v"
         gte = g.append(Operation("get-tuple-element", [v], [s], {"tuple_index": i},
-                                 name=f"{v.owner.name}.probe.{i}"))
+                                 name=f"{base}.probe.{i}"))
         _arrays(g, gte.result, s, out)
+
+
+def return_arrays(module: Module, outs: list[Value], name: str) -> None:
+    """Make ``module``'s entry return ``outs`` (a tuple op named ``name``), in place; the
+    model's aliasing of outputs to parameters is dropped with its outputs."""
+    entry = module.entry
+    assert entry is not None
+    entry.root = entry.append(Operation("tuple", outs, [Shape.tuple_of([v.type for v in outs])],
+                                        name=name))
+    for key in ("input_output_alias", "buffer_donor"):  # indices of the model's outputs
+        module.attributes.pop(key, None)
 
 
 def probe_module(rewritten: Module, only: set[str] | None = None
@@ -71,19 +88,15 @@ def probe_module(rewritten: Module, only: set[str] | None = None
                                      [cc.callees[0]], name=f"{cc.name}.reference"))
         got: list[Value] = []
         want: list[Value] = []
-        _arrays(entry, cc.result, cc.result.type, got)
-        _arrays(entry, ref.result, ref.result.type, want)
+        append_arrays(entry, cc.result, got)
+        append_arrays(entry, ref.result, want)
         outs.extend(got + want)
         probed.append(ProbedCall(cc.name, str(cc.attributes["custom_call_target"]), len(got)))
-    root = entry.append(Operation("tuple", outs, [Shape.tuple_of([v.type for v in outs])],
-                                  name="probe.root"))
-    entry.root = root
-    for key in ("input_output_alias", "buffer_donor"):  # indices of the model's outputs
-        m.attributes.pop(key, None)
+    return_arrays(m, outs, "probe.root")
     return m, probed, unchecked
 
 
-def _value_diff(want: np.ndarray, got: np.ndarray) -> tuple[float, list[int] | None]:
+def value_diff(want: np.ndarray, got: np.ndarray) -> tuple[float, list[int] | None]:
     """The largest |difference| (``compare.elementwise_diffs``: inf for NaN against a number
     or unequal infinities; 0 for equal values and NaN against NaN) and where."""
     from ember_xla.runtime.compare import elementwise_diffs
@@ -157,7 +170,7 @@ def _run_probe(exe: Any, calls: list[ProbedCall], rows: list[dict[str, Any]],
                 if a.tobytes() == b.tobytes():
                     continue
                 row["bitwise_equal"] = False
-                diff, where = _value_diff(a, b)
+                diff, where = value_diff(a, b)
                 if diff > row["max_abs_diff"]:
                     row.update(exact=False, max_abs_diff=diff, output=i, where=where,
                                case=case, reference=float(np.asarray(a, np.float64)

@@ -1,5 +1,5 @@
 """The generic IR core: uses, replace-all-uses, erase, clone, DCE, topological order,
-pattern driver and pipeline strings."""
+pattern driver (and the replacements it records) and pipeline strings."""
 
 import dataclasses
 
@@ -19,6 +19,7 @@ from ember_xla.ir.rewriter import (
     PatternRewriter,
     RewritePattern,
     apply_patterns_greedily,
+    recording_replacements,
     remove_dead_code,
 )
 
@@ -92,10 +93,15 @@ def test_greedy_pattern_driver_reaches_fixpoint():
     b = Builder(g, before=z)
     n2 = b.create("negate", [y.result], "t")
     z.set_operand(1, n2.result)
-    apply_patterns_greedily(m, [FoldDoubleNegate()])
+    with recording_replacements() as replaced:
+        apply_patterns_greedily(m, [FoldDoubleNegate()])
+    assert [(a.owner, b.owner) for a, b in replaced] == [(n2, x)]  # what a checker compares
     assert z.operands[1] is x.result
     remove_dead_code(g)
     assert [op.opcode for op in g.ops] == ["parameter", "add"]
+    rw = PatternRewriter()
+    rw.replace_all_uses(z.operands[1], x.result)  # outside the block: nothing recorded
+    assert len(replaced) == 1
 
 
 @register_pass

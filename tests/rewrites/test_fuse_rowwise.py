@@ -2,7 +2,7 @@
 transformation whose update ``optax.apply_updates`` adds) fused into the lookup's gradient as
 ``ember.sparse_rowwise_adagrad``: whole steps bit-identical to XLA's under
 both excess-precision settings (loss, table, per-row accumulator), untouched rows that the
-dense update would change updated as XLA does, and the update left in XLA, with the reason,
+dense update would change (denormals included) updated as XLA does, and the update left in XLA, with the reason,
 where the kernel's row-wise mean of squares is not XLA:CPU's."""
 
 from __future__ import annotations
@@ -95,6 +95,17 @@ def test_hand_written_rowwise_adagrad(lo, hi, kind, column):
     assert fused(r) == ["rowwise_adagrad"]
     (e,) = ts.backward(r)
     assert e["custom_call"].startswith("ember_sparse_rowwise_adagrad")
+
+
+@needs_order
+def test_denormals_flushed_in_untouched_rows_as_xla_flushes_them():
+    """XLA:CPU's dense update reads a denormal as the zero of its sign (DAZ), in the rows no id
+    touches too; the kernel updates such rows as XLA does."""
+    w, t, accum, ids, y = setup(3)
+    t[::2, 0], t[1::2, 0] = np.float32(-1e-39), np.float32(3e-40)
+    accum[::3] = np.float32(1e-39)
+    r = ts.check_step(rowwise_step(ts.bag_take(w)), t, accum, ids, y)
+    assert fused(r) == ["rowwise_adagrad"]
 
 
 @needs_order

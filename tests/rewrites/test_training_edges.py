@@ -2,9 +2,12 @@
 covered by test_fuse_optimizer.py / patterns/test_scatter_grad.py / the corpus: out-of-range
 ids in clip mode under a fused SGD, a segment bag with empty bags and out-of-range segment ids
 under a fused SGD (the gathered gradient form with its mask), a zero learning rate for a fused
-Adagrad, and one table looked up by two bags whose rows overlap (the two gradients are summed
-before the update, so the update stays in XLA with its reason). Every step bit-identical to
-XLA's with excess precision allowed and not (training_steps.check_step)."""
+Adagrad, denormals in the table and the slots (XLA:CPU's dense update flushes them to the zero
+of their sign in every row, rows no id touches too; rowwise Adagrad's in test_fuse_rowwise.py),
+and one table looked up by two bags whose
+rows overlap (the two gradients are summed before the update, so the update stays in XLA with
+its reason). Every step bit-identical to XLA's with excess precision allowed and not
+(training_steps.check_step)."""
 
 from __future__ import annotations
 
@@ -60,6 +63,29 @@ def test_zero_learning_rate_fused_adagrad():
     opt = optax.adagrad(0.0)
     r = ts.check_step(ts.optax_step(ts.bag_take(w), opt), t, opt.init(t), ids, y)
     assert optimizers(r) == ["adagrad"]
+
+
+def _with_denormals(x: np.ndarray) -> np.ndarray:
+    """``x`` with a denormal of either sign in the first column of every row."""
+    x = np.array(x, np.float32)
+    x[::2, 0], x[1::2, 0] = np.float32(-1e-39), np.float32(3e-40)
+    return x
+
+
+@pytest.mark.parametrize("name", ["sgd", "adagrad"])
+def test_denormals_flushed_in_untouched_rows_as_xla_flushes_them(name):
+    if name != "sgd" and not ts.fused_here(f"sparse_{name}"):
+        pytest.skip(f"sparse_{name} is not fused on this CPU (its rsqrt or mean order is not "
+                    "XLA:CPU's), so there is no call to test")
+    rng = np.random.default_rng(25)
+    w, t = ts.head(rng), _with_denormals(ts.table(rng))
+    ids, y = ts.batch(rng, 0, 8)                        # rows 8.. untouched
+    opt = optax.sgd(0.1) if name == "sgd" else optax.adagrad(0.1)
+    state = opt.init(t)
+    if name == "adagrad":                               # denormal accumulators too
+        state = jax.tree.map(lambda a: _with_denormals(a) if np.ndim(a) == 2 else a, state)
+    r = ts.check_step(ts.optax_step(ts.bag_take(w), opt), t, state, ids, y)
+    assert optimizers(r) == [name]
 
 
 def test_one_table_two_overlapping_bags_keeps_the_summed_update_in_xla():
