@@ -50,9 +50,11 @@ from ember_xla.rewrites.fuse_rowwise import row_chain, row_user, row_value, roww
 from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
 from ember_xla.rewrites.walk import NoMatch
 
-REFUSED = ("the update of a row without gradient is not the identity (Adam, momentum, weight "
-           "decay, global-norm clipping ...) or the gradient is used elsewhere: the update "
-           "stays in XLA, the gradient kernel replaces the scatter")
+REFUSED = ("the update is not one of the fused forms (SGD, Adagrad, Keras' Adagrad, rowwise "
+           "Adagrad, each as below), e.g. the update of a row without gradient is not the "
+           "identity (Adam, momentum, weight decay, global-norm clipping ...), or the gradient "
+           "is used elsewhere: the update stays in XLA, the gradient kernel replaces the "
+           "scatter")
 
 
 @dataclasses.dataclass

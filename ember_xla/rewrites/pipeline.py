@@ -151,9 +151,12 @@ class RewriteClusters(ModulePass):
         # its operand there too, forward ones included
         scatters = grads or any(e["kind"] == ORDERED_SCATTER.kind for e in entries)
         fused = fuse_optimizers(module, rw) if self.fuse_optimizer and scatters else {}
+        unfused = ("the gradient is computed inside a called computation (a loop body: a scan "
+                   "over microbatches), which optimizer fusion does not enter; its update stays "
+                   "in XLA" if self.fuse_optimizer else "optimizer fusion is off")
         for e in grads:
             e.update(fused.get(e["custom_call"], {
-                "optimizer": None, "optimizer_reason": "optimizer fusion is off"}))
+                "optimizer": None, "optimizer_reason": unfused}))
             if e.get("optimizer") is not None and plan is not None:
                 # rewritten whatever the unfused gradient's prediction: the fused call also
                 # replaces XLA's dense update of the whole table

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ember_xla.hlo.shape import Shape
+from ember_xla.hlo.entry_outputs import append_arrays, return_arrays
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.value import Value
@@ -38,34 +38,6 @@ class ProbedCall:
 def _is_ember_call(op: Operation) -> bool:
     target = str(op.attributes.get("custom_call_target", ""))
     return op.opcode == "custom-call" and target.startswith("ember.") and len(op.callees) == 1
-
-
-def append_arrays(g: Any, v: Value, out: list[Value]) -> None:
-    """Append ``v``'s arrays to ``out`` (tuple elements through get-tuple-element ops added
-    to ``g``, nested tuples too)."""
-    _arrays(g, v, v.type, out)
-
-
-def _arrays(g: Any, v: Value, shape: Shape, out: list[Value]) -> None:
-    if not shape.is_tuple:
-        out.append(v)
-        return
-    for i, s in enumerate(shape.tuple_shapes):
-        base = v.owner.name if isinstance(v.owner, Operation) else "v"
-        gte = g.append(Operation("get-tuple-element", [v], [s], {"tuple_index": i},
-                                 name=f"{base}.probe.{i}"))
-        _arrays(g, gte.result, s, out)
-
-
-def return_arrays(module: Module, outs: list[Value], name: str) -> None:
-    """Make ``module``'s entry return ``outs`` (a tuple op named ``name``), in place; the
-    model's aliasing of outputs to parameters is dropped with its outputs."""
-    entry = module.entry
-    assert entry is not None
-    entry.root = entry.append(Operation("tuple", outs, [Shape.tuple_of([v.type for v in outs])],
-                                        name=name))
-    for key in ("input_output_alias", "buffer_donor"):  # indices of the model's outputs
-        module.attributes.pop(key, None)
 
 
 def probe_module(rewritten: Module, only: set[str] | None = None

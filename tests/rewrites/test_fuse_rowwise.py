@@ -2,8 +2,8 @@
 transformation whose update ``optax.apply_updates`` adds) fused into the lookup's gradient as
 ``ember.sparse_rowwise_adagrad``: whole steps bit-identical to XLA's under
 both excess-precision settings (loss, table, per-row accumulator), untouched rows that the
-dense update would change (denormals included) updated as XLA does, and the update left in XLA, with the reason,
-where the kernel's row-wise mean of squares is not XLA:CPU's."""
+dense update would change (denormals included) updated as XLA does, and the update left in
+XLA, with the reason, where the kernel's row-wise mean of squares is not XLA:CPU's."""
 
 from __future__ import annotations
 

@@ -4,8 +4,9 @@ a model with an ``Embedding`` under ``jax.value_and_grad`` and the optimizer's
 ``benchmarks/bench_keras_jax.py``, its ids drawn out of range too). SGD and Adagrad are fused
 into the lookup's gradient (Keras' Adagrad: ``t - (lr * g) / sqrt(a + eps)``,
 ``ember.sparse_adagrad_keras``) and three steps, each feeding the next, equal ``jax.jit``'s bit
-for bit, from a state with denormals in the table and its slot (which XLA:CPU flushes). Keras picks its backend
-once per process, so the step runs in a child process with ``KERAS_BACKEND=jax``."""
+for bit, from a state with denormals in the table and its slot (which XLA:CPU flushes). Keras
+picks its backend once per process, so the step runs in a child process with
+``KERAS_BACKEND=jax``."""
 
 from __future__ import annotations
 

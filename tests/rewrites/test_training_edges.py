@@ -4,10 +4,10 @@ ids in clip mode under a fused SGD, a segment bag with empty bags and out-of-ran
 under a fused SGD (the gathered gradient form with its mask), a zero learning rate for a fused
 Adagrad, denormals in the table and the slots (XLA:CPU's dense update flushes them to the zero
 of their sign in every row, rows no id touches too; rowwise Adagrad's in test_fuse_rowwise.py),
-and one table looked up by two bags whose
-rows overlap (the two gradients are summed before the update, so the update stays in XLA with
-its reason). Every step bit-identical to XLA's with excess precision allowed and not
-(training_steps.check_step)."""
+a masked bag in a training step (its broadcast mask shared with the backward: a forward
+cluster too), and one table looked up by two bags whose rows overlap (the two gradients are
+summed before the update, so the update stays in XLA with its reason). Every step
+bit-identical to XLA's with excess precision allowed and not (training_steps.check_step)."""
 
 from __future__ import annotations
 
@@ -86,6 +86,30 @@ def test_denormals_flushed_in_untouched_rows_as_xla_flushes_them(name):
         state = jax.tree.map(lambda a: _with_denormals(a) if np.ndim(a) == 2 else a, state)
     r = ts.check_step(ts.optax_step(ts.bag_take(w), opt), t, state, ids, y)
     assert optimizers(r) == [name]
+
+
+@pytest.mark.parametrize("form", ["where", "mask_zero"])
+def test_masked_bag_in_a_training_step_is_a_forward_cluster(form):
+    """The backward selects the gradient rows with the forward's broadcast mask, so the bag's
+    select shares it (split-shared-lookup gives the bag its own copy): forward and backward
+    are both clusters, the update fused."""
+    rng = np.random.default_rng(26)
+    w, t = ts.head(rng, 16), ts.table(rng, d=16)
+    ids, y = ts.batch(rng, -4, ts.V + 4, p=8)         # a padded bag (D = 8 became segments)
+    ids[:, -1] = 0                                      # padding (mask_zero)
+    mask = rng.random(ids.shape) < 0.7
+
+    def bag(table, ids, keep):
+        return jax.numpy.where(keep[..., None], table[ids], 0).sum(1)
+
+    if form == "where":
+        r = ts.check_step(ts.sgd_step(lambda t, i, m, y: ts.mse(bag(t, i, m), w, y), 0.1),
+                          t, ids, mask, y)
+    else:
+        r = ts.check_step(ts.sgd_step(lambda t, i, y: ts.mse(bag(t, i, i != 0), w, y), 0.1),
+                          t, ids, y)
+    assert sorted(c["pass"] for c in r.clusters) == ["backward", "forward"], r.near_misses
+    assert optimizers(r) == ["sgd"]
 
 
 def test_one_table_two_overlapping_bags_keeps_the_summed_update_in_xla():

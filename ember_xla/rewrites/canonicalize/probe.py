@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import dataclasses
 
+from ember_xla.hlo.entry_outputs import append_arrays, return_arrays
 from ember_xla.hlo.shape import Shape
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.rewriter import recording_replacements
 from ember_xla.ir.value import Value
 from ember_xla.rewrites.canonicalize import canonicalize
-from ember_xla.runtime.cluster_check import append_arrays, return_arrays
 
 
 @dataclasses.dataclass(frozen=True)

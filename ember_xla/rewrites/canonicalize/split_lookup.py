@@ -12,7 +12,10 @@ w[:, None]`` aggregated twice); its copy takes the backward slice of index arith
 one gets a copy; when every user does, the first keeps the original. Rows that also escape
 elsewhere (a GAT's attention logits read the gathered sender features its messages are made
 of; a model returns the rows) stay with those users, and the reduction's cluster reads the
-rows again from the table, as XLA, fusing the gather into each of its consumers, does too."""
+rows again from the table, as XLA, fusing the gather into each of its consumers, does too.
+Likewise a mask or weights broadcast over the rows that a bag shares with other code (a
+training step's backward selects its gradient rows with the forward's broadcast mask): the
+bag's select or multiply gets its own copy of the broadcast chain."""
 
 from __future__ import annotations
 
@@ -94,7 +97,47 @@ class SplitSharedLookup(RewritePattern):
                     rw.set_operand(u, pos, copy)
 
 
+_MOVES = ("broadcast", "reshape", "bitcast")
+
+
+def _moves(v: Value) -> list[Operation]:
+    """The broadcasts/reshapes computing ``v`` from a value that is none, operands first."""
+    chain: list[Operation] = []
+    op = v.owner
+    while op.opcode in _MOVES and len(op.operands) == 1 and len(chain) < _LIMIT:
+        chain.append(op)
+        op = op.operands[0].owner
+    return chain[::-1]
+
+
+class SplitSharedMask(RewritePattern):
+    """A mask or weights spread over the rows (``broadcast(m)`` [B, P, D]) that a bag's select
+    or multiply shares with other code (a training step's backward selects the gradient rows
+    with the same broadcast): each such user feeding a bag reduction gets its own copy of the
+    broadcast chain, so the cluster can claim it (the copies compute the same values)."""
+
+    def match_and_rewrite(self, op: Operation, rw: PatternRewriter) -> None:
+        if op.opcode != "broadcast" or len(op.results) != 1:
+            return
+        users = op.result.users
+        feeding = [u for u in users if u.opcode in ("select", "multiply")
+                   and _feeds_reduction(u)]
+        if len(users) < 2 or not feeding:
+            return
+        chain = _moves(op.result)
+        for user in feeding[1:] if len(feeding) == len(users) else feeding:
+            prev: Value | None = None
+            for inner in chain:
+                clone = inner.clone([prev] if prev is not None else list(inner.operands))
+                rw.insert_before(op, clone)
+                prev = clone.result
+            assert prev is not None
+            for u, pos in list(op.result.uses):
+                if u is user:
+                    rw.set_operand(u, pos, prev)
+
+
 @register_pass
 class SplitSharedLookupPass(PatternPass):
     name = "split-shared-lookup"
-    rewrites = (SplitSharedLookup,)
+    rewrites = (SplitSharedLookup, SplitSharedMask)

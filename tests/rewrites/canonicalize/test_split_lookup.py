@@ -1,6 +1,7 @@
 """split-shared-lookup: one lookup feeding two bag reductions gets a copy per reduction (with
 its index arithmetic); rows that also escape to a non-reduction keep the original there and
-give the reduction a copy."""
+give the reduction a copy; a broadcast mask a bag shares with other code is copied for the
+bag."""
 
 import numpy as np
 
@@ -56,3 +57,25 @@ def test_rows_without_a_reduction_are_not_copied(canon):
 
     work, _ = canon(f, [canon.table(), np.array([0, 9, 3], np.int32)], "split-shared-lookup")
     assert len(_gathers(work)) == 1
+
+
+def test_mask_shared_with_other_code_is_copied_for_the_bag(canon):
+    """A training step's backward selects the gradient rows with the forward's broadcast
+    mask; the bag's select gets its own copy of the broadcast chain, the other user keeps it."""
+    import jax
+    import jax.numpy as jnp
+
+    def f(t, ids, m, g):
+        keep = jnp.broadcast_to(m[..., None], ids.shape + (t.shape[1],))
+        return jnp.where(keep, t[ids], 0).sum(1), jnp.where(keep, g, 0)
+
+    ids = np.array([[0, 9, -1], [12, 3, 3]], np.int32)
+    m = np.array([[True, False, True], [True, True, False]])
+    g = np.random.default_rng(1).standard_normal((2, 3, 4)).astype(np.float32)
+    work, _ = canon(jax.jit(f), [canon.table(), ids, m, g], "inline-calls,split-shared-lookup")
+    selects = [op for op in work.entry.ops if op.opcode == "select"
+               and op.operands[0].type.rank == 3]
+    assert len(selects) == 2
+    a, b = (s.operands[0].owner for s in selects)
+    assert a is not b and a.opcode == b.opcode == "broadcast"
+    assert all(len(x.result.users) == 1 for x in (a, b))
