@@ -9,9 +9,9 @@
 // in the order XLA:CPU reduces a row of g * g (RowSumSquares below). A row without gradient
 // (g = +0) keeps its bits when lr is finite with its sign bit clear and the row's accumulator
 // is a non-NaN value with its sign bit clear whose 1 / (sqrt + eps) is positive or +0 and
-// finite, and (under the caller's denormal flushing, XLA:CPU's DAZ/FTZ) neither the row nor its
-// accumulator holds a denormal; otherwise the kernel applies the update with g = 0 to it, as
-// XLA does. f32 only.
+// finite, and (under the caller's denormal flushing, XLA:CPU's DAZ/FTZ: sparse_update.h,
+// ForRows) neither the row nor its accumulator holds a denormal; otherwise the kernel applies
+// the update with g = 0 to it, as XLA does. f32 only.
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -213,14 +213,9 @@ ffi::Error SparseRowwiseAdagradImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum,
             [&](int64_t r, const float* grad) {
               RowUpdate(t, a, r, grad, lr, eps, folded, order, d);
             },
-            [&, flushed = DenormalsFlushed()](int64_t q, int64_t end) {
-              return FirstChangedOrDenormal(
-                  {t, a}, flushed,
-                  [&](int64_t q0, int64_t e0) {
-                    return by_sign ? FirstSignedOrNaN(a.src, q0, e0)
-                                   : FirstChanged(a.src, q0, e0, eps, lr, folded);
-                  },
-                  q, end);
+            [&](int64_t q, int64_t end) {
+              return by_sign ? FirstSignedOrNaN(a.src, q, end)
+                             : FirstChanged(a.src, q, end, eps, lr, folded);
             });
     return ffi::Error::Success();
   });

@@ -23,8 +23,8 @@
 // update with g = 0 to that untouched row (or to every one) as well, which is what XLA
 // computes. Under the caller's denormal flushing (XLA:CPU's DAZ/FTZ) a row holding a denormal
 // in the table or a slot is one the dense update changes (to the zero of its sign), so it gets
-// the update with g = 0 too: each step reads the untouched rows then (FirstWithDenormal, at
-// memory speed), as Adagrad's per-row test already does. f32 only.
+// the update with g = 0 too: each step reads the untouched rows then (sparse_update.h:
+// ForRows, FirstWithDenormal, at memory speed). f32 only.
 // Results alias the operands or not (sparse_update.h: then written once, untouched rows copied).
 #include <vector>
 
@@ -159,16 +159,11 @@ ffi::Error SparseSgdImpl(ffi::AnyBuffer table, ffi::AnyBuffer indices, ffi::AnyB
     BuildRowGroups(indices.untyped_data(), indices.element_type() == ffi::DataType::S32,
                    indices.dimensions()[0], v, &g);
     const RowArray t = Pair(table, *out, d);
-    // untouched rows: unchanged, but for denormals where the caller flushes them
-    const Untouched mode = !UntouchedUnchanged(scale) ? Untouched::kDense
-                           : DenormalsFlushed()       ? Untouched::kCheck
-                                                      : Untouched::kIdentity;
-    ForRows(g, rows, v, d, mode, {t},
+    ForRows(g, rows, v, d, !UntouchedUnchanged(scale), {t},
             [&](int64_t r) { PrefetchRow(t.dst + r * d, d); },
             [&](int64_t r, const float* grad) {
               SgdRow(t.dst + r * d, t.src + r * d, grad, scale, d);
-            },
-            [&](int64_t q, int64_t end) { return FirstWithDenormal(t.src, d, q, end); });
+            });
     return ffi::Error::Success();
   });
 }
@@ -208,14 +203,9 @@ ffi::Error AdagradImpl(ffi::AnyBuffer table, ffi::AnyBuffer accum, ffi::AnyBuffe
             [&](int64_t r, const float* grad) {
               AdagradRow<Keras>(t, a, r, grad, scale, eps, d);
             },
-            [&, flushed = DenormalsFlushed()](int64_t q, int64_t end) {
-              return FirstChangedOrDenormal(
-                  {t, a}, flushed,
-                  [&](int64_t q0, int64_t e0) {
-                    return Keras ? FirstKerasChanged(a.src, eps, d, q0, e0)
-                                 : FirstWithNegativeZero(a.src, d, q0, e0);
-                  },
-                  q, end);
+            [&](int64_t q, int64_t end) {
+              return Keras ? FirstKerasChanged(a.src, eps, d, q, end)
+                           : FirstWithNegativeZero(a.src, d, q, end);
             });
     return ffi::Error::Success();
   });

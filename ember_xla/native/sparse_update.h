@@ -74,8 +74,8 @@ inline ffi::Error ScalarF32(const char* kind, const ffi::AnyBuffer& b, float* ou
   return ffi::Error::Success();
 }
 
-// Does t + 0 * scale leave every t (including -0) unchanged? Only for a finite negative scale,
-// and a denormal t only where the caller's MXCSR keeps denormals (DenormalsFlushed).
+// Does t + 0 * scale leave every t (including -0) unchanged? Only for a finite negative scale
+// (and a denormal t only where the caller keeps denormals: ForRows sees to that).
 inline bool UntouchedUnchanged(float scale) {
   return std::isfinite(scale) && std::signbit(scale);
 }
@@ -117,21 +117,13 @@ __attribute__((target("avx2"))) inline int64_t FirstWithDenormal(const float* x,
   return end;
 }
 
-// The first row in [q, end) that `first` (the optimizer's own test) or a denormal in one of
-// `arrays` (when the caller flushes them) says the dense update changes, or end.
-template <typename FirstFn>
-int64_t FirstChangedOrDenormal(const std::vector<RowArray>& arrays, bool flushed,
-                               const FirstFn& first, int64_t q, int64_t end) {
-  int64_t c = first(q, end);
-  if (flushed)
-    for (const RowArray& a : arrays) c = FirstWithDenormal(a.src, a.width, q, c);
-  return c;
-}
-
 // What the dense update does to a row without gradient: nothing (kIdentity), something
 // (kDense: row_fn(row, 0) for every untouched row, XLA's result), or it depends on the row
 // (kCheck: row_fn(row, 0) for the untouched rows the update changes; first_changed(q, end)
-// returns the first such row in [q, end), or end).
+// returns the first such row in [q, end), or end). Under the caller's denormal flushing
+// (DenormalsFlushed: XLA's) an untouched row holding a denormal in any of `arrays` is one the
+// dense update changes too (to the zero of its sign), whatever the optimizer: ForRows makes
+// kIdentity a kCheck then and adds a denormal test to every check (FirstWithDenormal).
 enum class Untouched { kIdentity, kDense, kCheck };
 
 // Runs row_fn(row, grad) for the touched rows, grad the row's summed gradient (SumGroup, XLA's
@@ -140,7 +132,15 @@ enum class Untouched { kIdentity, kDense, kCheck };
 template <typename AheadFn, typename RowFn, typename FirstChangedFn>
 void ForRows(const RowGroups& g, const UpdateRows& upd, int64_t v, int64_t d, Untouched mode,
              const std::vector<RowArray>& arrays, const AheadFn& ahead, const RowFn& row_fn,
-             const FirstChangedFn& first_changed) {
+             const FirstChangedFn& first_changed_by_update) {
+  const bool flushed = DenormalsFlushed();
+  if (mode == Untouched::kIdentity && flushed) mode = Untouched::kCheck;
+  const auto first_changed = [&](int64_t q, int64_t end) {
+    int64_t c = first_changed_by_update(q, end);
+    if (flushed)
+      for (const RowArray& a : arrays) c = FirstWithDenormal(a.src, a.width, q, c);
+    return c;
+  };
   bool copy = false;
   for (const RowArray& a : arrays) copy = copy || a.distinct();
   if (copy) {  // every byte of a distinct result is written below: map its fresh pages first,

@@ -127,9 +127,8 @@ def _check_canonical(model: Model, assume_finite_tables: bool,
     from ember_xla.rewrites.canonicalize.probe import canonical_probe
     from ember_xla.runtime.canonical_check import check_replacements
 
-    p = canonical_probe(model.module, assume_finite_tables, xla_order=True)
-    return check_replacements(p.original, p.canonical, p.model_arrays, p.replacements,
-                              p.unchecked, input_sets)
+    return check_replacements(canonical_probe(model.module, assume_finite_tables,
+                                              xla_order=True), input_sets)
 
 
 def prepare(model: Model, verify: bool, seed: int, say: Any = print,
@@ -224,19 +223,18 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
                 + (f", {len(in_context)} in the model's own order checked by its outputs"
                    if in_context else "") + ")")
         if result.module is not model.module:  # the output is the canonical form
-            v["canonical"] = _check_canonical(model, assume_finite_tables,
-                                              {"in_range": inputs, **cases})
-        if not v.get("canonical", {"exact": True})["exact"]:
-            from ember_xla.runtime.canonical_check import replacement_mismatch_line
+            canon = v["canonical"] = _check_canonical(model, assume_finite_tables,
+                                                      {"in_range": inputs, **cases})
+            if not canon["exact"]:
+                from ember_xla.runtime.canonical_check import replacement_mismatch_line
 
-            raise ModelFailed(f"{model.source}: verify: "
-                              f"{replacement_mismatch_line(v['canonical'])}; nothing written")
-        canon = v.get("canonical", {})
-        if canon.get("checked") or canon.get("unchecked"):
-            say(f"  each value the canonicalization replaced equals its canonical form on "
-                f"XLA:CPU in the model ({canon['checked']} checked"
-                + (f", {len(canon['unchecked'])} inside called computations not checked"
-                   if canon["unchecked"] else "") + ")")
+                raise ModelFailed(f"{model.source}: verify: "
+                                  f"{replacement_mismatch_line(canon)}; nothing written")
+            if canon["checked"] or canon["unchecked"]:
+                say(f"  each value the canonicalization replaced equals its canonical form on "
+                    f"XLA:CPU in the model ({canon['checked']} checked"
+                    + (f", {len(canon['unchecked'])} inside called computations not checked"
+                       if canon["unchecked"] else "") + ")")
     else:
         say("[2/3] verification skipped (pass --verify)")
     try:

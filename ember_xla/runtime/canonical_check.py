@@ -10,49 +10,37 @@ NaN and of a zero aside)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ember_xla.ir.graph import Module
-from ember_xla.runtime.cluster_check import value_diff
+from ember_xla.runtime.cluster_check import record_difference
 
 
-def check_replacements(original: Module, canonical: Module, model_arrays: int,
-                       replacements: Sequence[Any], unchecked: list[str],
-                       input_sets: dict[str, list[np.ndarray]]) -> dict[str, Any]:
-    """Run both probe modules on each named input set. ``replacements`` (each with
-    ``instruction``, ``opcode``, ``canonical`` and ``arrays``) in output order. Per
-    replacement: ``exact``, and when not, the largest difference, the array, the index, the
-    input set and the original's value there. ``exact`` overall; ``checked`` (how many);
-    ``unchecked`` (outside the entry)."""
+def check_replacements(probe: Any, input_sets: dict[str, list[np.ndarray]]) -> dict[str, Any]:
+    """Run both modules of ``probe`` (``rewrites.canonicalize.probe.CanonicalProbe``:
+    ``original``, ``canonical``, ``model_arrays``, ``replacements`` in output order, each with
+    ``instruction``, ``opcode``, ``canonical`` and ``arrays``, and ``unchecked``) on each named
+    input set. Per replacement: ``exact``, and when not, the largest difference, the array, the
+    index, the input set and the original's value there. ``exact`` overall; ``checked`` (how
+    many); ``unchecked`` (inside computations the entry still calls)."""
     from ember_xla.runtime.execute import compile_module
 
     rows = [{"instruction": r.instruction, "opcode": r.opcode, "canonical": r.canonical,
-             "exact": True, "max_abs_diff": 0.0} for r in replacements]
-    if replacements:
-        want_exe, got_exe = compile_module(original), compile_module(canonical)
+             "exact": True, "max_abs_diff": 0.0} for r in probe.replacements]
+    if rows:
+        want_exe, got_exe = compile_module(probe.original), compile_module(probe.canonical)
         for case, xs in input_sets.items():
-            want = want_exe.run(xs)[model_arrays:]
-            got = got_exe.run(xs)[model_arrays:]
+            want = want_exe.run(xs)[probe.model_arrays:]
+            got = got_exe.run(xs)[probe.model_arrays:]
             k = 0
-            for r, row in zip(replacements, rows, strict=True):
+            for r, row in zip(probe.replacements, rows, strict=True):
                 for i in range(r.arrays):
-                    _record(row, want[k + i], got[k + i], i, case)
+                    record_difference(row, want[k + i], got[k + i], {"array": i, "case": case})
                 k += r.arrays
     bad = [r for r in rows if not r["exact"]]
-    return {"exact": not bad, "checked": len(rows), "unchecked": unchecked,
+    return {"exact": not bad, "checked": len(rows), "unchecked": probe.unchecked,
             "mismatches": bad}
-
-
-def _record(row: dict[str, Any], a: np.ndarray, b: np.ndarray, array: int, case: str) -> None:
-    if a.tobytes() == b.tobytes():
-        return
-    diff, where = value_diff(a, b)
-    if diff > row["max_abs_diff"]:
-        row.update(exact=False, max_abs_diff=diff, array=array, where=where, case=case,
-                   reference=float(np.asarray(a, np.float64)[tuple(where or ())]))
 
 
 def replacement_mismatch_line(check: dict[str, Any]) -> str:

@@ -68,7 +68,7 @@ def probe_module(rewritten: Module, only: set[str] | None = None
     return m, probed, unchecked
 
 
-def value_diff(want: np.ndarray, got: np.ndarray) -> tuple[float, list[int] | None]:
+def _value_diff(want: np.ndarray, got: np.ndarray) -> tuple[float, list[int] | None]:
     """The largest |difference| (``compare.elementwise_diffs``: inf for NaN against a number
     or unequal infinities; 0 for equal values and NaN against NaN) and where."""
     from ember_xla.runtime.compare import elementwise_diffs
@@ -139,14 +139,23 @@ def _run_probe(exe: Any, calls: list[ProbedCall], rows: list[dict[str, Any]],
             got, want = outs[k:k + c.arrays], outs[k + c.arrays:k + 2 * c.arrays]
             k += 2 * c.arrays
             for i, (a, b) in enumerate(zip(want, got, strict=True)):
-                if a.tobytes() == b.tobytes():
-                    continue
-                row["bitwise_equal"] = False
-                diff, where = value_diff(a, b)
-                if diff > row["max_abs_diff"]:
-                    row.update(exact=False, max_abs_diff=diff, output=i, where=where,
-                               case=case, reference=float(np.asarray(a, np.float64)
-                                                          [tuple(where or ())]))
+                if record_difference(row, a, b, {"output": i, "case": case}):
+                    row["bitwise_equal"] = False
+
+
+def record_difference(row: dict[str, Any], want: np.ndarray, got: np.ndarray,
+                      where_from: dict[str, Any]) -> bool:
+    """Whether ``got``'s bits differ from ``want``'s; when its values differ more than
+    ``row``'s largest difference so far, ``row`` becomes not ``exact`` and records the
+    difference, the index, XLA's value there and ``where_from`` (which array, which input
+    set)."""
+    if want.tobytes() == got.tobytes():
+        return False
+    diff, where = _value_diff(want, got)
+    if diff > row["max_abs_diff"]:
+        row.update(exact=False, max_abs_diff=diff, where=where, **where_from,
+                   reference=float(np.asarray(want, np.float64)[tuple(where or ())]))
+    return True
 
 
 def cluster_mismatch_line(check: dict[str, Any]) -> str:

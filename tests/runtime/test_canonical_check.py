@@ -36,8 +36,7 @@ CASES = [("lib", n) for n in sorted(lm.MODELS)] + [("train", n) for n in sorted(
 
 def _check(module, sets, assume_finite_tables=False):
     p = canonical_probe(module, assume_finite_tables)
-    return p, check_replacements(p.original, p.canonical, p.model_arrays, p.replacements,
-                                 p.unchecked, sets)
+    return p, check_replacements(p, sets)
 
 
 #: canonical forms XLA:CPU computes otherwise than the original: the one-hot product of

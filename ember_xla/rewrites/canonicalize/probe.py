@@ -90,8 +90,8 @@ def canonical_probe(module: Module, assume_finite_tables: bool = False,
     canon = module.clone()
     entry = canon.entry
     assert entry is not None and module.entry is not None
-    originals = {id(op): op for g in canon.graphs for op in g.ops}  # refs keep ids unique
-    graph_of = {id(op): g for g in canon.graphs for op in g.ops}
+    # each op before canonicalization and its graph (the refs keep the ids unique)
+    originals = {id(op): (op, g) for g in canon.graphs for op in g.ops}
     with recording_replacements() as pairs:
         canonicalize(canon, assume_finite_tables=assume_finite_tables, xla_order=xla_order)
     called = Module.reachable([entry])
@@ -104,10 +104,10 @@ def canonical_probe(module: Module, assume_finite_tables: bool = False,
     seen: set[int] = set()
     for old, _ in pairs:
         op = old.owner
-        if not isinstance(op, Operation) or originals.get(id(op)) is not op or id(old) in seen:
+        op0, g = originals.get(id(op), (None, None))
+        if op0 is not op or id(old) in seen:
             continue
         seen.add(id(old))
-        g = graph_of[id(op)]
         if g is not entry:
             if id(g) in called:  # else inlined: checked as its call's value in the entry
                 unchecked.append(f"{op.name} (in {g.name})")

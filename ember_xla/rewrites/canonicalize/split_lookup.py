@@ -83,18 +83,25 @@ class SplitSharedLookup(RewritePattern):
         if len(users) < 2 or not feeding:
             return
         cone = _cone(op.result)
-        if cone is None:
-            return
-        for user in feeding[1:] if len(feeding) == len(users) else feeding:
-            mapping: dict[int, Value] = {}
-            for inner in cone:
-                clone = inner.clone([mapping.get(id(o), o) for o in inner.operands])
-                rw.insert_before(op, clone)
-                mapping[id(inner.result)] = clone.result
-            copy = mapping[id(op.result)]
-            for u, pos in list(op.result.uses):
-                if u is user:
-                    rw.set_operand(u, pos, copy)
+        if cone is not None:
+            _give_copies(rw, op, cone, users, feeding)
+
+
+def _give_copies(rw: PatternRewriter, op: Operation, ops: list[Operation],
+                 users: list[Operation], feeding: list[Operation]) -> None:
+    """Give each of ``feeding`` (users of ``op`` feeding a reduction) its own copy of ``ops``
+    (computing ``op``, operands first; their other operands shared); when every user feeds
+    one, the first keeps the original."""
+    for user in feeding[1:] if len(feeding) == len(users) else feeding:
+        mapping: dict[int, Value] = {}
+        for inner in ops:
+            clone = inner.clone([mapping.get(id(o), o) for o in inner.operands])
+            rw.insert_before(op, clone)
+            mapping[id(inner.result)] = clone.result
+        copy = mapping[id(op.result)]
+        for u, pos in list(op.result.uses):
+            if u is user:
+                rw.set_operand(u, pos, copy)
 
 
 _MOVES = ("broadcast", "reshape", "bitcast")
@@ -122,19 +129,8 @@ class SplitSharedMask(RewritePattern):
         users = op.result.users
         feeding = [u for u in users if u.opcode in ("select", "multiply")
                    and _feeds_reduction(u)]
-        if len(users) < 2 or not feeding:
-            return
-        chain = _moves(op.result)
-        for user in feeding[1:] if len(feeding) == len(users) else feeding:
-            prev: Value | None = None
-            for inner in chain:
-                clone = inner.clone([prev] if prev is not None else list(inner.operands))
-                rw.insert_before(op, clone)
-                prev = clone.result
-            assert prev is not None
-            for u, pos in list(op.result.uses):
-                if u is user:
-                    rw.set_operand(u, pos, prev)
+        if len(users) >= 2 and feeding:
+            _give_copies(rw, op, _moves(op.result), users, feeding)
 
 
 @register_pass
