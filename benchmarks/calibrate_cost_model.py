@@ -30,6 +30,10 @@ a lookup's loss, XLA's module vs the one with an unfused ``ember.scatter_grad``,
 rows V, lookups L and D, plain and gathered forms. Its linear fit is stored but the decision
 reads the measured points (ember_xla/rewrites/gradient_rule.py): the fit does not follow them.
 
+The ``sparse_update/<optimizer>`` families (benchmarks/calibrate_fused_updates.py) time a
+lookup's gradient fused with its SGD, Adagrad or rowwise Adagrad update against XLA's scatter
+and dense update, on the same kind of grid, read the same way.
+
 The machine is shared: run it when it is quiet, and compare the fit's residuals printed at
 the end (the JSON keeps them) before trusting a new file.
 """
@@ -48,6 +52,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import calibrate_fused_updates as fused_updates  # noqa: E402
 
 # The fit uses each point's fastest repetition (the one least disturbed by other jobs on a
 # shared machine); the medians are stored beside it.
@@ -480,7 +487,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reps", type=int, default=15)
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--show", action="store_true", help="print only; write no file")
-    p.add_argument("--families", default=",".join([*FAMILIES, GRAD_FAMILY]),
+    p.add_argument("--families",
+                   default=",".join([*FAMILIES, GRAD_FAMILY, *fused_updates.FAMILIES]),
                    help="comma-separated; a subset is measured into the existing --out (or "
                         "the package's file), keeping its other families")
     p.add_argument("--grouped-only", action="store_true",
@@ -500,19 +508,19 @@ def main(argv: list[str] | None = None) -> int:
         calibrate_grouped(doc, args.reps, rng, argv)
         return 0 if args.show else _write(doc, args.out)
     wanted = args.families.split(",")
-    unknown = [f for f in wanted if f not in FAMILIES and f != GRAD_FAMILY]
+    known = [*FAMILIES, GRAD_FAMILY, *fused_updates.FAMILIES]
+    unknown = [f for f in wanted if f not in known]
     if unknown:
-        raise SystemExit(f"unknown families {unknown}; known: {[*FAMILIES, GRAD_FAMILY]}")
-    if set(wanted) < {*FAMILIES, GRAD_FAMILY}:
+        raise SystemExit(f"unknown families {unknown}; known: {known}")
+    if set(wanted) < set(known):
         doc = json.loads((args.out if args.out.exists() else OUT).read_text())
         for fam in wanted:
-            doc["families"][fam] = (calibrate_grad(args.reps, rng, argv) if fam == GRAD_FAMILY
-                                    else _calibrate_family(fam, args.reps, rng, argv))
+            doc["families"][fam] = _calibrate_family(fam, args.reps, rng, argv)
         return 0 if args.show else _write(doc, args.out)
     families = {}
     for fam in wanted:
-        if fam == GRAD_FAMILY:
-            families[fam] = calibrate_grad(args.reps, rng, argv)
+        if fam == GRAD_FAMILY or fam in fused_updates.FAMILIES:
+            families[fam] = _calibrate_family(fam, args.reps, rng, argv)
             continue
         op = FAMILIES[fam]
         points = []
@@ -542,8 +550,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _calibrate_family(fam: str, reps: int, rng, argv: list[str] | None) -> dict:
-    """One lookup family measured and fitted alone (into an existing file), with the command,
-    date and load average of this measurement."""
+    """One family measured (and a lookup family fitted) alone, with the command, date and load
+    average of this measurement."""
+    if fam == GRAD_FAMILY:
+        return calibrate_grad(reps, rng, argv)
+    if fam in fused_updates.FAMILIES:
+        return fused_updates.calibrate(fam, reps, rng, argv)
     load0 = os.getloadavg()[0]
     points = [measure(FAMILIES[fam], b, pool, d, reps, rng)
               for b in BATCHES for pool in POOLINGS for d in DIMS]

@@ -29,7 +29,7 @@ void RunGrouped(const RowGroups& g, const UpdateRows& upd, int64_t v, int64_t d,
     std::memset(out + r0 * d, 0, static_cast<size_t>((r1 - r0) * d) * sizeof(T));
   });
   const GroupedRows rows = ResolveRows(g, upd);
-  ParallelGroups(g, [&](int64_t k0, int64_t k1) {
+  ParallelGroups(g, 0, [&](int64_t k0, int64_t k1) {
     ForGroupRange<T>(
         g, rows, d, k0, k1, [&](int64_t k) { __builtin_prefetch(out + g.rows[k] * d, 1); },
         [&](int64_t k, const float* acc) {

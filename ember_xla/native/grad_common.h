@@ -127,10 +127,13 @@ inline void ParallelRows(int64_t total, int64_t min_per_part,
   RunCuts(EvenCuts(total, parts), fn);
 }
 
-// Runs fn(k0, k1) over the row groups split into parts of about equal update counts.
-inline void ParallelGroups(const RowGroups& g, const std::function<void(int64_t, int64_t)>& fn) {
+// Runs fn(k0, k1) over the row groups split into parts of about equal update counts (at most
+// `max_parts` of them when that is positive).
+inline void ParallelGroups(const RowGroups& g, int64_t max_parts,
+                           const std::function<void(int64_t, int64_t)>& fn) {
   const int64_t n = static_cast<int64_t>(g.rows.size());
-  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(PoolThreads() * 2, n / 16));
+  int64_t parts = std::max<int64_t>(1, std::min<int64_t>(PoolThreads() * 2, n / 16));
+  if (max_parts > 0) parts = std::min(parts, max_parts);
   RunCuts(GroupCuts(g, parts), fn);
 }
 
@@ -217,16 +220,40 @@ inline void SumGroup(const RowGroups& g, const GroupedRows& rows, int64_t d, int
   }
 }
 
+// Asks for the first update rows of group k (at most kFirstRows of them) to be read soon: a
+// group's own sum prefetches its later rows, but with about one update per touched row (ids
+// spread over a table as large as the batch) every group starts on a cache miss otherwise.
+template <typename T>
+inline void PrefetchGroupRows(const RowGroups& g, const GroupedRows& rows, int64_t d, int64_t k) {
+  constexpr int64_t kFirstRows = 2;
+  const int32_t* src = rows.src + g.start[k];
+  const int64_t cnt = std::min<int64_t>(g.count(k), kFirstRows);
+  const char* base = static_cast<const char*>(rows.base);
+  const int64_t bytes = d * static_cast<int64_t>(sizeof(T));
+  for (int64_t j = 0; j < cnt; ++j) {
+    if (src[j] < 0) continue;
+    const char* p = base + static_cast<int64_t>(src[j]) * bytes;
+    for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
+  }
+}
+
 // For the groups [k0, k1): fn(k, acc) with acc row k's summed updates (SumGroup); before
-// that, ahead(k + kAheadGroups) so the caller can prefetch what that later fn will touch.
+// that, ahead(k + kAheadGroups) so the caller can prefetch what that later fn will touch, and
+// the first update rows of that group.
 template <typename T, typename Ahead, typename Fn>
 inline void ForGroupRange(const RowGroups& g, const GroupedRows& rows, int64_t d, int64_t k0,
                           int64_t k1, const Ahead& ahead, const Fn& fn) {
   constexpr int64_t kAheadGroups = 4;
   std::vector<float> acc(static_cast<size_t>(d));
-  for (int64_t k = k0; k < std::min(k1, k0 + kAheadGroups); ++k) ahead(k);
+  for (int64_t k = k0; k < std::min(k1, k0 + kAheadGroups); ++k) {
+    ahead(k);
+    PrefetchGroupRows<T>(g, rows, d, k);
+  }
   for (int64_t k = k0; k < k1; ++k) {
-    if (k + kAheadGroups < k1) ahead(k + kAheadGroups);
+    if (k + kAheadGroups < k1) {
+      ahead(k + kAheadGroups);
+      PrefetchGroupRows<T>(g, rows, d, k + kAheadGroups);
+    }
     SumGroup<T>(g, rows, d, k, acc.data());
     fn(k, acc.data());
   }

@@ -39,7 +39,7 @@ void ApplyRow(float* o, const float* u, int64_t d) {
 
 template <bool kSubtract>
 void Run(const RowGroups& g, const float* upd, int64_t d, float* out) {
-  ParallelGroups(g, [&](int64_t k0, int64_t k1) {
+  ParallelGroups(g, 0, [&](int64_t k0, int64_t k1) {
     for (int64_t k = k0; k < k1; ++k) {
       if (k + 2 < k1) PrefetchRow(out + g.rows[k + 2] * d, d);
       float* o = out + g.rows[k] * d;

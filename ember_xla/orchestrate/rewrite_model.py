@@ -150,9 +150,9 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
                          assume_finite_tables=assume_finite_tables)
     for c in result.clusters:
         t = c["table"]
+        update = f"optimizer {c['optimizer']}" if c.get("optimizer") else "its update in XLA"
         what = (c["attributes"].get("combiner", "segment sum of computed rows,")
-                if c["pass"] == "forward"
-                else f"gradient, optimizer {c.get('optimizer') or 'kept in XLA'},")
+                if c["pass"] == "forward" else f"gradient, {update},")
         say(f"  cluster {c['custom_call']}: {c['kind']} {what} over "
             f"table {t['instruction']} [{t['rows']}x{t['dim']} {t['dtype']}] -> {c['output']}")
     for grp in result.groups:
@@ -163,7 +163,10 @@ def prepare(model: Model, verify: bool, seed: int, say: Any = print,
                f"{p['xla']} us in XLA)" if p else "")
         say(f"  {grp['custom_call']}: {len(grp['members'])} {what} into one call{why}")
     for n in result.near_misses:
-        say(f"  near-miss at {n['location']['instruction']}: {n['reason']}")
+        fused = n.get("fused_predicted_us")
+        also = (f"; fused with its update: predicted {fused['ember']} us vs XLA {fused['xla']} us"
+                if fused else "")
+        say(f"  near-miss at {n['location']['instruction']}: {n['reason']}{also}")
     report = {"source": model.source, **result.report()}
     if model.source_names or model.bound:
         report["parameters"] = parameter_entries(model)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -391,10 +392,15 @@ def clipped_gradient(gcall: Operation) -> str | None:
             "kernel replaces the scatter")
 
 
+#: ``judge(gradient call, optimizer, table donated)``: None to fuse, else the report's fields
+#: of an update left unfused (the cost model's decision).
+Judge = Callable[[Operation, str, bool], "dict[str, Any] | None"]
+
+
 def fuse(module: Module, gcall: Operation, index: int, rw: PatternRewriter,
-         adagrad_ok: bool | None) -> dict[str, Any]:
-    """Fuse the update consuming ``gcall``'s gradient if it is exact; returns the report's
-    ``optimizer`` fields."""
+         adagrad_ok: bool | None, judge: Judge | None = None) -> dict[str, Any]:
+    """Fuse the update consuming ``gcall``'s gradient if it is exact (and ``judge`` agrees);
+    returns the report's ``optimizer`` fields."""
     if why := non_f32_table(gcall) or summed_gradients(gcall) or clipped_gradient(gcall):
         return {"optimizer": None, "optimizer_reason": why}
     reasons = []
@@ -413,6 +419,10 @@ def fuse(module: Module, gcall: Operation, index: int, rw: PatternRewriter,
             if order is None:
                 return {"optimizer": None, "optimizer_reason": why}
             f.attrs["sum_order"] = order
+        if judge is not None:
+            kept = judge(gcall, f.optimizer, in_place(module, f.inputs[0]))
+            if kept is not None:
+                return kept
         return _replace(module, gcall, f, index, rw)
     return {"optimizer": None, "optimizer_reason": REFUSED + " (" + "; ".join(reasons) + ")"}
 
@@ -519,10 +529,11 @@ def alias_sparse_apply(module: Module, cc: Operation) -> dict[str, Any]:
     return {"optimizer": None, "optimizer_reason": SLOT_SCATTER}
 
 
-def fuse_optimizers(module: Module, rw: PatternRewriter,
-                    adagrad_ok: bool | None = None) -> dict[str, dict[str, Any]]:
-    """Fuse every exact update (and alias every TF/Keras sparse apply with its variable); per
-    gradient call name, its report fields."""
+def fuse_optimizers(module: Module, rw: PatternRewriter, adagrad_ok: bool | None = None,
+                    judge: Judge | None = None) -> dict[str, dict[str, Any]]:
+    """Fuse every exact update ``judge`` (the cost model; None: every one) lets fuse, and alias
+    every TF/Keras sparse apply with its variable; per gradient call name, its report
+    fields."""
     out = {}
     calls = [op for op in module.entry.ops if op.opcode == "custom-call"
              and op.attributes.get("custom_call_target") == SCATTER_GRAD.name]
@@ -531,7 +542,7 @@ def fuse_optimizers(module: Module, rw: PatternRewriter,
 
         adagrad_ok = rsqrt_matches_xla()
     for i, gcall in enumerate(calls):
-        out[gcall.name] = fuse(module, gcall, i, rw, adagrad_ok)
+        out[gcall.name] = fuse(module, gcall, i, rw, adagrad_ok, judge)
     for op in module.entry.ops:
         if (op.opcode == "custom-call"
                 and op.attributes.get("custom_call_target") == ORDERED_SCATTER.name):

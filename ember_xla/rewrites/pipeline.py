@@ -64,8 +64,10 @@ class RewriteClusters(ModulePass):
     into gathers (exact only for tables without Inf/NaN). ``cost_model``: on | off | env
     (EMBER_XLA_COST_MODEL, default on): clusters the measured cost model predicts faster in XLA
     stay there (profitability.py), reported as near-misses with both predicted times; a
-    lookup's gradient is judged after optimizer fusion: fused, it stays rewritten; unfused
-    and predicted slower, its call goes back to XLA (keep_in_xla.py).
+    lookup's gradient is judged with its update: fused only where the fused call is predicted
+    faster than XLA's scatter and dense update (the entry's ``predicted_us``; otherwise its
+    ``optimizer_reason`` and ``fused_predicted_us`` say so); unfused and predicted slower than
+    XLA's scatter, its call goes back to XLA (keep_in_xla.py).
     ``multi_output``: segment reductions of one lookup (sum and max of the same gathered rows)
     share one ``ember.multi_segment_reduce`` call (multi_output.py), listed in ``groups``.
     ``fuse_optimizer``: a lookup's gradient whose only use is an exact SGD/Adagrad update
@@ -120,6 +122,7 @@ class RewriteClusters(ModulePass):
                 found.counters[n.pattern]["kept_in_xla"] += 1
         allowed: set[int] | None = None if plan is None else set()
         by_name: dict[str, Any] = {}
+        by_call: dict[str, Any] = {}  # gradient clusters by their call's name
         slow_grads: dict[str, tuple[str, dict[str, Any], dict[str, float]]] = {}
         for i, c in enumerate(found.clusters):
             entry = cluster_entry(c, None)  # describe before the cluster's ops are erased
@@ -145,29 +148,48 @@ class RewriteClusters(ModulePass):
                 if grad_miss is not None and miss_entry is not None:
                     slow_grads[cc.name] = (grad_miss.pattern, miss_entry, grad_p)
             by_name[cc.callees[0].name] = c
+            by_call[cc.name] = c
             entries.append(entry)
         grads = [e for e in entries if e["pass"] == "backward"]
         # an ordered scatter (a sparse apply, XLA's fold of A + scatter-add) is aliased with
         # its operand there too, forward ones included
         scatters = grads or any(e["kind"] == ORDERED_SCATTER.kind for e in entries)
-        fused = fuse_optimizers(module, rw) if self.fuse_optimizer and scatters else {}
+        fused_p: dict[str, dict[str, float]] = {}
+
+        def judge(gcall: Any, optimizer: str, donated: bool) -> dict[str, Any] | None:
+            c = by_call.get(gcall.name)
+            p = None if c is None else profitability.fused_prediction(c, optimizer, donated)
+            if p is None:
+                return None
+            why = profitability.fused_kept(c, optimizer, donated, p)
+            if why is None:
+                fused_p[gcall.name] = p
+                return None
+            return {"optimizer": None, "optimizer_reason": why, "fused_predicted_us": _us(p)}
+
+        fused = (fuse_optimizers(module, rw, judge=None if plan is None else judge)
+                 if self.fuse_optimizer and scatters else {})
         unfused = ("the gradient is computed inside a called computation (a loop body: a scan "
                    "over microbatches), which optimizer fusion does not enter; its update stays "
                    "in XLA" if self.fuse_optimizer else "optimizer fusion is off")
         for e in grads:
-            e.update(fused.get(e["custom_call"], {
+            gradient_call = e["custom_call"]
+            e.update(fused.get(gradient_call, {
                 "optimizer": None, "optimizer_reason": unfused}))
             if e.get("optimizer") is not None and plan is not None:
-                # rewritten whatever the unfused gradient's prediction: the fused call also
-                # replaces XLA's dense update of the whole table
+                # the fused call replaces XLA's scatter and its dense update of the table
                 e["decision"] = "fused"
+                if gradient_call in fused_p:
+                    e["predicted_us"] = _us(fused_p[gradient_call])
         for e in list(entries):  # unfused, predicted slower than XLA's scatter: back to XLA
             if e.get("optimizer") is None and e["custom_call"] in slow_grads:
                 pattern, miss, p = slow_grads[e["custom_call"]]
                 keep_in_xla(module, e["custom_call"], rw)
                 entries.remove(e)
+                unfused_why = {k: e[k] for k in ("optimizer_reason", "fused_predicted_us")
+                               if k in e}
                 misses.append({**miss, "kept_in_xla": True, "decision": "xla",
-                               "predicted_us": _us(p)})
+                               "predicted_us": _us(p), **unfused_why})
                 found.counters[pattern]["kept_in_xla"] += 1
         multi = (merge_multi_output(module, rw)
                  if self.multi_output and len(entries) > 1 else [])

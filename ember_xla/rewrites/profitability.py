@@ -27,12 +27,13 @@ Kinds the fit does not describe and that measured slower stay in XLA with their 
 (``unmodelled_slow``): f16 tables, padded bags of bf16 input tables, weighted f16 blocked bags,
 XLA:CPU's scatter folds and TF/Keras sparse applies (``ember.ordered_scatter``).
 
-The gradient of a lookup (``scatter_grad``) is judged later, once optimizer fusion has run
-(rewrites/pipeline.py): a gradient fused into its update always stays rewritten (the fused
-kernel replaces XLA's dense update too), an unfused one by the ``scatter_grad/sum`` family
-(``gradient_prediction``: lookups L, table rows V, D; its measured grid read by
-gradient_rule.py, as the linear model fits it poorly), put back into XLA by keep_in_xla.py
-when predicted not ``MARGIN`` faster.
+The gradient of a lookup (``scatter_grad``) is judged later, during optimizer fusion
+(rewrites/pipeline.py), by measured grids read by gradient_rule.py (the linear model fits them
+poorly): an update is fused only when the fused call is predicted ``MARGIN`` faster than XLA's
+scatter and dense update (``fused_prediction``: the ``sparse_update/<optimizer>`` family, by
+form, donation, table rows V, lookups L and D); an unfused gradient stays rewritten only when
+predicted ``MARGIN`` faster than XLA's scatter (``gradient_prediction``: the
+``scatter_grad/sum`` family), else keep_in_xla.py puts it back.
 """
 
 from __future__ import annotations
@@ -122,6 +123,39 @@ def gradient_prediction(c: Cluster, model: dict[str, Any] | None = None
     s = gradient_sizes(c)
     return gradient_rule.predict(fam["points"], gradient_rule.form_of(c.input_roles),
                                  s["S"], s["L"], s["D"])
+
+
+#: The ``sparse_update`` family whose kernel runs each fused optimizer (Keras' Adagrad is the
+#: Adagrad kernel with its own row formula).
+UPDATE_FAMILIES = {"sgd": "sparse_update/sgd", "adagrad": "sparse_update/adagrad",
+                   "adagrad_keras": "sparse_update/adagrad",
+                   "rowwise_adagrad": "sparse_update/rowwise_adagrad"}
+
+
+def fused_prediction(c: Cluster, optimizer: str, donated: bool,
+                     model: dict[str, Any] | None = None) -> dict[str, float] | None:
+    """Predicted seconds {"ember": ..., "xla": ...} of gradient cluster ``c`` fused with its
+    ``optimizer`` update (``donated``: the table updated in place) against XLA's scatter and
+    dense update, or None when the model has no family for it."""
+    model = model or load_model()
+    fam = model["families"].get(UPDATE_FAMILIES.get(optimizer, ""))
+    if fam is None:
+        return None
+    s = gradient_sizes(c)
+    return gradient_rule.predict(fam["points"], gradient_rule.form_of(c.input_roles),
+                                 s["S"], s["L"], s["D"], donated)
+
+
+def fused_kept(c: Cluster, optimizer: str, donated: bool,
+               p: dict[str, float] | None) -> str | None:
+    """Why ``optimizer``'s update of gradient ``c`` is not fused (predicted not ``MARGIN``
+    faster than XLA), or None when it is."""
+    if p is None or p["ember"] <= (1.0 - MARGIN) * p["xla"]:
+        return None
+    return (f"kept in XLA: the fused {optimizer} update is predicted {us(p['ember'])} vs XLA's "
+            f"scatter and dense update {us(p['xla'])}, not {MARGIN:.0%} faster "
+            f"({UPDATE_FAMILIES[optimizer]}, {gradient_sizes(c)}, table "
+            f"{'donated' if donated else 'kept by the caller'})")
 
 
 def gradient_kept(c: Cluster, p: dict[str, float] | None) -> NearMiss | None:

@@ -56,8 +56,13 @@ def _calibration():
 
 
 def test_constants_are_the_fit_of_the_stored_measurements():
+    """Every fitted family's coefficients; the fused-update families are read only as their
+    measured points (gradient_rule.py) and carry no fit."""
     cal = _calibration()
     for fam, entry in profitability.load_model()["families"].items():
+        if fam in set(profitability.UPDATE_FAMILIES.values()):
+            assert "ember" not in entry and "xla" not in entry, fam
+            continue
         for backend in ("ember", "xla"):
             coef, _ = cal.fit(entry["points"], f"{backend}{profitability.load_model()['fit_on']}")
             stored = entry[backend]
