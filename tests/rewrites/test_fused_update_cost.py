@@ -1,8 +1,9 @@
 """The cost model's verdict on a fused optimizer update: a lookup's gradient and its SGD /
-Adagrad / rowwise Adagrad update become one ``ember.sparse_*`` call only where that call is
-predicted ``MARGIN`` faster than XLA's scatter and dense update, by the measured
-``sparse_update/<optimizer>`` grid of the call's form and of the table's donation; otherwise
-the update stays in XLA with that reason and the unfused gradient is judged on its own. ~20 s
+Adagrad / rowwise Adagrad update of a table the caller keeps become one ``ember.sparse_*``
+call only where that call is predicted ``MARGIN`` faster than XLA's scatter and dense update,
+by the measured ``sparse_update/<optimizer>`` grid of the call's form; otherwise the update
+stays in XLA with that reason and the unfused gradient is judged on its own. A donated
+table's update is fused unjudged (``profitability.JUDGE_DONATED``). ~20 s
 (exports small training steps and runs them on XLA:CPU)."""
 
 from __future__ import annotations
@@ -88,12 +89,25 @@ def test_an_update_predicted_faster_is_fused(monkeypatch):
     assert e["predicted_us"] == {"ember": 500.0, "xla": 1000.0}
 
 
+def test_a_donated_tables_update_is_fused_unjudged(monkeypatch):
+    """The donated points do not describe updates inside a whole training step yet
+    (profitability.JUDGE_DONATED): a donated table's update is fused whatever they say."""
+    model = _model(kept=1.0, donated=1.0)
+    monkeypatch.setattr(profitability, "load_model", lambda: model)
+    step, args = _sgd_step(donate=True)
+    r = ts.check_step(step, *args, cost_model=True)
+    (e,) = ts.backward(r)
+    assert e["optimizer"] == "sgd" and e["decision"] == "fused"
+    assert "fused_predicted_us" not in e
+
+
 @pytest.mark.parametrize("donate", [False, True])
 def test_the_table_donation_picks_the_points(monkeypatch, donate):
     """Kept by the caller the kernel writes a new table; donated it updates in place: each
-    reads its own measurements."""
+    reads its own measurements (once donated updates are judged)."""
     model = _model(kept=1.0, donated=0.5)
     monkeypatch.setattr(profitability, "load_model", lambda: model)
+    monkeypatch.setattr(profitability, "JUDGE_DONATED", True)
     step, args = _sgd_step(donate)
     r = ts.check_step(step, *args, cost_model=True)
     entries = ts.backward(r) + [n for n in r.near_misses if n.get("pass") == "backward"]
