@@ -88,6 +88,22 @@ def test_denormals_flushed_in_untouched_rows_as_xla_flushes_them(name):
     assert optimizers(r) == [name]
 
 
+@pytest.mark.parametrize("name", ["sgd", "adagrad"])
+def test_a_pooled_fused_update_computes_xlas_bits(name):
+    """Above sparse_update.h's kSerialFloats of work the fused call runs on the pool (row
+    groups and untouched-row ranges split between threads); below it on the calling thread,
+    as the small tables of this file do. Denormal rows included."""
+    if name != "sgd" and not ts.fused_here(f"sparse_{name}"):
+        pytest.skip(f"sparse_{name} is not fused on this CPU, so there is no call to test")
+    rng = np.random.default_rng(27)
+    v, d = 6000, 32                                     # 192k floats of table alone
+    w, t = ts.head(rng, d), _with_denormals(ts.table(rng, v=v, d=d))
+    ids, y = ts.batch(rng, 0, v // 2, b=512, p=8)      # rows v/2.. untouched
+    opt = optax.sgd(0.1) if name == "sgd" else optax.adagrad(0.1)
+    r = ts.check_step(ts.optax_step(ts.bag_take(w), opt), t, opt.init(t), ids, y)
+    assert optimizers(r) == [name]
+
+
 @pytest.mark.parametrize("form", ["where", "mask_zero"])
 def test_masked_bag_in_a_training_step_is_a_forward_cluster(form):
     """The backward selects the gradient rows with the forward's broadcast mask, so the bag's
