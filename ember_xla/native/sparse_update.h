@@ -126,9 +126,6 @@ __attribute__((target("avx2"))) inline int64_t FirstWithDenormal(const float* x,
 // kIdentity a kCheck then and adds a denormal test to every check (FirstWithDenormal).
 enum class Untouched { kIdentity, kDense, kCheck };
 
-// Runs row_fn(row, grad) for the touched rows, grad the row's summed gradient (SumGroup, XLA's
-// order), with ahead(row) first for a row a few groups later (prefetch). Then the untouched rows
-// as `mode` says; those left alone have each distinct pair of `arrays` copied (in runs).
 // Below this many floats of work (the updates summed, plus every row of each array read by the
 // untouched-row check or copied) a call runs on the calling thread alone: waking the pool costs
 // more than the second core saves. Measured (optax SGD step, table kept, 2 cores): 1,000 x 16
@@ -145,6 +142,10 @@ inline void PrefetchSources(const std::vector<RowArray>& arrays, int64_t r) {
   }
 }
 
+// Runs row_fn(row, grad) for the touched rows, grad the row's summed gradient (SumGroup, XLA's
+// order), with ahead(row) first for a row a few groups later (prefetch). Then the untouched rows
+// as `mode` says; those left alone have each distinct pair of `arrays` copied (in runs). On the
+// calling thread alone below kSerialFloats of work.
 template <typename AheadFn, typename RowFn, typename FirstChangedFn>
 void ForRows(const RowGroups& g, const UpdateRows& upd, int64_t v, int64_t d, Untouched mode,
              const std::vector<RowArray>& arrays, const AheadFn& ahead, const RowFn& row_fn,

@@ -122,7 +122,6 @@ class RewriteClusters(ModulePass):
                 found.counters[n.pattern]["kept_in_xla"] += 1
         allowed: set[int] | None = None if plan is None else set()
         by_name: dict[str, Any] = {}
-        by_call: dict[str, Any] = {}  # gradient clusters by their call's name
         slow_grads: dict[str, tuple[str, dict[str, Any], dict[str, float]]] = {}
         for i, c in enumerate(found.clusters):
             entry = cluster_entry(c, None)  # describe before the cluster's ops are erased
@@ -148,7 +147,6 @@ class RewriteClusters(ModulePass):
                 if grad_miss is not None and miss_entry is not None:
                     slow_grads[cc.name] = (grad_miss.pattern, miss_entry, grad_p)
             by_name[cc.callees[0].name] = c
-            by_call[cc.name] = c
             entries.append(entry)
         grads = [e for e in entries if e["pass"] == "backward"]
         # an ordered scatter (a sparse apply, XLA's fold of A + scatter-add) is aliased with
@@ -157,7 +155,7 @@ class RewriteClusters(ModulePass):
         fused_p: dict[str, dict[str, float]] = {}
 
         def judge(gcall: Any, optimizer: str, donated: bool) -> dict[str, Any] | None:
-            c = by_call.get(gcall.name)
+            c = by_name.get(gcall.callees[0].name)  # by its outlined computation
             p = None if c is None else profitability.fused_prediction(c, optimizer, donated)
             if p is None:
                 return None
