@@ -82,6 +82,7 @@ typedef uint16_t H8U __attribute__((vector_size(16), aligned(2)));
 typedef uint32_t U8 __attribute__((vector_size(32)));
 constexpr int64_t kAhead = 16;
 
+
 template <typename T>
 __attribute__((target("avx2,f16c"), always_inline)) inline V8 Load8(const T* r) {
   if constexpr (std::is_same<T, float>::value) {
@@ -146,6 +147,103 @@ __attribute__((target("avx2,f16c"))) void BagsAvx2(const T* __restrict table,
   }
 }
 
+// g16[i] += the block sum of vector i of rows r[0..m) (from +0, in order; weighted: each
+// product rounded to f32 first, no FMA); m = kRows, or n when kRows is 0.
+template <typename T, bool kWeighted, int NV, int64_t kRows>
+__attribute__((target("avx2,f16c"), always_inline)) inline void AddBlock(const T* const* r,
+                                                                         const float* w,
+                                                                         int64_t n, V8* g16) {
+  const V8 zero = {0, 0, 0, 0, 0, 0, 0, 0};
+  const int64_t m = kRows > 0 ? kRows : n;
+  for (int i = 0; i < NV; ++i) {
+    V8 blk = zero;
+    for (int64_t j = 0; j < m; ++j) {
+      if constexpr (kWeighted) {
+        const V8 wv = {w[j], w[j], w[j], w[j], w[j], w[j], w[j], w[j]};
+        blk = blk + Load8(r[j] + 8 * i) * wv;
+      } else {
+        blk = blk + Load8(r[j] + 8 * i);
+      }
+    }
+    g16[i] = g16[i] + blk;
+  }
+}
+
+// The same adds in the same order, the block and 16-row sums in registers: per bag, columns in
+// chunks of NV x 8 floats (a 64-float row in one pass; wider rows in several, the later
+// passes re-reading the bag's rows from L1/L2); per 4-row block and vector of the chunk the
+// block sum (from +0, the block's rows in order) is added to that vector's 16-row sum. The
+// 256-row and total sums live in `acc` (2 D floats, L1) and are flushed up at Bags' rows. The
+// first pass prefetches the rows of the lookups kAhead entries ahead (across bags, within
+// the part) whole.
+template <typename T, bool kWeighted, int NV>
+__attribute__((target("avx2,f16c"))) void BlocksAvx2(const T* __restrict table,
+                                                     const T* __restrict weights,
+                                                     const T* nan_row, const Plan& plan,
+                                                     int64_t b0, int64_t b1, int64_t width,
+                                                     int64_t d, bool mean, float* __restrict out,
+                                                     float* __restrict acc) {
+  static_assert(std::is_same<T, float>::value || !kWeighted, "weighted: f32 rows only");
+  const float scale = 1.0f / static_cast<float>(width);
+  const int64_t* all = plan.src.data();
+  const int64_t k_end = b1 * width;
+  const int64_t row_bytes = d * static_cast<int64_t>(sizeof(T));
+  const V8 zero = {0, 0, 0, 0, 0, 0, 0, 0};
+  float* __restrict g256 = acc;
+  float* __restrict top = acc + d;
+  auto prefetch = [&](int64_t k) {
+    if (k < k_end && all[k] >= 0) {
+      const char* a = reinterpret_cast<const char*>(table + all[k] * d);
+      for (int64_t x = 0; x < row_bytes; x += 64)
+        __builtin_prefetch(a + x, 0, EMBER_PREFETCH_LOCALITY);
+    }
+  };
+  for (int64_t k = b0 * width; k < b0 * width + kAhead; ++k) prefetch(k);
+  // Every partial sum is an add's result that started from +0, so never -0 (and a NaN is
+  // already quiet): adding it to a +0 level above is the identity. Bags of up to 16 rows are
+  // their 16-row sum, bags of up to 256 rows their 256-row sum; only longer bags keep `top`.
+  const bool one_group = width <= 16, one_256 = width <= 256;
+  for (int64_t b = b0; b < b1; ++b) {
+    const int64_t* src = all + b * width;
+    for (int64_t c0 = 0; c0 < d; c0 += 8 * NV) {
+      V8 g16[NV];
+      for (int i = 0; i < NV; ++i) g16[i] = zero;
+      if (!one_group)
+        for (int64_t c = c0; c < c0 + 8 * NV; ++c) g256[c] = top[c] = 0.0f;
+      for (int64_t p0 = 0, block = 0; p0 < width; p0 += 4, ++block) {
+        const int64_t n = std::min<int64_t>(4, width - p0);
+        const T* r[4] = {nullptr, nullptr, nullptr, nullptr};
+        float w[4] = {1, 1, 1, 1};
+        for (int64_t j = 0; j < n; ++j) {
+          if (c0 == 0) prefetch(b * width + p0 + j + kAhead);
+          r[j] = RowPointer(table, nan_row, src[p0 + j], d) + c0;
+          if constexpr (kWeighted) w[j] = weights[b * width + p0 + j];
+        }
+        if (n == 4) AddBlock<T, kWeighted, NV, 4>(r, w, n, g16);
+        else AddBlock<T, kWeighted, NV, 0>(r, w, n, g16);
+        if (one_group) continue;
+        const bool last = p0 + n == width;
+        if ((block & 3) == 3 || last) {
+          for (int i = 0; i < NV; ++i) {
+            V8U* g = reinterpret_cast<V8U*>(g256 + c0 + 8 * i);
+            *g = *g + g16[i];
+            g16[i] = zero;
+          }
+          if (!one_256 && (((block >> 2) & 15) == 15 || last))
+            for (int64_t c = c0; c < c0 + 8 * NV; ++c) top[c] = top[c] + g256[c], g256[c] = 0.0f;
+        }
+      }
+      float* o = out + b * d + c0;
+      const float* sum = one_256 ? g256 + c0 : top + c0;
+      const V8 sv = {scale, scale, scale, scale, scale, scale, scale, scale};
+      for (int i = 0; i < NV; ++i) {
+        const V8 v = one_group ? g16[i] : *reinterpret_cast<const V8U*>(sum + 8 * i);
+        *reinterpret_cast<V8U*>(o + 8 * i) = mean ? v * sv : v;
+      }
+    }
+  }
+}
+
 bool HasAvx2() {
   static const bool yes =
       __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("f16c") != 0;
@@ -153,13 +251,24 @@ bool HasAvx2() {
 }
 #endif
 
-// Bags [b0, b1): the AVX2 chunks for tables whose D is a multiple of 8 -- f32 (unweighted, or
-// rows times their weight), bf16 and f16 (unweighted) --, else Bags.
+// Bags [b0, b1) of tables whose D is a multiple of 8 -- f32 (unweighted, or rows times their
+// weight), bf16 and f16 (unweighted) --: BlocksAvx2 where D is a multiple of 64, the AVX2
+// chunks otherwise (each measured the faster there: docs/BENCHMARKS.md); else Bags.
 template <typename T>
 void Part(const T* table, const T* w, const T* nan_row, const Plan& plan, int64_t b0,
           int64_t b1, int64_t width, int64_t d, bool mean, float* out) {
 #if defined(__x86_64__)
   if (d > 0 && d % 8 == 0 && HasAvx2() && (w == nullptr || std::is_same<T, float>::value)) {
+    if (d % 64 == 0) {
+      std::vector<float> acc(static_cast<size_t>(2 * d));
+      if (w == nullptr)
+        BlocksAvx2<T, false, 8>(table, w, nan_row, plan, b0, b1, width, d, mean, out,
+                                acc.data());
+      else if constexpr (std::is_same<T, float>::value)
+        BlocksAvx2<T, true, 8>(table, w, nan_row, plan, b0, b1, width, d, mean, out,
+                               acc.data());
+      return;
+    }
     if (w == nullptr && d % 16 == 0)
       BagsAvx2<T, 2, false>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
     else if (w == nullptr)

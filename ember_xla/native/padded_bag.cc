@@ -5,8 +5,10 @@
 #include "blocked_sum.h"
 #include "handler.h"
 #include "padded_minmax.h"
+#include "pages.h"
 #include "pool.h"
 #include "reduce.h"
+#include "table_pages.h"
 #include "test_fault.h"
 #include "window_sum.h"
 
@@ -75,6 +77,12 @@ ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::Remainin
         if (!mask[k]) plan.src[k] = kMaskedRow;
     plan.row_ptr.resize(bags + 1);
     for (int64_t b = 0; b <= bags; ++b) plan.row_ptr[b] = b * width;
+    // The orders of their own advise what RunPlan advises for the sequential ones (once per
+    // call: a table is collapsed onto huge pages on its second call, table_pages.h).
+    if (sum_order != "sequential" && sum_order != "sequential_fma") {
+      AdviseOutput(out->untyped_data(), out->size_bytes());
+      AdviseTable(table.untyped_data(), table.size_bytes());
+    }
     if (sum_order == "blocked") {
       if (auto e = RunBlockedPaddedSum(table, weights, wtype, plan, bags, width, opt, *out);
           e.failure())

@@ -465,3 +465,44 @@ def test_products_shared_with_other_code_take_the_scaled_order():
         want = run_module(m, [t, ids, val], options=opts)
         got = run_module(r.module, [t, ids, val], options=opts)
         assert all(w.tobytes() == g.tobytes() for w, g in zip(want, got, strict=True))
+
+
+# Rows of a multiple of 64 values take the kernel's register-blocked path (blocked_sum.cc:
+# BlocksAvx2): bags of up to 16 rows (their 16-row sum is the total), of 17..256 rows (the
+# 256-row sums), longer ones (the total kept; YNNPACK tiles bags of more than 32768 / D rows,
+# kept in XLA), a short last block; D of one pass (64) and of several (128, 192).
+WIDE = [(64, 16, 5), (64, 8, 16), (64, 4, 17), (128, 4, 40), (192, 2, 22), (64, 2, 300),
+        (128, 2, 256), (64, 1, 511)]
+
+
+@pytest.mark.parametrize("d,b,p", WIDE, ids=lambda v: str(v))
+@pytest.mark.parametrize("dname", sorted(DTYPES))
+@pytest.mark.parametrize("kind", ["sum", "mean", "scaled"])
+@pytest.mark.parametrize("opts", sorted(OPTIONS))
+def test_wide_rows_blocked_order(kind, dname, d, b, p, opts):
+    """Wide rows in YNNPACK's blocked order, with ids out of range (NaN rows) and rows near the
+    maximum (the order decides ±inf and NaN): XLA:CPU's bits."""
+    if kind == "scaled" and dname != "f32":
+        pytest.skip("rows times one number: the f32 path only (bf16 / f16 products are "
+                    "rounded otherwise and covered by the weighted cases above)")
+    dt = DTYPES[dname]
+    rng = np.random.default_rng(d + b + p)
+    n = 300
+    t = (rng.standard_normal((n, d)) * 3).astype(np.float32)
+    t[::7] = (rng.uniform(0.5, 1.0, (len(t[::7]), d)) * float(np.finfo(dt).max)
+              * np.where(rng.random((len(t[::7]), d)) < 0.5, -1, 1))
+    t = t.astype(dt)
+    ids = rng.integers(-2, n + 2, (b, p)).astype(np.int32)
+    fn = {"sum": lambda t, i: jnp.take(t, i, axis=0).sum(1),
+          "mean": lambda t, i: jnp.take(t, i, axis=0).mean(1),
+          "scaled": lambda t, i: (jnp.take(t, i, axis=0) * SCALE).sum(1)}[kind]
+    m = from_jax(fn, t, ids)
+    r = rewrite_module(m.module, cost_model=False, excess_precision=opts == "excess")
+    (cluster,) = r.clusters
+    assert cluster["attributes"]["sum_order"] == "blocked", cluster
+    want = run_module(m.module, [t, ids], OPTIONS[opts])[0]
+    got = run_module(r.module, [t, ids], OPTIONS[opts])[0]
+    assert np.array_equal(np.isnan(want), np.isnan(got))
+    fin = ~np.isnan(want)
+    assert np.array_equal(_bits(want[fin]), _bits(got[fin])), (
+        f"{int((_bits(want[fin]) != _bits(got[fin])).any(1).sum())} outputs differ")
