@@ -38,6 +38,7 @@ Small tables are cache resident, so a variant can exceed 100% of the random-gath
     python benchmarks/bench_embedding.py --quick    # small smoke run
     python benchmarks/bench_embedding.py --sweep --reps 15   # every batch size, >= 1.0x rows
     python benchmarks/bench_embedding.py --processes 3   # 3 process runs, medians of the ratios
+    python benchmarks/bench_embedding.py --padded   # the stage as padded [B, P] bags (Keras, flax)
     GLIBC_TUNABLES=glibc.malloc.hugetlb=1 python benchmarks/bench_embedding.py
         # malloc'd memory (XLA's buffers) madvised for transparent huge pages: far fewer page
         # faults on the per-execution output/temp buffers (see docs/BENCHMARKS.md)
@@ -53,7 +54,7 @@ import sys
 import time
 
 import numpy as np
-from stage_model import POOLING, make_data, stage_fn
+from stage_model import POOLING, make_data, padded_stage_fn, stage_fn
 from stage_variants import (
     ember_variant,
     gather_probe,
@@ -82,6 +83,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--processes", type=int, default=0,
                    help="run the benchmark this many times, each in a fresh process (one after "
                         "the other), and print the median of each ratio over the runs")
+    p.add_argument("--padded", action="store_true",
+                   help="the stage as Keras / flax write it: padded [B, P] id arrays, "
+                        "jnp.take(t, ids).sum(1) per table (no segment ids)")
     p.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # one-line result
     p.add_argument("--sweep", action="store_true",
                    help="instead: the batch sweep (batch 1/16/256/2048; single tables, the "
@@ -116,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     rows, tables, idx, seg, offsets = make_data(args)
     b, d = args.batch, args.dim
     lookups = b * sum(POOLING)
-    bytes_moved = lookups * d * 4 + lookups * 4 * 2  # rows + ids + segment ids (s32)
+    # rows + ids + segment ids (s32; padded bags have none)
+    bytes_moved = lookups * d * 4 + lookups * 4 * (1 if args.padded else 2)
     print(
         f"DLRM-DCNv2 embedding stage: 26 tables, D={d}, B={b}, f32, {sum(POOLING)} lookups/sample "
         f"({lookups} per batch), rows per table = MLPerf list capped at {args.max_rows:,} "
@@ -124,12 +129,17 @@ def main(argv: list[str] | None = None) -> int:
         f"setup {time.perf_counter() - t0:.1f} s; load average {os.getloadavg()[0]:.2f}; "
         f"GLIBC_TUNABLES={os.environ.get('GLIBC_TUNABLES', '(unset)')}"
     )
-    stage = stage_fn(b)
-    inputs = list(tables) + idx + seg
+    if args.padded:
+        stage = padded_stage_fn()
+        inputs = list(tables) + [i.reshape(b, p) for i, p in zip(idx, POOLING, strict=True)]
+    else:
+        stage = stage_fn(b)
+        inputs = list(tables) + idx + seg
     variants = {}
     names = {}
     variants["xla"] = xla_variant(stage, inputs)
-    names["xla"] = "XLA:CPU jnp.take + segment_sum (jit)"
+    names["xla"] = "XLA:CPU jnp.take + " + ("sum(1), padded" if args.padded else "segment_sum") \
+        + " (jit)"
     run, names["ember"], summary = ember_variant(stage, inputs)
     variants["ember"] = run
     if summary:

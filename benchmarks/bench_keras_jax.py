@@ -12,6 +12,7 @@ is compared bit for bit.
 
     KERAS_BACKEND=jax python benchmarks/bench_keras_jax.py
     KERAS_BACKEND=jax python benchmarks/bench_keras_jax.py --rows 1000000 --rounds 11
+    KERAS_BACKEND=jax python benchmarks/bench_keras_jax.py --fit   # model.fit, compile_keras
 """
 
 from __future__ import annotations
@@ -86,6 +87,56 @@ def loop_rounds(fns: dict, state, batch, n: int, steps: int) -> dict[str, list[f
     return runs
 
 
+def fit_rounds(args) -> None:
+    """``model.fit`` as Keras compiles it (jax.jit) vs after ``ember_xla.compile_keras``: two
+    copies of one model, one epoch each per round, alternating (unshuffled: Keras shuffles with
+    a global generator the two would share); then their weights compared."""
+    import time
+
+    import keras
+
+    import ember_xla
+
+    def make(optimizer):
+        keras.utils.set_random_seed(1)
+        ids_in, dense_in = keras.Input((args.pooling,), dtype="int32"), keras.Input((8,))
+        pooled = keras.layers.GlobalAveragePooling1D()(
+            keras.layers.Embedding(args.rows, args.dim)(ids_in))
+        x = keras.layers.Concatenate()(
+            [pooled, keras.layers.Dense(args.dim, activation="relu")(dense_in)])
+        m = keras.Model([ids_in, dense_in], keras.layers.Dense(1)(x))
+        opt = {"sgd": keras.optimizers.SGD(0.05), "adagrad": keras.optimizers.Adagrad(0.05)}
+        m.compile(optimizer=opt[optimizer], loss="mse")
+        return m
+
+    rng = np.random.default_rng(0)
+    n = args.batch * args.steps
+    x = [rng.integers(0, args.rows, (n, args.pooling)).astype(np.int32),
+         rng.standard_normal((n, 8)).astype(np.float32)]
+    y = rng.standard_normal((n, 1)).astype(np.float32)
+    for optimizer in ("sgd", "adagrad"):
+        models = {"keras (jax.jit)": make(optimizer), "compile_keras": make(optimizer)}
+        handle = ember_xla.compile_keras(models["compile_keras"])
+        for m in models.values():  # compile and warm up
+            m.fit(x, y, batch_size=args.batch, epochs=1, verbose=0, shuffle=False)
+        runs: dict[str, list[float]] = {k: [] for k in models}
+        order = list(models)
+        for r in range(args.rounds):
+            for k in order[r % 2:] + order[:r % 2]:
+                t0 = time.perf_counter()
+                models[k].fit(x, y, batch_size=args.batch, epochs=1, verbose=0,
+                              shuffle=False)
+                runs[k].append((time.perf_counter() - t0) / args.steps)
+        same = all(a.tobytes() == b.tobytes() for a, b in zip(
+            *(m.get_weights() for m in models.values()), strict=True))
+        med = {k: statistics.median(v) for k, v in runs.items()}
+        fused = [c.get("optimizer") for c in handle.clusters() if c["pass"] == "backward"]
+        print(f"{optimizer:8s} model.fit per step: keras {med['keras (jax.jit)'] * 1e3:8.2f} ms  "
+              f"compile_keras {med['compile_keras'] * 1e3:8.2f} ms  speedup "
+              f"{ratio_text(paired(runs, 'keras (jax.jit)', 'compile_keras'))}  fused {fused}  "
+              f"weights bit-equal: {'yes' if same else 'NO'}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", type=int, default=200_000)
@@ -94,6 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pooling", type=int, default=20)
     p.add_argument("--rounds", type=int, default=9)
     p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--fit", action="store_true",
+                   help="time model.fit (Keras' own loop, state donated) before and after "
+                        "ember_xla.compile_keras instead of the custom loop")
     args = p.parse_args(argv)
     if os.environ.get("KERAS_BACKEND") != "jax":
         p.error("run with KERAS_BACKEND=jax (Keras picks its backend once per process)")
@@ -103,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"load average {os.getloadavg()[0]:.2f}; N={args.rows} D={args.dim} "
           f"B={args.batch} P={args.pooling}")
+    if args.fit:
+        fit_rounds(args)
+        return 0
     for optimizer in ("sgd", "adagrad"):
         step, state, batch = build(args.rows, args.dim, args.batch, args.pooling, optimizer)
         for donate in (False, True):

@@ -1,7 +1,8 @@
 """The MLPerf DLRM-DCNv2 (Criteo 1TB) embedding stage as a plain JAX function, and its data:
 26 tables, the MLPerf rows per table (capped), the MLPerf multi-hot pooling factors; each
 table's bags a ``jax.ops.segment_sum`` over its flat sample-major lookups, the 26 pooled
-[B, D] results concatenated. Shared by bench_embedding.py, sweep.py and bench_train.py."""
+[B, D] results concatenated (or, ``padded_stage_fn``, padded [B, P] bags summed). Shared by
+bench_embedding.py, sweep.py and bench_train.py."""
 
 from __future__ import annotations
 
@@ -34,6 +35,21 @@ def make_data(args):
         offsets.append(np.arange(b + 1, dtype=np.int32) * p)
     gc.collect()
     return rows, tables, [jnp.asarray(i) for i in idx], [jnp.asarray(s) for s in seg], offsets
+
+
+def padded_stage_fn():
+    """The same stage as a Keras / flax model writes it: each table's ids a padded [B, P]
+    array (P its pooling factor), ``jnp.take(t, ids).sum(1)`` per table, concatenated. Its
+    arguments: the 26 tables, then the 26 id arrays."""
+    import jax.numpy as jnp
+
+    def stage(*args):
+        k = len(args) // 2
+        tables, ids = args[:k], args[k:]
+        return jnp.concatenate([jnp.take(t, i, axis=0).sum(1)
+                                for t, i in zip(tables, ids, strict=True)], axis=1)
+
+    return stage
 
 
 def stage_fn(batch: int):
