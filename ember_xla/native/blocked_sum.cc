@@ -96,13 +96,19 @@ __attribute__((target("avx2,f16c"), always_inline)) inline V8 Load8(const T* r) 
   }
 }
 
-template <typename T, int NV, bool kWeighted>
+// Levels: how many of the four partial sums a bag needs: 2 for bags of at most 16 rows, 3 up to
+// 256 rows, else 4. Every partial sum is an add's result that started from +0, so never -0
+// (and a NaN is already quiet): adding it to a +0 level above is the identity, so a bag of at
+// most 16 rows is its 16-row sum and one of at most 256 rows its 256-row sum. Fewer levels
+// leave registers for wider chunks.
+template <typename T, int NV, bool kWeighted, int Levels>
 __attribute__((target("avx2,f16c"))) void BagsAvx2(const T* __restrict table,
                                                    const T* __restrict weights,
                                                    const T* nan_row, const Plan& plan,
                                                    int64_t b0, int64_t b1, int64_t width,
                                                    int64_t d, bool mean, float* __restrict out) {
   static_assert(std::is_same<T, float>::value || !kWeighted, "weighted: f32 rows only");
+  static_assert(Levels >= 2 && Levels <= 4, "block and 16-row sums at least");
   const float scale = 1.0f / static_cast<float>(width);
   const int64_t* all = plan.src.data();
   const int64_t k_end = b1 * width;
@@ -115,11 +121,9 @@ __attribute__((target("avx2,f16c"))) void BagsAvx2(const T* __restrict table,
       for (int64_t p = 0; p < width; ++p) {
         if (c0 == 0 && b * width + p + kAhead < k_end) {
           const int64_t ahead = all[b * width + p + kAhead];
-          if (ahead >= 0) {
-            const char* a = reinterpret_cast<const char*>(table + ahead * d);
-            for (int64_t x = 0; x < d * static_cast<int64_t>(sizeof(T)); x += 64)
-              __builtin_prefetch(a + x, 0, EMBER_PREFETCH_LOCALITY);
-          }
+          if (ahead >= 0)
+            PrefetchLines<EMBER_PREFETCH_LOCALITY>(table + ahead * d,
+                                                   d * static_cast<int64_t>(sizeof(T)));
         }
         const int64_t row = src[p];
         const T* r = RowPointer(table, nan_row, row, d) + c0;
@@ -133,18 +137,31 @@ __attribute__((target("avx2,f16c"))) void BagsAvx2(const T* __restrict table,
         const bool last = p + 1 == width;
         if ((p & 3) == 3 || last) {
           for (int i = 0; i < NV; ++i) g16[i] = g16[i] + blk[i], blk[i] = zero;
-          if (((p >> 2) & 3) == 3 || last) {
+          if (Levels >= 3 && (((p >> 2) & 3) == 3 || last)) {
             for (int i = 0; i < NV; ++i) g256[i] = g256[i] + g16[i], g16[i] = zero;
-            if (((p >> 4) & 15) == 15 || last)
+            if (Levels == 4 && (((p >> 4) & 15) == 15 || last))
               for (int i = 0; i < NV; ++i) top[i] = top[i] + g256[i], g256[i] = zero;
           }
         }
       }
       float* o = out + b * d + c0;
+      const V8* sum = Levels == 2 ? g16 : Levels == 3 ? g256 : top;
       for (int i = 0; i < NV; ++i)
-        *reinterpret_cast<V8U*>(o + 8 * i) = mean ? top[i] * scale : top[i];
+        *reinterpret_cast<V8U*>(o + 8 * i) = mean ? sum[i] * scale : sum[i];
     }
   }
+}
+
+// The chunk loop for D a multiple of 8 * NV, with the levels the bags' length needs.
+template <typename T, int NV, bool kWeighted>
+void ChunksAvx2(const T* table, const T* w, const T* nan_row, const Plan& plan, int64_t b0,
+                int64_t b1, int64_t width, int64_t d, bool mean, float* out) {
+  if (width <= 16)
+    BagsAvx2<T, NV, kWeighted, 2>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
+  else if (width <= 256)
+    BagsAvx2<T, NV, kWeighted, 3>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
+  else
+    BagsAvx2<T, NV, kWeighted, 4>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
 }
 
 // g16[i] += the block sum of vector i of rows r[0..m) (from +0, in order; weighted: each
@@ -169,13 +186,13 @@ __attribute__((target("avx2,f16c"), always_inline)) inline void AddBlock(const T
   }
 }
 
-// The same adds in the same order, the block and 16-row sums in registers: per bag, columns in
-// chunks of NV x 8 floats (a 64-float row in one pass; wider rows in several, the later
-// passes re-reading the bag's rows from L1/L2); per 4-row block and vector of the chunk the
-// block sum (from +0, the block's rows in order) is added to that vector's 16-row sum. The
-// 256-row and total sums live in `acc` (2 D floats, L1) and are flushed up at Bags' rows. The
-// first pass prefetches the rows of the lookups kAhead entries ahead (across bags, within
-// the part) whole.
+// The same adds in the same order for bags of more than 16 rows, the block and 16-row sums in
+// registers: per bag, columns in chunks of NV x 8 floats (a 64-float row in one pass; wider
+// rows in several, the later passes re-reading the bag's rows from L1/L2); per 4-row block
+// and vector of the chunk the block sum (from +0, the block's rows in order) is added to that
+// vector's 16-row sum. The 256-row and total sums live in `acc` (2 D floats, L1) and are
+// flushed up at Bags' rows. The first pass prefetches the rows of the lookups kAhead entries
+// ahead (across bags, within the part) whole.
 template <typename T, bool kWeighted, int NV>
 __attribute__((target("avx2,f16c"))) void BlocksAvx2(const T* __restrict table,
                                                      const T* __restrict weights,
@@ -192,24 +209,19 @@ __attribute__((target("avx2,f16c"))) void BlocksAvx2(const T* __restrict table,
   float* __restrict g256 = acc;
   float* __restrict top = acc + d;
   auto prefetch = [&](int64_t k) {
-    if (k < k_end && all[k] >= 0) {
-      const char* a = reinterpret_cast<const char*>(table + all[k] * d);
-      for (int64_t x = 0; x < row_bytes; x += 64)
-        __builtin_prefetch(a + x, 0, EMBER_PREFETCH_LOCALITY);
-    }
+    if (k < k_end && all[k] >= 0)
+      PrefetchLines<EMBER_PREFETCH_LOCALITY>(table + all[k] * d, row_bytes);
   };
   for (int64_t k = b0 * width; k < b0 * width + kAhead; ++k) prefetch(k);
-  // Every partial sum is an add's result that started from +0, so never -0 (and a NaN is
-  // already quiet): adding it to a +0 level above is the identity. Bags of up to 16 rows are
-  // their 16-row sum, bags of up to 256 rows their 256-row sum; only longer bags keep `top`.
-  const bool one_group = width <= 16, one_256 = width <= 256;
+  // Bags of up to 256 rows are their 256-row sum (see BagsAvx2's Levels); longer ones keep
+  // `top`.
+  const bool one_256 = width <= 256;
   for (int64_t b = b0; b < b1; ++b) {
     const int64_t* src = all + b * width;
     for (int64_t c0 = 0; c0 < d; c0 += 8 * NV) {
       V8 g16[NV];
       for (int i = 0; i < NV; ++i) g16[i] = zero;
-      if (!one_group)
-        for (int64_t c = c0; c < c0 + 8 * NV; ++c) g256[c] = top[c] = 0.0f;
+      for (int64_t c = c0; c < c0 + 8 * NV; ++c) g256[c] = top[c] = 0.0f;
       for (int64_t p0 = 0, block = 0; p0 < width; p0 += 4, ++block) {
         const int64_t n = std::min<int64_t>(4, width - p0);
         const T* r[4] = {nullptr, nullptr, nullptr, nullptr};
@@ -221,7 +233,6 @@ __attribute__((target("avx2,f16c"))) void BlocksAvx2(const T* __restrict table,
         }
         if (n == 4) AddBlock<T, kWeighted, NV, 4>(r, w, n, g16);
         else AddBlock<T, kWeighted, NV, 0>(r, w, n, g16);
-        if (one_group) continue;
         const bool last = p0 + n == width;
         if ((block & 3) == 3 || last) {
           for (int i = 0; i < NV; ++i) {
@@ -237,7 +248,7 @@ __attribute__((target("avx2,f16c"))) void BlocksAvx2(const T* __restrict table,
       const float* sum = one_256 ? g256 + c0 : top + c0;
       const V8 sv = {scale, scale, scale, scale, scale, scale, scale, scale};
       for (int i = 0; i < NV; ++i) {
-        const V8 v = one_group ? g16[i] : *reinterpret_cast<const V8U*>(sum + 8 * i);
+        const V8 v = *reinterpret_cast<const V8U*>(sum + 8 * i);
         *reinterpret_cast<V8U*>(o + 8 * i) = mean ? v * sv : v;
       }
     }
@@ -252,33 +263,34 @@ bool HasAvx2() {
 #endif
 
 // Bags [b0, b1) of tables whose D is a multiple of 8 -- f32 (unweighted, or rows times their
-// weight), bf16 and f16 (unweighted) --: BlocksAvx2 where D is a multiple of 64, the AVX2
-// chunks otherwise (each measured the faster there: docs/BENCHMARKS.md); else Bags.
+// weight), bf16 and f16 (unweighted) --, by the loop measured the fastest there
+// (docs/BENCHMARKS.md): D a multiple of 64: bags of up to 16 rows in chunks of 8 vectors,
+// longer ones BlocksAvx2; else chunks of 4 vectors (D a multiple of 32, up to 256 rows: three
+// levels, 12 registers), 2 or 1. Other tables: Bags.
 template <typename T>
 void Part(const T* table, const T* w, const T* nan_row, const Plan& plan, int64_t b0,
           int64_t b1, int64_t width, int64_t d, bool mean, float* out) {
 #if defined(__x86_64__)
   if (d > 0 && d % 8 == 0 && HasAvx2() && (w == nullptr || std::is_same<T, float>::value)) {
-    if (d % 64 == 0) {
-      std::vector<float> acc(static_cast<size_t>(2 * d));
-      if (w == nullptr)
-        BlocksAvx2<T, false, 8>(table, w, nan_row, plan, b0, b1, width, d, mean, out,
-                                acc.data());
-      else if constexpr (std::is_same<T, float>::value)
-        BlocksAvx2<T, true, 8>(table, w, nan_row, plan, b0, b1, width, d, mean, out,
-                               acc.data());
-      return;
-    }
-    if (w == nullptr && d % 16 == 0)
-      BagsAvx2<T, 2, false>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
-    else if (w == nullptr)
-      BagsAvx2<T, 1, false>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
-    else if constexpr (std::is_same<T, float>::value) {
-      if (d % 16 == 0)
-        BagsAvx2<T, 2, true>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
-      else
-        BagsAvx2<T, 1, true>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
-    }
+    auto run = [&](auto weighted) {
+      constexpr bool kW = decltype(weighted)::value;
+      if constexpr (kW && !std::is_same<T, float>::value) {
+        return;  // weighted bf16 / f16 bags take Bags (excluded above)
+      } else if (d % 64 == 0 && width <= 16) {
+        BagsAvx2<T, 8, kW, 2>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
+      } else if (d % 64 == 0) {
+        std::vector<float> acc(static_cast<size_t>(2 * d));
+        BlocksAvx2<T, kW, 8>(table, w, nan_row, plan, b0, b1, width, d, mean, out, acc.data());
+      } else if (d % 32 == 0 && width <= 256) {
+        ChunksAvx2<T, 4, kW>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
+      } else if (d % 16 == 0) {
+        ChunksAvx2<T, 2, kW>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
+      } else {
+        ChunksAvx2<T, 1, kW>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
+      }
+    };
+    if (w == nullptr) run(std::false_type{});
+    else run(std::true_type{});
     return;
   }
 #endif

@@ -231,9 +231,7 @@ inline void PrefetchGroupRows(const RowGroups& g, const GroupedRows& rows, int64
   const char* base = static_cast<const char*>(rows.base);
   const int64_t bytes = d * static_cast<int64_t>(sizeof(T));
   for (int64_t j = 0; j < cnt; ++j) {
-    if (src[j] < 0) continue;
-    const char* p = base + static_cast<int64_t>(src[j]) * bytes;
-    for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
+    if (src[j] >= 0) PrefetchLines<3>(base + static_cast<int64_t>(src[j]) * bytes, bytes);
   }
 }
 

@@ -136,11 +136,8 @@ void Part(const float* table, const float* nan_row, const Plan& plan, int64_t b0
     for (int64_t p = 0; p < width; ++p) {
       rows[p] = RowPointer(table, nan_row, src[p], d);
       const int64_t k = b * width + p + kAhead;
-      if (k < k_end && plan.src[k] >= 0) {
-        const char* a = reinterpret_cast<const char*>(table + plan.src[k] * d);
-        for (int64_t x = 0; x < d * 4; x += 64)
-          __builtin_prefetch(a + x, 0, EMBER_PREFETCH_LOCALITY);
-      }
+      if (k < k_end && plan.src[k] >= 0)
+        PrefetchLines<EMBER_PREFETCH_LOCALITY>(table + plan.src[k] * d, d * 4);
     }
 #if defined(__x86_64__)
     if (HasAvx2()) {

@@ -5,6 +5,7 @@
 // Part p accumulates into out[p*d .. (p+1)*d), which the caller zeroes.
 #include <cstdint>
 
+#include "common.h"
 #include "handler.h"
 #include "pool.h"
 
@@ -19,8 +20,7 @@ __attribute__((always_inline)) inline void Sum(const float* table, int64_t d, co
   const int64_t bytes = d * static_cast<int64_t>(sizeof(float));
   for (int64_t j = lo; j < hi; ++j) {
     if (prefetch > 0 && j + prefetch < hi) {
-      const char* q = reinterpret_cast<const char*>(table + idx[j + prefetch] * d);
-      for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(q + b, 0, 3);
+      ember::PrefetchLines<3>(table + idx[j + prefetch] * d, bytes);
     }
     const float* __restrict row = table + static_cast<int64_t>(idx[j]) * d;
     for (int64_t c = 0; c < d; ++c) acc[c] += row[c];

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 
+#include "common.h"
 #include "reduce_parts.h"
 
 namespace ember {
@@ -56,11 +57,8 @@ __attribute__((always_inline)) inline void Chunk(const Job& job, int64_t r0, int
     const char* c = reinterpret_cast<const char*>(p);
     // several passes re-read the row from cache: keep it there (prefetcht0), else the
     // single-pass hint (reduce_parts.h)
-    if (keep)
-      for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(c + b, 0, 3);
-    else
-      for (int64_t b = 0; b < row_bytes; b += 64)
-        __builtin_prefetch(c + b, 0, EMBER_PREFETCH_LOCALITY);
+    if (keep) PrefetchLines<3>(c, row_bytes);
+    else PrefetchLines<EMBER_PREFETCH_LOCALITY>(c, row_bytes);
   };
   V start, ones;
   for (int l = 0; l < VL; ++l) start[l] = job.init, ones[l] = one;

@@ -43,7 +43,7 @@ inline const T* RowOf(const Job<T, O>& job, int64_t k) {
 }
 
 inline void PrefetchRow(const char* p, int64_t bytes) {
-  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b, 0, EMBER_PREFETCH_LOCALITY);
+  PrefetchLines<EMBER_PREFETCH_LOCALITY>(p, bytes);
 }
 
 // Rows read in several passes (wider than the registers hold) are re-read from cache after
@@ -52,8 +52,7 @@ inline void PrefetchRow(const char* p, int64_t bytes) {
 #define EMBER_PREFETCH_LOCALITY_MULTIPASS 3
 #endif
 inline void PrefetchRowKeep(const char* p, int64_t bytes) {
-  for (int64_t b = 0; b < bytes; b += 64)
-    __builtin_prefetch(p + b, 0, EMBER_PREFETCH_LOCALITY_MULTIPASS);
+  PrefetchLines<EMBER_PREFETCH_LOCALITY_MULTIPASS>(p, bytes);
 }
 
 // The hot case (f32 table and result, unweighted sum, D a multiple of the vector width): each
@@ -135,8 +134,7 @@ __attribute__((always_inline)) inline void SumChunk(const Job<float, float>& job
   auto pf = [&](int64_t k) {
     const char* p = reinterpret_cast<const char*>(rows0(k));
     if (whole) {
-      for (int64_t b = 0; b < kChunkBytes; b += 64)
-        __builtin_prefetch(p + b, 0, EMBER_PREFETCH_LOCALITY);
+      PrefetchLines<EMBER_PREFETCH_LOCALITY>(p, kChunkBytes);
     } else if (keep) {
       PrefetchRowKeep(p, row_bytes);
     } else {

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common.h"
 #include "fresh_pages.h"
 #include "grad_common.h"
 #include "pages.h"
@@ -136,9 +137,7 @@ constexpr int64_t kSerialFloats = int64_t{1} << 17;
 // Asks for the operand rows of row r to be read soon (the results' are the caller's `ahead`).
 inline void PrefetchSources(const std::vector<RowArray>& arrays, int64_t r) {
   for (const RowArray& a : arrays) {
-    if (!a.distinct()) continue;
-    const float* p = a.src + r * a.width;
-    for (int64_t j = 0; j < a.width; j += 16) __builtin_prefetch(p + j);
+    if (a.distinct()) PrefetchLines<3>(a.src + r * a.width, a.width * 4);
   }
 }
 

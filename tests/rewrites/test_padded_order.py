@@ -467,20 +467,23 @@ def test_products_shared_with_other_code_take_the_scaled_order():
         assert all(w.tobytes() == g.tobytes() for w, g in zip(want, got, strict=True))
 
 
-# Rows of a multiple of 64 values take the kernel's register-blocked path (blocked_sum.cc:
-# BlocksAvx2): bags of up to 16 rows (their 16-row sum is the total), of 17..256 rows (the
-# 256-row sums), longer ones (the total kept; YNNPACK tiles bags of more than 32768 / D rows,
-# kept in XLA), a short last block; D of one pass (64) and of several (128, 192).
+# The kernel's loops for YNNPACK's blocked order (blocked_sum.cc): rows of a multiple of 64
+# values (BlocksAvx2), narrower ones in chunks with the levels of partial sums the bag's
+# length needs (bags of at most 16 rows: the 16-row sum is the total; 17..256 rows: the
+# 256-row sums; longer: all four), 4 vectors a chunk (D a multiple of 32), 2 or 1; a short
+# last block; D of one pass and of several. YNNPACK tiles bags of more than 32768 / D rows
+# (kept in XLA).
 WIDE = [(64, 16, 5), (64, 8, 16), (64, 4, 17), (128, 4, 40), (192, 2, 22), (64, 2, 300),
-        (128, 2, 256), (64, 1, 511)]
+        (128, 2, 256), (64, 1, 511), (32, 16, 12), (32, 8, 20), (32, 2, 300), (96, 2, 40),
+        (16, 32, 12), (24, 8, 30)]
 
 
 @pytest.mark.parametrize("d,b,p", WIDE, ids=lambda v: str(v))
 @pytest.mark.parametrize("dname", sorted(DTYPES))
 @pytest.mark.parametrize("kind", ["sum", "mean", "scaled"])
 @pytest.mark.parametrize("opts", sorted(OPTIONS))
-def test_wide_rows_blocked_order(kind, dname, d, b, p, opts):
-    """Wide rows in YNNPACK's blocked order, with ids out of range (NaN rows) and rows near the
+def test_blocked_order_loops(kind, dname, d, b, p, opts):
+    """Each loop of YNNPACK's blocked order, with ids out of range (NaN rows) and rows near the
     maximum (the order decides ±inf and NaN): XLA:CPU's bits."""
     if kind == "scaled" and dname != "f32":
         pytest.skip("rows times one number: the f32 path only (bf16 / f16 products are "
