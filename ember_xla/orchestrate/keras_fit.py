@@ -13,11 +13,11 @@ one that reads Keras' private trainer module.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from ember_xla.orchestrate.jit import EmberJit
+from ember_xla.util.attribute_bound import attribute_bound
 
 _MAKERS = ("make_train_function", "make_test_function", "make_predict_function")
 
@@ -77,17 +77,6 @@ def _check(model: Any) -> None:
                          "its steps are not jitted, so there is nothing to rewrite")
 
 
-@contextlib.contextmanager
-def _jit_bound_to(make: Callable[..., Any]) -> Iterator[None]:
-    trainer = _trainer_module()
-    saved = trainer.jit
-    trainer.jit = make
-    try:
-        yield
-    finally:
-        trainer.jit = saved
-
-
 def compile_keras(model: Any) -> KerasRewrite:
     """Make ``model``'s ``fit`` / ``evaluate`` / ``predict`` compile through ember_xla.jit
     (after ``model.compile``; a later ``model.compile`` keeps it). Returns the handle whose
@@ -105,7 +94,7 @@ def compile_keras(model: Any) -> KerasRewrite:
                 handle.jits.append((_step, j))
                 return j.dispatcher()
 
-            with _jit_bound_to(ember_jit):
+            with attribute_bound(_trainer_module(), "jit", ember_jit):
                 return _original(model, force)
 
         object.__setattr__(model, maker, make_function)

@@ -13,12 +13,12 @@ private ``flax.nnx.transforms.compilation``.
 from __future__ import annotations
 
 import collections
-import contextlib
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from ember_xla.orchestrate.jit import EmberJit
+from ember_xla.util.attribute_bound import attribute_bound
 
 
 class _JaxWithEmberJit:
@@ -32,24 +32,13 @@ class _JaxWithEmberJit:
         return getattr(self._jax, name)
 
 
-@contextlib.contextmanager
-def _nnx_jit_with(jit: Callable[..., Any]) -> Iterator[None]:
-    from flax.nnx.transforms import compilation
-
-    saved = compilation.jax
-    compilation.jax = _JaxWithEmberJit(saved, jit)
-    try:
-        yield
-    finally:
-        compilation.jax = saved
-
-
 def nnx_jit(fun: Callable | None = None, **nnx_jit_kwargs: Any) -> Any:
     """``flax.nnx.jit(fun, **nnx_jit_kwargs)`` compiled through ``ember_xla.jit``; usable as
     ``@nnx_jit`` and ``@nnx_jit(donate_argnums=...)`` like ``nnx.jit``."""
     if fun is None:
         return functools.partial(nnx_jit, **nnx_jit_kwargs)
     from flax import nnx
+    from flax.nnx.transforms import compilation
 
     jits: list[EmberJit] = []
 
@@ -57,7 +46,7 @@ def nnx_jit(fun: Callable | None = None, **nnx_jit_kwargs: Any) -> Any:
         jits.append(EmberJit(fn, **jit_kwargs))
         return jits[-1].dispatcher()
 
-    with _nnx_jit_with(ember_jit):
+    with attribute_bound(compilation, "jax", _JaxWithEmberJit(compilation.jax, ember_jit)):
         wrapped = nnx.jit(fun, **nnx_jit_kwargs)
     # a live view of the reports of every function this nnx.jit compiles (one, today)
     wrapped.ember_reports = collections.ChainMap(*(j.reports for j in jits))
