@@ -98,9 +98,9 @@ __attribute__((target("avx2,f16c"), always_inline)) inline V8 Load8(const T* r) 
 
 // Levels: how many of the four partial sums a bag needs: 2 for bags of at most 16 rows, 3 up to
 // 256 rows, else 4. Every partial sum is an add's result that started from +0, so never -0
-// (and a NaN is already quiet): adding it to a +0 level above is the identity, so a bag of at
-// most 16 rows is its 16-row sum and one of at most 256 rows its 256-row sum. Fewer levels
-// leave registers for wider chunks.
+// (a NaN is already quiet, and under XLA:CPU's flush-to-zero never a denormal): adding it to a
+// +0 level above is the identity, so a bag of at most 16 rows is its 16-row sum and one of at
+// most 256 rows its 256-row sum. Fewer levels leave registers for wider chunks.
 template <typename T, int NV, bool kWeighted, int Levels>
 __attribute__((target("avx2,f16c"))) void BagsAvx2(const T* __restrict table,
                                                    const T* __restrict weights,

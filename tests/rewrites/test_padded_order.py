@@ -483,8 +483,8 @@ WIDE = [(64, 16, 5), (64, 8, 16), (64, 4, 17), (128, 4, 40), (192, 2, 22), (64, 
 @pytest.mark.parametrize("kind", ["sum", "mean", "scaled"])
 @pytest.mark.parametrize("opts", sorted(OPTIONS))
 def test_blocked_order_loops(kind, dname, d, b, p, opts):
-    """Each loop of YNNPACK's blocked order, with ids out of range (NaN rows) and rows near the
-    maximum (the order decides ±inf and NaN): XLA:CPU's bits."""
+    """Each loop of YNNPACK's blocked order, with ids out of range (NaN rows), rows near the
+    maximum (the order decides ±inf and NaN) and denormal rows: XLA:CPU's bits."""
     if kind == "scaled" and dname != "f32":
         pytest.skip("rows times one number: the f32 path only (bf16 / f16 products are "
                     "rounded otherwise and covered by the weighted cases above)")
@@ -495,6 +495,7 @@ def test_blocked_order_loops(kind, dname, d, b, p, opts):
     t[::7] = (rng.uniform(0.5, 1.0, (len(t[::7]), d)) * float(np.finfo(dt).max)
               * np.where(rng.random((len(t[::7]), d)) < 0.5, -1, 1))
     t = t.astype(dt)
+    t[3::11] = np.float32(3e-39) if dname == "f32" else t[3::11]  # denormals: XLA's DAZ
     ids = rng.integers(-2, n + 2, (b, p)).astype(np.int32)
     fn = {"sum": lambda t, i: jnp.take(t, i, axis=0).sum(1),
           "mean": lambda t, i: jnp.take(t, i, axis=0).mean(1),
