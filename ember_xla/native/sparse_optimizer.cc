@@ -241,6 +241,10 @@ EMBER_EXPORT void EmberRsqrtEstimate(const float* x, float* y, int64_t n) {
 
 EMBER_EXPORT int EmberXlaRsqrtSteps() { return ember::kXlaRsqrtSteps; }
 
+// Below this much work a fused update runs on the calling thread (sparse_update.h; ctypes:
+// the test of the pooled path checks that its call is above it).
+EMBER_EXPORT int64_t EmberSparseUpdateSerialFloats() { return ember::kSerialFloats; }
+
 EMBER_HANDLER(EmberSparseSgd, ember::SparseSgdImpl,
               EMBER_ARRAYS_3.Arg<xla::ffi::AnyBuffer>()
                   .RemainingArgs()

@@ -11,12 +11,15 @@ bit-identical to XLA's with excess precision allowed and not (training_steps.che
 
 from __future__ import annotations
 
+import ctypes
+
 import jax
 import numpy as np
 import optax
 import pytest
 import training_steps as ts
 
+from ember_xla.native import load_library
 from ember_xla.native.rsqrt_probe import rsqrt_matches_xla
 
 native = pytest.importorskip("ember_xla.native")
@@ -90,13 +93,19 @@ def test_denormals_flushed_in_untouched_rows_as_xla_flushes_them(name):
 
 @pytest.mark.parametrize("name", ["sgd", "adagrad"])
 def test_a_pooled_fused_update_computes_xlas_bits(name):
-    """Above sparse_update.h's kSerialFloats of work the fused call runs on the pool (row
-    groups and untouched-row ranges split between threads); below it on the calling thread,
-    as the small tables of this file do. Denormal rows included."""
+    """Above sparse_update.h's kSerialFloats of work (checked through the library) the fused
+    call runs on the pool (row groups and untouched-row ranges split between threads); below it
+    on the calling thread, as the small tables of this file do. Denormal rows included."""
     if name != "sgd" and not ts.fused_here(f"sparse_{name}"):
         pytest.skip(f"sparse_{name} is not fused on this CPU, so there is no call to test")
+    lib = load_library()
+    lib.EmberSparseUpdateSerialFloats.restype = ctypes.c_int64
+    lib.EmberPoolThreads.restype = ctypes.c_int64
+    if lib.EmberPoolThreads() < 2:
+        pytest.skip("one pool thread: every fused update runs on the calling thread here")
     rng = np.random.default_rng(27)
     v, d = 6000, 32                                     # 192k floats of table alone
+    assert v * d > lib.EmberSparseUpdateSerialFloats()  # so the call takes the pool
     w, t = ts.head(rng, d), _with_denormals(ts.table(rng, v=v, d=d))
     ids, y = ts.batch(rng, 0, v // 2, b=512, p=8)      # rows v/2.. untouched
     opt = optax.sgd(0.1) if name == "sgd" else optax.adagrad(0.1)
