@@ -119,34 +119,19 @@ def inputs_for(op: str, batch: int, pooling: int, dim: int, rng) -> list[np.ndar
 
 def measure(op: str, batch: int, pooling: int, dim: int, reps: int, rng) -> dict:
     """Median seconds of XLA's module and the rewritten one, alternating in this process."""
-    import jax
-
     from ember_xla.hlo_import.jax_source import from_jax
     from ember_xla.rewrites.pipeline import rewrite_module
-    from ember_xla.runtime.execute import compile_module
 
     args = inputs_for(op, batch, pooling, dim, rng)
     module = from_jax(model_fn(op, batch), *args).module
     result = rewrite_module(module, cost_model=False)
+    where = f"{op} B={batch} P={pooling} D={dim}"
     if len(result.clusters) != 1:
-        raise SystemExit(f"{op} B={batch} P={pooling} D={dim}: expected one cluster, got "
-                         f"{len(result.clusters)} ({result.near_misses})")
-    exes = {"xla": compile_module(module), "ember": compile_module(result.module)}
-    on_device = [jax.device_put(a) for a in args]
-    loaded = {k: e._loaded for k, e in exes.items()}
-    want = np.asarray(loaded["xla"].execute(on_device)[0])
-    got = np.asarray(loaded["ember"].execute(on_device)[0])
-    if not np.array_equal(want.view(np.uint32), got.view(np.uint32)):
-        diff = float(np.abs(want - got).max())
-        print(f"note: {op} B={batch} P={pooling} D={dim}: ember != XLA bit for bit "
-              f"(max |diff| {diff:.3g})", flush=True)
-        if not np.allclose(want, got, rtol=1e-4, atol=1e-4):
-            raise SystemExit(f"{op} B={batch} P={pooling} D={dim}: ember != XLA")
-    times = _alternate(loaded, on_device, reps)
-    lookups = batch * pooling
-    return {"B": batch, "P": pooling, "D": dim, "L": lookups, "S": batch,
-            "xla_s": statistics.median(times["xla"]), "ember_s": statistics.median(times["ember"]),
-            "xla_min_s": min(times["xla"]), "ember_min_s": min(times["ember"])}
+        raise SystemExit(f"{where}: expected one cluster, got {len(result.clusters)} "
+                         f"({result.near_misses})")
+    return {"B": batch, "P": pooling, "D": dim, "L": batch * pooling, "S": batch,
+            **timed_against_xla(module, result.module, result.clusters, result.clusters[0],
+                                args, where, reps)}
 
 
 def grad_fn(form: str, pooled: int):
@@ -186,13 +171,8 @@ def measure_grad(form: str, rows: int, lookups: int, dim: int, reps: int, rng) -
     forward segment sum of the pooled rows also matches the gradient pattern (a scatter-add
     into [B, D] whose ids a gather of ``m`` reads): that call is put back into XLA, so only
     the table's gradient differs."""
-    import jax
-
     from ember_xla.hlo_import.jax_source import from_jax
-    from ember_xla.ir.rewriter import PatternRewriter
-    from ember_xla.rewrites.keep_in_xla import keep_in_xla
     from ember_xla.rewrites.pipeline import rewrite_module
-    from ember_xla.runtime.execute import compile_module
 
     args = grad_inputs(form, rows, lookups, dim, rng)
     module = from_jax(grad_fn(form, lookups // GRAD_POOLING), *args).module
@@ -203,21 +183,9 @@ def measure_grad(form: str, rows: int, lookups: int, dim: int, reps: int, rng) -
     where = f"{GRAD_FAMILY} {form} V={rows} L={lookups} D={dim}"
     if len(table_grads) != 1 or want_roles not in table_grads[0]["inputs"]:
         raise SystemExit(f"{where}: expected one {form} table gradient, got {result.clusters}")
-    rw = PatternRewriter()
-    for c in result.clusters:
-        if c is not table_grads[0]:
-            keep_in_xla(result.module, c["custom_call"], rw)
-    exes = {"xla": compile_module(module), "ember": compile_module(result.module)}
-    on_device = [jax.device_put(a) for a in args]
-    loaded = {k: e._loaded for k, e in exes.items()}
-    outs = {k: [np.asarray(o) for o in ex.execute(on_device)] for k, ex in loaded.items()}
-    for w, g in zip(outs["xla"], outs["ember"], strict=True):
-        if w.tobytes() != g.tobytes():
-            raise SystemExit(f"{where}: ember != XLA")
-    times = _alternate(loaded, on_device, reps)
     return {"form": form, "V": rows, "D": dim, "L": lookups, "S": rows,
-            "xla_s": statistics.median(times["xla"]), "ember_s": statistics.median(times["ember"]),
-            "xla_min_s": min(times["xla"]), "ember_min_s": min(times["ember"])}
+            **timed_against_xla(module, result.module, result.clusters, table_grads[0], args,
+                                where, reps)}
 
 
 def calibrate_grad(reps: int, rng, argv: list[str] | None) -> dict:
@@ -325,24 +293,57 @@ GROUPED_POOLINGS = (2, 10)
 GROUPED_DIMS = (16, 64, 128)
 
 
+def alternate_runs(run, keys, reps: int) -> dict[str, list[float]]:
+    """Seconds per run of each key, alternating, ``reps`` samples each: ``run(key, n)`` runs
+    ``key`` n times and returns seconds per run; enough inner runs per sample that the first
+    key's sample lasts >= ~2 ms."""
+    keys = list(keys)
+    inner = max(1, min(200, int(2e-3 / max(run(keys[0], 1), 1e-6))))
+    times: dict[str, list[float]] = {k: [] for k in keys}
+    for _ in range(reps):
+        for k in keys:
+            times[k].append(run(k, inner))
+    return times
+
+
 def _alternate(exes: dict, on_device: list, reps: int) -> dict[str, list[float]]:
-    """Seconds per run of each executable, alternating, ``reps`` samples each; enough inner
-    runs per sample that the first executable's sample lasts >= ~2 ms."""
+    """``alternate_runs`` of loaded executables, each run on the same inputs."""
     import jax
 
-    first = next(iter(exes.values()))
-    t0 = time.perf_counter()
-    jax.block_until_ready(first.execute(on_device))
-    inner = max(1, min(200, int(2e-3 / max(time.perf_counter() - t0, 1e-6))))
-    times: dict[str, list[float]] = {k: [] for k in exes}
-    for _ in range(reps):
-        for k, ex in exes.items():
-            t = time.perf_counter()
-            for _ in range(inner):
-                outs = ex.execute(on_device)
-            jax.block_until_ready(outs)
-            times[k].append((time.perf_counter() - t) / inner)
-    return times
+    def run(k: str, n: int) -> float:
+        t = time.perf_counter()
+        for _ in range(n):
+            outs = exes[k].execute(on_device)
+        jax.block_until_ready(outs)
+        return (time.perf_counter() - t) / n
+
+    return alternate_runs(run, exes, reps)
+
+
+def timed_against_xla(module, rewritten, clusters: list, chosen: dict, args: list, where: str,
+                      reps: int, alternate=_alternate) -> dict[str, float]:
+    """XLA's ``module`` against ``rewritten`` with every cluster but ``chosen`` put back into
+    XLA: compiled, checked bit for bit (``where`` names the point when they differ) and timed
+    by ``alternate(loaded, inputs, reps)``; the medians and minima in seconds."""
+    import jax
+
+    from ember_xla.ir.rewriter import PatternRewriter
+    from ember_xla.rewrites.keep_in_xla import keep_in_xla
+    from ember_xla.runtime.execute import compile_module
+
+    rw = PatternRewriter()
+    for c in clusters:
+        if c is not chosen and c.get("custom_call"):
+            keep_in_xla(rewritten, c["custom_call"], rw)
+    loaded = {"xla": compile_module(module)._loaded, "ember": compile_module(rewritten)._loaded}
+    outs = {k: [np.asarray(o) for o in ex.execute([jax.device_put(a) for a in args])]
+            for k, ex in loaded.items()}
+    for w, g in zip(outs["xla"], outs["ember"], strict=True):
+        if w.tobytes() != g.tobytes():
+            raise SystemExit(f"{where}: ember != XLA")
+    times = alternate(loaded, [jax.device_put(a) for a in args], reps)
+    return {"xla_s": statistics.median(times["xla"]), "ember_s": statistics.median(times["ember"]),
+            "xla_min_s": min(times["xla"]), "ember_min_s": min(times["ember"])}
 
 
 def measure_floor(reps: int) -> dict:

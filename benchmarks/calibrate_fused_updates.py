@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import statistics
 
 import numpy as np
 
@@ -97,12 +96,13 @@ def step_inputs(optimizer: str, form: str, rows: int, lookups: int, dim: int,
 
 
 def _alternate_loop(exes: dict, on_device: list, slots: int, reps: int) -> dict[str, list[float]]:
-    """As ``calibrate_cost_model._alternate`` for donated steps: each run consumes the state
+    """``calibrate_cost_model.alternate_runs`` of donated steps: each run consumes the state
     (table and slot) the previous run of the same executable returned, as a training loop
-    does; seconds per run, ``reps`` samples each."""
+    does."""
     import time
 
     import jax
+    from calibrate_cost_model import alternate_runs
 
     states = {k: [jax.device_put(np.asarray(a)) for a in on_device[:1 + slots]] for k in exes}
     batch = on_device[1 + slots:]
@@ -115,13 +115,7 @@ def _alternate_loop(exes: dict, on_device: list, slots: int, reps: int) -> dict[
         jax.block_until_ready(states[k])
         return (time.perf_counter() - t) / n
 
-    first = next(iter(exes))
-    inner = max(1, min(200, int(2e-3 / max(run(first, 1), 1e-6))))
-    times: dict[str, list[float]] = {k: [] for k in exes}
-    for _ in range(reps):
-        for k in exes:
-            times[k].append(run(k, inner))
-    return times
+    return alternate_runs(run, exes, reps)
 
 
 def measure(optimizer: str, form: str, rows: int, lookups: int, dim: int, reps: int,
@@ -129,13 +123,10 @@ def measure(optimizer: str, form: str, rows: int, lookups: int, dim: int, reps: 
     """XLA's step and the one whose table gradient and update are one fused call, alternating
     (``donated``: the table and slot donated, each run consuming the previous run's)."""
     import jax
-    from calibrate_cost_model import _alternate
+    from calibrate_cost_model import _alternate, timed_against_xla
 
     from ember_xla.hlo_import.jax_source import from_jax
-    from ember_xla.ir.rewriter import PatternRewriter
-    from ember_xla.rewrites.keep_in_xla import keep_in_xla
     from ember_xla.rewrites.pipeline import rewrite_module
-    from ember_xla.runtime.execute import compile_module
 
     args = step_inputs(optimizer, form, rows, lookups, dim, rng)
     slots = 0 if optimizer == "sgd" else 1
@@ -151,23 +142,10 @@ def measure(optimizer: str, form: str, rows: int, lookups: int, dim: int, reps: 
         got = [(c["kind"], c.get("optimizer"), c.get("optimizer_reason"))
                for c in result.clusters]
         raise SystemExit(f"{where}: expected one fused {optimizer} update, got {got}")
-    rw = PatternRewriter()
-    for c in result.clusters:
-        if c is not fused[0] and c.get("custom_call"):
-            keep_in_xla(result.module, c["custom_call"], rw)
-    exes = {"xla": compile_module(module), "ember": compile_module(result.module)}
-    on_device = [jax.device_put(a) for a in args]
-    loaded = {k: e._loaded for k, e in exes.items()}
-    outs = {k: [np.asarray(o) for o in ex.execute([jax.device_put(a) for a in args])]
-            for k, ex in loaded.items()}
-    for w, g in zip(outs["xla"], outs["ember"], strict=True):
-        if w.tobytes() != g.tobytes():
-            raise SystemExit(f"{where}: ember != XLA")
-    times = (_alternate_loop(loaded, on_device, slots, reps) if donated
-             else _alternate(loaded, on_device, reps))
+    alternate = (lambda ex, dev, n: _alternate_loop(ex, dev, slots, n)) if donated else _alternate
     return {"form": form, "donated": donated, "V": rows, "D": dim, "L": lookups, "S": rows,
-            "xla_s": statistics.median(times["xla"]), "ember_s": statistics.median(times["ember"]),
-            "xla_min_s": min(times["xla"]), "ember_min_s": min(times["ember"])}
+            **timed_against_xla(module, result.module, result.clusters, fused[0], args, where,
+                                reps, alternate)}
 
 
 def calibrate(family: str, reps: int, rng, argv: list[str] | None) -> dict:
