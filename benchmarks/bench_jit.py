@@ -126,6 +126,28 @@ def ratio_text(m: tuple[float, float, float]) -> str:
     return f"{m[0]:.3f}x (95% CI {m[1]:.3f}-{m[2]:.3f})"
 
 
+def step_line(optimizer: str, donated: bool, runs: dict[str, list[float]], base: str,
+              other: str, fused: list, same: bool) -> str:
+    """One result line of a training-step benchmark: both medians per step, the paired
+    speedup of ``other`` over ``base``, the fused updates, the bit check."""
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    return (f"{optimizer:8s} {'donated' if donated else 'kept':8s} {base} "
+            f"{med[base] * 1e3:8.2f} ms  {other} {med[other] * 1e3:8.2f} ms  speedup "
+            f"{ratio_text(paired(runs, base, other))}  fused {fused}  bit-equal first steps: "
+            f"{'yes' if same else 'NO'}")
+
+
+def training_step_arguments(p, rounds: int) -> None:
+    """The flags of the one-table training-step benchmarks (bench_keras_jax.py,
+    bench_nnx_jit.py): the table, the bags, and how long to time."""
+    p.add_argument("--rows", type=int, default=200_000)
+    p.add_argument("--dim", type=int, default=64)
+    p.add_argument("--batch", type=int, default=2048)
+    p.add_argument("--pooling", type=int, default=20)
+    p.add_argument("--rounds", type=int, default=rounds)
+    p.add_argument("--steps", type=int, default=5)
+
+
 def clusters(f) -> str:
     cs = [c for r in f.reports.values() for c in r["clusters"]]
     fwd = sum(c["pass"] == "forward" for c in cs)

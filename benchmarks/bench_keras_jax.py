@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_jit import paired, ratio_text  # noqa: E402
+from bench_jit import paired, ratio_text, step_line, training_step_arguments  # noqa: E402
 
 
 def build(n: int, d: int, b: int, p: int, optimizer: str, lr: float = 0.05,
@@ -139,12 +139,7 @@ def fit_rounds(args) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--rows", type=int, default=200_000)
-    p.add_argument("--dim", type=int, default=64)
-    p.add_argument("--batch", type=int, default=2048)
-    p.add_argument("--pooling", type=int, default=20)
-    p.add_argument("--rounds", type=int, default=9)
-    p.add_argument("--steps", type=int, default=5)
+    training_step_arguments(p, rounds=9)
     p.add_argument("--fit", action="store_true",
                    help="time model.fit (Keras' own loop, state donated) before and after "
                         "ember_xla.compile_keras instead of the custom loop")
@@ -173,11 +168,8 @@ def main(argv: list[str] | None = None) -> int:
                      if c["pass"] == "backward"]
             runs = loop_rounds({"jax.jit": theirs, "ember_xla.jit": ours}, state, batch,
                                args.rounds, args.steps)
-            med = {k: statistics.median(v) for k, v in runs.items()}
-            print(f"{optimizer:8s} {'donated' if donate else 'kept':8s} jax.jit "
-                  f"{med['jax.jit'] * 1e3:8.2f} ms  ember_xla.jit {med['ember_xla.jit'] * 1e3:8.2f}"
-                  f" ms  speedup {ratio_text(paired(runs, 'jax.jit', 'ember_xla.jit'))}  "
-                  f"fused {fused}  bit-equal first step: {'yes' if same else 'NO'}", flush=True)
+            print(step_line(optimizer, donate, runs, "jax.jit", "ember_xla.jit", fused, same),
+                  flush=True)
     return 0
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -24,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_jit import paired, ratio_text  # noqa: E402
+from bench_jit import step_line, training_step_arguments  # noqa: E402
 
 
 def build(args, optimizer: str):
@@ -60,12 +59,7 @@ def step(model, optimizer, ids, x, y):
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--rows", type=int, default=200_000)
-    p.add_argument("--dim", type=int, default=64)
-    p.add_argument("--batch", type=int, default=2048)
-    p.add_argument("--pooling", type=int, default=20)
-    p.add_argument("--rounds", type=int, default=11)
-    p.add_argument("--steps", type=int, default=5)
+    training_step_arguments(p, rounds=11)
     args = p.parse_args(argv)
     import jax
     from flax import nnx
@@ -100,14 +94,10 @@ def main(argv: list[str] | None = None) -> int:
                         loss = fns[k](*states[k], *batch)
                     jax.block_until_ready((loss, nnx.state(states[k][0])))
                     runs[k].append((time.perf_counter() - t0) / args.steps)
-            med = {k: statistics.median(v) for k, v in runs.items()}
             fused = [c.get("optimizer") for r in fns["ember_xla.nnx_jit"].ember_reports.values()
                      for c in r["clusters"] if c["pass"] == "backward"]
-            print(f"{optimizer:8s} {'donated' if donate else 'kept':8s} nnx.jit "
-                  f"{med['nnx.jit'] * 1e3:8.2f} ms  ember_xla.nnx_jit "
-                  f"{med['ember_xla.nnx_jit'] * 1e3:8.2f} ms  speedup "
-                  f"{ratio_text(paired(runs, 'nnx.jit', 'ember_xla.nnx_jit'))}  fused {fused}  "
-                  f"bit-equal first steps: {'yes' if same else 'NO'}", flush=True)
+            print(step_line(optimizer, donate, runs, "nnx.jit", "ember_xla.nnx_jit", fused, same),
+                  flush=True)
     return 0
 
 
