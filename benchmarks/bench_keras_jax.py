@@ -29,12 +29,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_jit import paired, ratio_text, step_line, training_step_arguments  # noqa: E402
 
 
-def build(n: int, d: int, b: int, p: int, optimizer: str, lr: float = 0.05,
-          ids: tuple[int, int] | None = None):
-    """(the training step, its initial state, a batch) of the model above; ``ids``: the range
-    the batch's ids are drawn from (default [0, n))."""
-    import jax
-    import jax.numpy as jnp
+def keras_model(n: int, d: int, p: int, optimizer: str, lr: float = 0.05):
+    """(the model above, its Keras optimizer)."""
     import keras
 
     ids_in = keras.Input((p,), dtype="int32")
@@ -43,6 +39,17 @@ def build(n: int, d: int, b: int, p: int, optimizer: str, lr: float = 0.05,
     x = keras.layers.Concatenate()([pooled, keras.layers.Dense(d, activation="relu")(dense_in)])
     model = keras.Model([ids_in, dense_in], keras.layers.Dense(1)(x))
     opt = {"sgd": keras.optimizers.SGD(lr), "adagrad": keras.optimizers.Adagrad(lr)}[optimizer]
+    return model, opt
+
+
+def build(n: int, d: int, b: int, p: int, optimizer: str, lr: float = 0.05,
+          ids: tuple[int, int] | None = None):
+    """(the training step, its initial state, a batch) of the model above; ``ids``: the range
+    the batch's ids are drawn from (default [0, n))."""
+    import jax
+    import jax.numpy as jnp
+
+    model, opt = keras_model(n, d, p, optimizer, lr)
     opt.build(model.trainable_variables)
     rng = np.random.default_rng(0)
     lo, hi = ids or (0, n)
@@ -99,14 +106,8 @@ def fit_rounds(args) -> None:
 
     def make(optimizer):
         keras.utils.set_random_seed(1)
-        ids_in, dense_in = keras.Input((args.pooling,), dtype="int32"), keras.Input((8,))
-        pooled = keras.layers.GlobalAveragePooling1D()(
-            keras.layers.Embedding(args.rows, args.dim)(ids_in))
-        x = keras.layers.Concatenate()(
-            [pooled, keras.layers.Dense(args.dim, activation="relu")(dense_in)])
-        m = keras.Model([ids_in, dense_in], keras.layers.Dense(1)(x))
-        opt = {"sgd": keras.optimizers.SGD(0.05), "adagrad": keras.optimizers.Adagrad(0.05)}
-        m.compile(optimizer=opt[optimizer], loss="mse")
+        m, opt = keras_model(args.rows, args.dim, args.pooling, optimizer)
+        m.compile(optimizer=opt, loss="mse")
         return m
 
     rng = np.random.default_rng(0)

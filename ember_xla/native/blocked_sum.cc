@@ -82,7 +82,6 @@ typedef uint16_t H8U __attribute__((vector_size(16), aligned(2)));
 typedef uint32_t U8 __attribute__((vector_size(32)));
 constexpr int64_t kAhead = 16;
 
-
 template <typename T>
 __attribute__((target("avx2,f16c"), always_inline)) inline V8 Load8(const T* r) {
   if constexpr (std::is_same<T, float>::value) {
@@ -152,12 +151,15 @@ __attribute__((target("avx2,f16c"))) void BagsAvx2(const T* __restrict table,
   }
 }
 
-// The chunk loop for D a multiple of 8 * NV, with the levels the bags' length needs.
-template <typename T, int NV, bool kWeighted>
+// The chunk loop for D a multiple of 8 * NV, with the levels the bags' length needs, at most
+// MaxLevels (the caller's bags are no longer than that allows).
+template <typename T, int NV, bool kWeighted, int MaxLevels = 4>
 void ChunksAvx2(const T* table, const T* w, const T* nan_row, const Plan& plan, int64_t b0,
                 int64_t b1, int64_t width, int64_t d, bool mean, float* out) {
   if (width <= 16)
     BagsAvx2<T, NV, kWeighted, 2>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
+  else if constexpr (MaxLevels == 3)
+    BagsAvx2<T, NV, kWeighted, 3>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
   else if (width <= 256)
     BagsAvx2<T, NV, kWeighted, 3>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
   else
@@ -282,7 +284,7 @@ void Part(const T* table, const T* w, const T* nan_row, const Plan& plan, int64_
         std::vector<float> acc(static_cast<size_t>(2 * d));
         BlocksAvx2<T, kW, 8>(table, w, nan_row, plan, b0, b1, width, d, mean, out, acc.data());
       } else if (d % 32 == 0 && width <= 256) {
-        ChunksAvx2<T, 4, kW>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
+        ChunksAvx2<T, 4, kW, 3>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
       } else if (d % 16 == 0) {
         ChunksAvx2<T, 2, kW>(table, w, nan_row, plan, b0, b1, width, d, mean, out);
       } else {

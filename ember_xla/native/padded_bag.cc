@@ -77,12 +77,13 @@ ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::Remainin
         if (!mask[k]) plan.src[k] = kMaskedRow;
     plan.row_ptr.resize(bags + 1);
     for (int64_t b = 0; b <= bags; ++b) plan.row_ptr[b] = b * width;
-    // The orders of their own advise what RunPlan advises for the sequential ones (once per
-    // call: a table is collapsed onto huge pages on its second call, table_pages.h).
-    if (sum_order != "sequential" && sum_order != "sequential_fma") {
-      AdviseOutput(out->untyped_data(), out->size_bytes());
-      AdviseTable(table.untyped_data(), table.size_bytes());
-    }
+    // RunPlan (the sequential orders) advises the table and result itself; the other orders
+    // are advised here, once per call (a table is collapsed onto huge pages on its second
+    // call, table_pages.h)
+    if (sum_order == "sequential" || sum_order == "sequential_fma")
+      return RunPlan(table, plan, weights, wtype, opt, *out);
+    AdviseOutput(out->untyped_data(), out->size_bytes());
+    AdviseTable(table.untyped_data(), table.size_bytes());
     if (sum_order == "blocked") {
       if (auto e = RunBlockedPaddedSum(table, weights, wtype, plan, bags, width, opt, *out);
           e.failure())
@@ -98,16 +99,13 @@ ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::Remainin
       InjectTestFault(*out);
       return ffi::Error::Success();
     }
-    if (sum_order == "vector8" || sum_order == "tree32") {
-      const WindowOrder order =
-          sum_order == "vector8" ? WindowOrder::kVector8 : WindowOrder::kTree32;
-      if (auto e = RunWindowedPaddedSum(table, plan, bags, width, order, opt, *out);
-          e.failure())
-        return e;
-      InjectTestFault(*out);
-      return ffi::Error::Success();
-    }
-    return RunPlan(table, plan, weights, wtype, opt, *out);
+    // vector8 or tree32 (the orders were checked above)
+    const WindowOrder order =
+        sum_order == "vector8" ? WindowOrder::kVector8 : WindowOrder::kTree32;
+    if (auto e = RunWindowedPaddedSum(table, plan, bags, width, order, opt, *out); e.failure())
+      return e;
+    InjectTestFault(*out);
+    return ffi::Error::Success();
   });
 }
 
