@@ -1,9 +1,10 @@
 """The cost model's decision on padded bags (``t[ids].sum(1)``, how Keras and flax write a
-bag), checked against measurement: per shape, ``ember_xla.jit`` with no flags and with every
-cluster rewritten (``EMBER_XLA_COST_MODEL=off``) against ``jax.jit``, alternating in one
-process (bench_jit.rounds), with the decision and its predicted times. Shapes off the
-calibration grid (B, P, D between its values) are included, and a four-table stage of one
-batch concatenated (a keras-rs / DLRM-style embedding stage).
+bag; ``--combiner max``: ``jnp.take(t, ids, mode="clip").max(1)``), checked against
+measurement: per shape, ``ember_xla.jit`` with no flags and with every cluster rewritten
+(``EMBER_XLA_COST_MODEL=off``) against ``jax.jit``, alternating in one process
+(bench_jit.rounds), with the decision and its predicted times. Shapes off the calibration grid
+(B, P, D between its values) are included, and a four-table stage of one batch concatenated
+(a keras-rs / DLRM-style embedding stage).
 
 A row is a loss when the default is rewritten but measured slower than jax.jit (by the 95%
 interval), or kept in XLA while the forced rewrite measured 1.33x faster or more (the margin
@@ -11,6 +12,7 @@ the model asks for).
 
     python benchmarks/bench_padded_decision.py            # every shape, 21 rounds
     python benchmarks/bench_padded_decision.py --rounds 11 --shapes 256x5x16,1x20x64
+    python benchmarks/bench_padded_decision.py --combiner max
 """
 
 from __future__ import annotations
@@ -32,19 +34,29 @@ STAGE_ROWS = (1000, 50_000, 200_000, 10)  # the four tables of the stage rows
 MARGIN_SPEEDUP = 1.33
 
 
-def _functions(tables: int):
+def _functions(tables: int, combiner: str):
+    import jax
     import jax.numpy as jnp
+
+    def bag(t, i):
+        if combiner == "max":  # clip mode, as the calibration's max bags
+            return jnp.take(t, i, axis=0, mode="clip").max(1)
+        if combiner == "segment_sum":  # the same bags as a segment sum (not a padded bag)
+            b, p = i.shape
+            seg = jnp.repeat(jnp.arange(b), p)
+            return jax.ops.segment_sum(jnp.take(t, i.reshape(-1), axis=0), seg, b)
+        return t[i].sum(1)
 
     def bags(*args):
         ts, ids = args[:tables], args[tables:]
-        out = [t[i].sum(1) for t, i in zip(ts, ids, strict=True)]
+        out = [bag(t, i) for t, i in zip(ts, ids, strict=True)]
         return out[0] if tables == 1 else jnp.concatenate(out, 1)
 
     return bags
 
 
 def _case(name: str, rows: tuple[int, ...], b: int, p: int, d: int, n: int,
-          rng: np.random.Generator) -> bool:
+          rng: np.random.Generator, combiner: str) -> bool:
     import jax
 
     import ember_xla
@@ -52,7 +64,7 @@ def _case(name: str, rows: tuple[int, ...], b: int, p: int, d: int, n: int,
     args = [rng.standard_normal((r, d), dtype=np.float32) for r in rows] + \
         [rng.integers(0, r, (b, p)).astype(np.int32) for r in rows]
     args = [jax.device_put(a) for a in args]
-    f = _functions(len(rows))
+    f = _functions(len(rows), combiner)
     fns = {"jax.jit": jax.jit(f), "default": ember_xla.jit(f)}
     os.environ["EMBER_XLA_COST_MODEL"] = "off"
     try:
@@ -81,6 +93,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=21)
     p.add_argument("--shapes", default=",".join(SHAPES), help="BxPxD,... (one table each)")
+    p.add_argument("--combiner", choices=("sum", "max", "segment_sum"), default="sum")
     p.add_argument("--stage", default="256x5x16",
                    help="BxPxD of the four-table stage ('' to skip)")
     args = p.parse_args()
@@ -93,10 +106,12 @@ def main() -> int:
     ok = True
     for shape in filter(None, args.shapes.split(",")):
         b, pool, d = (int(x) for x in shape.split("x"))
-        ok &= _case(f"B={b} P={pool} D={d}", (ROWS,), b, pool, d, args.rounds, rng)
+        ok &= _case(f"B={b} P={pool} D={d}", (ROWS,), b, pool, d, args.rounds, rng,
+                    args.combiner)
     if args.stage:
         b, pool, d = (int(x) for x in args.stage.split("x"))
-        ok &= _case(f"4 tables B={b} P={pool} D={d}", STAGE_ROWS, b, pool, d, args.rounds, rng)
+        ok &= _case(f"4 tables B={b} P={pool} D={d}", STAGE_ROWS, b, pool, d, args.rounds, rng,
+                    args.combiner)
     print(f"{'no losses' if ok else 'LOSSES or mismatches above'}; load average "
           f"{os.getloadavg()[0]:.2f}")
     return 0 if ok else 1

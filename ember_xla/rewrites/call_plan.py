@@ -8,8 +8,10 @@ the measured model (``cost_model.json``, ``profitability``; ``benchmarks/calibra
 measures modules of k = 2..26 tables each way):
 
 - a grouped call of the tables ``S``: ``c0 + sum over S of (per_table + work(c))``, where
-  ``work(c)`` is the single kernel's predicted time of ``c`` without its fixed cost and
-  ``c0``/``per_table`` are fitted on measured grouped calls;
+  ``work(c)`` is the single kernel's time of ``c`` without its fixed cost by its family's
+  fitted line (also where the measured grid judges single clusters: the grouped constants
+  are fitted on the line's terms) and ``c0``/``per_table`` are fitted on measured grouped
+  calls;
 - XLA's module of the same tables: ``c0 + sum over S of (per_table + its work terms)``, all
   fitted on measured k-table modules (they are not the sum of one-cluster modules);
 - separate calls: ``c0 + sum over S of (per_table + work(c))`` with the constants fitted
@@ -47,7 +49,9 @@ def _grouped_model() -> dict | None:
 
 
 def _work(c: Cluster, p: dict[str, float]) -> float:
-    """The single kernel's predicted time of ``c`` without its fixed cost."""
+    """The single kernel's predicted time of ``c`` without its fixed cost (``p``: the family's
+    fitted line, ``profitability.fitted_prediction``, on whose terms the grouped model is
+    fitted)."""
     fam = profitability.load_model()["families"][profitability.family(c)]
     return p["ember"] - fam["ember"]["c0_s"]
 
@@ -65,7 +69,7 @@ def group_times(members: list[Cluster]) -> dict[str, float] | None:
     """Predicted seconds of ``members`` as one grouped call, as separate calls and in XLA
     (each as the time of a module holding only them), or None without a model for them."""
     g = _grouped_model()
-    preds = [profitability.predict(c) for c in members]
+    preds = [profitability.fitted_prediction(c) for c in members]
     if g is None or any(p is None for p in preds):
         return None
     parts = [_in_group(c, p, g) for c, p in zip(members, preds, strict=True)]
@@ -90,7 +94,7 @@ def candidate_groups(clusters: list[Cluster]) -> list[list[Cluster]]:
 
 
 def _joins(c: Cluster, g: dict) -> bool:
-    p = profitability.predict(c)
+    p = profitability.fitted_prediction(c)
     if p is None or profitability.unmodelled_slow(c) is not None:
         return False
     grouped, xla = _in_group(c, p, g)

@@ -7,13 +7,13 @@ The model (``cost_model.json`` next to this file, written by
 ``benchmarks/calibrate_cost_model.py``, which records its command, date and raw measurements)
 is per family (kind x combiner class) and per backend:
 ``t = c0 + per_lookup_elem * lookups * D + per_output_elem * rows * D + per_lookup * lookups``:
-per-call overhead, gather-and-reduce work, output work, per-index work. Padded bags
+per-call overhead, gather-and-reduce work, output work, per-index work. Padded sum/mean bags
 (``padded_bag/sum``) are read off their measured points instead (measured_grid.py, in batch,
 pooling and D; the entry's ``decided_by``): XLA:CPU's time for them jumps between sizes and
 its samples are bimodal, so the fit on each point's fastest run under-predicted XLA up to 7x
-(a B=256, P=5, D=16 bag: fitted 16 us, measured median 120 us). Their second statistic
-is the lower quartile, not the minimum: XLA's fastest 2-ms window is a state it seldom runs in.
-A lookup of a table
+(a B=256, P=5, D=16 bag: fitted 16 us, measured median 120 us).
+Their second statistic is the lower quartile, not the minimum: XLA's fastest 2-ms window is a
+state it seldom runs in. A lookup of a table
 computed on every call by an elementwise op (flax ``nn.Embed(dtype=bfloat16)`` converting its
 f32 table, a GNN's ``h * norm[:, None]`` gathered along the edges) costs the kernel path also
 the table written out first, which XLA, fusing the op into its gather, never writes: that
@@ -102,8 +102,27 @@ def _time(coef: dict[str, float], s: dict[str, int]) -> float:
 
 
 def predict(c: Cluster, model: dict[str, Any] | None = None) -> dict[str, float] | None:
-    """Predicted seconds {"ember": ..., "xla": ...} for the cluster, or None when the model has
-    no family for it (then the cluster is rewritten, as without a model)."""
+    """Predicted seconds {"ember": ..., "xla": ...} for the cluster alone, or None when the
+    model has no family for it (then the cluster is rewritten, as without a model)."""
+    if c.kind in DEFERRED:
+        return None
+    model = model or load_model()
+    fam = model["families"].get(family(c))
+    if fam is None:
+        return None
+    if "decided_by" not in fam:
+        return fitted_prediction(c, model)
+    s = sizes(c)
+    p = measured_grid.predict(fam["points"], GRID_KEYS, GRID_KEYS,
+                              {"B": s["S"], "P": s["L"] / max(s["S"], 1), "D": s["D"]},
+                              robust="_q1_s")
+    return {"ember": p["ember"] + computed_table_s(c, fam), "xla": p["xla"]}
+
+
+def fitted_prediction(c: Cluster, model: dict[str, Any] | None = None
+                      ) -> dict[str, float] | None:
+    """The family's fitted line at the cluster's sizes, whichever rule judges the cluster
+    alone: the grouped-call model (call_plan.py) is fitted on these work terms."""
     if c.kind in DEFERRED:
         return None
     model = model or load_model()
@@ -111,11 +130,6 @@ def predict(c: Cluster, model: dict[str, Any] | None = None) -> dict[str, float]
     if fam is None:
         return None
     s = sizes(c)
-    if "decided_by" in fam:
-        p = measured_grid.predict(fam["points"], GRID_KEYS, GRID_KEYS,
-                                  {"B": s["S"], "P": s["L"] / max(s["S"], 1), "D": s["D"]},
-                                  robust="_q1_s")
-        return {"ember": p["ember"] + computed_table_s(c, fam), "xla": p["xla"]}
     return {"ember": _time(fam["ember"], s) + computed_table_s(c, fam),
             "xla": _time(fam["xla"], s)}
 

@@ -83,7 +83,7 @@ def test_one_fixed_cost_for_the_group():
     g = profitability.load_model()["grouped"]
     # one fixed cost: adding 6 tables adds their per-table and work terms, not a c0 each
     assert math.isclose(t8["grouped"] - t2["grouped"],
-                        sum(call_plan._in_group(c, profitability.predict(c), g)[0]
+                        sum(call_plan._in_group(c, profitability.fitted_prediction(c), g)[0]
                             for c in cand[2:]), rel_tol=1e-9)
     assert t8["grouped"] > t2["grouped"] and t8["xla"] > t2["xla"]
     assert t8["separate_calls"] > t2["separate_calls"]

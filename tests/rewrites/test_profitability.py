@@ -292,15 +292,16 @@ def test_half_tables_the_kernels_are_slow_on_stay_in_xla(dtype, form, kept):
 
 
 def test_padded_bags_are_read_off_their_measured_grid():
-    """The padded-bag family is decided by its measured points: a full grid of batch, pooling
-    and D, each point with the median and lower-quartile statistics; at a measured size the
-    prediction is that point's XLA median and the less favourable speedup."""
+    """The padded sum/mean family is decided by its measured points: a full grid of batch,
+    pooling and D, each point with the median and lower-quartile statistics; at a measured
+    size the prediction is that point's XLA median and the less favourable speedup."""
     cal = _calibration()
-    entry = profitability.load_model()["families"]["padded_bag/sum"]
+    fam = "padded_bag/sum"
+    entry = profitability.load_model()["families"][fam]
     assert "measured_grid.py" in entry["decided_by"]
     pts = entry["points"]
     sizes = {(p["B"], p["P"], p["D"]) for p in pts}
-    assert sizes == set(itertools.product(*cal.grid("padded_bag/sum")))
+    assert sizes == set(itertools.product(*cal.grid(fam)))
     for p in pts:
         got = measured_grid.predict(pts, profitability.GRID_KEYS, profitability.GRID_KEYS,
                                     {"B": p["B"], "P": p["P"], "D": p["D"]}, robust="_q1_s")
