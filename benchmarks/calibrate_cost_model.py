@@ -25,8 +25,8 @@ k-table modules get work coefficients of their own (they are not the sum of sing
 modules).
 
 Padded sum/mean bags (``padded_bag/sum``) are measured on a denser grid (B 1-2048, P 2-100,
-D 16-256: 180 sizes), in three passes whose statistics are combined per
-point (the median of the passes' medians and lower quartiles), and decided on those points
+D 16-256: 180 sizes), in three passes whose statistics are combined per point (the median of
+the passes' medians and lower quartiles), and decided on those points
 (ember_xla/rewrites/measured_grid.py); their fit is recorded, not used.
 
 The ``scatter_grad/sum`` family (``--families scatter_grad/sum`` measures it alone into the

@@ -101,16 +101,18 @@ def _time(coef: dict[str, float], s: dict[str, int]) -> float:
             + coef.get("per_lookup_s", 0.0) * s["L"])
 
 
+def _family_entry(c: Cluster, model: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The model's entry for a forward cluster's family (None: deferred, or no family)."""
+    if c.kind in DEFERRED:
+        return None
+    return (model or load_model())["families"].get(family(c))
+
+
 def predict(c: Cluster, model: dict[str, Any] | None = None) -> dict[str, float] | None:
     """Predicted seconds {"ember": ..., "xla": ...} for the cluster alone, or None when the
     model has no family for it (then the cluster is rewritten, as without a model)."""
-    if c.kind in DEFERRED:
-        return None
-    model = model or load_model()
-    fam = model["families"].get(family(c))
-    if fam is None:
-        return None
-    if "decided_by" not in fam:
+    fam = _family_entry(c, model)
+    if fam is None or "decided_by" not in fam:
         return fitted_prediction(c, model)
     s = sizes(c)
     p = measured_grid.predict(fam["points"], GRID_KEYS, GRID_KEYS,
@@ -123,10 +125,7 @@ def fitted_prediction(c: Cluster, model: dict[str, Any] | None = None
                       ) -> dict[str, float] | None:
     """The family's fitted line at the cluster's sizes, whichever rule judges the cluster
     alone: the grouped-call model (call_plan.py) is fitted on these work terms."""
-    if c.kind in DEFERRED:
-        return None
-    model = model or load_model()
-    fam = model["families"].get(family(c))
+    fam = _family_entry(c, model)
     if fam is None:
         return None
     s = sizes(c)
