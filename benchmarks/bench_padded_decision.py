@@ -66,12 +66,16 @@ def _case(name: str, rows: tuple[int, ...], b: int, p: int, d: int, n: int,
     args = [jax.device_put(a) for a in args]
     f = _functions(len(rows), combiner)
     fns = {"jax.jit": jax.jit(f), "default": ember_xla.jit(f)}
+    before = os.environ.get("EMBER_XLA_COST_MODEL")
     os.environ["EMBER_XLA_COST_MODEL"] = "off"
     try:
         fns["forced"] = ember_xla.jit(f)
         fns["forced"](*args)  # traced and rewritten with the model off
     finally:
-        os.environ.pop("EMBER_XLA_COST_MODEL")
+        if before is None:
+            os.environ.pop("EMBER_XLA_COST_MODEL")
+        else:
+            os.environ["EMBER_XLA_COST_MODEL"] = before
     want = np.asarray(fns["jax.jit"](*args))
     same = all(np.asarray(g(*args)).tobytes() == want.tobytes() for g in fns.values())
     report = [r for r in fns["default"].reports.values()]

@@ -84,26 +84,21 @@ ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::Remainin
       return RunPlan(table, plan, weights, wtype, opt, *out);
     AdviseOutput(out->untyped_data(), out->size_bytes());
     AdviseTable(table.untyped_data(), table.size_bytes());
-    if (sum_order == "blocked") {
-      if (auto e = RunBlockedPaddedSum(table, weights, wtype, plan, bags, width, opt, *out);
-          e.failure())
-        return e;
-      InjectTestFault(*out);
-      return ffi::Error::Success();
-    }
-    if (sum_order == "reduce_loop" || sum_order == "ynn_groups4") {
-      const MinMaxOrder order =
-          sum_order == "reduce_loop" ? MinMaxOrder::kReduceLoop : MinMaxOrder::kYnnGroups4;
-      if (auto e = RunPaddedMinMax(table, plan, bags, width, opt, order, *out); e.failure())
-        return e;
-      InjectTestFault(*out);
-      return ffi::Error::Success();
-    }
-    // vector8 or tree32 (the orders were checked above)
-    const WindowOrder order =
-        sum_order == "vector8" ? WindowOrder::kVector8 : WindowOrder::kTree32;
-    if (auto e = RunWindowedPaddedSum(table, plan, bags, width, order, opt, *out); e.failure())
-      return e;
+    // RunPlan injects the test fault itself; the other orders' kernels leave it to here
+    auto run_order = [&]() -> ffi::Error {
+      if (sum_order == "blocked")
+        return RunBlockedPaddedSum(table, weights, wtype, plan, bags, width, opt, *out);
+      if (sum_order == "reduce_loop" || sum_order == "ynn_groups4")
+        return RunPaddedMinMax(
+            table, plan, bags, width, opt,
+            sum_order == "reduce_loop" ? MinMaxOrder::kReduceLoop : MinMaxOrder::kYnnGroups4,
+            *out);
+      // vector8 or tree32 (the orders were checked above)
+      return RunWindowedPaddedSum(
+          table, plan, bags, width,
+          sum_order == "vector8" ? WindowOrder::kVector8 : WindowOrder::kTree32, opt, *out);
+    };
+    if (auto e = run_order(); e.failure()) return e;
     InjectTestFault(*out);
     return ffi::Error::Success();
   });

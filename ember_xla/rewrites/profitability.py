@@ -10,8 +10,8 @@ is per family (kind x combiner class) and per backend:
 per-call overhead, gather-and-reduce work, output work, per-index work. Padded sum/mean bags
 (``padded_bag/sum``) are read off their measured points instead (measured_grid.py, in batch,
 pooling and D; the entry's ``decided_by``): XLA:CPU's time for them jumps between sizes and
-its samples are bimodal, so the fit on each point's fastest run under-predicted XLA up to 7x
-(a B=256, P=5, D=16 bag: fitted 16 us, measured median 120 us).
+its samples are bimodal, so the fit on each point's fastest run under-predicted XLA up to ~6x
+(a B=256, P=5, D=16 bag: fitted 19.8 us, measured median 122 us).
 Their second statistic is the lower quartile, not the minimum: XLA's fastest 2-ms window is a
 state it seldom runs in. A lookup of a table
 computed on every call by an elementwise op (flax ``nn.Embed(dtype=bfloat16)`` converting its
