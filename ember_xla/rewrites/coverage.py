@@ -1,7 +1,8 @@
 """No silent misses: every row gather that feeds a reduction must end up in a cluster or be
 reported. ``lookup_reductions`` follows each gather of a [N,D] float table forward through
 shape and elementwise ops (and into called computations) to the reductions it reaches (a
-``dot`` counts when it contracts the bag axis of the rows, ``patterns/dot_bag.py``);
+``dot`` counts when it contracts the rows over lookup axes and not over the row dim D: the
+bag axis of ``patterns/dot_bag.py``, or any other layout of the same weighted sum);
 ``uncovered`` turns those the matcher neither clustered nor reported into near-misses, saying
 whether the reduction itself is in a cluster (then only the gather stays in XLA). A reduction
 within each row (``row_reduction.py``: a layer norm over a token embedding) is no bag, and a
@@ -31,6 +32,20 @@ def _is_row_gather(op: Operation) -> bool:
     return t is not None and t.rank == 2 and t.element_type in FLOATS and not picks_elements(op)
 
 
+def _sums_lookups(dot: Operation, rows: Operation) -> bool:
+    """Does ``dot`` contract the values of ``rows`` over some of their leading (lookup) axes
+    and not over their last one (the row dim D, which a layer contracts)? A weighted sum of
+    the looked-up rows in any layout (an einsum of time-major rows [P,B,D] over P)."""
+    dn = dot.attributes.get("dot_dimension_numbers", {})
+    for i, side in enumerate(("lhs", "rhs")):
+        if i < len(dot.operands) and dot.operands[i].owner is rows:
+            rank = dot.operands[i].type.rank
+            cd = [int(x) for x in dn.get(f"{side}_contracting_dimensions", [])]
+            if rank >= 2 and cd and rank - 1 not in cd:
+                return True
+    return False
+
+
 def _reached(g: Operation, callers: dict[int, list[Operation]]) -> list[Operation]:
     """Reductions ``g``'s rows reach within DEPTH steps; a fusion/call whose body reduces
     them counts as reaching the fusion/call itself."""
@@ -51,7 +66,8 @@ def _reached(g: Operation, callers: dict[int, list[Operation]]) -> list[Operatio
                 sides = bag_dot_operands(u) if u.opcode == "dot" else None
                 if within_rows(u):  # a layer norm or a row's norm: no bag
                     continue
-                if u.opcode in REDUCTIONS or (sides and u.operands[sides[0]].owner is op):
+                if u.opcode in REDUCTIONS or (sides and u.operands[sides[0]].owner is op) or (
+                        u.opcode == "dot" and _sums_lookups(u, op)):
                     out.append(u)
                 elif u.opcode in ("call", "fusion") and any(
                         o.opcode in REDUCTIONS for c in u.callees for o in c.ops):
@@ -97,6 +113,10 @@ def uncovered(module: Module, clusters: list[Cluster],
         if id(red) in owned:  # the reduction is a cluster's; the gather before it is not
             reason = (f"gather {gather.name} feeds {red.opcode} {red.name}, whose cluster "
                       f"takes the gathered rows as a computed operand (the gather stays in XLA)")
+        elif red.opcode == "dot":
+            reason = (f"gather {gather.name} feeds dot {red.name}, a weighted sum over the "
+                      "lookups in a layout no cluster pattern takes (a dot bag is rows [B,L,D] "
+                      "times weights [B,L], contracted over L with B batched)")
         else:
             reason = (f"gather {gather.name} feeds {red.opcode} {red.name}, which no cluster "
                       f"pattern matches")

@@ -151,3 +151,25 @@ def test_picked_elements_are_no_lookup():
     m = from_jax(narrow_bag, e[:, :1], ids.reshape(2, 3)).module
     assert not any(picks_elements(op) for g in m.graphs for op in g.ops)
     assert rewrite_module(m, cost_model=False).clusters
+
+
+def test_weighted_sum_over_lookups_in_another_layout_is_reported():
+    """An einsum of time-major rows [P,B,D] with weights [P,B] over P (B batched) is a
+    weighted bag the dot-bag pattern does not take: reported, with what the pattern takes. A
+    dot contracting the rows' D (a dense layer over the lookups) is no bag."""
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(0)
+    t = rng.standard_normal((50, 8)).astype(np.float32)
+    i = rng.integers(0, 50, (5, 3)).astype(np.int32)               # [P, B]
+    w = rng.standard_normal((5, 3)).astype(np.float32)
+    k = rng.standard_normal((8, 4)).astype(np.float32)
+
+    r = rewrite_module(from_jax(lambda t, i, w: jnp.einsum("pb,pbd->bd", w, t[i]),
+                                t, i, w).module)
+    assert not r.clusters
+    (miss,) = r.near_misses
+    assert miss["pattern"] == "coverage" and "weighted sum over the lookups" in miss["reason"]
+
+    layer = from_jax(lambda t, i, k: t[i] @ k, t, i, k).module
+    assert lookup_reductions(layer) == [] and rewrite_module(layer).near_misses == []

@@ -19,11 +19,14 @@ and a weight that does not vary along the bag (one per kept index): XLA:CPU fact
 of the sum (see scale-to-weights). Nor a bag whose result XLA:CPU merges into, fuses into or
 computes in a consuming op (``reduce_merge``: a loss's ``pooled.sum()``): the padded-bag
 pattern would refuse it, and the regrouped reduce, left in XLA, would change how XLA:CPU
-merges it (another order of adds).
+merges it (another order of adds). Nor, where the rows must be added in XLA:CPU's order
+(``xla_order``: the CPU rewrite), a sum over the leading axis that XLA:CPU splits across its
+threads (``padded_order.check_bag_axis``): it keeps its layout, with the reason noted.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from ember_xla.hlo.shape import Shape
@@ -31,9 +34,11 @@ from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
 from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
 from ember_xla.ir.value import Value
+from ember_xla.native.padded_order import OrderNotReproduced, check_bag_axis
 from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit
 from ember_xla.rewrites.canonicalize.lookups import lookup_ids, relookup, row_lookup
+from ember_xla.rewrites.canonicalize.notes import note
 from ember_xla.rewrites.reduce_merge import computed_with_consumer, merged_by_xla
 
 _UNARY = ("convert",)
@@ -118,7 +123,13 @@ def _regroup(emit: Emit, v: Value, bags: _Bags, d: int) -> Value:
     return emit.op(op.opcode, operands, Shape.array(et, shape), dict(op.attributes))
 
 
+PASS = "batched-bags"
+
+
 class BatchedBag(RewritePattern):
+    def __init__(self, xla_order: bool = True) -> None:
+        self.xla_order = xla_order
+
     def match_and_rewrite(self, op: Operation, rw: PatternRewriter) -> None:
         if op.opcode != "reduce" or len(op.operands) != 2:
             return
@@ -132,6 +143,12 @@ class BatchedBag(RewritePattern):
             return  # already the canonical [B,P,D] bag
         if not _chain(x, r) or merged_by_xla(op) or computed_with_consumer(op):
             return
+        if self.xla_order:
+            try:
+                check_bag_axis(tuple(x.type.dims[:-1]), r, x.type.size)
+            except OrderNotReproduced as e:
+                note(PASS, op, f"reduce {op.name}: {e}")
+                return
         emit = Emit(rw, op)
         d = x.type.dims[-1]
         bags = _Bags(tuple(x.type.dims[:-1]), r)
@@ -145,6 +162,10 @@ class BatchedBag(RewritePattern):
 
 
 @register_pass
+@dataclasses.dataclass(frozen=True)
 class BatchedBagsPass(PatternPass):
-    name = "batched-bags"
-    rewrites = (BatchedBag,)
+    name = PASS
+    xla_order: bool = True
+
+    def patterns(self) -> list[RewritePattern]:
+        return [BatchedBag(self.xla_order)]

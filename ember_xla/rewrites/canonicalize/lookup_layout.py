@@ -5,21 +5,37 @@ leading axis is turned into one reduced over axis 1 -- batched and time-major lo
     reshape(gather(T, i) [L,D]) [B,P,D]       => gather(T, reshape(i) [B,P,1])
     transpose(gather(T, i) [..,D], perm)       => gather(T, transpose(i, perm'))   (perm[-1] last)
     reduce(gather(T, i) [P,B,D], dims={0})     => reduce(gather(T, transpose(i)) [B,P,D], {1})
+    reduce(transpose(gather(T, i), perm), {r}) => reduce(gather(T, i), {perm[r]})  (kept in order)
 
 A gather of whole rows maps index ``k`` to row ``T[clamp(i[k])]`` independently for every
 lookup, so permuting or regrouping the lookups before or after it gives the same values; the
-same holds for ``jnp.take``'s fill (rebuilt for the new indices, lookups.py).
+same holds for ``jnp.take``'s fill (rebuilt for the new indices, lookups.py). Where the rows
+must be added in XLA:CPU's order (``xla_order``: the CPU rewrite) a sum over the leading axis
+is moved, and a transpose of the rows that changes their leading lookup axis moved onto the
+ids, only where XLA:CPU adds the rows in the same order after the move
+(``padded_order.check_bag_axis``, ``check_lookup_reorder``); otherwise the op keeps its layout
+and the reason is noted.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from ember_xla.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
 from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
+from ember_xla.native.padded_order import (
+    OrderNotReproduced,
+    check_bag_axis,
+    check_lookup_reorder,
+)
 from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit
 from ember_xla.rewrites.canonicalize.lookups import lookup_ids, relookup, row_lookup
+from ember_xla.rewrites.canonicalize.notes import note
+
+PASS = "lookup-layout"
 
 
 class ReshapeOfGather(RewritePattern):
@@ -35,7 +51,43 @@ class ReshapeOfGather(RewritePattern):
         rw.replace_op(op, relookup(emit, lk, ids))
 
 
+#: ops that carry looked-up rows on to a sum without summing them (``_summed``)
+_CARRY = frozenset({"reshape", "bitcast", "convert", "copy", "multiply", "divide", "select",
+                    "broadcast", "negate"})
+
+
+def _sums_over_lookups(dot: Operation, v: Operation) -> bool:
+    """Does ``dot`` contract ``v``'s values over axes other than their last (the row dim D,
+    which a dense layer contracts)?"""
+    dn = dot.attributes.get("dot_dimension_numbers", {})
+    for i, side in enumerate(("lhs", "rhs")):
+        if dot.operands[i].owner is v:
+            cd = [int(x) for x in dn.get(f"{side}_contracting_dimensions", [])]
+            if cd and v.result.type.rank - 1 not in cd:
+                return True
+    return False
+
+
+def _summed(op: Operation, depth: int = 4) -> Operation | None:
+    """The first reduce, or dot over the lookups, that ``op``'s values reach through a few ops
+    that carry them (a time-major scan or a dense layer over the rows reaches none), or None."""
+    frontier = [op]
+    for _ in range(depth):
+        nxt = []
+        for o in frontier:
+            for u in o.result.users:
+                if u.opcode == "reduce" or (u.opcode == "dot" and _sums_over_lookups(u, o)):
+                    return u
+                if u.opcode in _CARRY:
+                    nxt.append(u)
+        frontier = nxt
+    return None
+
+
 class TransposeOfGather(RewritePattern):
+    def __init__(self, xla_order: bool = True) -> None:
+        self.xla_order = xla_order
+
     def match_and_rewrite(self, op: Operation, rw: PatternRewriter) -> None:
         if op.opcode != "transpose":
             return
@@ -43,6 +95,14 @@ class TransposeOfGather(RewritePattern):
         perm = op.attributes.get("dimensions", [])
         if lk is None or not perm or perm[-1] != len(perm) - 1:
             return
+        if self.xla_order and perm[0] != 0 and (red := _summed(op)) is not None:
+            if all(_untransposed_dim(u) is not None for u in op.result.users):
+                return  # ReduceOfTransposedRows drops the transpose
+            try:
+                check_lookup_reorder(op.result.type.size)
+            except OrderNotReproduced as e:
+                note(PASS, red, f"transpose {op.name}: {e}")
+                return
         emit = Emit(rw, op)
         ids = lookup_ids(emit, lk)
         lead = tuple(ids.type.dims[k] for k in perm[:-1])
@@ -51,7 +111,41 @@ class TransposeOfGather(RewritePattern):
         rw.replace_op(op, relookup(emit, lk, t))
 
 
+def _untransposed_dim(red: Operation) -> int | None:
+    """For ``reduce(transpose(rows, perm), {r})`` of a row lookup used only by the transpose,
+    itself used only by the reduce, whose kept dims keep their order: perm[r], the axis the
+    same reduce has on the rows themselves. Else None."""
+    tr = red.operands[0].owner
+    dims = red.attributes.get("dimensions", [])
+    if (red.opcode != "reduce" or len(red.operands) != 2 or tr is None
+            or tr.opcode != "transpose" or len(dims) != 1 or len(tr.result.uses) != 1):
+        return None
+    perm = tr.attributes.get("dimensions", [])
+    if row_lookup(tr.operands[0]) is None or not perm or perm[-1] != len(perm) - 1:
+        return None
+    kept = [perm[k] for k in range(len(perm)) if k != dims[0]]
+    return perm[dims[0]] if kept == sorted(kept) else None
+
+
+class ReduceOfTransposedRows(RewritePattern):
+    """``reduce(transpose(rows, perm), {r})`` => ``reduce(rows, {perm[r]})``: the sum in the
+    gather's own lookup order, the order XLA:CPU gives it."""
+
+    def match_and_rewrite(self, op: Operation, rw: PatternRewriter) -> None:
+        if op.opcode != "reduce" or (r := _untransposed_dim(op)) is None:
+            return
+        tr = op.operands[0].owner
+        new = op.clone([tr.operands[0], op.operands[1]])
+        new.attributes["dimensions"] = [r]
+        rw.insert_before(op, new)
+        rw.replace_op(op, new.result)
+        rw.erase(tr)
+
+
 class LeadingBagAxis(RewritePattern):
+    def __init__(self, xla_order: bool = True) -> None:
+        self.xla_order = xla_order
+
     def match_and_rewrite(self, op: Operation, rw: PatternRewriter) -> None:
         if op.opcode != "reduce" or len(op.operands) != 2:
             return
@@ -61,6 +155,12 @@ class LeadingBagAxis(RewritePattern):
         lk = row_lookup(x)
         if lk is None:
             return
+        if self.xla_order:
+            try:
+                check_bag_axis(tuple(x.type.dims[:-1]), 0, x.type.size)
+            except OrderNotReproduced as e:
+                note(PASS, op, f"reduce {op.name}: {e}")
+                return
         emit = Emit(rw, op)
         ids = lookup_ids(emit, lk)                                     # [P,B]
         p, b = ids.type.dims
@@ -74,6 +174,11 @@ class LeadingBagAxis(RewritePattern):
 
 
 @register_pass
+@dataclasses.dataclass(frozen=True)
 class LookupLayoutPass(PatternPass):
-    name = "lookup-layout"
-    rewrites = (ReshapeOfGather, TransposeOfGather, LeadingBagAxis)
+    name = PASS
+    xla_order: bool = True
+
+    def patterns(self) -> list[RewritePattern]:
+        return [ReshapeOfGather(), ReduceOfTransposedRows(), TransposeOfGather(self.xla_order),
+                LeadingBagAxis(self.xla_order)]
