@@ -10,6 +10,7 @@ import math
 
 from ember_xla.native.padded_order import YNN_MIN_ELEMENTS, OrderNotReproduced, ynn_reduces
 from ember_xla.rewrites.cluster import Cluster
+from ember_xla.rewrites.compile_time import folded_by_xla
 from ember_xla.util.xla_flags import xla_flag_values
 
 
@@ -74,10 +75,11 @@ def _ynn_reduces(elements: int) -> bool:
 
 def split(clusters: list[Cluster], excess_precision: bool
           ) -> tuple[list[Cluster], list[tuple[Cluster, str]]]:
-    """(clusters the kernels compute exactly, [(cluster kept in XLA, reason)])."""
+    """(clusters the kernels compute exactly, [(cluster kept in XLA, reason)]): the rounding
+    rule above, and clusters XLA:CPU computes at compile time (``compile_time``)."""
     keep, refused = [], []
     for c in clusters:
-        why = refusal(c, excess_precision)
+        why = refusal(c, excess_precision) or folded_by_xla(c)
         if why is None:
             keep.append(c)
         else:

@@ -9,7 +9,13 @@ from typing import ClassVar
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import ModulePass
-from ember_xla.ir.rewriter import RewritePattern, apply_patterns_greedily, remove_dead_code
+from ember_xla.ir.rewriter import (
+    PatternRewriter,
+    RewritePattern,
+    apply_patterns_greedily,
+    remove_dead_code,
+)
+from ember_xla.rewrites.compile_time import ConstantValues
 
 # ops without side effects that a rewrite may leave unused (anything else is kept)
 PURE = frozenset({
@@ -46,5 +52,20 @@ class PatternPass(ModulePass):
 
     def apply(self, module: Module) -> None:
         before = dead_ops(module)
-        if apply_patterns_greedily(module, self.patterns()) > 1:  # something changed
+        constant = ConstantValues()
+        patterns = [_SkipFolded(p, constant) for p in self.patterns()]
+        if apply_patterns_greedily(module, patterns) > 1:  # something changed
             drop_dead(module, before)
+
+
+class _SkipFolded(RewritePattern):
+    """A pattern that leaves alone ops whose operands are all computed at compile time: XLA
+    folds them (``rewrites/compile_time.py``), in an order of its own that a rewritten form
+    of the same computation would not keep."""
+
+    def __init__(self, pattern: RewritePattern, constant: ConstantValues) -> None:
+        self.pattern, self.constant = pattern, constant
+
+    def match_and_rewrite(self, op: Operation, rw: PatternRewriter) -> None:
+        if not self.constant.all_of(op):
+            self.pattern.match_and_rewrite(op, rw)
