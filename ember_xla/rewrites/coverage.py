@@ -15,7 +15,7 @@ from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.cluster import Cluster, NearMiss
 from ember_xla.rewrites.lookup import picks_elements
 from ember_xla.rewrites.patterns.dot_bag import bag_dot_operands
-from ember_xla.rewrites.row_reduction import within_rows
+from ember_xla.rewrites.row_reduction import dot_sums_lookups, within_rows
 
 REDUCTIONS = frozenset({"reduce", "scatter", "reduce-window", "select-and-scatter"})
 THROUGH = frozenset({
@@ -30,20 +30,6 @@ DEPTH = 8
 def _is_row_gather(op: Operation) -> bool:
     t = op.operands[0].type if op.opcode == "gather" else None
     return t is not None and t.rank == 2 and t.element_type in FLOATS and not picks_elements(op)
-
-
-def _sums_lookups(dot: Operation, rows: Operation) -> bool:
-    """Does ``dot`` contract the values of ``rows`` over some of their leading (lookup) axes
-    and not over their last one (the row dim D, which a layer contracts)? A weighted sum of
-    the looked-up rows in any layout (an einsum of time-major rows [P,B,D] over P)."""
-    dn = dot.attributes.get("dot_dimension_numbers", {})
-    for i, side in enumerate(("lhs", "rhs")):
-        if i < len(dot.operands) and dot.operands[i].owner is rows:
-            rank = dot.operands[i].type.rank
-            cd = [int(x) for x in dn.get(f"{side}_contracting_dimensions", [])]
-            if rank >= 2 and cd and rank - 1 not in cd:
-                return True
-    return False
 
 
 def _reached(g: Operation, callers: dict[int, list[Operation]]) -> list[Operation]:
@@ -67,7 +53,7 @@ def _reached(g: Operation, callers: dict[int, list[Operation]]) -> list[Operatio
                 if within_rows(u):  # a layer norm or a row's norm: no bag
                     continue
                 if u.opcode in REDUCTIONS or (sides and u.operands[sides[0]].owner is op) or (
-                        u.opcode == "dot" and _sums_lookups(u, op)):
+                        u.opcode == "dot" and dot_sums_lookups(u, op)):
                     out.append(u)
                 elif u.opcode in ("call", "fusion") and any(
                         o.opcode in REDUCTIONS for c in u.callees for o in c.ops):

@@ -4,7 +4,8 @@ variance over a token embedding, a row's norm, a softmax denominator over featur
 reduces across lookups, never within a row, so the near-miss search and the coverage audit
 pass these by. Anything that could move the feature dim (a transpose or a reshape that changes
 the last dim, a broadcast that maps another dim last) makes the answer "not provably within
-rows"."""
+rows". The other side: a dot that contracts looked-up rows over lookup axes, not over D
+(``dot_sums_lookups``), sums across lookups."""
 
 from __future__ import annotations
 
@@ -94,3 +95,17 @@ def within_rows(op: Operation) -> bool:
                 return False
         frontier = nxt
     return found and not frontier
+
+
+def dot_sums_lookups(dot: Operation, rows: Operation) -> bool:
+    """Does ``dot`` contract the values ``rows`` produces over some of their leading (lookup)
+    axes and not over their last one (the row dim D, which a dense layer contracts)? A
+    weighted sum across lookups in any layout (an einsum of time-major rows [P,B,D] over P)."""
+    dn = dot.attributes.get("dot_dimension_numbers", {})
+    for i, side in enumerate(("lhs", "rhs")):
+        if i < len(dot.operands) and dot.operands[i].owner is rows:
+            rank = dot.operands[i].type.rank
+            cd = [int(x) for x in dn.get(f"{side}_contracting_dimensions", [])]
+            if rank >= 2 and cd and rank - 1 not in cd:
+                return True
+    return False

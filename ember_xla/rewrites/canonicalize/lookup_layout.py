@@ -34,6 +34,7 @@ from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit
 from ember_xla.rewrites.canonicalize.lookups import lookup_ids, relookup, row_lookup
 from ember_xla.rewrites.canonicalize.notes import note
+from ember_xla.rewrites.row_reduction import dot_sums_lookups
 
 PASS = "lookup-layout"
 
@@ -56,18 +57,6 @@ _CARRY = frozenset({"reshape", "bitcast", "convert", "copy", "multiply", "divide
                     "broadcast", "negate"})
 
 
-def _sums_over_lookups(dot: Operation, v: Operation) -> bool:
-    """Does ``dot`` contract ``v``'s values over axes other than their last (the row dim D,
-    which a dense layer contracts)?"""
-    dn = dot.attributes.get("dot_dimension_numbers", {})
-    for i, side in enumerate(("lhs", "rhs")):
-        if dot.operands[i].owner is v:
-            cd = [int(x) for x in dn.get(f"{side}_contracting_dimensions", [])]
-            if cd and v.result.type.rank - 1 not in cd:
-                return True
-    return False
-
-
 def _summed(op: Operation, depth: int = 4) -> Operation | None:
     """The first reduce, or dot over the lookups, that ``op``'s values reach through a few ops
     that carry them (a time-major scan or a dense layer over the rows reaches none), or None."""
@@ -76,7 +65,7 @@ def _summed(op: Operation, depth: int = 4) -> Operation | None:
         nxt = []
         for o in frontier:
             for u in o.result.users:
-                if u.opcode == "reduce" or (u.opcode == "dot" and _sums_over_lookups(u, o)):
+                if u.opcode == "reduce" or (u.opcode == "dot" and dot_sums_lookups(u, o)):
                     return u
                 if u.opcode in _CARRY:
                     nxt.append(u)
