@@ -141,11 +141,26 @@ _EXACT = frozenset({
 }) | frozenset(_PASS_THROUGH)
 
 
+def _product(op: Operation) -> bool:
+    """A multiply, or a divide by a constant, which XLA's simplifier turns into a multiply by
+    its reciprocal (measured: ``c + t[ids].sum(1) / 10`` is ``c + pooled * 0.1`` in the bag's
+    YNNPACK fusion, and a fused multiply-add in XLA's loop once the bag is a custom call)."""
+    if op.opcode == "multiply":
+        return True
+    if op.opcode != "divide" or len(op.operands) != 2:
+        return False
+    d = op.operands[1].owner
+    while d is not None and d.opcode in ("broadcast", "reshape", "convert"):
+        d = d.operands[0].owner
+    return d is not None and d.opcode == "constant"
+
+
 def computed_by_ynnpack(op: Operation) -> str | None:
     """Why the bag's YNNPACK fusion computes an op reading the reduce ``op`` (through
     elementwise ops) in other bits than XLA:CPU does once the bag is a custom call: an op that
-    is not correctly rounded, or a multiply of the bag feeding an add or subtract (contracted
-    into a fused multiply-add); None when every such op is exact alone, or when those ops end
+    is not correctly rounded, or a multiply of the bag (or a divide by a constant: a multiply
+    by its reciprocal to XLA) feeding an add or subtract (contracted into a fused multiply-add
+    on one side only); None when every such op is exact alone, or when those ops end
     in reduces only (XLA's loop fusion of the consuming reduce takes them in, measured equal:
     ``exp(pooled).sum(-1)``, ``tanh(pooled).sum(-1)``), or when the reduce (with its identical
     twins, which XLA's CSE merges) has more than one reader: YNNPACK then fuses none of them
@@ -163,8 +178,9 @@ def computed_by_ynnpack(op: Operation) -> str | None:
         if u.opcode not in _EXACT:
             why = f"{u.opcode} {u.name}, which YNNPACK approximates in its own way"
         elif u.opcode in ("add", "subtract") and any(
-                v.owner.opcode == "multiply" and id(v.owner) in inside for v in u.operands):
-            why = f"{u.opcode} {u.name} of a product, which YNNPACK contracts into an FMA"
+                _product(v.owner) and id(v.owner) in inside for v in u.operands):
+            why = (f"{u.opcode} {u.name} of a product, which one side contracts into a fused "
+                   "multiply-add and the other does not")
         else:
             continue
         return (f"reduce {op.name} is one YNNPACK fusion with the ops reading it, among them "

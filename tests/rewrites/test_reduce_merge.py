@@ -134,6 +134,9 @@ YNN_FUSED = {
     "tanh_then_dot": lambda t, i: jnp.tanh(t[i].sum(1)) @ _W,
     "exp_of_mean": lambda t, i: jnp.exp(t[i].mean(1)),
     "scaled_plus_bias": lambda t, i: t[i].sum(1) * 0.3 + 1.0,
+    # XLA's simplifier makes the divide a multiply by 0.1: YNNPACK adds the rounded product,
+    # XLA's loop (after the rewrite) a fused multiply-add
+    "residual_plus_mean": lambda t, i: t[:256] + t[i].sum(1) / 10,
 }
 #: ... and by ops that give the same bits whoever computes them (or a reduce after them)
 YNN_EXACT = {
