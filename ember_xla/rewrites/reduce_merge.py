@@ -167,7 +167,9 @@ def computed_by_ynnpack(op: Operation) -> str | None:
     (measured: ``tanh(pooled)`` beside ``pooled @ w``)."""
     twins = [o for o in op.parent.ops if o is op or (
         o.opcode == "reduce" and same_value(o.result, op.result))]
-    readers = [u for t in twins for u in t.result.users]
+    # distinct readers: after XLA's CSE the twins are one reduce, so ``p * p`` of two twins
+    # is one reader (measured: ``t[i].sum(1) * t[i].sum(1) + c`` is one YNNPACK fusion)
+    readers = list({id(u): u for t in twins for u in t.result.users}.values())
     if len(readers) != 1:
         return None  # XLA's CSE leaves one reduce read by several ops: YNNPACK takes none in
     region, ends = _walk(readers, _elementwise)

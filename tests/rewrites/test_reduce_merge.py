@@ -137,6 +137,8 @@ YNN_FUSED = {
     # XLA's simplifier makes the divide a multiply by 0.1: YNNPACK adds the rounded product,
     # XLA's loop (after the rewrite) a fused multiply-add
     "residual_plus_mean": lambda t, i: t[:256] + t[i].sum(1) / 10,
+    # the bag traced twice is one reduce to XLA's CSE, read by one multiply
+    "square_of_twins_plus_bias": lambda t, i: t[i].sum(1) * t[i].sum(1) + 1.0,
 }
 #: ... and by ops that give the same bits whoever computes them (or a reduce after them)
 YNN_EXACT = {
