@@ -141,6 +141,14 @@ _EXACT = frozenset({
 }) | frozenset(_PASS_THROUGH)
 
 
+def _ynn_fusible(u: Operation) -> bool:
+    """An op the bag's YNNPACK fusion grows through: elementwise and layout ops, and dots (a
+    dense layer over the bag, and the ops after it: measured, ``sigmoid(pooled @ w)`` is one
+    YNNPACK fusion with the bag's reduce, while the same dot reading a custom call is a
+    YNNPACK fusion of the dot alone, the sigmoid left to XLA's loop, in other bits)."""
+    return _elementwise(u) or u.opcode == "dot"
+
+
 def _product(op: Operation) -> bool:
     """A multiply, or a divide by a constant, which XLA's simplifier turns into a multiply by
     its reciprocal (measured: ``c + t[ids].sum(1) / 10`` is ``c + pooled * 0.1`` in the bag's
@@ -157,7 +165,8 @@ def _product(op: Operation) -> bool:
 
 def computed_by_ynnpack(op: Operation) -> str | None:
     """Why the bag's YNNPACK fusion computes an op reading the reduce ``op`` (through
-    elementwise ops) in other bits than XLA:CPU does once the bag is a custom call: an op that
+    elementwise ops and dots) in other bits than XLA:CPU does once the bag is a custom call: an
+    op that
     is not correctly rounded, or a multiply of the bag (or a divide by a constant: a multiply
     by its reciprocal to XLA) feeding an add or subtract (contracted into a fused multiply-add
     on one side only); None when every such op is exact alone, or when those ops end
@@ -172,11 +181,13 @@ def computed_by_ynnpack(op: Operation) -> str | None:
     readers = list({id(u): u for t in twins for u in t.result.users}.values())
     if len(readers) != 1:
         return None  # XLA's CSE leaves one reduce read by several ops: YNNPACK takes none in
-    region, ends = _walk(readers, _elementwise)
+    region, ends = _walk(readers, _ynn_fusible)
     if not region or (ends and all(u.opcode == "reduce" for u in ends)):
         return None  # a consuming reduce's loop fusion takes the ops in (XLA computes them)
     inside = {id(u) for u in region}
     for u in region:
+        if u.opcode == "dot":
+            continue  # the products of a dot are summed in the dot's own order either way
         if u.opcode not in _EXACT:
             why = f"{u.opcode} {u.name}, which YNNPACK approximates in its own way"
         elif u.opcode in ("add", "subtract") and any(

@@ -139,6 +139,9 @@ YNN_FUSED = {
     "residual_plus_mean": lambda t, i: t[:256] + t[i].sum(1) / 10,
     # the bag traced twice is one reduce to XLA's CSE, read by one multiply
     "square_of_twins_plus_bias": lambda t, i: t[i].sum(1) * t[i].sum(1) + 1.0,
+    # the fusion grows through a dense layer: a bag-of-words logistic regression
+    "sigmoid_of_a_dense_layer": lambda t, i: jax.nn.sigmoid(t[i].mean(1) @ _W),
+    "tanh_after_two_layers": lambda t, i: jnp.tanh(jax.nn.relu(t[i].sum(1) @ _W) @ _W.T),
 }
 #: ... and by ops that give the same bits whoever computes them (or a reduce after them)
 YNN_EXACT = {
@@ -148,6 +151,7 @@ YNN_EXACT = {
     "tanh_then_sum": lambda t, i: jnp.tanh(t[i].sum(1)).sum(-1),
     "plus_a_product_of_another_value": lambda t, i: t[i].sum(1) + t[:256] * 0.5,
     "tanh_beside_a_dot": lambda t, i: (lambda p: (jnp.tanh(p), p @ _W))(t[i].sum(1)),
+    "relu_of_a_dense_layer_with_bias": lambda t, i: jax.nn.relu(t[i].sum(1) @ _W + 1.0),
 }
 
 
