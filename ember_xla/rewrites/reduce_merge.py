@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 from ember_xla.hlo.opcodes import ELEMENTWISE
 from ember_xla.ir.operation import Operation
-from ember_xla.native.padded_order import ynn_reduces
+from ember_xla.native.padded_order import YNN_MIN_ELEMENTS, ynn_reduces
 from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
 from ember_xla.rewrites.same_value import same_value
 
@@ -142,11 +142,18 @@ _EXACT = frozenset({
 
 
 def _ynn_fusible(u: Operation) -> bool:
-    """An op the bag's YNNPACK fusion grows through: elementwise and layout ops, and dots (a
-    dense layer over the bag, and the ops after it: measured, ``sigmoid(pooled @ w)`` is one
-    YNNPACK fusion with the bag's reduce, while the same dot reading a custom call is a
-    YNNPACK fusion of the dot alone, the sigmoid left to XLA's loop, in other bits)."""
-    return _elementwise(u) or u.opcode == "dot"
+    """An op the bag's YNNPACK fusion grows through: layout ops, dots (a dense layer over the
+    bag, and the ops after it: measured, ``sigmoid(pooled @ w)`` is one YNNPACK fusion with
+    the bag's reduce, while the same dot reading a custom call is a YNNPACK fusion of the dot
+    alone, the sigmoid left to XLA's loop, in other bits) and elementwise ops YNNPACK takes
+    (xla/backends/cpu/ynn_support.cc, IsInstructionPreferredByYnn): of at least
+    YNN_MIN_ELEMENTS values in their result or an operand (a logistic regression's [B, 1]
+    logits are XLA's on both sides)."""
+    if u.opcode == "dot" or u.opcode in _PASS_THROUGH or u.opcode == "broadcast":
+        return True
+    return _elementwise(u) and any(
+        v.type.is_array and v.type.size >= YNN_MIN_ELEMENTS
+        for v in [u.result, *u.operands])
 
 
 def _product(op: Operation) -> bool:

@@ -128,6 +128,8 @@ def test_batch_one_bag_times_a_vector_stays_in_xla():
 
 
 _W = np.random.default_rng(8).standard_normal((64, 8)).astype(np.float32)
+#: a layer with [256, 32] outputs: 8192 values, enough for YNNPACK to take the ops after it
+_W32 = np.random.default_rng(10).standard_normal((64, 32)).astype(np.float32)
 #: [256,16,64] bags (YNNPACK's reduce) read by ops its fusion takes in and computes in other bits
 YNN_FUSED = {
     "tanh": lambda t, i: jnp.tanh(t[i].sum(1)),
@@ -140,8 +142,8 @@ YNN_FUSED = {
     # the bag traced twice is one reduce to XLA's CSE, read by one multiply
     "square_of_twins_plus_bias": lambda t, i: t[i].sum(1) * t[i].sum(1) + 1.0,
     # the fusion grows through a dense layer: a bag-of-words logistic regression
-    "sigmoid_of_a_dense_layer": lambda t, i: jax.nn.sigmoid(t[i].mean(1) @ _W),
-    "tanh_after_two_layers": lambda t, i: jnp.tanh(jax.nn.relu(t[i].sum(1) @ _W) @ _W.T),
+    "sigmoid_of_a_dense_layer": lambda t, i: jax.nn.sigmoid(t[i].mean(1) @ _W32),
+    "tanh_after_two_layers": lambda t, i: jnp.tanh(jax.nn.relu(t[i].sum(1) @ _W32) @ _W32.T),
 }
 #: ... and by ops that give the same bits whoever computes them (or a reduce after them)
 YNN_EXACT = {
@@ -152,6 +154,8 @@ YNN_EXACT = {
     "plus_a_product_of_another_value": lambda t, i: t[i].sum(1) + t[:256] * 0.5,
     "tanh_beside_a_dot": lambda t, i: (lambda p: (jnp.tanh(p), p @ _W))(t[i].sum(1)),
     "relu_of_a_dense_layer_with_bias": lambda t, i: jax.nn.relu(t[i].sum(1) @ _W + 1.0),
+    # [256, 1] logits: too few values for YNNPACK, so XLA computes the sigmoid on both sides
+    "sigmoid_of_one_logit": lambda t, i: jax.nn.sigmoid(t[i].mean(1) @ _W[:, :1]),
 }
 
 
