@@ -156,6 +156,16 @@ def _ynn_fusible(u: Operation) -> bool:
         for v in [u.result, *u.operands])
 
 
+def _under_converts(op: Operation, inside: set[int]) -> Operation:
+    """``op``, or the op under its chain of converts and layout ops within the fusion (a
+    product rounded to bf16 before the add is still the add's product to XLA's loop, which
+    with excess precision drops that rounding)."""
+    while (op is not None and id(op) in inside and op.operands
+           and (op.opcode == "convert" or op.opcode in _PASS_THROUGH)):
+        op = op.operands[0].owner
+    return op
+
+
 def _product(op: Operation) -> bool:
     """A multiply, or a divide by a constant, which XLA's simplifier turns into a multiply by
     its reciprocal (measured: ``c + t[ids].sum(1) / 10`` is ``c + pooled * 0.1`` in the bag's
@@ -198,7 +208,8 @@ def computed_by_ynnpack(op: Operation) -> str | None:
         if u.opcode not in _EXACT:
             why = f"{u.opcode} {u.name}, which YNNPACK approximates in its own way"
         elif u.opcode in ("add", "subtract") and any(
-                _product(v.owner) and id(v.owner) in inside for v in u.operands):
+                o is not None and _product(o) and id(o) in inside
+                for o in (_under_converts(v.owner, inside) for v in u.operands)):
             why = (f"{u.opcode} {u.name} of a product, which one side contracts into a fused "
                    "multiply-add and the other does not")
         else:

@@ -179,6 +179,17 @@ def test_ynnpack_exact_readers_leave_the_bag_rewritten(name):
     assert [c["pattern"] for c in r.clusters] == ["ember.padded_bag"]
 
 
+def test_bf16_mean_plus_a_residual_stays_in_xla():
+    """jnp.mean of bf16 rows (summed in f32), rounded to bf16, plus bf16 values: the product
+    by 1/P reaches the add through the convert, and XLA's loop with excess precision drops
+    that rounding and fuses the multiply-add (measured: other bits rewritten)."""
+    t, i = _ynn_bag()
+    t = jnp.asarray(t).astype(jnp.bfloat16)
+    r = ts.check_step(lambda t, i: t[i].mean(1) + t[:256], t, i, cost_model=False)
+    assert not r.clusters
+    assert any("one YNNPACK fusion" in str(n.get("reason")) for n in r.near_misses)
+
+
 def test_a_bag_written_twice_is_one_reduce_with_two_readers():
     """``t[i].sum(1)`` traced twice (each reduce with a combining computation of its own, equal
     op for op): XLA's CSE makes it one reduce read by ``tanh`` and a dot, which YNNPACK fuses
