@@ -149,7 +149,13 @@ def _ynn_fusible(u: Operation) -> bool:
     (xla/backends/cpu/ynn_support.cc, IsInstructionPreferredByYnn): of at least
     YNN_MIN_ELEMENTS values in their result or an operand (a logistic regression's [B, 1]
     logits are XLA's on both sides)."""
-    if u.opcode == "dot" or u.opcode in _PASS_THROUGH or u.opcode == "broadcast":
+    if u.opcode == "dot":
+        # only into a dot whose computed operands it alone reads (measured: a masked mean
+        # also returned as a value, ``h`` in ``(tanh(h @ w), h)``, ends the fusion there)
+        return all(len(v.users) == 1 for v in u.operands
+                   if v.owner is not None and getattr(v.owner, "opcode", "parameter")
+                   not in ("parameter", "constant"))
+    if u.opcode in _PASS_THROUGH or u.opcode == "broadcast":
         return True
     return _elementwise(u) and any(
         v.type.is_array and v.type.size >= YNN_MIN_ELEMENTS
@@ -217,6 +223,41 @@ def computed_by_ynnpack(op: Operation) -> str | None:
         return (f"reduce {op.name} is one YNNPACK fusion with the ops reading it, among them "
                 f"{why}; computed by XLA:CPU after the rewrite it gives other bits, so the "
                 "cluster stays in XLA")
+    return None
+
+
+def weights_computed_by_ynnpack(weights: Operation | None, fused: list[Operation]
+                                ) -> str | None:
+    """Why the bag's YNNPACK fusion (the ops ``fused``: the reduce, the multiply by the
+    weights, their broadcast) also computes an op producing the weights in other bits than
+    XLA:CPU does once the bag is a custom call: growing upwards, the fusion takes an operand
+    when YNNPACK supports it (``_ynn_fusible``) and every user of it is in the fusion, so a
+    ``tanh`` or an ``exp`` of [B, P] weights of 4096+ values is YNNPACK's (measured:
+    ``(t[ids] * jnp.tanh(s)[..., None]).sum(1)`` at [2048,20,32] gave other bits rewritten;
+    at [256,10,64] the weights are too few and XLA computes them on both sides). None when
+    no such op is taken in."""
+    inside = {id(o) for o in fused}
+    grew = True
+    while grew and weights is not None:
+        grew = False
+        todo, seen = [weights], set()
+        while todo:
+            op = todo.pop()
+            if op is None or id(op) in seen or not isinstance(op, Operation):
+                continue
+            seen.add(id(op))
+            if id(op) not in inside:
+                if (len(op.results) != 1 or not op.result.users or not _ynn_fusible(op)
+                        or not all(id(u) in inside for u in op.result.users)):
+                    continue
+                inside.add(id(op))
+                grew = True
+                if op.opcode != "dot" and op.opcode not in _EXACT:
+                    return (f"the bag's YNNPACK fusion also computes its weights' "
+                            f"{op.opcode} {op.name}, which YNNPACK approximates in its own "
+                            "way; computed by XLA:CPU after the rewrite it gives other bits, "
+                            "so the cluster stays in XLA")
+            todo.extend(x.owner for x in op.operands)
     return None
 
 

@@ -190,6 +190,22 @@ def test_bf16_mean_plus_a_residual_stays_in_xla():
     assert any("one YNNPACK fusion" in str(n.get("reason")) for n in r.near_misses)
 
 
+@pytest.mark.parametrize("b, kept", [(2048, True), (128, False)])
+def test_weights_computed_inside_the_bags_fusion(b, kept):
+    """Rows times tanh(s) per lookup: YNNPACK's fusion of the bag grows upwards into the
+    weights' tanh when it has 4096+ values ([2048, 20]: YNNPACK's tanh, so the bag stays in
+    XLA); [128, 20] weights are XLA's on both sides and the bag is rewritten."""
+    rng = np.random.default_rng(11)
+    t = rng.standard_normal((3000, 32)).astype(np.float32)
+    i = rng.integers(0, 3000, (b, 20)).astype(np.int32)
+    s = rng.standard_normal((b, 20)).astype(np.float32)
+    r = ts.check_step(lambda t, i, s: (t[i] * jnp.tanh(s)[..., None]).sum(1), t, i, s,
+                      cost_model=False)
+    assert (not r.clusters) == kept, r.near_misses
+    if kept:
+        assert any("its weights' tanh" in str(n.get("reason")) for n in r.near_misses)
+
+
 def test_a_bag_written_twice_is_one_reduce_with_two_readers():
     """``t[i].sum(1)`` traced twice (each reduce with a combining computation of its own, equal
     op for op): XLA's CSE makes it one reduce read by ``tanh`` and a dot, which YNNPACK fuses
