@@ -188,12 +188,11 @@ def _product(op: Operation) -> bool:
 
 def computed_by_ynnpack(op: Operation) -> str | None:
     """Why the bag's YNNPACK fusion computes an op reading the reduce ``op`` (through
-    elementwise ops and dots) in other bits than XLA:CPU does once the bag is a custom call: an
-    op that
-    is not correctly rounded, or a multiply of the bag (or a divide by a constant: a multiply
-    by its reciprocal to XLA) feeding an add or subtract (contracted into a fused multiply-add
-    on one side only); None when every such op is exact alone, or when those ops end
-    in reduces only (XLA's loop fusion of the consuming reduce takes them in, measured equal:
+    elementwise ops and dots) in other bits than XLA:CPU does once the bag is a custom call:
+    an op that is not correctly rounded, or a multiply of the bag (or a divide by a constant:
+    a multiply by its reciprocal to XLA) feeding an add or subtract (contracted into a fused
+    multiply-add on one side only); None when every such op is exact alone, or when those ops
+    end in reduces only (XLA's loop fusion of the consuming reduce takes them in, measured equal:
     ``exp(pooled).sum(-1)``, ``tanh(pooled).sum(-1)``), or when the reduce (with its identical
     twins, which XLA's CSE merges) has more than one reader: YNNPACK then fuses none of them
     (measured: ``tanh(pooled)`` beside ``pooled @ w``)."""
