@@ -104,10 +104,12 @@ def _untransposed_dim(red: Operation) -> int | None:
     """For ``reduce(transpose(rows, perm), {r})`` of a row lookup used only by the transpose,
     itself used only by the reduce, whose kept dims keep their order: perm[r], the axis the
     same reduce has on the rows themselves. Else None."""
+    if red.opcode != "reduce" or len(red.operands) != 2:
+        return None
     tr = red.operands[0].owner
     dims = red.attributes.get("dimensions", [])
-    if (red.opcode != "reduce" or len(red.operands) != 2 or tr is None
-            or tr.opcode != "transpose" or len(dims) != 1 or len(tr.result.uses) != 1):
+    if (not isinstance(tr, Operation) or tr.opcode != "transpose" or len(dims) != 1
+            or len(tr.result.uses) != 1):
         return None
     perm = tr.attributes.get("dimensions", [])
     if row_lookup(tr.operands[0]) is None or not perm or perm[-1] != len(perm) - 1:
