@@ -42,40 +42,30 @@ def ynn_reduces(elements: int) -> bool:
         "(and in which order they are summed) is not modelled, so the cluster stays in XLA")
 
 
-def check_bag_axis(lookup_dims: tuple[int, ...], axis: int, elements: int) -> None:
-    """Raises OrderNotReproduced when XLA:CPU does not add the rows of a sum over lookup axis
-    ``axis`` of rows [L..., D] (``elements`` values) in the order of the same bags laid out as
-    [M, P, D] and summed over axis 1, the form the kernels reproduce. From YNN_MIN_ELEMENTS on
-    YNNPACK splits a sum over the leading axis across its threads when other lookup dims
-    follow it ([P, B, D] summed over axis 0: time-major ids), so its order depends on the
-    machine's thread count: measured with jax/jaxlib 0.10.2, [10,256,64], [30,2048,64],
-    [10,64,4,64], [16,64,64] and [100,64,64] sums give other bits on one thread than on two,
-    while the same lookups summed over any other axis ([B,P,D] over 1, [B,F,P,D] over 2,
-    [B,P,F,D] over 1) and one bag of 1-D ids ([P,D] over 0) give the same bits on both.
-    Below that size XLA:CPU's own loop adds the rows in the same order in every layout."""
-    if axis != 0 or len(lookup_dims) < 2 or not ynn_reduces(elements):
-        return
-    raise OrderNotReproduced(
-        f"a reduce over the leading axis of {list(lookup_dims)} lookups ({elements} values): "
-        "XLA:CPU gives it to YNNPACK, which splits a reduce over the leading axis across its "
-        "threads, so the order of its adds depends on the machine's thread count; the cluster "
-        "stays in XLA in its own layout")
-
-
-def check_lookup_reorder(elements: int) -> None:
-    """Raises OrderNotReproduced when moving a transpose of looked-up rows (``elements``
-    values) onto the ids, which changes which lookup axis the gather produces first, may
-    change XLA:CPU's order of a sum over them: from YNN_MIN_ELEMENTS on that order follows
-    the gather's own lookup order, not the transposed one (measured: ``t[ids].transpose(1, 0,
-    2).sum(0)`` is summed as ``t[ids].sum(1)``, ``t[ids.T].transpose(1, 0, 2).sum(1)`` as
-    ``t[ids.T].sum(0)``, see check_bag_axis)."""
+def check_lookup_layout(elements: int, change: str) -> None:
+    """Raises OrderNotReproduced (naming ``change``) when changing the layout of looked-up rows
+    (``elements`` values) that XLA:CPU sums may change the order of its adds: from
+    YNN_MIN_ELEMENTS on, where YNNPACK takes the sum. Measured with jax/jaxlib 0.10.2:
+    - YNNPACK splits a sum over the leading lookup axis across its threads when other lookup
+      dims follow it ([P, B, D] summed over axis 0: time-major ids), so its order depends on
+      the machine's thread count: [10,256,64], [30,2048,64], [10,64,4,64], [16,64,64] and
+      [100,64,64] sums give other bits on one thread than on two, while the same lookups
+      summed over any other axis ([B,P,D] over 1, [B,F,P,D] over 2, [B,P,F,D] over 1) and one
+      bag of 1-D ids ([P,D] over 0) give the same bits on both. Moving such a bag onto axis 1
+      (the form the kernels reproduce) changes its bits.
+    - It sums rows in the gather's own lookup order, whatever transposes follow:
+      ``t[ids].transpose(1, 0, 2).sum(0)`` is summed as ``t[ids].sum(1)``,
+      ``t[ids.T].transpose(1, 0, 2).sum(1)`` as ``t[ids.T].sum(0)``. Moving a transpose that
+      changes the leading lookup axis onto the ids changes its bits.
+    Below that size XLA:CPU's own loop adds the rows in the same order in every layout. The
+    caller says when its change is one of these."""
     if not ynn_reduces(elements):
         return
     raise OrderNotReproduced(
-        f"a transpose of {elements} looked-up values that changes their leading lookup axis: "
-        "from that size on XLA:CPU sums such rows in the gather's own lookup order, which "
-        "moving the transpose onto the ids would change; the cluster stays in XLA in its own "
-        "layout")
+        f"{change} ({elements} values): from that size on XLA:CPU gives the sum to YNNPACK, "
+        "which sums looked-up rows in the gather's own lookup order and splits a reduce over "
+        "the leading axis across its threads (the order of its adds then depends on the "
+        "machine's thread count); the cluster stays in XLA in its own layout")
 
 
 #: YNNPACK reduces a bag's rows in tiles of floor(YNN_TILE_VALUES / D) rows (measured): a max

@@ -21,7 +21,7 @@ computes in a consuming op (``reduce_merge``: a loss's ``pooled.sum()``): the pa
 pattern would refuse it, and the regrouped reduce, left in XLA, would change how XLA:CPU
 merges it (another order of adds). Nor, where the rows must be added in XLA:CPU's order
 (``xla_order``: the CPU rewrite), a sum over the leading axis that XLA:CPU splits across its
-threads (``padded_order.check_bag_axis``): it keeps its layout, with the reason noted.
+threads (``padded_order.check_lookup_layout``): it keeps its layout, with the reason noted.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
 from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
 from ember_xla.ir.value import Value
-from ember_xla.native.padded_order import OrderNotReproduced, check_bag_axis
+from ember_xla.native.padded_order import OrderNotReproduced, check_lookup_layout
 from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit
 from ember_xla.rewrites.canonicalize.lookups import lookup_ids, relookup, row_lookup
@@ -143,9 +143,10 @@ class BatchedBag(RewritePattern):
             return  # already the canonical [B,P,D] bag
         if not _chain(x, r) or merged_by_xla(op) or computed_with_consumer(op):
             return
-        if self.xla_order:
+        if self.xla_order and r == 0 and rank > 2:
             try:
-                check_bag_axis(tuple(x.type.dims[:-1]), r, x.type.size)
+                check_lookup_layout(x.type.size, "a reduce over the leading axis of "
+                                    f"{list(x.type.dims[:-1])} lookups")
             except OrderNotReproduced as e:
                 note(PASS, op, f"reduce {op.name}: {e}")
                 return

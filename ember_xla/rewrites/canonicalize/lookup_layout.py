@@ -1,20 +1,19 @@
 """``lookup-layout``: reshapes and transposes of looked-up rows that only rearrange the lookups
-(the row dim D stays last and whole) are moved onto the indices, and a bag reduced over a
-leading axis is turned into one reduced over axis 1 -- batched and time-major lookups:
+(the row dim D stays last and whole) are moved onto the indices, and a transpose right before
+a sum is dropped -- batched and time-major lookups:
 
     reshape(gather(T, i) [L,D]) [B,P,D]       => gather(T, reshape(i) [B,P,1])
     transpose(gather(T, i) [..,D], perm)       => gather(T, transpose(i, perm'))   (perm[-1] last)
-    reduce(gather(T, i) [P,B,D], dims={0})     => reduce(gather(T, transpose(i)) [B,P,D], {1})
     reduce(transpose(gather(T, i), perm), {r}) => reduce(gather(T, i), {perm[r]})  (kept in order)
 
 A gather of whole rows maps index ``k`` to row ``T[clamp(i[k])]`` independently for every
 lookup, so permuting or regrouping the lookups before or after it gives the same values; the
 same holds for ``jnp.take``'s fill (rebuilt for the new indices, lookups.py). Where the rows
-must be added in XLA:CPU's order (``xla_order``: the CPU rewrite) a sum over the leading axis
-is moved, and a transpose of the rows that changes their leading lookup axis moved onto the
-ids, only where XLA:CPU adds the rows in the same order after the move
-(``padded_order.check_bag_axis``, ``check_lookup_reorder``); otherwise the op keeps its layout
-and the reason is noted.
+must be added in XLA:CPU's order (``xla_order``: the CPU rewrite) a transpose of the rows that
+changes their leading lookup axis is moved onto the ids only where XLA:CPU adds the rows in
+the same order after the move (``padded_order.check_lookup_layout``); otherwise it keeps its
+layout and the reason is noted. A bag summed over the leading lookup axis (time-major ids) is
+``batched-bags``' to regroup.
 """
 
 from __future__ import annotations
@@ -25,11 +24,7 @@ from ember_xla.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.passes import register_pass
 from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
-from ember_xla.native.padded_order import (
-    OrderNotReproduced,
-    check_bag_axis,
-    check_lookup_reorder,
-)
+from ember_xla.native.padded_order import OrderNotReproduced, check_lookup_layout
 from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit
 from ember_xla.rewrites.canonicalize.lookups import lookup_ids, relookup, row_lookup
@@ -88,7 +83,8 @@ class TransposeOfGather(RewritePattern):
             if all(_untransposed_dim(u) is not None for u in op.result.users):
                 return  # ReduceOfTransposedRows drops the transpose
             try:
-                check_lookup_reorder(op.result.type.size)
+                check_lookup_layout(op.result.type.size,
+                                    "a transpose that changes the rows' leading lookup axis")
             except OrderNotReproduced as e:
                 note(PASS, red, f"transpose {op.name}: {e}")
                 return
@@ -133,37 +129,6 @@ class ReduceOfTransposedRows(RewritePattern):
         rw.erase(tr)
 
 
-class LeadingBagAxis(RewritePattern):
-    def __init__(self, xla_order: bool = True) -> None:
-        self.xla_order = xla_order
-
-    def match_and_rewrite(self, op: Operation, rw: PatternRewriter) -> None:
-        if op.opcode != "reduce" or len(op.operands) != 2:
-            return
-        x = op.operands[0]
-        if x.type.rank != 3 or op.attributes.get("dimensions") != [0]:
-            return
-        lk = row_lookup(x)
-        if lk is None:
-            return
-        if self.xla_order:
-            try:
-                check_bag_axis(tuple(x.type.dims[:-1]), 0, x.type.size)
-            except OrderNotReproduced as e:
-                note(PASS, op, f"reduce {op.name}: {e}")
-                return
-        emit = Emit(rw, op)
-        ids = lookup_ids(emit, lk)                                     # [P,B]
-        p, b = ids.type.dims
-        t = emit.op("transpose", [ids], Shape.array(ids.type.element_type, (b, p)),
-                    {"dimensions": [1, 0]})
-        rows = relookup(emit, lk, t)                                   # [B,P,D]
-        new = op.clone([rows, op.operands[1]])
-        new.attributes["dimensions"] = [1]
-        rw.insert_before(op, new)
-        rw.replace_op(op, new.result)
-
-
 @register_pass
 @dataclasses.dataclass(frozen=True)
 class LookupLayoutPass(PatternPass):
@@ -171,5 +136,4 @@ class LookupLayoutPass(PatternPass):
     xla_order: bool = True
 
     def patterns(self) -> list[RewritePattern]:
-        return [ReshapeOfGather(), ReduceOfTransposedRows(), TransposeOfGather(self.xla_order),
-                LeadingBagAxis(self.xla_order)]
+        return [ReshapeOfGather(), ReduceOfTransposedRows(), TransposeOfGather(self.xla_order)]
