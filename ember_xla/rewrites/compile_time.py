@@ -27,10 +27,12 @@ FOLDABLE = frozenset({
 class ConstantValues:
     """Which values are constants, iotas, or computed by foldable ops from those alone, i.e.
     what XLA's constant folding computes at compile time. Answers are remembered (the ops
-    asked about are kept alive, so a new op never takes a remembered one's id)."""
+    asked about are kept alive, so a new op never takes a remembered one's id) until
+    ``forget``: they hold while the module is unchanged."""
 
     def __init__(self) -> None:
         self._memo: dict[int, bool] = {}
+        self._all_of: dict[int, bool] = {}
         self._alive: list[Operation] = []
 
     def __call__(self, v: Value) -> bool:
@@ -62,9 +64,20 @@ class ConstantValues:
         self._memo[id(op)] = value
         self._alive.append(op)
 
+    def forget(self) -> None:
+        """Drop every answer (the module was edited)."""
+        self._memo.clear()
+        self._all_of.clear()
+        self._alive.clear()
+
     def all_of(self, op: Operation) -> bool:
         """Are all of ``op``'s operands such values (XLA folds ``op`` itself, if foldable)?"""
-        return bool(op.operands) and all(self(v) for v in op.operands)
+        known = self._all_of.get(id(op))
+        if known is None:
+            known = self._all_of[id(op)] = bool(op.operands) and all(
+                self(v) for v in op.operands)
+            self._alive.append(op)
+        return known
 
 
 def folded_by_xla(c: Cluster) -> str | None:

@@ -51,3 +51,26 @@ def test_constant_stacked_tables_keep_their_form():
 def test_constant_table_at_run_time_ids_is_rewritten():
     r = _rewrite(lambda t, i: (jnp.asarray(T)[i].sum(1), t[i].sum(1)))
     assert len(r.clusters) == 2
+
+
+def test_constants_reached_through_a_call_keep_their_form():
+    """The constant rows come out of a nested jit returning two values (a ``call``, then
+    ``get-tuple-element``s): only once inline-calls and fold-tuple-index have edited the
+    module are the bag's operands compile-time values. The passes share what they know of
+    constants only until one edits the module; otherwise batched-bags would regroup the
+    folded bag, as it does with the skip left out."""
+    from ember_xla.rewrites.canonicalize import canonicalize
+
+    two = jax.jit(lambda: (jnp.asarray(T)[jnp.asarray(STACK_IDS)], jnp.asarray(T)[:2]))
+
+    def f(t, i):
+        rows, head = two()
+        return rows.sum(2), head, t[i].sum(1)
+
+    m = from_jax(jax.jit(f), T, IDS).module
+    assert {"call", "get-tuple-element"} <= {op.opcode for op in m.entry.ops}
+    canonicalize(m)
+    bags = [op for op in m.entry.ops if op.opcode == "reduce"]
+    assert [op.attributes["dimensions"] for op in bags] == [[2], [1]]
+    r = _rewrite(f)
+    assert len(r.clusters) == 1

@@ -24,6 +24,7 @@ from ember_xla.rewrites.canonicalize import (  # noqa: F401  (registers the pass
     transposed_table,
     unit_dim_bags,
 )
+from ember_xla.rewrites.canonicalize.base import PatternPass, one_canonicalization
 from ember_xla.rewrites.canonicalize.notes import CanonNote, collecting
 
 
@@ -54,8 +55,10 @@ def canonicalize(module: Module, pipeline: str | None = None,
     refusals the passes recorded. ``xla_order``: the rewrite must add rows in XLA:CPU's order
     (the CPU kernels; False for the DAE machines)."""
     spec = pipeline or default_pipeline(assume_finite_tables, xla_order)
-    with collecting() as notes:
-        PassPipeline.from_spec(spec).apply(module)
+    pipe = PassPipeline.from_spec(spec)
+    shared = all(isinstance(p, PatternPass) for p in pipe.passes)  # each says when it edits
+    with collecting() as notes, one_canonicalization(shared):
+        pipe.apply(module)
     return list(notes)
 
 

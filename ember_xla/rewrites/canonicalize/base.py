@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
+from collections.abc import Iterator
 from typing import ClassVar
 
 from ember_xla.ir.graph import Module
@@ -24,6 +27,23 @@ PURE = frozenset({
     "multiply", "negate", "not", "or", "reduce", "remainder", "reshape", "scatter", "select",
     "slice", "subtract", "transpose", "xor", "call", "tuple", "get-tuple-element",
 })
+
+
+#: the compile-time values of the canonicalization under way (``one_canonicalization``)
+_CONSTANT: contextvars.ContextVar[ConstantValues | None] = contextvars.ContextVar(
+    "constant_values", default=None)
+
+
+@contextlib.contextmanager
+def one_canonicalization(shared: bool = True) -> Iterator[None]:
+    """The pattern passes run inside share one ``ConstantValues`` (if ``shared``: only when no
+    other pass runs between them), whose answers hold from one pass to the next until a pass
+    edits the module; otherwise each pass makes its own."""
+    token = _CONSTANT.set(ConstantValues() if shared else None)
+    try:
+        yield
+    finally:
+        _CONSTANT.reset(token)
 
 
 def dead_ops(module: Module) -> set[Operation]:
@@ -52,10 +72,11 @@ class PatternPass(ModulePass):
 
     def apply(self, module: Module) -> None:
         before = dead_ops(module)
-        constant = ConstantValues()
+        constant = _CONSTANT.get() or ConstantValues()
         patterns = [_SkipFolded(p, constant) for p in self.patterns()]
         if apply_patterns_greedily(module, patterns) > 1:  # something changed
             drop_dead(module, before)
+            constant.forget()
 
 
 class _SkipFolded(RewritePattern):
