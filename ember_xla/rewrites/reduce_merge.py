@@ -153,8 +153,8 @@ def _ynn_fusible(u: Operation) -> bool:
         # only into a dot whose computed operands it alone reads (measured: a masked mean
         # also returned as a value, ``h`` in ``(tanh(h @ w), h)``, ends the fusion there)
         return all(len(v.users) == 1 for v in u.operands
-                   if v.owner is not None and getattr(v.owner, "opcode", "parameter")
-                   not in ("parameter", "constant"))
+                   if isinstance(v.owner, Operation)
+                   and v.owner.opcode not in ("parameter", "constant"))
     if u.opcode in _PASS_THROUGH or u.opcode == "broadcast":
         return True
     return _elementwise(u) and any(
@@ -236,27 +236,26 @@ def weights_computed_by_ynnpack(weights: Operation | None, fused: list[Operation
     at [256,10,64] the weights are too few and XLA computes them on both sides). None when
     no such op is taken in."""
     inside = {id(o) for o in fused}
-    grew = True
-    while grew and weights is not None:
-        grew = False
-        todo, seen = [weights], set()
-        while todo:
-            op = todo.pop()
-            if op is None or id(op) in seen or not isinstance(op, Operation):
+    todo, walked = [weights], set()
+    while todo:  # an op refused now is pushed again when another of its users joins
+        op = todo.pop()
+        if not isinstance(op, Operation):
+            continue
+        if id(op) in inside:
+            if id(op) in walked:
                 continue
-            seen.add(id(op))
-            if id(op) not in inside:
-                if (len(op.results) != 1 or not op.result.users or not _ynn_fusible(op)
-                        or not all(id(u) in inside for u in op.result.users)):
-                    continue
-                inside.add(id(op))
-                grew = True
-                if op.opcode != "dot" and op.opcode not in _EXACT:
-                    return (f"the bag's YNNPACK fusion also computes its weights' "
-                            f"{op.opcode} {op.name}, which YNNPACK approximates in its own "
-                            "way; computed by XLA:CPU after the rewrite it gives other bits, "
-                            "so the cluster stays in XLA")
-            todo.extend(x.owner for x in op.operands)
+        elif (len(op.results) != 1 or not op.result.users or not _ynn_fusible(op)
+                or not all(id(u) in inside for u in op.result.users)):
+            continue
+        else:
+            inside.add(id(op))
+            if op.opcode != "dot" and op.opcode not in _EXACT:
+                return (f"the bag's YNNPACK fusion also computes its weights' "
+                        f"{op.opcode} {op.name}, which YNNPACK approximates in its own "
+                        "way; computed by XLA:CPU after the rewrite it gives other bits, "
+                        "so the cluster stays in XLA")
+        walked.add(id(op))
+        todo.extend(x.owner for x in op.operands)
     return None
 
 
