@@ -61,6 +61,11 @@ def compile_error(e: Exception) -> str:
         if any(o.startswith(_SPARSE_OPS) for o in ops):
             hint = (f"; sparse and ragged inputs (tf.nn.embedding_lookup_sparse, "
                     f"RaggedTensor) compile to ops XLA lacks: {dense}")
+        elif any(o.startswith("Segment") for o in ops):
+            hint = ("; a sorted segment op's result size depends on its segment ids "
+                    "(tf.math.segment_*, also inside tf.nn.embedding_lookup_sparse with "
+                    "weights): use tf.math.unsorted_segment_* with num_segments, or "
+                    f"{dense}")
         elif any(o.startswith(("LookupTable", "HashTable", "AsString", "StringToHash"))
                  for o in ops):
             hint = f"; {table}"

@@ -41,3 +41,21 @@ def test_hash_table_lookup_layer_says_to_keep_it_outside():
         from_tf_function(f, np.array([3, 9, 4], np.int64))
     msg = str(e.value)
     assert "hash table or string op" in msg and "outside the exported signature" in msg
+
+
+def test_sorted_segment_sum_points_to_the_unsorted_form():
+    """tf.math.segment_sum (also what tf.nn.embedding_lookup_sparse with weights runs): its
+    result size is the last segment id + 1, known only at run time."""
+    import tensorflow as tf
+
+    table = tf.Variable(np.ones((50, 4), np.float32))
+
+    @tf.function(jit_compile=True)
+    def f(ids, segments):
+        return tf.math.segment_sum(tf.gather(table, ids), segments)
+
+    with pytest.raises(HloImportError) as e:
+        from_tf_function(f, np.array([3, 7, 9], np.int32), np.array([0, 0, 1], np.int32))
+    msg = str(e.value)
+    assert "XLA has no kernel for SegmentSum" in msg and "unsorted_segment_" in msg
+    assert len(msg.splitlines()) == 1
