@@ -13,7 +13,7 @@ from ember_xla.hlo.verifier import verify_module
 from ember_xla.ir.graph import Module
 from ember_xla.ir.passes import ModulePass, register_pass
 from ember_xla.ir.rewriter import PatternRewriter
-from ember_xla.rewrites import call_plan, precision, profitability
+from ember_xla.rewrites import call_plan, precision, profitability, ynn_fusions
 from ember_xla.rewrites.canonicalize import canonicalize
 from ember_xla.rewrites.cluster import NearMiss
 from ember_xla.rewrites.coverage import uncovered
@@ -92,7 +92,35 @@ class RewriteClusters(ModulePass):
         self.run(module)
 
     def run(self, module: Module, patterns: list[Pattern] | None = None) -> RewriteResult:
+        if not self.xla_order:
+            return self._run(module, patterns)
+        # the CPU rewrite reads XLA:CPU's YNNPACK fusions of the original module and, where a
+        # bag's fusion computes inexact ops, of trial rewrites (ynn_fusions)
+        options = {"xla_allow_excess_precision": self._excess()}
+        original = ynn_fusions.read(module, options)
+        kept: dict[str, str] = {}
+        if original is not None and original.needs_trial():
+            for _ in range(len(original.bags)):
+                trial = module.clone()
+                with ynn_fusions.deciding(original, kept):
+                    self._run(trial, patterns)
+                present = {op.name for g in trial.graphs for op in g.ops}
+                more = {b: why for b, why in ynn_fusions.changed(
+                    original, ynn_fusions.read(trial, options, rewritten=True), present).items()
+                    if b not in kept}
+                if not more:
+                    break
+                kept.update(more)
+        with ynn_fusions.deciding(original, kept):
+            return self._run(module, patterns)
+
+    def _excess(self) -> bool:
+        return (precision.excess_precision_from_env() if self.excess_precision == "env"
+                else self.excess_precision == "true")
+
+    def _run(self, module: Module, patterns: list[Pattern] | None) -> RewriteResult:
         rw = PatternRewriter()
+        excess = self._excess()
         notes = (canonicalize(module, assume_finite_tables=self.assume_finite_tables,
                               xla_order=self.xla_order)
                  if self.canonical else [])
@@ -105,8 +133,6 @@ class RewriteClusters(ModulePass):
         misses += [near_miss_entry(n) for n in canon]
         misses += [near_miss_entry(n)
                    for n in uncovered(module, found.clusters, found.near_misses + canon)]
-        excess = (precision.excess_precision_from_env() if self.excess_precision == "env"
-                  else self.excess_precision == "true")
         found.clusters, refused = precision.split(found.clusters, excess)
         for c, why in refused:
             misses.append({**near_miss_entry(NearMiss(c.pattern, c.root, why)),

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from ember_xla.hlo.opcodes import ELEMENTWISE
 from ember_xla.ir.operation import Operation
 from ember_xla.native.padded_order import YNN_MIN_ELEMENTS, ynn_reduces
+from ember_xla.rewrites import ynn_fusions
 from ember_xla.rewrites.refs import Ref, binary_combiner, scalar_constant
 from ember_xla.rewrites.same_value import same_value
 
@@ -132,13 +133,9 @@ def fused_by_xla(op: Operation) -> str | None:
     return None
 
 
-#: Elementwise ops whose result is the correctly rounded (or exact) value of their operands, so
-#: the same bits whoever computes them: XLA's loop or YNNPACK's kernels.
-_EXACT = frozenset({
-    "add", "subtract", "multiply", "divide", "sqrt", "maximum", "minimum", "negate", "abs",
-    "select", "compare", "convert", "clamp", "sign", "floor", "ceil", "round-nearest-afz",
-    "round-nearest-even", "is-finite", "and", "or", "not", "xor", "broadcast",
-}) | frozenset(_PASS_THROUGH)
+#: Exact elementwise ops (ynn_fusions.EXACT_ELEMENTWISE), broadcasts and layout ops: the same
+#: bits whoever computes them.
+_EXACT = ynn_fusions.EXACT_ELEMENTWISE | {"broadcast"} | frozenset(_PASS_THROUGH)
 
 
 def _ynn_fusible(u: Operation) -> bool:
@@ -235,6 +232,10 @@ def weights_computed_by_ynnpack(weights: Operation | None, fused: list[Operation
     ``(t[ids] * jnp.tanh(s)[..., None]).sum(1)`` at [2048,20,32] gave other bits rewritten;
     at [256,10,64] the weights are too few and XLA computes them on both sides). None when
     no such op is taken in."""
+    for red in (o for o in fused if o.opcode == "reduce"):
+        known = ynn_fusions.verdict(red)  # XLA's own fusion, read: weights included
+        if known is not ynn_fusions.UNKNOWN:
+            return known
     inside = {id(o) for o in fused}
     todo, walked = [weights], set()
     while todo:  # an op refused now is pushed again when another of its users joins
@@ -262,9 +263,11 @@ def weights_computed_by_ynnpack(weights: Operation | None, fused: list[Operation
 def computed_with_consumer(op: Operation) -> str | None:
     """Why XLA:CPU computes the bag reduce ``op`` together with an op reading it, by the size
     of its operand: below YNNPACK's, inside a consumer's loop fusion (``fused_by_xla``); from
-    it on, YNNPACK's fusion computing the consumer in other bits (``computed_by_ynnpack``);
-    else None."""
+    it on, YNNPACK's fusion computing the consumer in other bits (as read from XLA's optimized
+    original module, ``ynn_fusions``; where it was not read, ``computed_by_ynnpack``); else
+    None."""
     x = op.operands[0].type
     if x.element_type == "f32" and ynn_reduces(x.size):
-        return computed_by_ynnpack(op)
+        known = ynn_fusions.verdict(op)
+        return computed_by_ynnpack(op) if known is ynn_fusions.UNKNOWN else known
     return fused_by_xla(op)

@@ -29,10 +29,15 @@ def executable_proto(module: Module) -> bytes:
     return module_to_proto(module)
 
 
-def compile_module(module: Module, options: dict[str, bool | int | str] | None = None
-                   ) -> Executable:
+def compile_module(module: Module, options: dict[str, bool | int | str] | None = None,
+                   cache: bool = True) -> Executable:
+    """XLA:CPU's executable for ``module`` (kept for the next call with the same module and
+    options unless ``cache`` is False: a module compiled once to be read)."""
     proto = executable_proto(module)
-    return compile_proto_cached(proto, options)
+    if cache:
+        return compile_proto_cached(proto, options)
+    register_called_targets(proto)
+    return compile_proto(proto, options)
 
 
 def compile_proto_cached(proto: bytes, options: dict[str, bool | int | str] | None = None

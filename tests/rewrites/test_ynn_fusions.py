@@ -1,0 +1,95 @@
+"""Reading XLA:CPU's YNNPACK fusions: the optimized module's text parsed into computations, the
+inexact ops of a fusion by kind, and, on real compiles, which bag reduce shares a fusion with
+which ops (tagged through ``metadata.op_name``) and which bags a rewrite would move them off."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ember_xla.hlo_import.jax_source import from_jax
+from ember_xla.rewrites import ynn_fusions
+from ember_xla.rewrites.pipeline import rewrite_module
+
+# XLA:CPU's optimized text for sigmoid(mean(t[ids]) @ w) at [256,20,32] (trimmed)
+OPTIMIZED = """\
+HloModule jit_f, is_scheduled=true
+%region_0.1 (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %add.9 = f32[] add(%a, %b)
+}
+%fused_computation (param_0.5: f32[32,64], param_1.7: f32[5120,1,32]) -> f32[256,64] {
+  %param_1.7 = f32[5120,1,32]{2,1,0} parameter(1)
+  %bitcast.8 = f32[256,20,32]{2,1,0} bitcast(%param_1.7), metadata={op_name="p_7"}
+  %constant.4 = f32[] constant(0)
+  %reduce_sum.2 = f32[256,32]{1,0} reduce(%bitcast.8, %constant.4), dimensions={1}, \
+to_apply=%region_0.1, metadata={op_name="p_3" stack_frame_id=2}
+  %constant.10 = f32[] constant(0.05)
+  %broadcast.6 = f32[256,32]{1,0} broadcast(%constant.10), dimensions={}
+  %multiply.3 = f32[256,32]{1,0} multiply(%reduce_sum.2, %broadcast.6), metadata={op_name="p_4"}
+  %param_0.5 = f32[32,64]{1,0} parameter(0)
+  %dot_general.0 = f32[256,64]{1,0} dot(%multiply.3, %param_0.5), lhs_contracting_dims={1}, \
+rhs_contracting_dims={0}
+  %add.1 = f32[256,64]{1,0} add(%dot_general.0, %multiply.3)
+  ROOT %logistic.0 = f32[256,64]{1,0} logistic(%add.1), metadata={op_name="p_5"}
+}
+ENTRY %main.2 (t.1: f32[5000,32], w.1: f32[32,64]) -> f32[256,64] {
+  %t.1 = f32[5000,32]{1,0} parameter(0)
+  %w.1 = f32[32,64]{1,0} parameter(1)
+  ROOT %ynn_fusion = f32[256,64]{1,0} fusion(%w.1, %t.1), kind=kCustom, \
+calls=%fused_computation, backend_config={"fusion_config":{"kind":"__ynn_fusion"}}
+}
+"""
+
+
+def test_the_optimized_text_is_read_into_computations():
+    comps = ynn_fusions.computations(OPTIMIZED)
+    assert set(comps) == {"region_0.1", "fused_computation", "main.2"}
+    red = next(i for i in comps["fused_computation"] if i.opcode == "reduce")
+    assert red.operands == ["bitcast.8", "constant.4"] and red.op_name == "p_3"
+    (body,) = ynn_fusions.ynn_fusion_bodies(OPTIMIZED)
+    assert body == comps["fused_computation"]
+
+
+def test_a_fusions_inexact_ops_by_kind():
+    (body,) = ynn_fusions.ynn_fusion_bodies(OPTIMIZED)
+    kinds = [(i.name, k) for i, k in ynn_fusions._kinds(body)]
+    assert kinds == [("add.1", "rounded product"), ("logistic.0", "approximated")]
+
+
+RNG = np.random.default_rng(0)
+T = RNG.standard_normal((5000, 32)).astype(np.float32)
+IDS = RNG.integers(0, 5000, (256, 20)).astype(np.int32)
+W = (RNG.standard_normal((32, 64)) * 0.1).astype(np.float32)
+
+
+def test_the_bags_fusion_is_read_by_name():
+    """Each op is tagged in a copy; the optimized module names the bag's reduce and the
+    tanh it shares a YNNPACK fusion with, by the module's own op names."""
+    m = from_jax(jax.jit(lambda t, i: jnp.tanh(t[i].mean(1) @ W)), T, IDS).module
+    fusions = ynn_fusions.read(m)
+    (bag,) = [op.name for op in m.entry.ops if op.opcode == "reduce"]
+    (tanh,) = [op.name for op in m.entry.ops if op.opcode == "tanh"]
+    assert fusions is not None and fusions.bags == {bag: [tanh]}
+    assert fusions.inexact == {tanh: "approximated"} and fusions.needs_trial()
+    assert all("ember_ynn_probe" not in str(op.attributes.get("metadata"))
+               for op in m.entry.ops)  # the module itself is not tagged
+
+
+def test_a_module_without_bags_of_ynnpack_size_is_not_compiled():
+    small = from_jax(jax.jit(lambda t, i: jnp.tanh(t[i].mean(1) @ W)), T, IDS[:8, :4]).module
+    assert ynn_fusions.read(small) is None
+
+
+def test_a_trial_that_moves_an_inexact_op_keeps_the_bag():
+    """sigmoid(p @ w): rewritten, the dot reading the custom call is a YNNPACK fusion alone
+    and the logistic XLA's loop, so the bag stays in XLA, named; softmax(p @ w): its exp stays
+    in a YNNPACK fusion of its own, so the bag is rewritten."""
+    sig = from_jax(jax.jit(lambda t, i: jax.nn.sigmoid(t[i].mean(1) @ W)), T, IDS).module
+    r = rewrite_module(sig, cost_model=False)
+    assert not r.clusters
+    assert any("computes outside YNNPACK" in n["reason"] for n in r.near_misses)
+    soft = from_jax(jax.jit(lambda t, i: jax.nn.softmax(t[i].mean(1) @ W)), T, IDS).module
+    assert len(rewrite_module(soft, cost_model=False).clusters) == 1
