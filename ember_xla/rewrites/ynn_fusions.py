@@ -19,7 +19,8 @@ its growth rules are XLA's and not all modelled. Here both sides are read instea
    XLA when an inexact op of its fusion is no longer computed the same way (by YNNPACK, as the
    same kind) in the rewritten module, and the trial is repeated without it.
 A bag that the optimized original does not show inside a YNNPACK fusion is left to the model.
-An inexact op XLA made without a tag (none seen) keeps its bag in XLA."""
+An op XLA made without a tag counts as the nearest tagged op it feeds (the parts of an expanded
+``logistic``); one feeding none keeps its bag in XLA."""
 
 from __future__ import annotations
 
@@ -164,6 +165,25 @@ def _kinds(body: list[_Instr]) -> list[tuple[_Instr, str]]:
     return out
 
 
+def _source(instr: _Instr, body: list[_Instr], names: dict[str, str]) -> str | None:
+    """The module op ``instr`` computes (part of): its tag's, else that of the nearest tagged
+    user in the fusion (XLA expands ``logistic`` into negate, exp, add and divide, and only
+    the last keeps the op's metadata), else None."""
+    users: dict[str, list[_Instr]] = {}
+    for i in body:
+        for o in i.operands:
+            users.setdefault(o, []).append(i)
+    todo, seen = [instr], set()
+    while todo:
+        i = todo.pop(0)
+        if i.op_name in names:
+            return names[i.op_name]
+        if i.name not in seen:
+            seen.add(i.name)
+            todo.extend(users.get(i.name, []))
+    return None
+
+
 def read(module: Module, options: dict[str, bool | int | str] | None = None,
          rewritten: bool = False) -> Fusions | None:
     """``module``'s YNNPACK fusions as XLA:CPU compiles it (a tagged copy), or None when it
@@ -189,7 +209,7 @@ def read(module: Module, options: dict[str, bool | int | str] | None = None,
         return None
     out = Fusions()
     for body in ynn_fusion_bodies(text):
-        inexact = [(names.get(i.op_name or ""), kind) for i, kind in _kinds(body)]
+        inexact = [(_source(i, body, names), kind) for i, kind in _kinds(body)]
         for name, kind in inexact:
             if name is not None:
                 out.inexact[name] = kind

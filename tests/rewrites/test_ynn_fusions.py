@@ -7,6 +7,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from ember_xla.hlo_import.jax_source import from_jax
 from ember_xla.rewrites import ynn_fusions
@@ -93,3 +94,55 @@ def test_a_trial_that_moves_an_inexact_op_keeps_the_bag():
     assert any("computes outside YNNPACK" in n["reason"] for n in r.near_misses)
     soft = from_jax(jax.jit(lambda t, i: jax.nn.softmax(t[i].mean(1) @ W)), T, IDS).module
     assert len(rewrite_module(soft, cost_model=False).clusters) == 1
+
+
+# XLA:CPU expands a logistic inside a YNNPACK fusion; only the divide keeps the op's tag
+EXPANDED = """\
+%fused_computation.2 (param_0: f32[256,32]) -> f32[256,32] {
+  %param_0 = f32[256,32]{1,0} parameter(0)
+  %constant.1 = f32[] constant(1)
+  %broadcast.1 = f32[256,32]{1,0} broadcast(%constant.1), dimensions={}
+  %negate.1 = f32[256,32]{1,0} negate(%param_0)
+  %exponential.1 = f32[256,32]{1,0} exponential(%negate.1)
+  %add.1 = f32[256,32]{1,0} add(%broadcast.1, %exponential.1)
+  ROOT %divide.4 = f32[256,32]{1,0} divide(%broadcast.1, %add.1), metadata={op_name="p_9"}
+}
+"""
+
+
+def test_an_op_xla_made_counts_as_the_tagged_op_it_feeds():
+    (body,) = ynn_fusions.computations(EXPANDED).values()
+    ((exp, kind),) = ynn_fusions._kinds(body)
+    assert (exp.name, kind) == ("exponential.1", "approximated")
+    assert ynn_fusions._source(exp, body, {"p_9": "Sigmoid.1"}) == "Sigmoid.1"
+    assert ynn_fusions._source(exp, body, {}) is None
+
+
+@pytest.mark.parametrize("activation, rewritten", [("gelu", 1), ("softmax", 1), ("sigmoid", 0)])
+def test_keras_pooled_dense_layers(activation, rewritten):
+    """Keras Embedding -> GlobalAveragePooling1D -> Dense(64, activation), as TF compiles it:
+    gelu's and softmax's inexact ops stay in a YNNPACK fusion of their own once the bag is a
+    custom call (rewritten); the sigmoid moves to XLA's loop (kept, named). Every output
+    bit-equal under both excess-precision settings."""
+    import keras
+
+    from ember_xla.hlo_import.tf_source import from_tf_function
+    from ember_xla.runtime.execute import run_module
+
+    keras.utils.set_random_seed(3)
+    ids = keras.Input((20,), dtype="int32", batch_size=256)
+    pooled = keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(5000, 32)(ids))
+    model = keras.Model(ids, keras.layers.Dense(64, activation=activation)(pooled))
+    x = np.random.default_rng(4).integers(0, 5000, (256, 20)).astype(np.int32)
+    m = from_tf_function(lambda i: model(i), x)
+    r = rewrite_module(m.module, cost_model=False)
+    assert len(r.clusters) == rewritten, r.near_misses
+    if not rewritten:
+        assert any("computes outside YNNPACK" in n["reason"] for n in r.near_misses)
+    free = iter([x])
+    inputs = [m.bound[k] if k in m.bound else next(free)
+              for k in range(len(m.module.entry.params()))]
+    for opts in ({}, {"xla_allow_excess_precision": False}):
+        for a, b in zip(run_module(m.module, inputs, opts), run_module(r.module, inputs, opts),
+                        strict=True):
+            assert a.tobytes() == b.tobytes()
