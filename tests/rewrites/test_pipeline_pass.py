@@ -49,6 +49,9 @@ def test_pass_runs_from_a_pipeline_string():
 
 
 def test_rewrites_do_not_import_the_runtime():
+    """Rewrites edit IR; running modules is the runtime's. The one exception reads what
+    XLA:CPU itself decides: ``ynn_fusions`` compiles a tagged copy of the module (inside the
+    function that reads it) to see which ops XLA's YNNPACK fusions take in."""
     import ember_xla.rewrites as pkg
 
     offenders = []
@@ -58,7 +61,7 @@ def test_rewrites_do_not_import_the_runtime():
                      [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             offenders += [f"{path.name}: {n}" for n in names
                           if n.startswith("ember_xla.runtime")]
-    assert offenders == []
+    assert offenders == ["ynn_fusions.py: ember_xla.runtime.execute"]
 
 
 def test_kernel_attributes_stay_structured_until_export():
