@@ -55,7 +55,7 @@ EXACT = EXACT_ELEMENTWISE | {
 }
 _CARRY = ("convert", "bitcast", "copy", "reshape", "transpose")
 
-#: the verdicts of the rewrite under way (``reading``); None outside one
+#: the verdicts of the rewrite under way (``deciding``); None outside one
 _CURRENT: contextvars.ContextVar[dict[str, str | None] | None] = contextvars.ContextVar(
     "ynn_fusions", default=None)
 #: no verdict: the bag is not inside a YNNPACK fusion of the optimized module (or none was read)
@@ -165,14 +165,20 @@ def _kinds(body: list[_Instr]) -> list[tuple[_Instr, str]]:
     return out
 
 
-def _source(instr: _Instr, body: list[_Instr], names: dict[str, str]) -> str | None:
-    """The module op ``instr`` computes (part of): its tag's, else that of the nearest tagged
-    user in the fusion (XLA expands ``logistic`` into negate, exp, add and divide, and only
-    the last keeps the op's metadata), else None."""
+def _users(body: list[_Instr]) -> dict[str, list[_Instr]]:
+    """Each instruction's users within the fusion, by its name."""
     users: dict[str, list[_Instr]] = {}
     for i in body:
         for o in i.operands:
             users.setdefault(o, []).append(i)
+    return users
+
+
+def _source(instr: _Instr, users: dict[str, list[_Instr]], names: dict[str, str]
+            ) -> str | None:
+    """The module op ``instr`` computes (part of): its tag's, else that of the nearest tagged
+    user in the fusion (``users``: XLA expands ``logistic`` into negate, exp, add and divide,
+    and only the last keeps the op's metadata), else None."""
     todo, seen = [instr], set()
     while todo:
         i = todo.pop(0)
@@ -188,7 +194,8 @@ def read(module: Module, options: dict[str, bool | int | str] | None = None,
          rewritten: bool = False) -> Fusions | None:
     """``module``'s YNNPACK fusions as XLA:CPU compiles it (a tagged copy), or None when it
     does not compile alone or (unless ``rewritten``: a trial rewrite) has no candidate bag."""
-    if not rewritten and (not candidates(module) or not any(
+    bag_names = {op.name for op in candidates(module)}  # a copy keeps the names
+    if not rewritten and (not bag_names or not any(
             op.opcode == "gather" for g in module.graphs for op in g.ops)):
         return None
     from ember_xla.runtime.execute import clone_module, compile_module
@@ -201,7 +208,6 @@ def read(module: Module, options: dict[str, bool | int | str] | None = None,
             op.attributes["metadata"] = {**(op.attributes.get("metadata") or {}),
                                          "op_name": tag}
             names[tag] = op.name
-    bag_names = {op.name for op in candidates(tagged)}
     try:
         text = compile_module(tagged, options, cache=False).optimized_hlo()
     except Exception as e:  # the model decides where XLA cannot compile the module alone
@@ -209,7 +215,8 @@ def read(module: Module, options: dict[str, bool | int | str] | None = None,
         return None
     out = Fusions()
     for body in ynn_fusion_bodies(text):
-        inexact = [(_source(i, body, names), kind) for i, kind in _kinds(body)]
+        users = _users(body)
+        inexact = [(_source(i, users, names), kind) for i, kind in _kinds(body)]
         for name, kind in inexact:
             if name is not None:
                 out.inexact[name] = kind

@@ -114,8 +114,9 @@ def test_an_op_xla_made_counts_as_the_tagged_op_it_feeds():
     (body,) = ynn_fusions.computations(EXPANDED).values()
     ((exp, kind),) = ynn_fusions._kinds(body)
     assert (exp.name, kind) == ("exponential.1", "approximated")
-    assert ynn_fusions._source(exp, body, {"p_9": "Sigmoid.1"}) == "Sigmoid.1"
-    assert ynn_fusions._source(exp, body, {}) is None
+    users = ynn_fusions._users(body)
+    assert ynn_fusions._source(exp, users, {"p_9": "Sigmoid.1"}) == "Sigmoid.1"
+    assert ynn_fusions._source(exp, users, {}) is None
 
 
 @pytest.mark.parametrize("activation, rewritten", [("gelu", 1), ("softmax", 1), ("sigmoid", 0)])
