@@ -14,8 +14,9 @@ its samples are bimodal, so the fit on each point's fastest run under-predicted 
 (a B=256, P=5, D=16 bag: fitted 19.8 us, measured median 122 us).
 Their second statistic is the lower quartile, not the minimum: XLA's fastest 2-ms window is a
 state it seldom runs in. A lookup of a table
-computed on every call by an elementwise op (flax ``nn.Embed(dtype=bfloat16)`` converting its
-f32 table, a GNN's ``h * norm[:, None]`` gathered along the edges) costs the kernel path also
+computed on every call by an op XLA fuses into its gather (``FUSED_INTO_GATHER``: flax
+``nn.Embed(dtype=bfloat16)`` converting its f32 table, a GNN's ``h * norm[:, None]`` gathered
+along the edges, a slice of a stack that canonicalization left) costs the kernel path also
 the table written out first, which XLA, fusing the op into its gather, never writes: that
 write is predicted at the kernel's own measured cost per output element
 (``per_output_elem_s``) times the table's elements (``computed_table_s``; checked against
@@ -292,15 +293,26 @@ def unmodelled_slow(c: Cluster) -> str | None:
     return None
 
 
+#: Ops XLA:CPU fuses into the gather that reads their result (computing only the rows looked
+#: up) but writes out whole when their result is a custom call's operand: elementwise ops and
+#: the data movers (a table sliced out of a stack in a ``lax.map``/``scan`` body, a
+#: concatenation of tables).
+FUSED_INTO_GATHER = ELEMENTWISE | {"broadcast", "concatenate", "dynamic-slice", "pad",
+                                   "reverse", "slice", "transpose"}
+
+
 def computed_table(c: Cluster) -> Operation | None:
-    """The elementwise op computing a forward cluster's table on every call (flax
-    ``nn.Embed(dtype=jnp.bfloat16)`` converts its f32 table, Keras' mixed precision casts it,
-    a GNN scales its node features), or None: XLA fuses it into the gather and computes only
-    the rows looked up, while the kernel needs the whole computed table written out first."""
+    """The op computing a forward cluster's table on every call that XLA would fuse into the
+    gather (flax ``nn.Embed(dtype=jnp.bfloat16)`` converts its f32 table, Keras' mixed precision
+    casts it, a GNN scales its node features, a loop body slices its table out of a stack),
+    seen through reshapes, or None: XLA computes only the rows looked up, while the kernel
+    needs the whole computed table written out first."""
     if c.direction == "backward" or not c.input_roles or c.input_roles[0] != "table":
         return None
     producer = c.table.owner
-    return producer if producer.opcode in ELEMENTWISE else None
+    while producer is not None and producer.opcode in ("reshape", "bitcast"):
+        producer = producer.operands[0].owner
+    return producer if producer is not None and producer.opcode in FUSED_INTO_GATHER else None
 
 
 def computed_table_s(c: Cluster, fam: dict[str, Any]) -> float:

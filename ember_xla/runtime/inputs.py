@@ -23,12 +23,32 @@ _PASS = {"reshape", "bitcast", "convert", "copy", "broadcast", "slice", "concate
          "transpose", "dynamic-slice", "get-tuple-element", "tuple", "clamp"}
 
 
-def _callers(module: Module) -> dict[int, list[Operation]]:
+def _callers(module: Module, opcodes: tuple[str, ...] = ("call", "fusion")
+             ) -> dict[int, list[Operation]]:
     out: dict[int, list[Operation]] = {}
     for op in module.walk():
-        if op.opcode in ("call", "fusion"):
+        if op.opcode in opcodes:
             for c in op.callees:
                 out.setdefault(id(c), []).append(op)
+    return out
+
+
+def _loop_state(op: Operation, loops: dict[int, list[Operation]]) -> list[Operation]:
+    """For ``get-tuple-element(p, k)`` of the state parameter ``p`` of a while loop's body or
+    condition (``lax.map``/``scan`` carry their operands there): the producers of element k of
+    the loop's initial state and of the body's next state; [] for anything else."""
+    if op.opcode != "get-tuple-element":
+        return []
+    p = op.operands[0].owner
+    if p is None or p.opcode != "parameter":
+        return []
+    k = op.attributes.get("tuple_index", 0)
+    out = []
+    for w in loops.get(id(p.parent), []):
+        body = w.callees[0] if w.callees else None
+        for t in (w.operands[0].owner, body.root if body is not None else None):
+            if t is not None and t.opcode == "tuple" and k < len(t.operands):
+                out.append(t.operands[k].owner)
     return out
 
 
@@ -42,6 +62,7 @@ def _index_uses(module: Module) -> tuple[dict[int, int], dict[int, set[str]]]:
     used: ``gather``/``scatter`` and the promises (``indices_are_sorted``,
     ``unique_indices``) of the ops they reach."""
     callers = _callers(module)
+    loops = _callers(module, ("while",))
     bounds: dict[int, int] = {}
     promises: dict[int, set[str]] = {}
     current: set[str] = set()
@@ -59,6 +80,11 @@ def _index_uses(module: Module) -> tuple[dict[int, int], dict[int, set[str]]]:
             for call in callers.get(id(g), []):
                 if num < len(call.operands):
                     visit(call.operands[num].owner, bound, seen)
+            return
+        state = _loop_state(op, loops)
+        if state:
+            for producer in state:
+                visit(producer, bound, seen)
             return
         if op.opcode in _PASS or op.opcode in ("select", "add", "call"):
             for v in op.operands:

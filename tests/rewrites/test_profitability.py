@@ -333,3 +333,25 @@ def test_small_batch_padded_bags_are_rewritten():
     tiny = rewrite_module(_padded_bags_module(1, 2, 16), cost_model=True)
     assert not tiny.clusters
     assert len([n for n in tiny.near_misses if n.get("kept_in_xla")]) == 4
+
+
+def test_table_sliced_per_call_costs_its_copy():
+    """A table a loop body slices out of a stack (``lax.map`` over stacked tables) is written
+    out whole before a custom call reads it, which XLA, fusing the slice into its gather,
+    never does: the prediction includes that copy (sliced-table, which removes it, is left
+    out of the pipeline here)."""
+    from ember_xla.rewrites.canonicalize import canonicalize, default_pipeline
+    from ember_xla.rewrites.matcher import find_clusters
+    from ember_xla.rewrites.patterns import ALL_PATTERNS
+
+    rng = np.random.default_rng(3)
+    tables = rng.standard_normal((4, 10_000, 32)).astype(np.float32)
+    ids = rng.integers(0, 10_000, (4, 64, 10)).astype(np.int32)
+    m = from_jax(lambda t, i: jax.lax.map(lambda a: a[0][a[1]].sum(1), (t, i)),
+                 tables, ids).module
+    canonicalize(m, default_pipeline().replace("sliced-table,", ""))
+    (c,) = find_clusters(m, list(ALL_PATTERNS)).clusters
+    assert profitability.computed_table(c).opcode == "dynamic-slice"
+    fam = profitability.load_model()["families"][profitability.family(c)]
+    assert profitability.computed_table_s(c, fam) == \
+        fam["ember"]["per_output_elem_s"] * 10_000 * 32

@@ -28,6 +28,27 @@ def test_index_parameters_stay_in_bounds():
     assert all(np.array_equal(p, q) for p, q in zip(a, b, strict=True))  # deterministic
 
 
+def test_ids_carried_through_a_loop_state_are_ids():
+    """lax.map / scan carry their operands in a while loop's state: ids the body reads from
+    there get in-range values and edge cases; a counter-like integer carried beside them
+    stays random data."""
+    import jax
+
+    from ember_xla.runtime.inputs import edge_id_inputs
+
+    def f(ts, ids, n):
+        return jax.lax.map(lambda a: a[0][a[1]].sum(1), (ts, ids)), n + 1
+
+    m = from_jax(f, np.ones((3, 11, 4), np.float32), np.zeros((3, 6, 2), np.int32),
+                 np.zeros(5, np.int32))
+    base = random_inputs(m.module, 0)
+    ids = base[1]
+    assert ids.min() >= 0 and ids.max() < 11 and len(np.unique(ids)) > 5
+    _, mixed, n = edge_id_inputs(m.module, base, 0)["mixed"]
+    assert (mixed < 0).any() and (mixed >= 11).any()
+    assert n is base[2]                   # not mistaken for ids
+
+
 def test_bound_parameters_take_given_values():
     m = from_jax(lambda x, y: x + y, np.ones(3, np.float32), np.ones(3, np.float32))
     v = np.array([1, 2, 3], np.float32)

@@ -27,7 +27,8 @@ class RowLookup:
         return tuple(self.value.type.dims[:-1])
 
 
-def _row_gather(g: Operation) -> bool:
+def is_row_gather(g: Operation) -> bool:
+    """A whole-row gather of a [N,D] table at ids [lead...] or [lead..., 1] -> [lead..., D]."""
     if g.opcode != "gather":
         return False
     table, idx = g.operands
@@ -74,11 +75,11 @@ def row_lookup(v: Value) -> RowLookup | None:
     op = v.owner
     if op is None or len(v.uses) != 1:
         return None
-    if _row_gather(op):
+    if is_row_gather(op):
         return RowLookup(v, op, None)
     if op.opcode == "select" and len(op.operands) == 3:
         g = op.operands[1].owner
-        if _row_gather(g) and len(g.result.uses) == 1:
+        if is_row_gather(g) and len(g.result.uses) == 1:
             cb = fill_and(op, g)
             if cb is not None:
                 return RowLookup(v, g, cb)
