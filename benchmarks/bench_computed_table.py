@@ -8,7 +8,10 @@ A benchmark, not a test. Two idioms, each at several table sizes:
   call), padded bags ``[B, P]`` summed: ``convert`` of N x D elements;
 - ``gcn``: a GCN layer's message passing, node features scaled by their degree norm
   (``h * norm[:, None]``) gathered along E edges and summed per receiver (``segment_sum``):
-  ``multiply`` of N x D elements.
+  ``multiply`` of N x D elements;
+- ``sliced``: ``jax.lax.map`` over 4 stacked tables ``[4, N, D]``, a padded bag ``[B, P]`` per
+  table in the loop body, which reads ``dynamic-slice(tables, k)``: sliced-table makes the
+  call read the whole stack (a bitcast) instead of the slice written out (N x D per table).
 
 For every case, in one process, ``jax.jit`` and ``ember_xla.jit`` with the cost model off
 (every cluster rewritten) alternate in rounds (``bench_jit.rounds``: A B B A, order rotated);
@@ -18,6 +21,7 @@ rewrite computes per row XLA computes), times and the speedup of the rewrite.
 
     python benchmarks/bench_computed_table.py
     python benchmarks/bench_computed_table.py --cases gcn --rows 2000,50000 --rounds 21
+    python benchmarks/bench_computed_table.py --cases sliced --rows 10000,200000
 """
 
 from __future__ import annotations
@@ -60,6 +64,18 @@ def gcn_case(n: int, d: int, e: int, rng):
     return f, (h, norm, senders, receivers), e
 
 
+def sliced_case(n: int, d: int, b: int, p: int, rng):
+    import jax
+
+    tables = rng.standard_normal((4, n, d)).astype(np.float32)
+    ids = rng.integers(0, n, (4, b, p)).astype(np.int32)
+
+    def f(ts, i):
+        return jax.lax.map(lambda a: a[0][a[1]].sum(1), (ts, i))
+
+    return f, (tables, ids), 4 * b * p
+
+
 def run_case(name: str, fn, args, lookups: int, n: int, rounds_n: int) -> None:
     import jax
 
@@ -89,7 +105,7 @@ def run_case(name: str, fn, args, lookups: int, n: int, rounds_n: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--cases", default="bf16,gcn")
+    p.add_argument("--cases", default="bf16,gcn,sliced")
     p.add_argument("--rows", default="2000,20000,50000,200000")
     p.add_argument("--dim", type=int, default=64)
     p.add_argument("--rounds", type=int, default=15)
@@ -102,8 +118,10 @@ def main(argv: list[str] | None = None) -> int:
                 fn, xs, lookups = bf16_case(n, args.dim, 2048, 20, rng)
             elif case == "gcn":
                 fn, xs, lookups = gcn_case(n, args.dim, 40960, rng)
+            elif case == "sliced":
+                fn, xs, lookups = sliced_case(n, args.dim, 256, 20, rng)
             else:
-                p.error(f"unknown case {case!r}; expected bf16 or gcn")
+                p.error(f"unknown case {case!r}; expected bf16, gcn or sliced")
             run_case(case, fn, xs, lookups, n, args.rounds)
     return 0
 
