@@ -33,22 +33,34 @@ def _callers(module: Module, opcodes: tuple[str, ...] = ("call", "fusion")
     return out
 
 
+def _element(op: Operation | None, path: list[int]) -> Operation | None:
+    """The producer of the element at ``path`` of the (nested) ``tuple`` ``op``, or None."""
+    for k in path:
+        if op is None or op.opcode != "tuple" or k >= len(op.operands):
+            return None
+        op = op.operands[k].owner
+    return op
+
+
 def _loop_state(op: Operation, loops: dict[int, list[Operation]]) -> list[Operation]:
-    """For ``get-tuple-element(p, k)`` of the state parameter ``p`` of a while loop's body or
-    condition (``lax.map``/``scan`` carry their operands there): the producers of element k of
-    the loop's initial state and of the body's next state; [] for anything else."""
-    if op.opcode != "get-tuple-element":
+    """For a (nested) ``get-tuple-element`` of the state parameter of a while loop's body or
+    condition (``lax.map``/``scan`` carry their operands there, TF's ``map_fn`` in tuples
+    within it): the producers of that element of the loop's initial state and of the body's
+    next state; [] for anything else."""
+    path: list[int] = []
+    p: Operation | None = op
+    while p is not None and p.opcode == "get-tuple-element":
+        path.insert(0, p.attributes.get("tuple_index", 0))
+        p = p.operands[0].owner
+    if not path or p is None or p.opcode != "parameter":
         return []
-    p = op.operands[0].owner
-    if p is None or p.opcode != "parameter":
-        return []
-    k = op.attributes.get("tuple_index", 0)
     out = []
     for w in loops.get(id(p.parent), []):
         body = w.callees[0] if w.callees else None
         for t in (w.operands[0].owner, body.root if body is not None else None):
-            if t is not None and t.opcode == "tuple" and k < len(t.operands):
-                out.append(t.operands[k].owner)
+            e = _element(t, path)
+            if e is not None:
+                out.append(e)
     return out
 
 

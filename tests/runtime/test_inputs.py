@@ -49,6 +49,25 @@ def test_ids_carried_through_a_loop_state_are_ids():
     assert n is base[2]                   # not mistaken for ids
 
 
+def test_ids_in_a_tf_map_fn_tensor_list_are_ids():
+    """TF's ``map_fn`` carries its elements as TensorLists, tuples within the loop state:
+    the ids read from there get in-range values and edge cases too."""
+    import tensorflow as tf
+
+    from ember_xla.hlo_import.tf_source import from_tf_function
+    from ember_xla.runtime.inputs import edge_id_inputs
+
+    def f(ts, ids):
+        return tf.map_fn(lambda a: tf.reduce_sum(tf.gather(a[0], a[1]), 1), (ts, ids),
+                         fn_output_signature=tf.float32)
+
+    m = from_tf_function(f, np.ones((3, 11, 4), np.float32), np.zeros((3, 6, 2), np.int32))
+    base = random_inputs(m.module, 0)
+    assert base[1].min() >= 0 and base[1].max() < 11
+    mixed = edge_id_inputs(m.module, base, 0)["mixed"][1]
+    assert (mixed < 0).any() and (mixed >= 11).any()
+
+
 def test_bound_parameters_take_given_values():
     m = from_jax(lambda x, y: x + y, np.ones(3, np.float32), np.ones(3, np.float32))
     v = np.array([1, 2, 3], np.float32)
