@@ -100,7 +100,7 @@ class RewriteClusters(ModulePass):
         original = ynn_fusions.read(module, options)
         kept: dict[str, str] = {}
         if original is not None and original.needs_trial():
-            for _ in range(len(original.bags)):
+            for _ in range(len(original.bags) + len(original.roundings)):
                 trial = module.clone()
                 with ynn_fusions.deciding(original, kept):
                     self._run(trial, patterns)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from ember_xla.native.padded_order import YNN_MIN_ELEMENTS, OrderNotReproduced, ynn_reduces
+from ember_xla.rewrites import ynn_fusions
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.compile_time import folded_by_xla
 from ember_xla.util.xla_flags import xla_flag_values
@@ -76,10 +77,12 @@ def _ynn_reduces(elements: int) -> bool:
 def split(clusters: list[Cluster], excess_precision: bool
           ) -> tuple[list[Cluster], list[tuple[Cluster, str]]]:
     """(clusters the kernels compute exactly, [(cluster kept in XLA, reason)]): the rounding
-    rule above, and clusters XLA:CPU computes at compile time (``compile_time``)."""
+    rule above, clusters XLA:CPU computes at compile time (``compile_time``) and those whose
+    value is rounded after them in a way the rewrite would change (``ynn_fusions``)."""
     keep, refused = [], []
     for c in clusters:
-        why = refusal(c, excess_precision) or folded_by_xla(c)
+        why = (refusal(c, excess_precision) or folded_by_xla(c)
+               or ynn_fusions.rounding_refusal(c.root))
         if why is None:
             keep.append(c)
         else:

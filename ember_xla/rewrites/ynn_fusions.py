@@ -19,6 +19,15 @@ its growth rules are XLA's and not all modelled. Here both sides are read instea
    XLA when an inexact op of its fusion is no longer computed the same way (by YNNPACK, as the
    same kind) in the rewritten module, and the trial is repeated without it.
 A bag that the optimized original does not show inside a YNNPACK fusion is left to the model.
+
+The same reading covers the roundings after a bag, bags of any size: a value computed from a
+bag and converted to a narrower float type (``pooled.astype(bf16) @ w``, a bf16 or f16 head
+of an f32 bag) is, with ``xla_allow_excess_precision`` on, rounded or not depending on where
+XLA:CPU puts the convert: its simplifier drops an ``f32 -> bf16 -> f32`` pair it sees whole, a
+YNNPACK fusion computing the pair keeps the f32 value, a loop fusion rounds. Rewriting the bag
+moves these decisions (measured: other bits in each of the three ways), so each such convert
+(``roundings_after``) must be computed the same way (``rounding_status``) in the trial rewrite
+as in the original, or its bag stays in XLA.
 An op XLA made without a tag counts as the nearest tagged op it feeds (the parts of an expanded
 ``logistic``); one feeding none keeps its bag in XLA."""
 
@@ -58,6 +67,9 @@ _CARRY = ("convert", "bitcast", "copy", "reshape", "transpose")
 #: the verdicts of the rewrite under way (``deciding``); None outside one
 _CURRENT: contextvars.ContextVar[dict[str, str | None] | None] = contextvars.ContextVar(
     "ynn_fusions", default=None)
+#: the bags kept in XLA for the roundings after them, with why (``deciding``)
+_ROUNDED: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
+    "ynn_roundings", default=None)
 #: no verdict: the bag is not inside a YNNPACK fusion of the optimized module (or none was read)
 UNKNOWN = "unknown"
 
@@ -105,14 +117,36 @@ def computations(text: str) -> dict[str, list[_Instr]]:
     return out
 
 
+def _ynn_names(text: str) -> list[str]:
+    """The names of the computations XLA:CPU gives to YNNPACK."""
+    return [c.group(1) for line in text.splitlines()
+            if "__ynn_fusion" in line and " fusion(" in line and (c := _CALLS.search(line))]
+
+
 def ynn_fusion_bodies(text: str) -> list[list[_Instr]]:
     """The computations XLA:CPU gives to YNNPACK (fusions of kind ``__ynn_fusion``)."""
     comps = computations(text)
-    bodies = []
-    for line in text.splitlines():
-        if "__ynn_fusion" in line and " fusion(" in line and (c := _CALLS.search(line)):
-            bodies.append(comps.get(c.group(1), []))
-    return bodies
+    return [comps.get(n, []) for n in _ynn_names(text)]
+
+
+def rounding_status(text: str, names: dict[str, str], converts: set[str]
+                    ) -> dict[str, frozenset[str]]:
+    """How the optimized module ``text`` computes each convert of ``converts`` (module op
+    names; ``names``: tag -> op name): "rounded" (XLA's code rounds), "kept wide by YNNPACK"
+    (a YNNPACK fusion converts it back in the same fusion) or, with no instruction left,
+    "dropped" (XLA removed the round trip)."""
+    comps = computations(text)
+    ynn = set(_ynn_names(text))
+    out: dict[str, set[str]] = {}
+    for comp, body in comps.items():
+        users = _users(body) if comp in ynn else {}
+        for i in body:
+            name = names.get(i.op_name or "")
+            if i.opcode != "convert" or name not in converts:
+                continue
+            wide = any(u.opcode == "convert" for u in users.get(i.name, []))
+            out.setdefault(name, set()).add("kept wide by YNNPACK" if wide else "rounded")
+    return {n: frozenset(out.get(n, {"dropped"})) for n in converts}
 
 
 def candidates(module: Module) -> list[Operation]:
@@ -131,6 +165,59 @@ def candidates(module: Module) -> list[Operation]:
     return out
 
 
+#: bits of the float types a convert can round to
+_FLOAT_BITS = {"f64": 64, "f32": 32, "bf16": 16, "f16": 16}
+#: how many ops after a bag the search for its roundings follows
+ROUNDING_DEPTH = 8
+
+
+def _float_bits(t: str) -> int | None:
+    if t in _FLOAT_BITS:
+        return _FLOAT_BITS[t]
+    return int(t[1]) if t[:2] in ("f8", "f6", "f4") else None
+
+
+def rounds(op: Operation) -> bool:
+    """A convert from a float type to one that cannot hold all its values (narrower, or as
+    wide and other: bf16 <-> f16)."""
+    if op.opcode != "convert" or not op.result.type.is_array or not op.operands:
+        return False
+    a, b = op.operands[0].type.element_type, op.result.type.element_type
+    wa, wb = _float_bits(a), _float_bits(b)
+    return wa is not None and wb is not None and (wb < wa or (wb == wa and a != b))
+
+
+def roundings_after(root: Operation) -> list[str]:
+    """The rounding converts (``rounds``) among the ops computed from ``root``'s value, up to
+    ROUNDING_DEPTH ops after it."""
+    out: list[str] = []
+    frontier, seen = [root], {id(root)}
+    for _ in range(ROUNDING_DEPTH):
+        nxt: list[Operation] = []
+        for op in frontier:
+            for u in op.users:
+                if id(u) not in seen:
+                    seen.add(id(u))
+                    if rounds(u):
+                        out.append(u.name)
+                    nxt.append(u)
+        frontier = nxt
+    return out
+
+
+def rounding_candidates(module: Module) -> dict[str, list[str]]:
+    """The float reduces and scatters (what bag clusters end in) with roundings after them."""
+    out = {}
+    for g in module.graphs:
+        for op in g.ops:
+            if (op.opcode in ("reduce", "scatter") and len(op.results) == 1
+                    and op.result.type.is_array
+                    and op.result.type.element_type in _FLOAT_BITS
+                    and (after := roundings_after(op))):
+                out[op.name] = after
+    return out
+
+
 @dataclasses.dataclass
 class Fusions:
     """XLA:CPU's YNNPACK fusions of one module, by the module's op names: ``inexact``, each op
@@ -140,10 +227,15 @@ class Fusions:
 
     inexact: dict[str, str] = dataclasses.field(default_factory=dict)
     bags: dict[str, list[str | None]] = dataclasses.field(default_factory=dict)
+    #: each bag root with the rounding converts after it (``rounding_candidates``)
+    roundings: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    #: each rounding convert of the module: how the optimized module computes it
+    rounding_status: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
 
     def needs_trial(self) -> bool:
-        """Does some bag's fusion compute an inexact op (a rewrite may move it)?"""
-        return any(self.bags.values())
+        """Does some bag's fusion compute an inexact op, or a rounding follow some bag (a
+        rewrite may move either)?"""
+        return any(self.bags.values()) or bool(self.roundings)
 
 
 def _kinds(body: list[_Instr]) -> list[tuple[_Instr, str]]:
@@ -195,7 +287,8 @@ def read(module: Module, options: dict[str, bool | int | str] | None = None,
     """``module``'s YNNPACK fusions as XLA:CPU compiles it (a tagged copy), or None when it
     does not compile alone or (unless ``rewritten``: a trial rewrite) has no candidate bag."""
     bag_names = {op.name for op in candidates(module)}  # a copy keeps the names
-    if not rewritten and (not bag_names or not any(
+    roundings = {} if rewritten else rounding_candidates(module)
+    if not rewritten and ((not bag_names and not roundings) or not any(
             op.opcode == "gather" for g in module.graphs for op in g.ops)):
         return None
     from ember_xla.runtime.execute import clone_module, compile_module
@@ -213,7 +306,9 @@ def read(module: Module, options: dict[str, bool | int | str] | None = None,
     except Exception as e:  # the model decides where XLA cannot compile the module alone
         log.info("ynn_fusions: the module did not compile alone (%s); modelled instead", e)
         return None
-    out = Fusions()
+    out = Fusions(roundings=roundings)
+    converts = {op.name for g in module.graphs for op in g.ops if rounds(op)}
+    out.rounding_status = rounding_status(text, names, converts)
     for body in ynn_fusion_bodies(text):
         users = _users(body)
         inexact = [(_source(i, users, names), kind) for i, kind in _kinds(body)]
@@ -249,6 +344,20 @@ def changed(original: Fusions, rewritten: Fusions | None, present: set[str]
                         f"XLA:CPU's optimized module, among them {why}: other bits, so the "
                         "cluster stays in XLA")
             break
+    status = rewritten.rounding_status if rewritten is not None else {}
+    for bag, converts in original.roundings.items():
+        for n in converts:
+            if bag in out or n not in present:  # a convert the cluster computes itself
+                continue
+            was = original.rounding_status.get(n, frozenset({"dropped"}))
+            now = status.get(n)
+            if now != was:
+                how = " or ".join(sorted(now)) if now else "cannot be read"
+                out[bag] = (f"{bag}'s value is rounded by {n}, which XLA:CPU's optimized "
+                            f"module computes as {' or '.join(sorted(was))} and the "
+                            f"rewritten one as {how} (xla_allow_excess_precision lets XLA "
+                            "keep f32 values where it sees fit): other bits, so the cluster "
+                            "stays in XLA")
     return out
 
 
@@ -257,13 +366,22 @@ def deciding(original: Fusions | None, kept: dict[str, str]) -> Iterator[None]:
     """Within: ``verdict`` answers for the bags ``original`` shows in YNNPACK fusions: the
     reason in ``kept``, else None (rewritten)."""
     known: dict[str, str | None] = {}
+    rounded: dict[str, str] = {}
     if original is not None:
         known = {b: kept.get(b) for b in original.bags}
-    token = _CURRENT.set(known)
+        rounded = {b: kept[b] for b in original.roundings if b in kept}
+    token, token_r = _CURRENT.set(known), _ROUNDED.set(rounded)
     try:
         yield
     finally:
         _CURRENT.reset(token)
+        _ROUNDED.reset(token_r)
+
+
+def rounding_refusal(root: Operation) -> str | None:
+    """Why the cluster ending in ``root`` stays in XLA for a rounding after it that the
+    rewrite would have XLA compute otherwise (``changed``), or None."""
+    return (_ROUNDED.get() or {}).get(root.name)
 
 
 def verdict(op: Operation) -> str | None:
