@@ -124,19 +124,23 @@ def _ynn_names(text: str) -> list[str]:
             if "__ynn_fusion" in line and " fusion(" in line and (c := _CALLS.search(line))]
 
 
-def ynn_fusion_bodies(text: str) -> list[list[_Instr]]:
-    """The computations XLA:CPU gives to YNNPACK (fusions of kind ``__ynn_fusion``)."""
-    comps = computations(text)
+def ynn_fusion_bodies(text: str, comps: dict[str, list[_Instr]] | None = None
+                      ) -> list[list[_Instr]]:
+    """The computations XLA:CPU gives to YNNPACK (fusions of kind ``__ynn_fusion``);
+    ``comps``: ``computations(text)`` when already parsed."""
+    comps = computations(text) if comps is None else comps
     return [comps.get(n, []) for n in _ynn_names(text)]
 
 
-def rounding_status(text: str, names: dict[str, str], converts: set[str]
+def rounding_status(text: str, names: dict[str, str], converts: set[str],
+                    comps: dict[str, list[_Instr]] | None = None
                     ) -> dict[str, frozenset[str]]:
     """How the optimized module ``text`` computes each convert of ``converts`` (module op
     names; ``names``: tag -> op name): "rounded" (XLA's code rounds), "kept wide by YNNPACK"
     (a YNNPACK fusion converts it back in the same fusion) or, with no instruction left,
-    "dropped" (XLA removed the round trip)."""
-    comps = computations(text)
+    "dropped" (XLA removed the round trip). ``comps``: ``computations(text)`` when already
+    parsed."""
+    comps = computations(text) if comps is None else comps
     ynn = set(_ynn_names(text))
     out: dict[str, set[str]] = {}
     for comp, body in comps.items():
@@ -309,8 +313,9 @@ def read(module: Module, options: dict[str, bool | int | str] | None = None,
         return None
     out = Fusions(roundings=roundings)
     converts = {op.name for g in module.graphs for op in g.ops if rounds(op)}
-    out.rounding_status = rounding_status(text, names, converts)
-    for body in ynn_fusion_bodies(text):
+    comps = computations(text)  # parsed once for both readings
+    out.rounding_status = rounding_status(text, names, converts, comps)
+    for body in ynn_fusion_bodies(text, comps):
         users = _users(body)
         inexact = [(_source(i, users, names), kind) for i, kind in _kinds(body)]
         for name, kind in inexact:

@@ -23,7 +23,7 @@ def _gathers(module):
 def _flat(work, rows):
     (g,) = _gathers(work)
     assert tuple(g.operands[0].type.dims) == (rows, 4)
-    assert all(g.operands[0].owner.opcode not in ("slice", "dynamic-slice") for g in [g])
+    assert g.operands[0].owner.opcode not in ("slice", "dynamic-slice")
     return g
 
 
