@@ -114,6 +114,33 @@ def row_gather(emit: Emit, table: Value, idx: Value, like: Operation) -> Value:
                    attrs, name=like.name)
 
 
+def rows_at(emit: Emit, idx: Value, n: int, base: Value, keep_out: bool = False) -> Value:
+    """The row ``clamp(0, i, N-1) + base`` of a bigger table for each id ``i`` of an [N,D]
+    table that starts at row ``base`` of it (``base``: the ids' shape). With ``keep_out``,
+    ``select(0 <= i <= N-1, that row, -1)``: an id out of the small table stays out of the big
+    one (jnp.take's fill, a scatter's dropped update). The kept form holds the plain one as
+    its operand, so a lookup at one and a scatter at the other still read the same ids."""
+    et, dims = idx.type.element_type, tuple(idx.type.dims)
+    clamped = emit.op("clamp", [emit.splat(0, et, dims), idx, emit.splat(n - 1, et, dims)],
+                      Shape.array(et, dims))
+    flat = emit.op("add", [clamped, base], Shape.array(et, dims))
+    if not keep_out:
+        return flat
+    ge = emit.compare(idx, emit.splat(0, et, dims), "GE")
+    le = emit.compare(idx, emit.splat(n - 1, et, dims), "LE")
+    ok = emit.op("and", [ge, le], Shape.array("pred", dims))
+    return emit.op("select", [ok, flat, emit.splat(-1, et, dims)], Shape.array(et, dims))
+
+
+def unclaimed(v: Value) -> Value:
+    """``v`` (a gather or scatter) without claims on its ids (``indices_are_sorted``,
+    ``unique_indices``): ``rows_at(keep_out=True)`` writes -1 for every id out of the small
+    table, among sorted rows and as often as there are such ids."""
+    v.owner.attributes.pop("indices_are_sorted", None)
+    v.owner.attributes.pop("unique_indices", None)
+    return v
+
+
 def with_fill(emit: Emit, rows: Value, fill_and: Graph) -> Value:
     """jnp.take's fill around the row gather ``rows`` [lead..., D] of its ids [lead..., 1]:
     NaN rows where an id is out of the table (``fill_and``: the in-bounds reduce's and)."""

@@ -32,7 +32,14 @@ from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
 from ember_xla.ir.value import Value
 from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit
-from ember_xla.rewrites.canonicalize.lookups import fill_and, is_row_gather, row_gather, with_fill
+from ember_xla.rewrites.canonicalize.lookups import (
+    fill_and,
+    is_row_gather,
+    row_gather,
+    rows_at,
+    unclaimed,
+    with_fill,
+)
 
 _INDEX_MAX = {"s32": 2**31 - 1, "s64": 2**63 - 1, "u32": 2**32 - 1, "u64": 2**64 - 1}
 
@@ -80,19 +87,6 @@ def _offset(emit: Emit, op: Operation, et: str) -> Value:
     return total
 
 
-def _flat_ids(emit: Emit, idx: Value, n: int, offset: Value, fill: bool) -> Value:
-    et, dims = idx.type.element_type, tuple(idx.type.dims)
-    clamped = emit.op("clamp", [emit.splat(0, et, dims), idx, emit.splat(n - 1, et, dims)],
-                      Shape.array(et, dims))
-    flat = emit.op("add", [clamped, emit.broadcast(offset, dims, [])], Shape.array(et, dims))
-    if not fill:
-        return flat
-    ge = emit.compare(idx, emit.splat(0, et, dims), "GE")
-    le = emit.compare(idx, emit.splat(n - 1, et, dims), "LE")
-    ok = emit.op("and", [ge, le], Shape.array("pred", dims))
-    return emit.op("select", [ok, flat, emit.splat(-1, et, dims)], Shape.array(et, dims))
-
-
 class SlicedTableGather(RewritePattern):
     def match_and_rewrite(self, op: Operation, rw: PatternRewriter) -> None:
         if not is_row_gather(op):
@@ -117,11 +111,11 @@ class SlicedTableGather(RewritePattern):
         emit = Emit(rw, op if fill is None else users[0])
         if idx.type.rank == op.result.type.rank - 1:       # ids [lead...]: index vector last
             idx = emit.reshape(idx, tuple(idx.type.dims) + (1,))
-        at = _flat_ids(emit, idx, n, _offset(emit, sl, et), fill is not None)
+        base = emit.broadcast(_offset(emit, sl, et), tuple(idx.type.dims), [])
+        at = rows_at(emit, idx, n, base, keep_out=fill is not None)
         new = row_gather(emit, emit.reshape(src, (rows, d)), at, op)
         if fill is not None:
-            new.owner.attributes.pop("indices_are_sorted", None)   # -1 among sorted ids
-            rw.replace_op(users[0], with_fill(emit, new, fill))
+            rw.replace_op(users[0], with_fill(emit, unclaimed(new), fill))
         else:
             rw.replace_op(op, new)
 

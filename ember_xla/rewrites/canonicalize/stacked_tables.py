@@ -37,7 +37,13 @@ from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
 from ember_xla.ir.value import Value
 from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit
-from ember_xla.rewrites.canonicalize.lookups import fill_and, row_gather, with_fill
+from ember_xla.rewrites.canonicalize.lookups import (
+    fill_and,
+    row_gather,
+    rows_at,
+    unclaimed,
+    with_fill,
+)
 from ember_xla.rewrites.refs import unclamped
 
 _INDEX_MAX = {"s32": 2**31 - 1, "s64": 2**63 - 1}
@@ -64,25 +70,10 @@ def _stacked_gather(g: Operation) -> bool:
             and g.attributes.get("gather_slice_sizes") == [1, 1, d])
 
 
-def _flat_ids(emit: Emit, idx: Value, n: int) -> Value:
-    """``clamp(0, i, N-1) + k*N`` [K,...]: the flat row of each (clamped) id of table k."""
+def _rows(emit: Emit, idx: Value, n: int, keep_out: bool = False) -> Value:
+    """The flat row ``clamp(0, i, N-1) + k*N`` [K,...] of each id of table k (``rows_at``)."""
     et, dims = idx.type.element_type, tuple(idx.type.dims)
-    clamped = emit.op("clamp", [emit.splat(0, et, dims), idx, emit.splat(n - 1, et, dims)],
-                      Shape.array(et, dims))
-    return emit.op("add", [clamped, _bases(emit, et, dims, n)], Shape.array(et, dims))
-
-
-def _kept_ids(emit: Emit, idx: Value, n: int) -> Value:
-    """``select(0 <= i <= N-1, clamp(0, i, N-1) + k*N, -1)``: the flat row of each id in its
-    own table (the clamp changes none of them), -1 (out of the flat table too) for the others;
-    written with ``_flat_ids`` so that forward-lookup pairs a scatter at these ids with the
-    lookup at ``_flat_ids`` (or at these very ids, under jnp.take's fill)."""
-    et, dims = idx.type.element_type, tuple(idx.type.dims)
-    ge = emit.compare(idx, emit.splat(0, et, dims), "GE")
-    le = emit.compare(idx, emit.splat(n - 1, et, dims), "LE")
-    ok = emit.op("and", [ge, le], Shape.array("pred", dims))
-    return emit.op("select", [ok, _flat_ids(emit, idx, n), emit.splat(-1, et, dims)],
-                   Shape.array(et, dims))
+    return rows_at(emit, idx, n, _bases(emit, et, dims, n), keep_out)
 
 
 def _as_flat(emit: Emit, v: Value, shape: tuple[int, int]) -> Value:
@@ -111,12 +102,11 @@ class StackedTableGather(RewritePattern):
             return  # a select around it that is not jnp.take's fill
         emit = Emit(rw, op if fill is None else users[0])
         flat = emit.reshape(table, (k * n, d))
-        at = _flat_ids(emit, idx, n) if fill is None else _kept_ids(emit, idx, n)
-        rows = row_gather(emit, flat, at, op)
+        rows = row_gather(emit, flat, _rows(emit, idx, n, keep_out=fill is not None), op)
         if fill is None:
             rw.replace_op(op, rows)
         else:
-            rw.replace_op(users[0], with_fill(emit, rows, fill))
+            rw.replace_op(users[0], with_fill(emit, unclaimed(rows), fill))
 
 
 def _stacked_scatter(op: Operation) -> bool:
@@ -143,7 +133,7 @@ class StackedTableScatter(RewritePattern):
         emit = Emit(rw, op)
         flat = _as_flat(emit, table, (k * n, d))
         x = unclamped(idx, n)
-        at = _flat_ids(emit, x, n) if x is not None else _kept_ids(emit, idx, n)
+        at = _rows(emit, x, n) if x is not None else _rows(emit, idx, n, keep_out=True)
         r = idx.type.rank - 1
         attrs = dict(op.attributes)
         attrs["scatter_dimension_numbers"] = {
@@ -152,7 +142,7 @@ class StackedTableScatter(RewritePattern):
         new = emit.op("scatter", [flat, at, upd],
                       Shape.array(op.result.type.element_type, (k * n, d)), attrs,
                       list(op.callees), name=op.name)
-        rw.replace_op(op, emit.reshape(new, (k, n, d)))
+        rw.replace_op(op, emit.reshape(new if x is not None else unclaimed(new), (k, n, d)))
 
 
 def _from_scatter(v: Value, depth: int = 16) -> bool:

@@ -180,3 +180,28 @@ def test_optimizer_over_stacked_tables_is_fused_or_stays_exact(opt):
         for a, e in zip(run_module(r.module, args, opts), run_module(m, args, opts),
                         strict=True):
             assert a.tobytes() == e.tobytes()
+
+
+def test_claims_on_ids_are_dropped_where_out_of_table_ids_become_minus_one(canon):
+    """Sorted, unique ids of each table stay sorted and unique in the flat table only while
+    every id is in its table; the flat ids write -1 for each other one, so the gather under
+    jnp.take's fill and the dropping scatter lose both claims."""
+    sids = np.sort(IDS, axis=-1)
+
+    def take(ts, i):
+        return jax.vmap(lambda t, i: jnp.take(t, i, axis=0, indices_are_sorted=True))(ts, i)
+
+    work, _ = canon(take, [TABLES, sids], PIPE)
+    (g,) = _gathers(work)
+    assert "indices_are_sorted" not in g.attributes
+
+    def add(ts, i, u):
+        return jax.vmap(lambda t, i, u: t.at[i].add(
+            u, indices_are_sorted=True, unique_indices=True, mode="drop"))(ts, i, u)
+
+    upd = RNG.standard_normal(sids.shape + (4,)).astype(np.float32)
+    uniq = np.array([[[-3, 2, 11], [0, 4, 9]]] * 3, np.int32)
+    work, _ = canon(add, [TABLES, uniq, upd[:, :2]], PIPE)
+    (s,) = [op for op in work.entry.ops if op.opcode == "scatter"]
+    assert tuple(s.result.type.dims) == (30, 4)
+    assert "indices_are_sorted" not in s.attributes and "unique_indices" not in s.attributes
