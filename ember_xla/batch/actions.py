@@ -84,7 +84,8 @@ def run_model(path: str, settings: JobSettings, out_dir: str,
     from ember_xla.orchestrate.rewrite_model import rewrite_one
 
     acts = settings.actions
-    models = load_models(path, settings.signature, settings.unknown_dim)
+    models = load_models(path, settings.signature, settings.unknown_dim,
+                         tf_import=settings.tf_import)
     row: dict[str, Any] = {f: None for f in ROW_FIELDS}
     row.update(signatures=len(models), instructions=0, clusters=0, near_misses=0)
     xla_s = ember_s = 0.0

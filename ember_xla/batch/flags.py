@@ -1,6 +1,6 @@
 """The absl flags of ``ember-xla batch`` (``--inputs``, ``--out``, ``--seed``, ``--signature``,
-``--unknown_dim``, ``--group_tables`` and ``--timing_repeats`` are shared with the other
-commands and defined in cli/main.py). Every setting can also come from ``--flagfile``."""
+``--unknown_dim``, ``--tf_import``, ``--group_tables`` and ``--timing_repeats`` are shared with
+the other commands and defined in cli/main.py). Every setting can also come from ``--flagfile``."""
 
 from __future__ import annotations
 
@@ -57,6 +57,7 @@ def settings_from_flags() -> JobSettings:
         runner=FLAGS.runner, seed=FLAGS.seed, group_tables=FLAGS.group_tables,
         signature=FLAGS.signature,
         unknown_dim=UnknownDims.parse(FLAGS.unknown_dim).to_json(),
+        tf_import=tuple(FLAGS.tf_import),
         timing_repeats=FLAGS.timing_repeats, verify_atol=FLAGS.verify_atol,
         verify_rtol=FLAGS.verify_rtol,
         retry_failed=FLAGS.retry_failed, progress=FLAGS.progress,

@@ -25,6 +25,7 @@ class JobSettings:
     group_tables: bool = True
     signature: str | None = None
     unknown_dim: int | str = 8              # --unknown_dim (hlo_import/unknown_dims.py)
+    tf_import: tuple[str, ...] = ()         # --tf_import (hlo_import/tf_packages.py)
     timing_repeats: int = 10
     verify_atol: float = VERIFY_ATOL
     verify_rtol: float = VERIFY_RTOL
@@ -53,6 +54,7 @@ class JobSettings:
     def as_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["inputs"], d["actions"] = list(self.inputs), list(self.actions)
+        d["tf_import"] = list(self.tf_import)
         d["extra"] = dict(self.extra)
         return d
 
@@ -60,5 +62,6 @@ class JobSettings:
 def settings_from_dict(d: dict[str, Any]) -> JobSettings:
     d = dict(d)
     d["inputs"], d["actions"] = tuple(d["inputs"]), tuple(d["actions"])
+    d["tf_import"] = tuple(d.get("tf_import", ()))
     d["extra"] = tuple(sorted(dict(d.get("extra", {})).items()))
     return JobSettings(**d)

@@ -22,6 +22,9 @@ flags.DEFINE_string("unknown_dim", "8", "SavedModel input: size given to unknown
                     "dimensions of a signature (e.g. the batch size you serve), and sizes of "
                     "single dimensions by input and axis: N,INPUT:AXIS=SIZE,... (e.g. "
                     "256,edges:1=5000); every command that uses them says so on stderr.")
+flags.DEFINE_list("tf_import", [], "SavedModel input: Python packages to import before "
+                  "TensorFlow loads the model: those that register its signatures' composite "
+                  "types or its custom ops (e.g. tensorflow_gnn for a GraphTensor input).")
 
 flags.DEFINE_string("out", None, "rewrite/batch: output folder for rewritten.pb, rewritten.hlo and "
                     "report.json (created if missing; files are replaced atomically).")

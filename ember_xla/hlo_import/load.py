@@ -6,6 +6,7 @@ StableHLO module), with the parameter values of a ``params.npz`` beside the file
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from ember_xla.hlo.errors import HloImportError
 from ember_xla.hlo.parser import Located, parse_module_located
@@ -50,8 +51,9 @@ def read_limited(path: str) -> bytes:
 
 
 def load_models(path: str, signature: str | None = None, unknown_dim: int | str = 8,
-                elided_ok: bool = False) -> list[Model]:
-    """All models at ``path`` (one per serving signature for a SavedModel). HLO text whose
+                elided_ok: bool = False, tf_import: Sequence[str] = ()) -> list[Model]:
+    """All models at ``path`` (one per serving signature for a SavedModel, loaded after
+    importing the packages ``tf_import`` names). HLO text whose
     constants XLA printed without values (``{...}``) loads only with ``elided_ok`` (for
     commands that need no values); otherwise one error names them."""
     if not os.path.exists(path):
@@ -64,7 +66,7 @@ def load_models(path: str, signature: str | None = None, unknown_dim: int | str 
         except SpecialFileError as e:
             raise HloImportError(f"holds {e.path}, which is {e.kind}, not a regular file; "
                                "refused (reading it could block)", path) from None
-        models = list(from_saved_model(path, signature, unknown_dim).values())
+        models = list(from_saved_model(path, signature, unknown_dim, tf_import).values())
         for m in models:
             verified(m.module, path)
         return models
@@ -158,8 +160,8 @@ def verified(module: Module, path: str, located: Located | None = None) -> Modul
 
 
 def load_model(path: str, signature: str | None = None, unknown_dim: int | str = 8,
-               elided_ok: bool = False) -> Model:
-    models = load_models(path, signature, unknown_dim, elided_ok)
+               elided_ok: bool = False, tf_import: Sequence[str] = ()) -> Model:
+    models = load_models(path, signature, unknown_dim, elided_ok, tf_import)
     if len(models) > 1:
         names = ", ".join(m.source for m in models)
         raise HloImportError(f"holds several signatures ({names}); choose one with --signature",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ from ember_xla.hlo.errors import HloImportError
 from ember_xla.hlo_import.model import Model
 from ember_xla.hlo_import.param_names import name_parameters
 from ember_xla.hlo_import.proto import module_from_proto
+from ember_xla.hlo_import.tf_packages import import_packages, load_error
 from ember_xla.hlo_import.unknown_dims import UnknownDims, UnknownDimsError
 
 
@@ -182,8 +184,10 @@ def _signature_caller(sig: Any, keys: list[str]) -> Any:
 
 
 def from_saved_model(path: str, signature: str | None = None,
-                     unknown_dim: int | str | UnknownDims = 8) -> dict[str, Model]:
-    """Import every serving signature (or one) of a SavedModel directory.
+                     unknown_dim: int | str | UnknownDims = 8,
+                     tf_import: Sequence[str] = ()) -> dict[str, Model]:
+    """Import every serving signature (or one) of a SavedModel directory, after importing
+    the packages ``tf_import`` names (``tf_packages.py``).
 
     Unknown (None) dimensions in a signature take their size from ``unknown_dim``
     (``unknown_dims.py``: one size for all, or per input and axis); an entry that names no
@@ -200,11 +204,13 @@ def from_saved_model(path: str, signature: str | None = None,
     if not (os.path.exists(os.path.join(path, "saved_model.pb"))
             or os.path.exists(os.path.join(path, "saved_model.pbtxt"))):
         raise HloImportError("no saved_model.pb here; expected a SavedModel directory", path)
+    import_packages(tf_import, path)
     try:
         loaded = tf.saved_model.load(path)
     except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise HloImportError(f"TensorFlow could not load the SavedModel: {first}", path) from None
+        raise HloImportError(load_error(str(e)) or
+                             f"TensorFlow could not load the SavedModel: {first}", path) from None
     sigs = dict(getattr(loaded, "signatures", {}) or {})
     if not sigs:
         raise HloImportError("the SavedModel has no serving signatures; export it with "
