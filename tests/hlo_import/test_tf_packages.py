@@ -15,7 +15,6 @@ HERE = Path(__file__).resolve().parent
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
     import tensorflow as tf
-
     from hlo_import.registered_pair import Pair, PairSpec
 
     spec = PairSpec(tf.TensorSpec([64], tf.int32), tf.TensorSpec([64], tf.int32))
