@@ -3,11 +3,16 @@
 a sum is dropped -- batched and time-major lookups:
 
     reshape(gather(T, i) [L,D]) [B,P,D]       => gather(T, reshape(i) [B,P,1])
+    slice(gather(T, i) [B,P,D]) [b,p,D]        => gather(T, slice(i) [b,p,1])   (D whole)
     transpose(gather(T, i) [..,D], perm)       => gather(T, transpose(i, perm'))   (perm[-1] last)
     reduce(transpose(gather(T, i), perm), {r}) => reduce(gather(T, i), {perm[r]})  (kept in order)
 
 A gather of whole rows maps index ``k`` to row ``T[clamp(i[k])]`` independently for every
-lookup, so permuting or regrouping the lookups before or after it gives the same values; the
+lookup, so permuting, regrouping or picking the lookups before or after it gives the same
+values (a slice is taken, like the transpose, only on rows that reach a sum: one lookup read
+by several slices -- ids of two features concatenated, the first positions of a sequence
+pooled apart -- becomes one lookup per slice; in a training step ``forward_lookup`` still
+pairs the lookup's gradient, a scatter at all the ids, with the gathers of their slices); the
 same holds for ``jnp.take``'s fill (rebuilt for the new indices, lookups.py). Where the rows
 must be added in XLA:CPU's order (``xla_order``: the CPU rewrite) a transpose of the rows that
 changes their leading lookup axis is moved onto the ids only where XLA:CPU adds the rows in
@@ -45,6 +50,25 @@ class ReshapeOfGather(RewritePattern):
         emit = Emit(rw, op)
         ids = emit.reshape(lookup_ids(emit, lk), tuple(out.dims[:-1]))
         rw.replace_op(op, relookup(emit, lk, ids))
+
+
+class SliceOfGather(RewritePattern):
+    def match_and_rewrite(self, op: Operation, rw: PatternRewriter) -> None:
+        if op.opcode != "slice":
+            return
+        lk = row_lookup(op.operands[0], shared=True)
+        dims = op.attributes.get("slice_dimensions", [])
+        if (lk is None or len(dims) != op.result.type.rank
+                or op.result.type.dims[-1] != lk.value.type.dims[-1]
+                or dims[-1].get("start", 0) != 0 or dims[-1].get("stride", 1) != 1
+                or _summed(op) is None):
+            return
+        emit = Emit(rw, op)
+        ids = lookup_ids(emit, lk)
+        lead = tuple(op.result.type.dims[:-1])
+        picked = emit.op("slice", [ids], Shape.array(ids.type.element_type, lead),
+                         {"slice_dimensions": list(dims[:-1])})
+        rw.replace_op(op, relookup(emit, lk, picked))
 
 
 #: ops that carry looked-up rows on to a sum without summing them (``_summed``)
@@ -136,4 +160,5 @@ class LookupLayoutPass(PatternPass):
     xla_order: bool = True
 
     def patterns(self) -> list[RewritePattern]:
-        return [ReshapeOfGather(), ReduceOfTransposedRows(), TransposeOfGather(self.xla_order)]
+        return [ReshapeOfGather(), SliceOfGather(), ReduceOfTransposedRows(),
+                TransposeOfGather(self.xla_order)]

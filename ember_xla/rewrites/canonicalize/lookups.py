@@ -70,10 +70,11 @@ def fill_and(sel: Operation, g: Operation, n: int | None = None) -> Graph | None
     return p.callees[0] if bounds == {"GE": 0.0, "LE": float(n - 1)} else None
 
 
-def row_lookup(v: Value) -> RowLookup | None:
-    """``v`` as a row lookup used only once (plain gather, or jnp.take's fill select)."""
+def row_lookup(v: Value, shared: bool = False) -> RowLookup | None:
+    """``v`` as a row lookup (plain gather, or jnp.take's fill select) used only once, or
+    also by others with ``shared``."""
     op = v.owner
-    if op is None or len(v.uses) != 1:
+    if op is None or (len(v.uses) != 1 and not shared):
         return None
     if is_row_gather(op):
         return RowLookup(v, op, None)

@@ -63,16 +63,17 @@ def forward_gather(ids: Value, table_dims: tuple[int, ...]) -> Operation | None:
 
 def permuted_gather(ids: Value, table_dims: tuple[int, ...]) -> Operation | None:
     """A row gather of a table of shape ``table_dims`` reading ``ids`` rearranged by reshapes
-    and transposes (``lookup-layout`` moves a time-major model's transpose of the looked-up
-    rows onto their ids: flax ``nn.RNN`` over ``nn.Embed``): the same ids in another order.
-    Enough to show a scatter-add at ``ids`` is that lookup's gradient, not to reuse the
-    gather's order."""
+    and transposes, or some of them picked by a slice (``lookup-layout`` moves a time-major
+    model's transpose of the looked-up rows onto their ids, flax ``nn.RNN`` over ``nn.Embed``,
+    and a slice of the rows of one lookup pooled apart): the same ids in another order, or
+    part of them. Enough to show a scatter-add at ``ids`` is that lookup's gradient, not to
+    reuse the gather's order."""
     for u in row_gathers(ids, table_dims):
         v = u.operands[1]
         while True:
             if v is ids or same_elements(v, ids):
                 return u
-            if v.owner.opcode not in ("reshape", "transpose", "bitcast", "copy") \
+            if v.owner.opcode not in ("reshape", "transpose", "bitcast", "copy", "slice") \
                     or len(v.owner.operands) != 1:
                 break
             v = v.owner.operands[0]

@@ -5,6 +5,7 @@ same reduced axis). Time-major bags (a sum over the leading lookup axis) are bat
 (test_batched_bags.py)."""
 
 import numpy as np
+import pytest
 
 IDS = np.array([[0, 9, -1, 4, 4], [12, 3, 3, -20, 1], [1, 2, 5, 7, 0]], np.int32)
 
@@ -57,3 +58,94 @@ def test_transposed_rows_are_summed_in_the_gathers_own_order(canon):
     (red,) = _reduces(work)
     assert red.attributes["dimensions"] == [1] and red.operands[0].owner.opcode == "gather"
     assert "transpose" not in canon.opcodes(work) and not notes
+
+
+def test_slices_of_one_lookup_become_one_lookup_each(canon):
+    """Two features' ids concatenated into one lookup, pooled apart (sum of the first 2
+    positions, max of the rest, every other batch row): each slice of the rows is a lookup of
+    the same slice of the ids, which the reduce reads directly."""
+    import jax.numpy as jnp
+
+    def f(t, a, b):
+        r = t[jnp.concatenate([a, b], 1)]
+        return r[:, :2].sum(1), r[::2, 2:].max(1)
+
+    work, _ = canon(f, [canon.table(), IDS[:, :2], IDS[:, 2:]], "lookup-layout",
+                    inputs=[[canon.table(seed=1), -IDS[:, :2], IDS[:, 2:] + 7]])
+    reds = _reduces(work)
+    assert len(reds) == 2 and all(r.operands[0].owner.opcode == "gather" for r in reds)
+    assert not any(op.opcode == "slice" and op.result.type.element_type == "f32"
+                   for op in work.entry.ops)
+
+
+def test_slice_within_rows_or_of_rows_reaching_no_sum_stays(canon):
+    """A slice of D (part of each row) is not a choice of lookups; rows that reach no sum
+    (returned as they are) keep their single lookup."""
+    work, _ = canon(lambda t, i: t[i][:, :, 1:3].sum(1), [canon.table(), IDS], "lookup-layout")
+    assert any(op.opcode == "slice" and op.result.type.element_type == "f32"
+               for op in work.entry.ops)
+    work, _ = canon(lambda t, i: t[i][:, 1:], [canon.table(), IDS], "lookup-layout")
+    assert [op.opcode for op in work.entry.ops].count("gather") == 1
+    assert any(op.opcode == "slice" and op.result.type.element_type == "f32"
+               for op in work.entry.ops)
+
+
+def test_pooled_slices_of_one_lookup_are_bags_bit_equal():
+    """Through the pipeline: two padded bags, each bit-equal to XLA:CPU under both
+    precision settings on in-range and out-of-range ids."""
+    import jax.numpy as jnp
+
+    from ember_xla.hlo_import.jax_source import from_jax
+    from ember_xla.rewrites.pipeline import rewrite_module
+    from ember_xla.runtime.execute import run_module
+
+    rng = np.random.default_rng(9)
+    t = rng.standard_normal((3000, 64)).astype(np.float32)
+    ids = rng.integers(0, 3000, (256, 20)).astype(np.int32)
+
+    def f(t, i):
+        r = t[i]
+        return jnp.concatenate([r[:, :8].sum(1), r[:, 8:].mean(1)], 1)
+
+    m = from_jax(f, t, ids).module
+    r = rewrite_module(m, cost_model=False)
+    assert [c["kind"] for c in r.clusters] == ["padded_bag", "padded_bag"], r.near_misses
+    for x in ([t, ids], [t, ids * 3 - 4000]):
+        for opts in ({}, {"xla_allow_excess_precision": False}):
+            assert run_module(r.module, x, opts)[0].tobytes() == \
+                run_module(m, x, opts)[0].tobytes()
+
+
+@pytest.mark.parametrize("opt", ["none", "sgd"])
+def test_training_step_over_slices_of_one_lookup(opt):
+    """The forward slices become bags, and the lookup's gradient (a scatter at all the
+    concatenated ids) is still paired with the gathers of their slices: scatter_grad, or the
+    fused SGD update; bit-equal under both precision settings, out-of-range ids included."""
+    import jax
+    import jax.numpy as jnp
+
+    from ember_xla.hlo_import.jax_source import from_jax
+    from ember_xla.rewrites.pipeline import rewrite_module
+    from ember_xla.runtime.execute import run_module
+
+    rng = np.random.default_rng(4)
+    t = rng.standard_normal((500, 16)).astype(np.float32)
+    a, b = (rng.integers(0, 500, (64, k)).astype(np.int32) for k in (3, 5))
+
+    def loss(t, a, b):
+        r = t[jnp.concatenate([a, b], 1)]
+        return (r[:, :3].sum(1) * r[:, 3:].mean(1)).sum()
+
+    def step(t, a, b):
+        g = jax.grad(loss)(t, a, b)
+        return g if opt == "none" else t - 0.1 * g
+
+    m = from_jax(step, t, a, b).module
+    r = rewrite_module(m, cost_model=False)
+    found = sorted((c["kind"], c.get("optimizer")) for c in r.clusters)
+    assert found == [("padded_bag", None), ("padded_bag", None),
+                     ("scatter_grad", None if opt == "none" else "sgd")], r.near_misses
+    for x in ([t, a, b], [t, a * 3 - 700, b - 250]):
+        for opts in ({}, {"xla_allow_excess_precision": False}):
+            assert run_module(r.module, x, opts)[0].tobytes() == \
+                run_module(m, x, opts)[0].tobytes()
