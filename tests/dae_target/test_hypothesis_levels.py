@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from ember_xla.call_specs import LoweringRefused, cluster_spec, ember_calls
-from ember_xla.custom_calls import mlir_f64
+from ember_xla.custom_calls import MINMAX_ORDERS, call_attributes, mlir_f64
 from ember_xla.dae_target.check import EDGE_CASES, compare, outlined_module, random_inputs
 from ember_xla.dae_target.interp.run import run
 from ember_xla.dae_target.lower.to_slc import lower_call
@@ -68,7 +68,10 @@ def rewritten_pool() -> list[tuple[object, object, float]]:
         tol = idioms.idiom(f.stem).tolerance
         # one call per reduction: multi-output calls have no DAE lowering (refused)
         rewritten = rewrite_module(module, multi_output=False).module
-        out += [(rewritten, c, tol) for c in ember_calls(rewritten)]
+        # a max/min padded bag in XLA:CPU's NaN semantics (the CPU kernel's sum_order) is
+        # refused by the DAE lowering by design (call_specs.py): not a candidate here
+        out += [(rewritten, c, tol) for c in ember_calls(rewritten)
+                if call_attributes(c).get("sum_order") not in MINMAX_ORDERS]
     assert len(out) > 40, len(out)
     return out
 

@@ -475,6 +475,31 @@ _register(Idiom("jax_many_tables_bag_sum_dense", "jax", 26, "padded_bag", "sum",
           notes="entry params: 26 tables, ids[B,26,P] (sliced per table), dense W")
 
 
+# two features' ids concatenated into one lookup, each pooled from its slice of the rows
+_SLICES = dict(N=12, D=4, B=4, P=5, Q=3)
+
+
+def _slices_inputs(sh, case, rng):
+    return [_table(rng, sh["N"], sh["D"]), _bag_ids(rng, sh["N"], sh["B"], sh["P"], case),
+            _bag_ids(rng, sh["N"], sh["B"], sh["Q"], case)]
+
+
+def _slices_build(sh):
+    _, jnp = _jx()
+    P = sh["P"]
+
+    def f(t, a, b):
+        rows = t[jnp.concatenate([a, b], axis=1)]
+        return jnp.concatenate([rows[:, :P].sum(axis=1), rows[:, P:].sum(axis=1)], axis=1)
+
+    return f, _slices_inputs(sh, "random", np.random.default_rng(0))
+
+
+_register(Idiom("jax_concat_ids_slices_bag_sum", "jax", 2, "padded_bag", "sum", _TOL_REDUCE),
+          _SLICES, _slices_build, _slices_inputs,
+          notes="one lookup of [a | b], rows[:, :P] and rows[:, P:] summed apart")
+
+
 # offsets -> segment ids with jnp.searchsorted (default method='scan': a while loop)
 _OFF = dict(N=12, D=4, L=10, B=4)
 
