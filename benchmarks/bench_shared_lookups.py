@@ -1,0 +1,109 @@
+"""One lookup read in pieces, and message passing at GNN sizes, through the front door:
+``ember_xla.jit`` with its defaults (cost model on) against ``jax.jit``, alternating in one
+process (``bench_jit.rounds``: A B B A, order rotated), medians of per-round ratios with their
+~95% intervals; outputs compared bit for bit first.
+
+A benchmark, not a test. The cases:
+
+- ``concat``: two features' ids concatenated into one lookup, each pooled from its slice of
+  the rows (``r = t[concatenate([a, b], 1)]; r[:, :8].sum(1), r[:, 8:].mean(1)``):
+  ``lookup-layout`` makes a lookup per slice, two padded bags;
+- ``split``: the first 5 positions of a sequence summed, the rest max-pooled (one lookup);
+- ``gnn``: a message-passing sum, ``segment_sum(h[src], dst, N)``, E = 8 N edges (TF-GNN's
+  ``broadcast_node_to_edges`` + ``pool_edges_to_node`` computes the same).
+
+    python benchmarks/bench_shared_lookups.py
+    python benchmarks/bench_shared_lookups.py --cases gnn --rounds 21
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_jit import paired, ratio_text, rounds  # noqa: E402
+
+
+def concat_case(b: int, rng):
+    import jax.numpy as jnp
+
+    t = rng.standard_normal((20000, 64)).astype(np.float32)
+    a = rng.integers(0, 20000, (b, 8)).astype(np.int32)
+    c = rng.integers(0, 20000, (b, 12)).astype(np.int32)
+
+    def f(t, a, c):
+        r = t[jnp.concatenate([a, c], 1)]
+        return jnp.concatenate([r[:, :8].sum(1), r[:, 8:].mean(1)], 1)
+
+    return f"concat B={b}", f, (t, a, c)
+
+
+def split_case(b: int, rng):
+    t = rng.standard_normal((20000, 64)).astype(np.float32)
+    ids = rng.integers(0, 20000, (b, 20)).astype(np.int32)
+
+    def f(t, i):
+        r = t[i]
+        return r[:, :5].sum(1) + r[:, 5:].max(1)
+
+    return f"split B={b}", f, (t, ids)
+
+
+def gnn_case(n: int, d: int, rng):
+    import jax
+
+    h = rng.standard_normal((n, d)).astype(np.float32)
+    src = rng.integers(0, n, 8 * n).astype(np.int32)
+    dst = rng.integers(0, n, 8 * n).astype(np.int32)
+
+    def f(h, s, r):
+        return jax.ops.segment_sum(h[s], r, num_segments=n)
+
+    return f"gnn N={n} E={8 * n} D={d}", f, (h, src, dst)
+
+
+def run_case(name: str, fn, args, rounds_n: int) -> None:
+    import jax
+
+    import ember_xla
+
+    ours, plain = ember_xla.jit(fn), jax.jit(fn)
+    same = np.asarray(ours(*args)).tobytes() == np.asarray(plain(*args)).tobytes()
+    rewritten = sum(len(r["clusters"]) for r in ours.reports.values())
+    runs = rounds({"jax.jit": plain, "ember_xla.jit": ours}, args, rounds_n, 10)
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    print(f"{name:24s} jax.jit {med['jax.jit'] * 1e6:8.1f} us  ember_xla.jit "
+          f"{med['ember_xla.jit'] * 1e6:8.1f} us ({rewritten} clusters)  speedup "
+          f"{ratio_text(paired(runs, 'jax.jit', 'ember_xla.jit'))}  bit-equal: "
+          f"{'yes' if same else 'NO'}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--cases", default="concat,split,gnn")
+    p.add_argument("--rounds", type=int, default=15)
+    args = p.parse_args(argv)
+    rng = np.random.default_rng(0)
+    print(f"load average {os.getloadavg()[0]:.2f}; ember_xla.jit with its defaults")
+    for case in args.cases.split(","):
+        if case == "concat":
+            cases = [concat_case(b, rng) for b in (256, 2048)]
+        elif case == "split":
+            cases = [split_case(b, rng) for b in (256, 2048)]
+        elif case == "gnn":
+            cases = [gnn_case(n, d, rng) for n, d in ((2000, 32), (2000, 128), (20000, 32))]
+        else:
+            p.error(f"unknown case {case!r}; expected concat, split or gnn")
+        for name, fn, xs in cases:
+            run_case(name, fn, xs, args.rounds)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
