@@ -15,20 +15,27 @@ _UNREGISTERED_TYPE = re.compile(r"The type '([\w.]+)' has not been registered")
 _UNREGISTERED_OP = re.compile(r"Op type not registered '(\w+)'")
 
 
+def first_line(e: BaseException) -> str:
+    """The first line of ``e``'s message, or its type's name when it has none."""
+    lines = str(e).strip().splitlines()
+    return lines[0] if lines else type(e).__name__
+
+
 def import_packages(names: Sequence[str], where: str) -> None:
     """Import each package in ``names``; one that cannot be imported is a one-line error."""
     for name in names:
         try:
             importlib.import_module(name)
         except Exception as e:  # an ImportError, or whatever the package raises on import
-            lines = str(e).strip().splitlines()
-            raise HloImportError(f"--tf_import: cannot import {name}: "
-                                 f"{lines[0] if lines else type(e).__name__}", where) from None
+            raise HloImportError(f"--tf_import: cannot import {name}: {first_line(e)}",
+                                 where) from None
 
 
-def load_error(message: str) -> str | None:
-    """TensorFlow's load error ``message`` said as what to do, when a package is missing:
-    a registered type (the package is its name up to the class) or a custom op."""
+def load_error(e: BaseException) -> str:
+    """TensorFlow's error loading a SavedModel in one line: what to do when a package is
+    missing (a registered type, the package being its name up to the class, or a custom op),
+    else the error's first line."""
+    message = str(e)
     t = _UNREGISTERED_TYPE.search(message)
     if t:
         package = t.group(1).rsplit(".", 1)[0]
@@ -38,4 +45,4 @@ def load_error(message: str) -> str | None:
     if op:
         return (f"the op '{op.group(1)}' is not registered; import the package that defines "
                 "it with --tf_import=PACKAGE (e.g. tensorflow_text)")
-    return None
+    return f"TensorFlow could not load the SavedModel: {first_line(e)}"

@@ -208,9 +208,7 @@ def from_saved_model(path: str, signature: str | None = None,
     try:
         loaded = tf.saved_model.load(path)
     except Exception as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise HloImportError(load_error(str(e)) or
-                             f"TensorFlow could not load the SavedModel: {first}", path) from None
+        raise HloImportError(load_error(e), path) from None
     sigs = dict(getattr(loaded, "signatures", {}) or {})
     if not sigs:
         raise HloImportError("the SavedModel has no serving signatures; export it with "

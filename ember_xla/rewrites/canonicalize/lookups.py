@@ -115,6 +115,15 @@ def row_gather(emit: Emit, table: Value, idx: Value, like: Operation) -> Value:
                    attrs, name=like.name)
 
 
+def in_bounds(emit: Emit, idx: Value, n: int) -> Value:
+    """``0 <= i <= N-1`` for each id ``i`` of ``idx`` (pred, ``idx``'s shape): jnp.take's
+    in-bounds test, as ``fill_and`` and ``forward_lookup`` read it back."""
+    et, dims = idx.type.element_type, tuple(idx.type.dims)
+    ge = emit.compare(idx, emit.splat(0, et, dims), "GE")
+    le = emit.compare(idx, emit.splat(n - 1, et, dims), "LE")
+    return emit.op("and", [ge, le], Shape.array("pred", dims))
+
+
 def rows_at(emit: Emit, idx: Value, n: int, base: Value, keep_out: bool = False) -> Value:
     """The row ``clamp(0, i, N-1) + base`` of a bigger table for each id ``i`` of an [N,D]
     table that starts at row ``base`` of it (``base``: the ids' shape). With ``keep_out``,
@@ -127,10 +136,8 @@ def rows_at(emit: Emit, idx: Value, n: int, base: Value, keep_out: bool = False)
     flat = emit.op("add", [clamped, base], Shape.array(et, dims))
     if not keep_out:
         return flat
-    ge = emit.compare(idx, emit.splat(0, et, dims), "GE")
-    le = emit.compare(idx, emit.splat(n - 1, et, dims), "LE")
-    ok = emit.op("and", [ge, le], Shape.array("pred", dims))
-    return emit.op("select", [ok, flat, emit.splat(-1, et, dims)], Shape.array(et, dims))
+    return emit.op("select", [in_bounds(emit, idx, n), flat, emit.splat(-1, et, dims)],
+                   Shape.array(et, dims))
 
 
 def unclaimed(v: Value) -> Value:
@@ -150,11 +157,9 @@ def with_fill(emit: Emit, rows: Value, fill_and: Graph) -> Value:
     n, d = g.operands[0].type.dims
     lead = tuple(rows.type.dims[:-1])
     r = len(lead)
-    et, it = rows.type.element_type, idx.type.element_type
-    ge = emit.compare(idx, emit.splat(0, it, lead + (1,)), "GE")
-    le = emit.compare(idx, emit.splat(n - 1, it, lead + (1,)), "LE")
-    ok = emit.op("and", [ge, le], Shape.array("pred", lead + (1,)))
-    okr = emit.op("reduce", [ok, emit.constant(True, "pred")], Shape.array("pred", lead),
+    et = rows.type.element_type
+    okr = emit.op("reduce", [in_bounds(emit, idx, n), emit.constant(True, "pred")],
+                  Shape.array("pred", lead),
                   {"dimensions": [r]}, callees=[fill_and])
     okb = emit.broadcast(okr, lead + (d,), list(range(r)))
     return emit.op("select", [okb, rows, emit.splat(float("nan"), et, lead + (d,))],
