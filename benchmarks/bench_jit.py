@@ -126,6 +126,19 @@ def ratio_text(m: tuple[float, float, float]) -> str:
     return f"{m[0]:.3f}x (95% CI {m[1]:.3f}-{m[2]:.3f})"
 
 
+def forward_line(plain, ours, args, n: int, other: str) -> str:
+    """``jax.jit``'s ``plain`` and the compiled ``ember_xla.jit`` ``ours`` of one function:
+    outputs compared bit for bit, then timed side by side (``rounds``); one result line with
+    both medians, the clusters ``ours`` rewrote and the paired speedup."""
+    same = np.asarray(ours(*args)).tobytes() == np.asarray(plain(*args)).tobytes()
+    rewritten = sum(len(r["clusters"]) for r in ours.reports.values())
+    runs = rounds({"jax.jit": plain, other: ours}, args, n, 10)
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    return (f"jax.jit {med['jax.jit'] * 1e3:7.3f} ms  {other} {med[other] * 1e3:7.3f} ms "
+            f"({rewritten} clusters)  speedup {ratio_text(paired(runs, 'jax.jit', other))}  "
+            f"bit-equal: {'yes' if same else 'NO'}")
+
+
 def step_line(optimizer: str, donated: bool, runs: dict[str, list[float]], base: str,
               other: str, fused: list, same: bool) -> str:
     """One result line of a training-step benchmark: both medians per step, the paired

@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_jit import paired, ratio_text, rounds  # noqa: E402
+from bench_jit import forward_line  # noqa: E402
 
 
 def concat_case(b: int, rng):
@@ -73,15 +72,8 @@ def run_case(name: str, fn, args, rounds_n: int) -> None:
 
     import ember_xla
 
-    ours, plain = ember_xla.jit(fn), jax.jit(fn)
-    same = np.asarray(ours(*args)).tobytes() == np.asarray(plain(*args)).tobytes()
-    rewritten = sum(len(r["clusters"]) for r in ours.reports.values())
-    runs = rounds({"jax.jit": plain, "ember_xla.jit": ours}, args, rounds_n, 10)
-    med = {k: statistics.median(v) for k, v in runs.items()}
-    print(f"{name:24s} jax.jit {med['jax.jit'] * 1e6:8.1f} us  ember_xla.jit "
-          f"{med['ember_xla.jit'] * 1e6:8.1f} us ({rewritten} clusters)  speedup "
-          f"{ratio_text(paired(runs, 'jax.jit', 'ember_xla.jit'))}  bit-equal: "
-          f"{'yes' if same else 'NO'}", flush=True)
+    line = forward_line(jax.jit(fn), ember_xla.jit(fn), args, rounds_n, "ember_xla.jit")
+    print(f"{name:24s} {line}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
