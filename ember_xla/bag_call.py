@@ -70,8 +70,8 @@ def _padded_order(spec: BagSpec, table: Any, ids: Any) -> str:
 
 def _native(spec: BagSpec, table: Any, *operands: Any) -> Any:
     out = jax.ShapeDtypeStruct((spec.rows, table.shape[1]), table.dtype)
-    order = {"sum_order": _padded_order(spec, table, operands[0])} if spec.layout == "padded" \
-        else {}
+    order = ({"sum_order": _padded_order(spec, table, operands[0]), "row_type": ""}
+             if spec.layout == "padded" else {})
     return jax.ffi.ffi_call(TARGETS[spec.layout], out)(
         table, *operands, combiner=spec.combiner, index_mode=spec.mode,
         wrap_negative=spec.wrap_negative, weighted=spec.weighted, init=spec.init, index_bits=64,

@@ -94,7 +94,8 @@ class ClusterSpec:
         return {"combiner": self.combiner, "index_mode": self.index_mode,
                 "wrap_negative": self.wrap_negative, "weighted": self.weighted,
                 "init": self.init, "index_bits": self.index_bits,
-                **({"sum_order": self.sum_order} if self.kind == "padded_bag" else {})}
+                **({"sum_order": self.sum_order, "row_type": ""} if self.kind == "padded_bag"
+                   else {})}
 
 
 def _array(shape: Any, where: str) -> ArraySpec:
@@ -186,6 +187,11 @@ def cluster_spec(op: Operation) -> ClusterSpec:
                               f"semantics (sum_order={attrs['sum_order']}, the CPU kernel's) is "
                               "not in the DAE contract; emulate the original model, whose "
                               "max/min bags stay in XLA for the DAE machine")
+    if attrs.get("row_type", ""):
+        raise LoweringRefused(f"{where}: a padded bag reading an f32 table's rows as "
+                              f"{attrs['row_type']} (row_type={attrs['row_type']}, the CPU "
+                              "kernel's) is not in the DAE contract; lower the original model, "
+                              "whose rewrite for the DAE machine reads the converted table")
     if attrs.get("sum_order", "sequential") not in SUM_ORDERS:
         raise LoweringRefused(f"{where}: sum_order={attrs['sum_order']!r} is not one of "
                               f"{', '.join(SUM_ORDERS)}")

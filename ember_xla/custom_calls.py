@@ -23,8 +23,12 @@ KERNEL_ATTRS = ("combiner", "index_bits", "index_mode", "init", "weighted", "wra
 #: in halves, XLA:CPU's vectorized loop for 25-32 rows) or "tree32" (XLA's tree-reduction
 #: windows of 32 rows; native/window_sum.h); for max/min bags "reduce_loop" (XLA's own reduce
 #: loop) or "ynn_groups4" (YNNPACK's groups of 4 rows), each with its NaN and signed-zero
-#: semantics (native/padded_minmax.h).
-PADDED_ATTRS = (*KERNEL_ATTRS, "sum_order")
+#: semantics (native/padded_minmax.h). And ``row_type``: "" (the rows as the table stores them)
+#: or "bf16" (an f32 table's values rounded to bf16 as they are read: XLA's gather of
+#: ``convert(table, bf16)``, flax ``nn.Embed(dtype=bfloat16)`` over f32 parameters; unweighted
+#: bags in a sum order or the sequential max/min).
+PADDED_ATTRS = (*KERNEL_ATTRS, "row_type", "sum_order")
+ROW_TYPES = ("", "bf16")
 MINMAX_ORDERS = ("reduce_loop", "ynn_groups4")
 SUM_ORDERS = ("sequential", "sequential_fma", "blocked", "vector8", "tree32", *MINMAX_ORDERS)
 

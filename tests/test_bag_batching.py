@@ -166,7 +166,7 @@ def _vector8(t: np.ndarray, ids: np.ndarray) -> np.ndarray:
     call = jax.ffi.ffi_call("ember.padded_bag", jax.ShapeDtypeStruct((B, D), jnp.float32))
     return np.asarray(call(t, ids, combiner="sum", index_mode="clip", wrap_negative=False,
                            weighted=False, init=0.0, index_bits=np.int64(64),
-                           sum_order="vector8"))
+                           sum_order="vector8", row_type=""))
 
 
 @pytest.mark.parametrize("mode, wrap, itype, jnp_bag, reproduced", ORDER_CASES)

@@ -80,6 +80,7 @@ typedef float V8 __attribute__((vector_size(32)));
 typedef float V8U __attribute__((vector_size(32), aligned(4)));
 typedef uint16_t H8U __attribute__((vector_size(16), aligned(2)));
 typedef uint32_t U8 __attribute__((vector_size(32)));
+typedef uint32_t U8UA __attribute__((vector_size(32), aligned(4)));
 constexpr int64_t kAhead = 16;
 
 template <typename T>
@@ -89,8 +90,15 @@ __attribute__((target("avx2,f16c"), always_inline)) inline V8 Load8(const T* r) 
   } else if constexpr (std::is_same<T, bf16>::value) {
     const U8 u = __builtin_convertvector(*reinterpret_cast<const H8U*>(r), U8) << 16;
     return (V8)u;  // a vector cast: the same 256 bits
+  } else if constexpr (std::is_same<T, f32_as_bf16>::value) {
+    // FloatToBf16Bits on 8 lanes: round to nearest even, a NaN quieted (sign and top kept)
+    const U8 u = *reinterpret_cast<const U8UA*>(r);
+    const U8 rounded = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    const U8 quiet = (u | 0x00400000u) & 0xffff0000u;
+    const U8 nan = (U8)((u & 0x7fffffffu) > 0x7f800000u);  // all ones where NaN
+    return (V8)((quiet & nan) | (rounded & ~nan));
   } else {
-    static_assert(std::is_same<T, f16>::value, "f32, bf16 or f16 rows");
+    static_assert(std::is_same<T, f16>::value, "f32, bf16, f32-as-bf16 or f16 rows");
     return (V8)_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r)));
   }
 }
@@ -331,7 +339,7 @@ ffi::Error RunBlockedPaddedSum(const ffi::AnyBuffer& table, const void* weights,
         "ember.padded_bag: the blocked order of weighted bags is for f16 or f32 tables with "
         "weights of their type (products rounded to it), combiner sum");
   if (!opt.weighted) weights = nullptr;
-  return WithTableType(table.element_type(), [&](auto tag) {
+  return WithTableType(table.element_type(), opt.rows_bf16, [&](auto tag) {
     Run<decltype(tag)>(table, weights, plan, bags, width, opt, out);
   });
 }

@@ -14,6 +14,11 @@ namespace ember {
 
 struct bf16 { uint16_t bits; };
 struct f16 { uint16_t bits; };
+// An f32 table read as bf16: each value rounded to bf16 as it is loaded, which is what XLA:CPU
+// computes for a gather of the converted table (``convert(table, bf16)`` fused into the gather:
+// flax ``nn.Embed(dtype=bfloat16)`` over f32 parameters). The rows are summed as a bf16
+// table's.
+struct f32_as_bf16 { float v; };
 
 inline uint32_t FloatBits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
 inline float BitsFloat(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
@@ -68,6 +73,11 @@ template <> struct Elem<float> {
 template <> struct Elem<bf16> {
   static float Load(bf16 v) { return Bf16BitsToFloat(v.bits); }
   static bf16 Store(float v) { return bf16{FloatToBf16Bits(v)}; }
+  static float Round(float v) { return Bf16BitsToFloat(FloatToBf16Bits(v)); }
+};
+template <> struct Elem<f32_as_bf16> {
+  static float Load(f32_as_bf16 v) { return Bf16BitsToFloat(FloatToBf16Bits(v.v)); }
+  static f32_as_bf16 Store(float v) { return f32_as_bf16{v}; }
   static float Round(float v) { return Bf16BitsToFloat(FloatToBf16Bits(v)); }
 };
 template <> struct Elem<f16> {

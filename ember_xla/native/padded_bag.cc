@@ -2,6 +2,9 @@
 // ids[b, 0..P) in order, without the lookups whose mask is false (unweighted sums only: a
 // masked-out lookup adds +0, which changes no sum started at +0). sum_order: the order (and,
 // for max/min, the NaN and signed-zero semantics) of XLA:CPU's reduce (native/padded_order.py).
+// row_type: "" (rows as stored) or "bf16" (an f32 table's values rounded to bf16 as they are
+// read: XLA's gather of the converted table; unweighted bags, not the f32-only max/min
+// orders reduce_loop and ynn_groups4).
 #include "blocked_sum.h"
 #include "handler.h"
 #include "padded_minmax.h"
@@ -19,7 +22,8 @@ ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::Remainin
                          ffi::Result<ffi::AnyBuffer> out, ffi::ThreadPool xla_pool,
                          std::string_view combiner,
                          std::string_view index_mode, bool wrap_negative, bool weighted,
-                         double init, int64_t index_bits, std::string_view sum_order) {
+                         double init, int64_t index_bits, std::string_view sum_order,
+                         std::string_view row_type) {
   XlaPoolScope pool_scope(&xla_pool);
   return Guarded("padded_bag", [&]() -> ffi::Error {
     Options opt;
@@ -37,10 +41,19 @@ ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::Remainin
       return ffi::Error::InvalidArgument(
           "ember.padded_bag: sum_order must be sequential, sequential_fma, blocked, vector8, "
           "tree32, reduce_loop or ynn_groups4, not " + std::string(sum_order));
+    if (row_type == "bf16") opt.rows_bf16 = true;
+    else if (!row_type.empty())
+      return ffi::Error::InvalidArgument(
+          "ember.padded_bag: row_type must be \"\" (rows as stored) or bf16, not " +
+          std::string(row_type));
+    if (opt.rows_bf16 && (opt.weighted || sum_order == "reduce_loop" ||
+                          sum_order == "ynn_groups4"))
+      return ffi::Error::InvalidArgument(
+          "ember.padded_bag: row_type=bf16 is for unweighted bags in a sum order");
     // XLA:CPU compiles for the host: it contracts the multiply and the add only where the CPU
     // has FMA, so the kernel does too
     opt.fused_multiply_add = sum_order == "sequential_fma" && CpuHasFma();
-    if (auto e = CheckTableAndResult(table, *out); e.failure()) return e;
+    if (auto e = CheckTableAndResult(table, *out, opt.rows_bf16); e.failure()) return e;
     if (ids.dimensions().size() != 2)
       return ffi::Error::InvalidArgument("ember.padded_bag: ids must have rank 2 [B, P]");
     const int64_t bags = ids.dimensions()[0], width = ids.dimensions()[1];
@@ -108,4 +121,6 @@ ffi::Error PaddedBagImpl(ffi::AnyBuffer table, ffi::AnyBuffer ids, ffi::Remainin
 }  // namespace ember
 
 EMBER_HANDLER(EmberPaddedBag, ember::PaddedBagImpl,
-              EMBER_REDUCTION_BINDING(EMBER_ARRAYS_2).Attr<std::string_view>("sum_order"));
+              EMBER_REDUCTION_BINDING(EMBER_ARRAYS_2)
+                  .Attr<std::string_view>("sum_order")
+                  .Attr<std::string_view>("row_type"));

@@ -13,11 +13,17 @@
 
 namespace ember {
 
-// Calls run(T{}) with T the table's element type (float, bf16 or f16).
+// Calls run(T{}) with T the table's element type (float, bf16 or f16), or f32_as_bf16 for an
+// f32 table whose rows are read as bf16 (`rows_bf16`).
 template <typename Run>
-ffi::Error WithTableType(ffi::DataType type, const Run& run) {
+ffi::Error WithTableType(ffi::DataType type, bool rows_bf16, const Run& run) {
+  if (rows_bf16 && type != ffi::DataType::F32)
+    return ffi::Error::InvalidArgument("ember.padded_bag: row_type=bf16 reads an f32 table");
   switch (type) {
-    case ffi::DataType::F32: run(float{}); break;
+    case ffi::DataType::F32:
+      if (rows_bf16) run(f32_as_bf16{});
+      else run(float{});
+      break;
     case ffi::DataType::BF16: run(bf16{}); break;
     case ffi::DataType::F16: run(f16{}); break;
     default: return ffi::Error::InvalidArgument("ember.padded_bag: unsupported table type");

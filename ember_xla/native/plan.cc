@@ -84,15 +84,20 @@ ffi::Error ParseOptions(std::string_view combiner, std::string_view index_mode,
   return ffi::Error::Success();
 }
 
-ffi::Error CheckTableAndResult(const ffi::AnyBuffer& table, const ffi::AnyBuffer& out) {
+ffi::Error CheckTableAndResult(const ffi::AnyBuffer& table, const ffi::AnyBuffer& out,
+                               bool rows_bf16) {
   const auto t = table.element_type();
   if (t != ffi::DataType::F32 && t != ffi::DataType::BF16 && t != ffi::DataType::F16)
     return Invalid("ember: table must be f32, bf16 or f16, got " + std::string(DtypeName(t)));
+  if (rows_bf16 && t != ffi::DataType::F32)
+    return Invalid("ember: row_type=bf16 reads an f32 table, got " + std::string(DtypeName(t)));
   if (table.dimensions().size() != 2)
     return Invalid("ember: table must have rank 2 [N, D], got shape " + DimsString(table));
-  if (out.element_type() != t && out.element_type() != ffi::DataType::F32)
+  // rows read as bf16 are a bf16 table's: a bf16 result is theirs
+  const auto rows = rows_bf16 ? ffi::DataType::BF16 : t;
+  if (out.element_type() != rows && out.element_type() != ffi::DataType::F32)
     return Invalid("ember: result type " + std::string(DtypeName(out.element_type())) +
-                   " must be the table's type (" + std::string(DtypeName(t)) + ") or f32");
+                   " must be the rows' type (" + std::string(DtypeName(rows)) + ") or f32");
   if (out.dimensions().size() != 2 || out.dimensions()[1] != table.dimensions()[1])
     return Invalid("ember: result must be [rows, D] with D = " +
                    std::to_string(table.dimensions()[1]) + ", got " + DimsString(out));

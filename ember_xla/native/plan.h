@@ -34,6 +34,9 @@ struct Options {
   // Padded bags: a trailing pred [B, P] operand masks lookups out (plan.src = kMaskedRow), as
   // ``select(mask, rows, 0)`` before the sum; `special` rows are then D NaNs and D zeros.
   bool masked = false;
+  // Padded bags, attribute row_type "bf16": the f32 table's values are rounded to bf16 as they
+  // are read (f32_as_bf16), the rows of XLA's gather of ``convert(table, bf16)``.
+  bool rows_bf16 = false;
 };
 
 // Whether this CPU has FMA (XLA:CPU compiles for the host's features).
@@ -95,7 +98,9 @@ Plan& ScratchPlan(int64_t lookups, int64_t rows);
 Plan& ScratchPlanAt(size_t slot, int64_t lookups, int64_t rows);
 
 // Checks T (rank 2, f32/bf16/f16) and the result (rank 2 [rows, D], T's type or f32).
-ffi::Error CheckTableAndResult(const ffi::AnyBuffer& table, const ffi::AnyBuffer& out);
+// With opt.rows_bf16: an f32 table and an f32 or bf16 result.
+ffi::Error CheckTableAndResult(const ffi::AnyBuffer& table, const ffi::AnyBuffer& out,
+                               bool rows_bf16 = false);
 
 // Resolves lookups (s32/s64, any shape, read flat) to table rows per Options, in lookup order.
 ffi::Error ResolveIndices(const ffi::AnyBuffer& idx, int64_t n_rows, const Options& opt,

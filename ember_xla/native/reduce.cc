@@ -385,7 +385,9 @@ ffi::Error RunPlan(const ffi::AnyBuffer& table, const Plan& plan, const void* we
   const bool f32_out = out.element_type() == ffi::DataType::F32;
   switch (table.element_type()) {
     case ffi::DataType::F32:
-      RunTyped<float, float>(table, plan, weights, wtype, opt, out);
+      if (!opt.rows_bf16) RunTyped<float, float>(table, plan, weights, wtype, opt, out);
+      else if (f32_out) RunTyped<f32_as_bf16, float>(table, plan, weights, wtype, opt, out);
+      else RunTyped<f32_as_bf16, bf16>(table, plan, weights, wtype, opt, out);
       break;
     case ffi::DataType::BF16:
       if (f32_out) RunTyped<bf16, float>(table, plan, weights, wtype, opt, out);

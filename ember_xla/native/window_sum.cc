@@ -103,7 +103,7 @@ ffi::Error RunWindowedPaddedSum(const ffi::AnyBuffer& table, const Plan& plan, i
         "ember.padded_bag: the vector8 and tree32 orders are for unweighted sum/mean bags "
         "starting at 0");
   const bool mean = opt.combiner == Combiner::kMean;
-  return WithTableType(table.element_type(), [&](auto tag) {
+  return WithTableType(table.element_type(), opt.rows_bf16, [&](auto tag) {
     Run<decltype(tag)>(table, plan, bags, width, order, mean, out);
   });
 }

@@ -68,6 +68,7 @@ def ffi_fn(kind: str, out_shapes: list[tuple[tuple[int, ...], object]], **attrs)
             "weighted": False, "init": 0.0, "index_bits": 64}
     if kind == "padded_bag":
         full["sum_order"] = "sequential"
+        full["row_type"] = ""
     full.update(attrs)
 
     def fn(*args):

@@ -122,7 +122,7 @@ def generated_call(seed: int | list[int]) -> str:
     cfg = (f'combiner = "{combiner}", index_bits = {bits} : i64, index_mode = "{mode}", '
            f"init = {mlir_f64(init)}, weighted = {'true' if weighted else 'false'}, "
            f"wrap_negative = {'true' if wrap else 'false'}"
-           + (', sum_order = "sequential"' if kind == "padded_bag" else ""))
+           + (', row_type = "", sum_order = "sequential"' if kind == "padded_bag" else ""))
     body.append(f"  ROOT call = {res} custom-call({', '.join(f'p{i}' for i in range(len(params)))}"
                 f'), custom_call_target="ember.{kind}", api_version=API_VERSION_TYPED_FFI, '
                 f"backend_config={{{cfg}}}")

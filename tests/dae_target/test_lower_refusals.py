@@ -114,3 +114,23 @@ def test_xla_orders_outside_the_kernels_forms(order, combiner, weights):
                                "s32", bag_width=28, weights=weights)
     with pytest.raises(LoweringRefused, match=f"{order}-order bag"):
         lower_to_slc(dataclasses.replace(spec, sum_order=order))
+
+
+PADDED_HLO = """\
+HloModule m, entry_computation_layout={(f32[6,2]{1,0}, s32[3,4]{1,0})->f32[3,2]{1,0}}
+
+ENTRY %main (table: f32[6,2], ids: s32[3,4]) -> f32[3,2] {
+  %table = f32[6,2]{1,0} parameter(0)
+  %ids = s32[3,4]{1,0} parameter(1)
+  ROOT %r = f32[3,2]{1,0} custom-call(%table, %ids), custom_call_target="ember.padded_bag", \
+api_version=API_VERSION_TYPED_FFI, backend_config={CONFIG}
+}
+"""
+PADDED = ('{combiner = "sum", index_bits = 64 : i64, index_mode = "clip", init = 0.0 : f64, '
+          'row_type = "ROW", sum_order = "sequential", weighted = false, wrap_negative = true}')
+
+
+def test_rows_read_as_bf16_are_refused_and_rows_as_stored_lowered():
+    assert cluster_spec(_call(PADDED.replace("ROW", ""), PADDED_HLO)).kind == "padded_bag"
+    with pytest.raises(LoweringRefused, match="row_type=bf16"):
+        cluster_spec(_call(PADDED.replace("ROW", "bf16"), PADDED_HLO))

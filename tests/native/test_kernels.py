@@ -88,6 +88,7 @@ def ember(kind: str, rows: int, table, *operands, out_dtype=None, **attributes):
     if kind == "padded_bag":
         attributes.setdefault("sum_order",
                               "sequential_fma" if attributes.get("weighted") else "sequential")
+        attributes.setdefault("row_type", "")
     call = jax.ffi.ffi_call(
         f"ember.{kind}", jax.ShapeDtypeStruct((rows, table.shape[1]), out_dtype)
     )

@@ -31,7 +31,7 @@ def _call(table, ids, combiner: str, order: str, init: float | None = None, dtyp
                             jax.ShapeDtypeStruct((ids.shape[0], table.shape[1]), dtype))
     return np.asarray(call(table, ids, combiner=combiner, index_mode="clip", wrap_negative=False,
                            weighted=False, init=float(init), index_bits=np.int64(32),
-                           sum_order=order))
+                           sum_order=order, row_type=""))
 
 
 @pytest.mark.parametrize("combiner", ["max", "min"])

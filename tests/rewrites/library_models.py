@@ -102,6 +102,30 @@ _reg(LibModel("flax_embed_vmap_scaled_bag_sum", "flax", ("vmap", "scalar-scale")
               notes="flax.linen.Embed (jnp.take, fill mode) * sqrt(D), .sum(0) under vmap"))
 
 
+# ---------------------------------------------------------------------------------------
+# flax mixed precision: nn.Embed(dtype=bfloat16) over f32 parameters, mean of a [B, P] bag
+# ---------------------------------------------------------------------------------------
+
+def _flax_bf16_build():
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+
+    emb = nn.Embed(N, D, dtype=jnp.bfloat16)  # param_dtype stays f32
+    params = emb.init(jax.random.key(0), jnp.zeros((B, P), jnp.int32))
+
+    def f(params, ids):
+        return emb.apply(params, ids).mean(1)
+
+    return f, [params, _ids(np.random.default_rng(0), "random")]
+
+
+_reg(LibModel("flax_embed_bf16_compute_bag_mean", "flax", ("rows-as-bf16",), "jax", 1,
+              TOL_REDUCE, _flax_bf16_build, lambda case, rng: [_ids(rng, case)],
+              notes="flax.linen.Embed(dtype=bfloat16) over f32 params: the table converted "
+                    "to bf16 before jnp.take; the call reads the f32 table (row_type=bf16)"))
+
+
 def _haiku_time_major_build():
     import haiku as hk
     import jax
@@ -344,6 +368,24 @@ _reg(LibModel("keras_embedding_mask_zero_global_average_pooling", "keras", ("ker
               "tf", 1, 0.0, _keras_gap_build, _keras_ids,
               notes="mask propagation: select(broadcast(ids != 0), rows, 0); the count is a "
                     "separate reduce of the mask; an all-padding row divides 0/0 = NaN"))
+
+
+def _keras_mixed_build():
+    import keras
+
+    inp = keras.Input((P,), dtype="int32")
+    x = keras.layers.Embedding(N, D, dtype="mixed_bfloat16",
+                               embeddings_initializer=keras.initializers.RandomNormal(seed=3))(inp)
+    model = keras.Model(inp, keras.layers.GlobalAveragePooling1D(dtype="mixed_bfloat16")(x))
+    return (lambda ids: model(ids)), [_ids(np.random.default_rng(0), "random")]
+
+
+_reg(LibModel("keras_embedding_mixed_bfloat16_global_average_pooling", "keras",
+              ("rows-as-bf16",), "tf", 1, 0.0, _keras_mixed_build,
+              lambda case, rng: [_ids(rng, case)],
+              notes="the mixed_bfloat16 policy: f32 variables, the looked-up rows cast to bf16, "
+                    "the mean computed in f32 and cast back; the call reads the rows as bf16 "
+                    "(row_type=bf16) below YNNPACK's sizes"))
 
 
 def _keras_rs_build():

@@ -151,14 +151,15 @@ def test_near_tie_stays_in_xla():
     assert f"not {profitability.MARGIN:.0%} faster" in miss["reason"]
 
 
-def _bf16_bag(rows: int, batch: int):
-    """flax nn.Embed(dtype=bfloat16): its f32 table converted on every call, bags of 20."""
+def _computed_bag(rows: int, batch: int):
+    """flax nn.Embed(dtype=float16): its f32 table converted on every call, bags of 20 (a
+    bfloat16 dtype is read from the f32 table itself, row_type="bf16": test_rows_as_bf16.py)."""
     import flax.linen as nn
 
     class Bag(nn.Module):
         @nn.compact
         def __call__(self, ids):
-            return nn.Embed(rows, 64, dtype=jnp.bfloat16)(ids).sum(1)
+            return nn.Embed(rows, 64, dtype=jnp.float16)(ids).sum(1)
 
     model = Bag()
     ids = np.random.default_rng(3).integers(0, rows, (batch, 20)).astype(np.int32)
@@ -169,11 +170,12 @@ def _bf16_bag(rows: int, batch: int):
 
 
 def test_large_table_computed_per_call_stays_in_xla():
-    """A table computed on every call (the convert of nn.Embed(dtype=bfloat16)), XLA fuses
+    """A table computed on every call (the convert of nn.Embed(dtype=float16)), XLA fuses
     into its gather; the kernel needs it written out first: 20,000 rows for 5,120 lookups
-    are predicted slower (measured 0.70x at 200,000 rows for 40,960), so it stays in XLA with
+    are predicted slower (measured 0.70x at 200,000 rows for 40,960 with a bf16 convert, as
+    bf16 tables were read then), so it stays in XLA with
     the reason; rewritten and bit-equal with the cost model off."""
-    m, table, ids = _bf16_bag(20_000, 256)
+    m, table, ids = _computed_bag(20_000, 256)
     kept = rewrite_module(m, cost_model=True)
     assert not kept.clusters
     (miss,) = kept.near_misses
@@ -188,7 +190,7 @@ def test_large_table_computed_per_call_stays_in_xla():
 def test_small_table_computed_per_call_is_rewritten():
     """2,000 rows converted for 40,960 lookups: the write-out is small beside the lookups
     (measured 1.48x of XLA:CPU, benchmarks/bench_computed_table.py): rewritten."""
-    m, table, ids = _bf16_bag(2_000, 2048)
+    m, table, ids = _computed_bag(2_000, 2048)
     result = rewrite_module(m, cost_model=True)
     assert [c["kind"] for c in result.clusters] == ["padded_bag"], result.near_misses
     pred = result.clusters[0]["predicted_us"]
@@ -200,7 +202,7 @@ def test_small_table_computed_per_call_is_rewritten():
 def test_computed_table_write_is_part_of_the_prediction():
     """The same cluster predicted with its table computed costs the kernel path the table's
     elements at the kernel's per-output-element cost more; XLA's side is unchanged."""
-    m, _, _ = _bf16_bag(20_000, 256)
+    m, _, _ = _computed_bag(20_000, 256)
     from ember_xla.rewrites.canonicalize import canonicalize
     from ember_xla.rewrites.matcher import find_clusters
     from ember_xla.rewrites.patterns import ALL_PATTERNS

@@ -100,4 +100,5 @@ class DotBag(Pattern):
             raise NoMatch(str(e)) from None
         cluster = make_cluster(self, walk, lk, [("ids", lk.indices)], weights, "sum", 0.0)
         cluster.attrs["sum_order"] = order
+        cluster.attrs["row_type"] = ""
         return cluster

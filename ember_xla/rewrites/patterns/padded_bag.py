@@ -7,11 +7,20 @@ A sum whose rows are masked by a ``select`` first -- ``jnp.where(mask[..., None]
 ([B,P] pred) as the kernel's last operand, where the rows are added in an order other than
 one after the other (the masked-bag-to-segments canonicalization takes the others): a masked
 lookup adds +0, which changes no sum that starts at +0 (such a sum is never -0), so the
-kernel skips it in XLA:CPU's order of the unmasked bag."""
+kernel skips it in XLA:CPU's order of the unmasked bag.
+
+An unweighted bag of an f32 table converted to bf16 (flax ``nn.Embed(dtype=bfloat16)`` over f32
+parameters) reads the f32 table with ``row_type="bf16"``: the kernel rounds each value as it
+reads it, as XLA:CPU's gather fused with the convert does, and nothing writes the converted
+table out. Rows rounded after the gather (``convert(gather(table), bf16)``) are read the same way
+below YNNPACK's sizes; from them on XLA:CPU's YNNPACK fusion sums the f32 rows unrounded, and so
+does the call."""
 
 from __future__ import annotations
 
-from ember_xla.custom_calls import PADDED_BAG
+import dataclasses
+
+from ember_xla.custom_calls import MINMAX_ORDERS, PADDED_BAG
 from ember_xla.ir.operation import Operation
 from ember_xla.native.padded_order import (
     BagSum,
@@ -24,6 +33,7 @@ from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.lookup import (
     D_FIRST_UNTAKEN,
     STACKED_UNTAKEN,
+    Lookup,
     loop_index_type,
     picks_elements,
 )
@@ -129,6 +139,30 @@ def scale_of(weights: Ref | None) -> str | None:
     return "constant" if scalar_constant(ref) is not None else "value"
 
 
+def _rounded_f32(walk: Walk, rows: Ref) -> bool:
+    """Is ``rows`` ``convert(x, bf16)`` of f32 values only this bag reads (the rows of a gather
+    rounded after it: Keras 3's mixed_bfloat16 ``Embedding`` casts its output)?"""
+    op = rows.op
+    return (rows.top and op is not None and op.opcode == "convert" and walk.can_take(rows)
+            and rows.value.type.element_type == "bf16"
+            and op.operands[0].type.element_type == "f32")
+
+
+def read_as_bf16(walk: Walk, lk: Lookup) -> tuple[Lookup, str]:
+    """A lookup of ``convert(table, bf16)`` from an f32 table (flax ``nn.Embed(dtype=
+    bfloat16)`` over f32 parameters), whose convert only this bag reads: (the lookup of the f32
+    table, "bf16"), the kernel rounding each value as it reads it -- XLA:CPU fuses the convert
+    into the gather, so it never writes the converted table out either. Else (lk, "")."""
+    t = lk.table
+    if not t.top or t.op is None or t.op.opcode != "convert" or not walk.can_take(t):
+        return lk, ""
+    src = t.op.operands[0]
+    if t.value.type.element_type != "bf16" or src.type.element_type != "f32":
+        return lk, ""
+    walk.take(t)
+    return dataclasses.replace(lk, table=Ref(src)), "bf16"
+
+
 class PaddedBag(Pattern):
     name = PADDED_BAG.name
     kind = "padded_bag"
@@ -175,6 +209,20 @@ class PaddedBag(Pattern):
                               f"{table_type} rows; only f16/bf16 -> f32 is modelled")
             walk.take(rows)
             rows = Ref(rows.op.operands[0])
+        keras_bf16 = (self.xla_order and table_type == "bf16" and src.element_type == "f32"
+                      and _rounded_f32(walk, rows))
+        if keras_bf16:
+            # Keras 3's mixed_bfloat16 Embedding: convert(gather(f32 table), bf16)
+            walk.take(rows)
+            rows = Ref(rows.op.operands[0])
+            try:
+                to_ynn = ynn_reduces(b * p * src.dims[2])
+            except OrderNotReproduced as e:
+                raise NoMatch(str(e)) from None
+            if to_ynn:
+                # measured: YNNPACK's fusion of convert(convert(rows, bf16), f32) + reduce
+                # sums the f32 rows unrounded (under both excess-precision settings)
+                table_type, keras_bf16 = "f32", False
         mask = None
         if self.xla_order and combiner == "sum" and init == 0.0 and _mask_select(rows):
             rows, mask = masked_rows(walk, walk.enter(rows), b * p)
@@ -193,7 +241,7 @@ class PaddedBag(Pattern):
             # of the broadcast into a multiply by P, which rounds differently from P adds
             raise NoMatch("a one-row table looked up in clip mode: XLA:CPU folds the bag's sum "
                           "into a multiply (another order), so the cluster stays in XLA")
-        if lk.table.value.type.element_type != table_type:
+        if lk.table.value.type.element_type != ("f32" if keras_bf16 else table_type):
             raise NoMatch("the reduction runs in a different type than the table")
         d = src.dims[2]
         # the ids' own type: the loop fusion computes on it (wrap, clamp, jnp.take's bounds
@@ -214,7 +262,15 @@ class PaddedBag(Pattern):
             raise NoMatch(str(e)) from None
         if self.xla_order and (joined := computed_with_consumer(op)):
             raise NoMatch(joined)
+        row_type = "bf16" if keras_bf16 else ""
+        if keras_bf16 and (weights is not None or mask is not None or order in MINMAX_ORDERS):
+            raise NoMatch(f"reduce {op.name} sums f32 rows rounded to bf16 after the gather "
+                          "(Keras' mixed_bfloat16) with weights, a mask or in a max/min "
+                          "order: the kernel reads rows as bf16 in unweighted sum orders only")
+        if self.xla_order and not keras_bf16 and weights is None and order not in MINMAX_ORDERS:
+            lk, row_type = read_as_bf16(walk, lk)
         cluster = make_cluster(self, walk, lk, [("ids", lk.indices)], weights, combiner, init)
+        cluster.attrs["row_type"] = row_type
         if (self.xla_order and weights is not None and src.element_type == "f32"
                 and ynn_reduces(b * p * d)  # (an unmodelled setting raised in sum_order)
                 and (why := weights_computed_by_ynnpack(weights.value.owner, cluster.owned))):
