@@ -81,9 +81,13 @@ class _Instr:
     opcode: str
     operands: list[str]
     op_name: str | None
+    dtype: str = ""             # the result's element type ("" for a tuple)
+    root: bool = False
+    calls: str | None = None    # a fusion's computation
+    param: int | None = None    # a parameter's number
 
 
-_INSTR = re.compile(r"^\s*(?:ROOT\s+)?%([\w.\-]+)\s*=\s*(\([^=]*?\)|\S+)\s+([\w\-]+)\((.*)$")
+_INSTR = re.compile(r"^\s*(ROOT\s+)?%([\w.\-]+)\s*=\s*(\([^=]*?\)|\S+)\s+([\w\-]+)\((.*)$")
 _HEAD = re.compile(r"^(?:ENTRY\s+)?%([\w.\-]+)\s*\(.*\{\s*$")
 _OP_NAME = re.compile(r'op_name="([^"]*)"')
 _CALLS = re.compile(r"calls=%([\w.\-]+)")
@@ -113,8 +117,14 @@ def computations(text: str) -> dict[str, list[_Instr]]:
         m = _INSTR.match(line)
         if m and current is not None:
             name_meta = _OP_NAME.search(line)
-            current.append(_Instr(m.group(1), m.group(3), _operands(m.group(4)),
-                                  name_meta.group(1) if name_meta else None))
+            calls = _CALLS.search(line)
+            shape = m.group(3)
+            current.append(_Instr(
+                m.group(2), m.group(4), _operands(m.group(5)),
+                name_meta.group(1) if name_meta else None,
+                dtype="" if shape.startswith("(") else shape.split("[")[0],
+                root=bool(m.group(1)), calls=calls.group(1) if calls else None,
+                param=int(m.group(5).split(")")[0]) if m.group(4) == "parameter" else None))
     return out
 
 
@@ -149,9 +159,66 @@ def rounding_status(text: str, names: dict[str, str], converts: set[str],
             name = names.get(i.op_name or "")
             if i.opcode != "convert" or name not in converts:
                 continue
-            wide = any(u.opcode == "convert" for u in users.get(i.name, []))
+            wide = [u for u in users.get(i.name, []) if u.opcode == "convert"]
+            if wide and all(_rounded_again(comps, ynn, comp, u, i.dtype) for u in wide):
+                wide = []  # every use of the wide value rounds it to i's type first
             out.setdefault(name, set()).add("kept wide by YNNPACK" if wide else "rounded")
     return {n: frozenset(out.get(n, {"dropped"})) for n in converts}
+
+
+#: ops that only move values (a value leaves them with its bits)
+_MOVES = frozenset({"bitcast", "reshape", "copy", "transpose", "slice", "concatenate",
+                    "broadcast"})
+
+
+def _rounded_again(comps: dict[str, list[_Instr]], ynn: set[str], comp: str, wide: _Instr,
+                   dtype: str) -> bool:
+    """Is the f32 value ``wide`` (YNNPACK's fusion ``comp`` converts a value to ``dtype`` and
+    back, keeping it unrounded) rounded to ``dtype`` before anything but moves reads it? It
+    must leave the fusion as its root, and every user of the fusion, outside YNNPACK, move it
+    into a convert to ``dtype``: round(round(x)) = round(x), so the value read is the one a
+    rounding convert right after the bag would give (double rounding to one type is exact)."""
+    body = comps.get(comp, [])
+    if not _ends_in(body, wide, lambda i: i.root and (i is wide or i.opcode in _MOVES)):
+        return False
+    fusions = [(c, i) for c, b in comps.items() for i in b if i.calls == comp]
+    if not fusions:
+        return False
+    for parent, fusion in fusions:
+        for user in (u for u in comps[parent] if fusion.name in u.operands):
+            if user.opcode == "convert" and user.dtype == dtype:
+                continue
+            if user.opcode != "fusion" or user.calls in ynn or user.calls is None:
+                return False
+            inner = comps.get(user.calls, [])
+            at = {k for k, o in enumerate(user.operands) if o == fusion.name}
+            params = [i for i in inner if i.opcode == "parameter" and i.param in at]
+            if len(params) != len(at) or not all(_ends_in(
+                    inner, q, lambda i: i.opcode == "convert" and i.dtype == dtype)
+                    for q in params):
+                return False
+    return True
+
+
+def _ends_in(body: list[_Instr], start: _Instr, end) -> bool:
+    """Does every path of users from ``start`` within ``body`` pass only through moves until an
+    instruction ``end`` accepts (``start`` itself included)?"""
+    users = _users(body)
+    todo, seen = [start], set()
+    while todo:
+        i = todo.pop()
+        if end(i):
+            continue
+        if i is not start and i.opcode not in _MOVES:
+            return False
+        if i.name in seen:
+            continue
+        seen.add(i.name)
+        nxt = users.get(i.name, [])
+        if not nxt:  # the value leaves unrounded
+            return False
+        todo.extend(nxt)
+    return True
 
 
 def candidates(module: Module) -> list[Operation]:

@@ -261,3 +261,104 @@ def test_flax_mixed_precision_head_over_a_bag(batch, rewritten):
             assert len(r.clusters) == rewritten, r.near_misses
             if not rewritten:
                 assert any("is rounded by" in n["reason"] for n in r.near_misses)
+
+
+# a bag's sum rounded to bf16 in its YNNPACK fusion and converted back (kept wide there), then
+# concatenated with other features in a loop fusion that rounds the concatenation to bf16 for
+# a bf16 dense layer (flax mixed precision: pooled embeddings beside dense features)
+REROUNDED = """\
+HloModule jit_f, is_scheduled=true
+%region_0.1 (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %add.9 = f32[] add(%a, %b)
+}
+%fused_computation (param_0: f32[256,20,32]) -> f32[256,32] {
+  %param_0 = f32[256,20,32]{2,1,0} parameter(0)
+  %constant.4 = f32[] constant(0)
+  %reduce.1 = f32[256,32]{1,0} reduce(%param_0, %constant.4), dimensions={1}, \
+to_apply=%region_0.1, metadata={op_name="p_1"}
+  %convert.1 = bf16[256,32]{1,0} convert(%reduce.1), metadata={op_name="p_2"}
+  ROOT %convert.2 = f32[256,32]{1,0} convert(%convert.1)
+}
+%fused_computation.1 (param_0.1: f32[256,13], param_1.1: f32[256,32]) -> f32[256,45] {
+  %param_0.1 = f32[256,13]{1,0} parameter(0)
+  %param_1.1 = f32[256,32]{1,0} parameter(1)
+  %concatenate.0 = f32[256,45]{1,0} concatenate(%param_0.1, %param_1.1), dimensions={1}
+  %convert.3 = bf16[256,45]{1,0} convert(%concatenate.0)
+  ROOT %convert.4 = f32[256,45]{1,0} convert(%convert.3)
+}
+ENTRY %main (rows: f32[256,20,32], d: f32[256,13]) -> f32[256,45] {
+  %rows = f32[256,20,32]{2,1,0} parameter(0)
+  %d = f32[256,13]{1,0} parameter(1)
+  %ynn_fusion = f32[256,32]{1,0} fusion(%rows), kind=kCustom, calls=%fused_computation, \
+backend_config={"fusion_config":{"kind":"__ynn_fusion"}}
+  ROOT %loop_fusion = f32[256,45]{1,0} fusion(%d, %ynn_fusion), kind=kLoop, \
+calls=%fused_computation.1
+}
+"""
+
+
+@pytest.mark.parametrize("between, status", [
+    ("concatenate.0", "rounded"),  # only moved, then rounded again: the same value both ways
+    ("add.5", "kept wide by YNNPACK"),  # arithmetic on the wide value first
+    ("to_f16", "kept wide by YNNPACK"),  # rounded again, to another type (double rounding)
+])
+def test_a_wide_value_rounded_again_before_any_arithmetic_counts_as_rounded(between, status):
+    """round(round(x)) = round(x): where every use of the value YNNPACK kept wide only moves it
+    into a convert to the same type, the value read is the once-rounded one."""
+    text = REROUNDED
+    if between == "add.5":
+        text = text.replace(
+            "  %convert.3 = bf16[256,45]{1,0} convert(%concatenate.0)",
+            "  %add.5 = f32[256,45]{1,0} add(%concatenate.0, %concatenate.0)\n"
+            "  %convert.3 = bf16[256,45]{1,0} convert(%add.5)")
+    elif between == "to_f16":
+        text = text.replace("%convert.3 = bf16[256,45]", "%convert.3 = f16[256,45]")
+    got = ynn_fusions.rounding_status(text, {"p_2": "after_bag"}, {"after_bag"})
+    assert got == {"after_bag": {status}}
+
+
+def test_flax_mixed_precision_pooled_embeddings_beside_dense_features():
+    """flax ``nn.Embed(dtype=bfloat16)`` bags concatenated with dense features into bf16 dense
+    layers (a recommender under flax's mixed precision): XLA:CPU's YNNPACK fusion keeps each
+    bag's bf16 round trip wide, but the concatenation rounds it to bf16 again before the dense
+    layer reads it, so the rewritten module (which rounds it once) computes the same bits.
+    Both bags are rewritten, reading the f32 tables as bf16; bit-equal under both settings."""
+    import flax.linen as nn
+
+    from ember_xla.runtime.execute import run_module
+
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, dense, a, b):
+            pa = nn.Embed(50_000, 32, dtype=jnp.bfloat16)(a).sum(1)
+            pb = nn.Embed(20_000, 32, dtype=jnp.bfloat16)(b).mean(1)
+            x = jnp.concatenate([dense.astype(jnp.bfloat16), pa, pb], -1)
+            return nn.Dense(1, dtype=jnp.bfloat16)(nn.relu(nn.Dense(64,
+                                                                    dtype=jnp.bfloat16)(x)))
+
+    rng = np.random.default_rng(6)
+    dense = rng.standard_normal((256, 13)).astype(np.float32)
+    a = rng.integers(-3, 50_003, (256, 20)).astype(np.int32)
+    b = rng.integers(0, 20_000, (256, 20)).astype(np.int32)
+    params = Model().init(jax.random.PRNGKey(0), dense, a, b)
+    m = from_jax(Model().apply, params, dense, a, b).module
+    args = [np.asarray(x) for x in jax.tree.leaves(params)] + [dense, a, b]
+    for excess in (True, False):
+        r = rewrite_module(m, cost_model=False, excess_precision=excess)
+        assert [c["attributes"]["row_type"] for c in r.clusters] == ["bf16", "bf16"], \
+            r.near_misses
+        opts = {"xla_allow_excess_precision": excess}
+        assert run_module(m, args, opts)[0].tobytes() == run_module(r.module, args, opts)[
+            0].tobytes()
+
+
+def test_a_wide_value_read_by_arithmetic_inside_its_fusion_stays_wide():
+    """The fusion's root is the dense layer reading the wide value, not the value itself."""
+    text = REROUNDED.replace(
+        "  ROOT %convert.2 = f32[256,32]{1,0} convert(%convert.1)",
+        "  %convert.2 = f32[256,32]{1,0} convert(%convert.1)\n"
+        "  ROOT %add.7 = f32[256,32]{1,0} add(%convert.2, %convert.2)")
+    got = ynn_fusions.rounding_status(text, {"p_2": "after_bag"}, {"after_bag"})
+    assert got == {"after_bag": {"kept wide by YNNPACK"}}
