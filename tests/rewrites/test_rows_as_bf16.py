@@ -214,3 +214,28 @@ def test_rows_cast_after_the_gather_with_weights_are_a_near_miss():
     assert not result.clusters
     assert any("rounded to bf16 after the gather" in m["reason"] for m in result.near_misses), \
         result.near_misses
+
+
+@pytest.mark.parametrize("shape", [(3, 5, 4), (2, 100, 8), (256, 20, 64)])
+def test_masked_bags_read_the_f32_table_as_bf16(shape):
+    """``jnp.where(mask, rows, 0).sum(1)`` over the converted table: the mask operand and the
+    rows read as bf16 together, in each order."""
+    import jax.numpy as jnp
+
+    b, p, d = shape
+    rng = np.random.default_rng([b, p, d, 9])
+    table = _table(rng, 300, d)
+    ids = rng.integers(-303, 303, (b, p)).astype(np.int32)
+    mask = rng.random((b, p)) < 0.7
+
+    def f(t, i, m):
+        return jnp.where(m[..., None], jnp.take(t.astype(jnp.bfloat16), i, axis=0), 0).sum(1)
+
+    model = from_jax(f, table, ids, mask)
+    for excess in (True, False):
+        result = rewrite_module(model.module, cost_model=False, excess_precision=excess)
+        assert [c["attributes"]["row_type"] for c in result.clusters] == ["bf16"]
+        opts = {"xla_allow_excess_precision": excess}
+        got = run_module(result.module, [table, ids, mask], opts)
+        want = run_module(model.module, [table, ids, mask], opts)
+        assert all(same_bits(g, w) for g, w in zip(got, want, strict=True)), (shape, excess)
