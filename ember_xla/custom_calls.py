@@ -28,7 +28,6 @@ KERNEL_ATTRS = ("combiner", "index_bits", "index_mode", "init", "weighted", "wra
 #: ``convert(table, bf16)``, flax ``nn.Embed(dtype=bfloat16)`` over f32 parameters; unweighted
 #: bags in a sum order or the sequential max/min).
 PADDED_ATTRS = (*KERNEL_ATTRS, "row_type", "sum_order")
-ROW_TYPES = ("", "bf16")
 MINMAX_ORDERS = ("reduce_loop", "ynn_groups4")
 SUM_ORDERS = ("sequential", "sequential_fma", "blocked", "vector8", "tree32", *MINMAX_ORDERS)
 

@@ -139,12 +139,13 @@ def scale_of(weights: Ref | None) -> str | None:
     return "constant" if scalar_constant(ref) is not None else "value"
 
 
-def _rounded_f32(walk: Walk, rows: Ref) -> bool:
-    """Is ``rows`` ``convert(x, bf16)`` of f32 values only this bag reads (the rows of a gather
-    rounded after it: Keras 3's mixed_bfloat16 ``Embedding`` casts its output)?"""
-    op = rows.op
-    return (rows.top and op is not None and op.opcode == "convert" and walk.can_take(rows)
-            and rows.value.type.element_type == "bf16"
+def _bf16_of_f32(walk: Walk, ref: Ref) -> bool:
+    """Is ``ref`` ``convert(x, bf16)`` of f32 values, in the walk's computation, that only this
+    bag reads? (The table of flax ``nn.Embed(dtype=bfloat16)``; the rows of a gather rounded
+    after it, as Keras 3's mixed_bfloat16 ``Embedding`` casts its output.)"""
+    op = ref.op
+    return (ref.top and op is not None and op.opcode == "convert" and walk.can_take(ref)
+            and ref.value.type.element_type == "bf16"
             and op.operands[0].type.element_type == "f32")
 
 
@@ -153,14 +154,10 @@ def read_as_bf16(walk: Walk, lk: Lookup) -> tuple[Lookup, str]:
     bfloat16)`` over f32 parameters), whose convert only this bag reads: (the lookup of the f32
     table, "bf16"), the kernel rounding each value as it reads it -- XLA:CPU fuses the convert
     into the gather, so it never writes the converted table out either. Else (lk, "")."""
-    t = lk.table
-    if not t.top or t.op is None or t.op.opcode != "convert" or not walk.can_take(t):
+    if not _bf16_of_f32(walk, lk.table):
         return lk, ""
-    src = t.op.operands[0]
-    if t.value.type.element_type != "bf16" or src.type.element_type != "f32":
-        return lk, ""
-    walk.take(t)
-    return dataclasses.replace(lk, table=Ref(src)), "bf16"
+    walk.take(lk.table)
+    return dataclasses.replace(lk, table=Ref(lk.table.op.operands[0])), "bf16"
 
 
 class PaddedBag(Pattern):
@@ -210,7 +207,7 @@ class PaddedBag(Pattern):
             walk.take(rows)
             rows = Ref(rows.op.operands[0])
         keras_bf16 = (self.xla_order and table_type == "bf16" and src.element_type == "f32"
-                      and _rounded_f32(walk, rows))
+                      and _bf16_of_f32(walk, rows))
         if keras_bf16:
             # Keras 3's mixed_bfloat16 Embedding: convert(gather(f32 table), bf16)
             walk.take(rows)
