@@ -139,6 +139,33 @@ def forward_line(plain, ours, args, n: int, other: str) -> str:
             f"bit-equal: {'yes' if same else 'NO'}")
 
 
+def forward_cases(doc: str, makers: dict, argv: list[str] | None, place: bool) -> int:
+    """The main of a benchmark of named forward cases (``makers``: case name -> rng -> list of
+    (row name, function, inputs)): ``--cases`` (all by default), ``--rounds``; each function
+    through ``jax.jit`` and ``ember_xla.jit`` with its defaults, one ``forward_line`` each.
+    ``place``: put the inputs on the device once (else numpy inputs, copied by every call)."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    p.add_argument("--cases", default=",".join(makers))
+    p.add_argument("--rounds", type=int, default=15)
+    args = p.parse_args(argv)
+    import jax
+
+    import ember_xla
+
+    rng = np.random.default_rng(0)
+    print(f"load average {os.getloadavg()[0]:.2f}; ember_xla.jit with its defaults")
+    for case in args.cases.split(","):
+        if case not in makers:
+            p.error(f"unknown case {case!r}; expected one of {', '.join(makers)}")
+        for name, fn, xs in makers[case](rng):
+            if place:
+                xs = jax.device_put(xs)
+            line = forward_line(jax.jit(fn), ember_xla.jit(fn), xs, args.rounds,
+                                "ember_xla.jit")
+            print(f"{name:24s} {line}", flush=True)
+    return 0
+
+
 def step_line(optimizer: str, donated: bool, runs: dict[str, list[float]], base: str,
               other: str, fused: list, same: bool) -> str:
     """One result line of a training-step benchmark: both medians per step, the paired

@@ -19,15 +19,13 @@ A benchmark, not a test. The cases:
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_jit import forward_line  # noqa: E402
+from bench_jit import forward_cases  # noqa: E402
 
 
 def bag_case(b: int, rng, after: bool = False):
@@ -67,32 +65,16 @@ def recsys_case(b: int, rng):
     return f"recsys B={b}", model.apply, (params, dense, a, c)
 
 
+CASES = {
+    "bag": lambda rng: [bag_case(b, rng) for b in (256, 2048)],
+    "cast_after": lambda rng: [bag_case(b, rng, after=True) for b in (256, 2048)],
+    "recsys": lambda rng: [recsys_case(b, rng) for b in (256, 2048)],
+}
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--cases", default="bag,cast_after,recsys")
-    p.add_argument("--rounds", type=int, default=15)
-    args = p.parse_args(argv)
-    import jax
-
-    import ember_xla
-
-    rng = np.random.default_rng(0)
-    print(f"load average {os.getloadavg()[0]:.2f}; ember_xla.jit with its defaults")
-    for case in args.cases.split(","):
-        if case == "bag":
-            cases = [bag_case(b, rng) for b in (256, 2048)]
-        elif case == "cast_after":
-            cases = [bag_case(b, rng, after=True) for b in (256, 2048)]
-        elif case == "recsys":
-            cases = [recsys_case(b, rng) for b in (256, 2048)]
-        else:
-            p.error(f"unknown case {case!r}; expected bag, cast_after or recsys")
-        for name, fn, xs in cases:
-            xs = jax.device_put(xs)  # placed once: a numpy table would be copied every call
-            line = forward_line(jax.jit(fn), ember_xla.jit(fn), xs, args.rounds,
-                                "ember_xla.jit")
-            print(f"{name:22s} {line}", flush=True)
-    return 0
+    # inputs placed once: a numpy 1M-row table would be copied by every call
+    return forward_cases(__doc__, CASES, argv, place=True)
 
 
 if __name__ == "__main__":

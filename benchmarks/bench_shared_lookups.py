@@ -18,15 +18,13 @@ A benchmark, not a test. The cases:
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_jit import forward_line  # noqa: E402
+from bench_jit import forward_cases  # noqa: E402
 
 
 def concat_case(b: int, rng):
@@ -67,34 +65,15 @@ def gnn_case(n: int, d: int, rng):
     return f"gnn N={n} E={8 * n} D={d}", f, (h, src, dst)
 
 
-def run_case(name: str, fn, args, rounds_n: int) -> None:
-    import jax
-
-    import ember_xla
-
-    line = forward_line(jax.jit(fn), ember_xla.jit(fn), args, rounds_n, "ember_xla.jit")
-    print(f"{name:24s} {line}", flush=True)
+CASES = {
+    "concat": lambda rng: [concat_case(b, rng) for b in (256, 2048)],
+    "split": lambda rng: [split_case(b, rng) for b in (256, 2048)],
+    "gnn": lambda rng: [gnn_case(n, d, rng) for n, d in ((2000, 32), (2000, 128), (20000, 32))],
+}
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--cases", default="concat,split,gnn")
-    p.add_argument("--rounds", type=int, default=15)
-    args = p.parse_args(argv)
-    rng = np.random.default_rng(0)
-    print(f"load average {os.getloadavg()[0]:.2f}; ember_xla.jit with its defaults")
-    for case in args.cases.split(","):
-        if case == "concat":
-            cases = [concat_case(b, rng) for b in (256, 2048)]
-        elif case == "split":
-            cases = [split_case(b, rng) for b in (256, 2048)]
-        elif case == "gnn":
-            cases = [gnn_case(n, d, rng) for n, d in ((2000, 32), (2000, 128), (20000, 32))]
-        else:
-            p.error(f"unknown case {case!r}; expected concat, split or gnn")
-        for name, fn, xs in cases:
-            run_case(name, fn, xs, args.rounds)
-    return 0
+    return forward_cases(__doc__, CASES, argv, place=False)
 
 
 if __name__ == "__main__":
