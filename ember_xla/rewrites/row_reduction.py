@@ -12,6 +12,7 @@ from __future__ import annotations
 from ember_xla.hlo.opcodes import ELEMENTWISE
 from ember_xla.hlo.shape import FLOAT_TYPES
 from ember_xla.ir.operation import Operation
+from ember_xla.ir.value import Value
 
 #: producer steps searched back from the reduce for the gathers of its rows
 DEPTH = 16
@@ -97,15 +98,54 @@ def within_rows(op: Operation) -> bool:
     return found and not frontier
 
 
+#: ops whose result has their first operand's dims in the same places
+_SAME_AXES = frozenset({"convert", "copy", "reverse", "slice", "pad", "bitcast-convert"})
+
+
+def feature_axis(v: Value, depth: int = DEPTH) -> int | None:
+    """The axis of ``v`` that holds a float row gather's feature dim, followed back through
+    transposes, broadcasts, reshapes keeping the last dim and elementwise ops; None when no
+    row gather is reached that way."""
+    op = v.owner
+    if op is None or not v.type.is_array or v.type.rank == 0:
+        return None
+    if op.opcode == "gather":
+        return (v.type.rank - 1 if v.type.element_type in FLOAT_TYPES
+                and _feature_dim_last(op, v.type.dims[-1]) else None)
+    if depth == 0 or not op.operands:
+        return None
+    src = op.operands[0]
+    if op.opcode == "transpose":
+        a = feature_axis(src, depth - 1)
+        return None if a is None else list(op.attributes.get("dimensions", [])).index(a)
+    if op.opcode == "broadcast":
+        a = feature_axis(src, depth - 1)
+        return None if a is None else list(op.attributes.get("dimensions", []))[a]
+    if op.opcode in ("reshape", "bitcast"):
+        a = feature_axis(src, depth - 1)
+        keeps = a == src.type.rank - 1 and src.type.dims[-1] == v.type.dims[-1]
+        return v.type.rank - 1 if keeps else None
+    if op.opcode in _SAME_AXES or op.opcode in ELEMENTWISE:
+        for o in op.operands:
+            if o.type.is_array and o.type.rank == v.type.rank:
+                a = feature_axis(o, depth - 1)
+                if a is not None:
+                    return a
+    return None
+
+
 def dot_sums_lookups(dot: Operation, rows: Operation) -> bool:
-    """Does ``dot`` contract the values ``rows`` produces over some of their leading (lookup)
-    axes and not over their last one (the row dim D, which a dense layer contracts)? A
-    weighted sum across lookups in any layout (an einsum of time-major rows [P,B,D] over P)."""
+    """Does ``dot`` contract the values ``rows`` produces over some of their lookup axes and
+    not over the row dim D (which a dense layer, a two-tower score ``u @ rows.T`` or an
+    attention contracts)? A weighted sum across lookups in any layout (an einsum of
+    time-major rows [P,B,D] over P). D is where ``feature_axis`` finds it, else the last
+    axis."""
     dn = dot.attributes.get("dot_dimension_numbers", {})
     for i, side in enumerate(("lhs", "rhs")):
         if i < len(dot.operands) and dot.operands[i].owner is rows:
             rank = dot.operands[i].type.rank
             cd = [int(x) for x in dn.get(f"{side}_contracting_dimensions", [])]
-            if rank >= 2 and cd and rank - 1 not in cd:
+            d_axis = feature_axis(dot.operands[i])
+            if rank >= 2 and cd and (rank - 1 if d_axis is None else d_axis) not in cd:
                 return True
     return False

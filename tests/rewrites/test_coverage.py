@@ -173,3 +173,24 @@ def test_weighted_sum_over_lookups_in_another_layout_is_reported():
 
     layer = from_jax(lambda t, i, k: t[i] @ k, t, i, k).module
     assert lookup_reductions(layer) == [] and rewrite_module(layer).near_misses == []
+
+
+def test_dots_contracting_the_feature_dim_after_a_transpose_are_no_bag():
+    """A two-tower score ``u @ rows.T`` (the rows transposed, D first) and an attention's
+    ``q @ k.T`` over looked-up keys contract D wherever the transpose put it: no bag, no
+    near-miss. The same rows transposed and contracted over the lookups still are one."""
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(0)
+    t = rng.standard_normal((50, 8)).astype(np.float32)
+    i = rng.integers(0, 50, (6,)).astype(np.int32)
+    u = rng.standard_normal((6, 8)).astype(np.float32)
+
+    tower = from_jax(lambda t, i, u: u @ t[i].T, t, i, u).module
+    assert lookup_reductions(tower) == [] and rewrite_module(tower).near_misses == []
+    keys = from_jax(lambda t, i, u: jnp.einsum("qd,kd->qk", u, 2.0 * t[i]), t, i, u).module
+    assert lookup_reductions(keys) == []
+
+    w = rng.standard_normal((6, 3)).astype(np.float32)
+    over_lookups = from_jax(lambda t, i, w: t[i].T @ w, t, i, w).module    # [D,L] @ [L,3]
+    assert [r.opcode for _, r in lookup_reductions(over_lookups)] == ["dot"]
