@@ -10,7 +10,11 @@ A benchmark, not a test. The cases:
   ``lookup-layout`` makes a lookup per slice, two padded bags;
 - ``split``: the first 5 positions of a sequence summed, the rest max-pooled (one lookup);
 - ``gnn``: a message-passing sum, ``segment_sum(h[src], dst, N)``, E = 8 N edges (TF-GNN's
-  ``broadcast_node_to_edges`` + ``pool_edges_to_node`` computes the same).
+  ``broadcast_node_to_edges`` + ``pool_edges_to_node`` computes the same);
+- ``gnn_mean``: GraphSAGE's mean aggregation, ``jraph.segment_mean(h[src], dst, N)``: the sum
+  as above, and the count ``segment_sum(ones_like(h[src]))``, which ``count-as-lookup`` makes
+  a segment sum of a lookup of a row of ones;
+- ``count``: that count alone.
 
     python benchmarks/bench_shared_lookups.py
     python benchmarks/bench_shared_lookups.py --cases gnn --rounds 21
@@ -65,10 +69,29 @@ def gnn_case(n: int, d: int, rng):
     return f"gnn N={n} E={8 * n} D={d}", f, (h, src, dst)
 
 
+def gnn_mean_case(n: int, d: int, rng, count_only: bool = False):
+    import jax.numpy as jnp
+    import jraph
+
+    name, _, (h, src, dst) = gnn_case(n, d, rng)
+
+    def mean(h, s, r):
+        return jraph.segment_mean(h[s], r, num_segments=n)
+
+    def count(h, s, r):
+        return jraph.segment_sum(jnp.ones_like(h[s]), r, num_segments=n)
+
+    return (name.replace("gnn", "count" if count_only else "mean"),
+            count if count_only else mean, (h, src, dst))
+
+
+GNN_SIZES = ((2000, 32), (2000, 128), (20000, 32))
 CASES = {
     "concat": lambda rng: [concat_case(b, rng) for b in (256, 2048)],
     "split": lambda rng: [split_case(b, rng) for b in (256, 2048)],
-    "gnn": lambda rng: [gnn_case(n, d, rng) for n, d in ((2000, 32), (2000, 128), (20000, 32))],
+    "gnn": lambda rng: [gnn_case(n, d, rng) for n, d in GNN_SIZES],
+    "gnn_mean": lambda rng: [gnn_mean_case(n, d, rng) for n, d in GNN_SIZES],
+    "count": lambda rng: [gnn_mean_case(n, d, rng, True) for n, d in GNN_SIZES],
 }
 
 

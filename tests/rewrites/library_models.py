@@ -341,6 +341,22 @@ _reg(LibModel("jraph_gat_attention_weighted_sum", "jraph", ("shared-gather",), "
                     "sum over D is within each row (row_reduction.py: no bag, no near-miss)"))
 
 
+def _jraph_mean_build():
+    import jraph
+
+    def f(x, senders, receivers):  # GraphSAGE's mean aggregation of x[senders] per receiver
+        return jraph.segment_mean(x[senders], receivers, num_segments=V)
+
+    return f, _graph("random", np.random.default_rng(0))
+
+
+_reg(LibModel("jraph_segment_mean_of_neighbours", "jraph", ("count-as-lookup",), "jax", 2, 0.0,
+              _jraph_mean_build, _graph,
+              notes="jraph.segment_mean: the segment sum of x[senders], and the count "
+                    "segment_sum(ones_like(messages)) over [E, D], a segment sum of a lookup of "
+                    "a row of ones (count-as-lookup); the division reads both calls' results"))
+
+
 # ---------------------------------------------------------------------------------------
 # Keras 3 (TF backend): Embedding(mask_zero=True) + GlobalAveragePooling1D (SelectV2 mask);
 # keras-rs EmbedReduce with weights; TF one-hot einsum lookup

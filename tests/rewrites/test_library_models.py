@@ -20,7 +20,7 @@ lm = sys.modules["library_models"]  # loaded by conftest.py
 IDIOMS = {"vmap", "scalar-scale", "per-row-scale", "one-hot", "where-mask-0",
           "where-mask-inf", "keras-mask", "take-wrap", "multi-output", "leading-bag-axis",
           "batched-reshape", "einsum-mask", "shared-gather", "stacked-tables", "batched-bag",
-          "position-weights", "rows-as-bf16"}
+          "position-weights", "rows-as-bf16", "count-as-lookup"}
 
 
 def test_every_idiom_has_a_library_model():

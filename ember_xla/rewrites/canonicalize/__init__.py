@@ -10,6 +10,7 @@ from ember_xla.ir.passes import PassPipeline
 from ember_xla.rewrites.canonicalize import (  # noqa: F401  (registers the passes)
     batch_dot,
     batched_bags,
+    count_lookup,
     fold_noops,
     fold_tuple_index,
     inline_calls,
@@ -34,6 +35,7 @@ def default_pipeline(assume_finite_tables: bool = False, xla_order: bool = True)
         "inline-calls",
         "fold-tuple-index",
         "fold-noops",
+        "count-as-lookup",
         "squeeze-gather",
         "squeeze-scatter",
         "transposed-table",
