@@ -66,18 +66,15 @@ SHAPES = [(3, 5, 4), (2, 100, 8), (256, 12, 64), (256, 20, 64), (64, 40, 32), (1
 @pytest.mark.parametrize("form", ["sum", "mean", "f32_sum"])
 def test_bf16_bag_of_an_f32_table_reads_it_bit_equal(form, shape):
     model, args = _model(form, *shape)
-    orders = set()
     for excess in (True, False):
         result = rewrite_module(model.module, cost_model=False, excess_precision=excess)
         (c,) = result.clusters
         assert c["kind"] == "padded_bag" and c["attributes"]["row_type"] == "bf16"
         assert c["table"]["dtype"] == "f32" and c["table"]["parameter_number"] == 0
-        orders.add(c["attributes"]["sum_order"])
         opts = {"xla_allow_excess_precision": excess}
         want = run_module(model.module, args, opts)
         got = run_module(result.module, args, opts)
         assert all(same_bits(g, w) for g, w in zip(got, want, strict=True)), (form, shape, excess)
-    assert orders
 
 
 def test_the_shapes_cover_every_sum_order():

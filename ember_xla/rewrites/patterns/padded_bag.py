@@ -19,8 +19,10 @@ does the call."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from ember_xla.custom_calls import MINMAX_ORDERS, PADDED_BAG
+from ember_xla.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.native.padded_order import (
     BagSum,
@@ -172,6 +174,37 @@ class PaddedBag(Pattern):
         #: "sequential".
         self.xla_order = xla_order
 
+    def _summed_rows(self, walk: Walk, rows: Ref, src: Shape) -> tuple[Ref, str, bool]:
+        """(the rows the bag sums, the type they are read in, whether they are f32 rows
+        rounded to bf16 after the gather: Keras 3's mixed_bfloat16 Embedding), the converts
+        before the reduce claimed by ``walk``."""
+        table_type = src.element_type
+        if rows.op.opcode == "convert" and walk.can_take(rows):
+            # jnp.sum / tf.reduce_sum of f16/bf16 rows: convert to f32, reduce in f32 (the
+            # kernel accumulates in its output type); f32 -> f32 converts are no-ops
+            table_type = rows.op.operands[0].type.element_type
+            if table_type != src.element_type and not (
+                    src.element_type == "f32" and table_type in ("f16", "bf16")):
+                raise NoMatch(f"the bag is reduced in {src.element_type} after converting "
+                              f"{table_type} rows; only f16/bf16 -> f32 is modelled")
+            walk.take(rows)
+            rows = Ref(rows.op.operands[0])
+        if not (self.xla_order and table_type == "bf16" and src.element_type == "f32"
+                and _bf16_of_f32(walk, rows)):
+            return rows, table_type, False
+        # Keras 3's mixed_bfloat16 Embedding: convert(gather(f32 table), bf16)
+        walk.take(rows)
+        rows = Ref(rows.op.operands[0])
+        try:
+            to_ynn = ynn_reduces(math.prod(src.dims))
+        except OrderNotReproduced as e:
+            raise NoMatch(str(e)) from None
+        if to_ynn:
+            # measured: YNNPACK's fusion of convert(convert(rows, bf16), f32) + reduce
+            # sums the f32 rows unrounded (under both excess-precision settings)
+            return rows, "f32", False
+        return rows, table_type, True
+
     def match(self, op: Operation) -> Cluster:
         if len(op.operands) != 2:
             raise NoMatch(f"variadic reduce with {len(op.operands)} operands")
@@ -194,32 +227,7 @@ class PaddedBag(Pattern):
             raise NoMatch(f"reduce {op.name} starts from a non-constant value")
         walk = Walk(op)
         b, p, _ = src.dims
-        rows = Ref(op.operands[0])
-        table_type = src.element_type
-        if rows.op.opcode == "convert" and walk.can_take(rows):
-            # jnp.sum / tf.reduce_sum of f16/bf16 rows: convert to f32, reduce in f32 (the
-            # kernel accumulates in its output type); f32 -> f32 converts are no-ops
-            table_type = rows.op.operands[0].type.element_type
-            if table_type != src.element_type and not (
-                    src.element_type == "f32" and table_type in ("f16", "bf16")):
-                raise NoMatch(f"the bag is reduced in {src.element_type} after converting "
-                              f"{table_type} rows; only f16/bf16 -> f32 is modelled")
-            walk.take(rows)
-            rows = Ref(rows.op.operands[0])
-        keras_bf16 = (self.xla_order and table_type == "bf16" and src.element_type == "f32"
-                      and _bf16_of_f32(walk, rows))
-        if keras_bf16:
-            # Keras 3's mixed_bfloat16 Embedding: convert(gather(f32 table), bf16)
-            walk.take(rows)
-            rows = Ref(rows.op.operands[0])
-            try:
-                to_ynn = ynn_reduces(b * p * src.dims[2])
-            except OrderNotReproduced as e:
-                raise NoMatch(str(e)) from None
-            if to_ynn:
-                # measured: YNNPACK's fusion of convert(convert(rows, bf16), f32) + reduce
-                # sums the f32 rows unrounded (under both excess-precision settings)
-                table_type, keras_bf16 = "f32", False
+        rows, table_type, keras_bf16 = self._summed_rows(walk, Ref(op.operands[0]), src)
         mask = None
         if self.xla_order and combiner == "sum" and init == 0.0 and _mask_select(rows):
             rows, mask = masked_rows(walk, walk.enter(rows), b * p)
