@@ -96,3 +96,28 @@ def test_left_alone(canon):
     g = rng.standard_normal(20).astype(np.float32)
     work, _ = canon(f, [x, g, ids], PIPE, inputs=[[x, g, edge]])
     assert not any(op.opcode == "gather" for op in work.entry.ops)
+
+
+@pytest.mark.parametrize(("dtype", "edges", "stuck"), [("bfloat16", 3000, 256),
+                                                        ("float16", 9000, 2048)])
+def test_counts_past_the_last_exact_integer_stick_where_xla_does(dtype, edges, stuck):
+    """Adding ones one by one in bf16 stops at 256 (256 + 1 rounds back to 256), in f16 at
+    2048: the kernel adds in XLA's order and type, so it stops there too."""
+    import jax
+    import jax.numpy as jnp
+
+    from ember_xla.hlo_import.jax_source import from_jax
+    from ember_xla.rewrites.pipeline import rewrite_module
+    from ember_xla.runtime.execute import run_module
+
+    def count(r):
+        return jax.ops.segment_sum(jnp.ones((edges, 8), dtype), r, 3)
+
+    r = np.random.default_rng(1).integers(0, 3, edges).astype(np.int32)
+    m = from_jax(count, r).module
+    for excess in (True, False):
+        res = rewrite_module(m, cost_model=False, excess_precision=excess)
+        assert [c["kind"] for c in res.clusters] == ["segment_reduce"]
+        (got,) = run_module(res.module, [r], {"xla_allow_excess_precision": excess})
+        assert np.all(got.astype(np.float32) == stuck)
+        _same_on_xla(m, res.module, [[r]])
