@@ -3,9 +3,9 @@ as the segment sum of a lookup of a one-row table, which ``ember.segment_reduce`
 
 ``jraph.segment_mean`` (and any ``segment_sum(ones_like(x), ids)``) counts the members of each
 segment by scattering a ``[E, D]`` broadcast of ones into ``[S, D]`` zeros. XLA:CPU's scatter
-runs one serial loop over every element of every update window: ``E * D`` adds (1.2 ms of a
-GraphSAGE mean aggregation at E=40k, D=64), which is the work of a segment sum of ``E``
-looked-up rows:
+runs one serial loop over every element of every update window: ``E * D`` adds (2.4 ms at
+E=160k, D=32: ``benchmarks/bench_shared_lookups.py --cases count``), the work of a segment
+sum of ``E`` looked-up rows:
 
     scatter(broadcast(+0) [S, D], ids, broadcast(c) [E, D])
       =>  scatter(broadcast(+0) [S, D], ids, gather(broadcast(c) [1, D], zeros [E, 1]))
