@@ -56,7 +56,10 @@ class CountAsLookup(RewritePattern):
             return
         emit = Emit(rw, op)
         e, d = upd.type.dims
-        table = emit.splat(c, out.element_type, (1, d))
+        # (named for the report: "segment_reduce sum over table <scatter>.count_row [1xD]")
+        table = emit.op("broadcast", [emit.constant(c, out.element_type)],
+                        Shape.array(out.element_type, (1, d)), {"dimensions": []},
+                        name=f"{op.name}.count_row")
         rows = emit.op("gather", [table, emit.splat(0, "s32", (e, 1))],
                        Shape.array(out.element_type, (e, d)),
                        {"gather_dimension_numbers": {
