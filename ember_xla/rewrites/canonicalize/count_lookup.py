@@ -31,6 +31,7 @@ from ember_xla.ir.passes import register_pass
 from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
 from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit
+from ember_xla.rewrites.canonicalize.lookups import row_gather
 from ember_xla.rewrites.refs import Ref, binary_combiner, plus_zero, scalar_constant
 
 FLOATS = ("f32", "bf16", "f16")
@@ -60,12 +61,7 @@ class CountAsLookup(RewritePattern):
         table = emit.op("broadcast", [emit.constant(c, out.element_type)],
                         Shape.array(out.element_type, (1, d)), {"dimensions": []},
                         name=f"{op.name}.count_row")
-        rows = emit.op("gather", [table, emit.splat(0, "s32", (e, 1))],
-                       Shape.array(out.element_type, (e, d)),
-                       {"gather_dimension_numbers": {
-                           "offset_dims": [1], "collapsed_slice_dims": [0],
-                           "start_index_map": [0], "index_vector_dim": 1},
-                        "gather_slice_sizes": [1, d]}, name=f"{op.name}.ones")
+        rows = row_gather(emit, table, emit.splat(0, "s32", (e, 1)), None, f"{op.name}.ones")
         rw.replace_op(op, emit.op("scatter", [operand, ids, rows], out, dict(op.attributes),
                                   list(op.callees), name=op.name))
 

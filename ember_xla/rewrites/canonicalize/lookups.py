@@ -100,19 +100,21 @@ def relookup(emit: Emit, lk: RowLookup, ids: Value) -> Value:
     return rows if lk.fill_and is None else with_fill(emit, rows, lk.fill_and)
 
 
-def row_gather(emit: Emit, table: Value, idx: Value, like: Operation) -> Value:
+def row_gather(emit: Emit, table: Value, idx: Value, like: Operation | None,
+               name: str = "") -> Value:
     """The canonical whole-row gather ``table [N,D]`` at ``idx [lead..., 1]`` -> ``[lead...,
-    D]``, with ``like``'s other attributes (sortedness ...) and name."""
+    D]``, with ``like``'s other attributes (sortedness ...) and name (without ``like``: none,
+    and ``name``)."""
     d = table.type.dims[1]
     lead = tuple(idx.type.dims[:-1])
     r = len(lead)
-    attrs = {k: v for k, v in like.attributes.items()
+    attrs = {k: v for k, v in (like.attributes if like is not None else {}).items()
              if k not in ("gather_dimension_numbers", "gather_slice_sizes")}
     attrs["gather_dimension_numbers"] = {"offset_dims": [r], "collapsed_slice_dims": [0],
                                          "start_index_map": [0], "index_vector_dim": r}
     attrs["gather_slice_sizes"] = [1, d]
     return emit.op("gather", [table, idx], Shape.array(table.type.element_type, lead + (d,)),
-                   attrs, name=like.name)
+                   attrs, name=like.name if like is not None else name)
 
 
 def in_bounds(emit: Emit, idx: Value, n: int) -> Value:

@@ -35,6 +35,7 @@ from ember_xla.rewrites.canonicalize.build import (
     constant_array,
     iota_along_last,
 )
+from ember_xla.rewrites.canonicalize.lookups import row_gather
 from ember_xla.rewrites.canonicalize.notes import note
 from ember_xla.rewrites.refs import Ref, scalar_constant
 
@@ -132,10 +133,7 @@ class OneHotDot(RewritePattern):
         lead = ids.type.dims
         r = len(lead)
         idx = emit.reshape(ids, lead + (1,))
-        gather = emit.op("gather", [table, idx], Shape.array(et, lead + (d,)), {
-            "gather_dimension_numbers": {"offset_dims": [r], "collapsed_slice_dims": [0],
-                                         "start_index_map": [0], "index_vector_dim": r},
-            "gather_slice_sizes": [1, d]}, name="onehot.gather")
+        gather = row_gather(emit, table, idx, None, "onehot.gather")
         it = ids.type.element_type
         ge = emit.compare(ids, emit.splat(0, it, lead), "GE")
         lt = emit.compare(ids, emit.splat(n, it, lead), "LT")
