@@ -102,10 +102,20 @@ def within_rows(op: Operation) -> bool:
 _SAME_AXES = frozenset({"convert", "copy", "reverse", "slice", "pad", "bitcast-convert"})
 
 
-def feature_axis(v: Value, depth: int = DEPTH) -> int | None:
+def feature_axis(v: Value, depth: int = DEPTH,
+                 seen: dict[tuple[int, int], int | None] | None = None) -> int | None:
     """The axis of ``v`` that holds a float row gather's feature dim, followed back through
     transposes, broadcasts, reshapes keeping the last dim and elementwise ops; None when no
-    row gather is reached that way."""
+    row gather is reached that way. ``seen`` holds the answers of this search (a residual
+    stream's adds reach the same values along many paths)."""
+    seen = {} if seen is None else seen
+    key = (id(v), depth)
+    if key not in seen:
+        seen[key] = _feature_axis(v, depth, seen)
+    return seen[key]
+
+
+def _feature_axis(v: Value, depth: int, seen: dict[tuple[int, int], int | None]) -> int | None:
     op = v.owner
     if op is None or not v.type.is_array or v.type.rank == 0:
         return None
@@ -116,19 +126,19 @@ def feature_axis(v: Value, depth: int = DEPTH) -> int | None:
         return None
     src = op.operands[0]
     if op.opcode == "transpose":
-        a = feature_axis(src, depth - 1)
+        a = feature_axis(src, depth - 1, seen)
         return None if a is None else list(op.attributes.get("dimensions", [])).index(a)
     if op.opcode == "broadcast":
-        a = feature_axis(src, depth - 1)
+        a = feature_axis(src, depth - 1, seen)
         return None if a is None else list(op.attributes.get("dimensions", []))[a]
     if op.opcode in ("reshape", "bitcast"):
-        a = feature_axis(src, depth - 1)
+        a = feature_axis(src, depth - 1, seen)
         keeps = a == src.type.rank - 1 and src.type.dims[-1] == v.type.dims[-1]
         return v.type.rank - 1 if keeps else None
     if op.opcode in _SAME_AXES or op.opcode in ELEMENTWISE:
         for o in op.operands:
             if o.type.is_array and o.type.rank == v.type.rank:
-                a = feature_axis(o, depth - 1)
+                a = feature_axis(o, depth - 1, seen)
                 if a is not None:
                     return a
     return None
