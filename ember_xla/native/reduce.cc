@@ -13,7 +13,6 @@
 #include "test_fault.h"
 #include "pool.h"
 #include "reduce_parts.h"
-#include "reduce_minmax.h"
 #include "table_pages.h"
 
 #if defined(__SSE__)
@@ -23,7 +22,7 @@
 #include <immintrin.h>
 #endif
 
-#include "reduce_sum_rows.h"
+#include "reduce_vector_rows.h"
 
 namespace ember {
 
@@ -58,19 +57,15 @@ __attribute__((target("avx2,f16c"))) int64_t AddF16Rows8(float* __restrict acc,
 template <int VL, int NVMax, typename T, typename O, int Kind, int W>
 __attribute__((always_inline)) inline void RowsBody(const Job<T, O>& job, int64_t r0, int64_t r1,
                                                     float* __restrict acc) {
-  if constexpr (std::is_same<T, float>::value && std::is_same<O, float>::value && Kind == 0 &&
-                W == 0) {
-    if (job.combiner == Combiner::kSum && job.d % VL == 0 && job.d > 0) {
-      SumRowsVector<VL, NVMax>(job, r0, r1);
-      return;
-    }
-  }
-  if constexpr (std::is_same<T, float>::value && std::is_same<O, float>::value && Kind != 0 &&
-                W == 0) {
-    if (job.d % VL == 0 && job.d > 0) {  // vectorized max/min: reduce_minmax.h, same bits
+  if constexpr (std::is_same<T, float>::value && std::is_same<O, float>::value && W == 0) {
+    // the vectorized loop (reduce_vector_rows.h): the sum, and max / min (VL floats in up to 8
+    // registers: their selection needs a few more than the sum's add); same bits
+    if constexpr (Kind == 0) {
+      if (job.combiner == Combiner::kSum && job.d % VL == 0 && job.d > 0)
+        return VectorRows<VL, NVMax, 0>(job, r0, r1, 1.0f);
+    } else if (job.d % VL == 0 && job.d > 0) {
       static volatile float kOneV = 1.0f;
-      minmax::Rows<VL, Kind, Job<float, float>, Vec<VL>>(job, r0, r1, kOneV, kPrefetchAhead);
-      return;
+      return VectorRows<VL, 8, Kind>(job, r0, r1, kOneV);
     }
   }
   using ET = Elem<T>;
@@ -168,17 +163,21 @@ __attribute__((target("avx2,fma,f16c"))) void RowsAvx2(const Job<T, O>& job, int
 #endif
 
 #ifdef EMBER_HAVE_AVX2_CLONE
-// The unweighted f32 sum of rows of D a multiple of 16 on AVX-512 CPUs: 16-float vectors, so a
-// 128-float row is 8 registers and its lookup 8 load+adds (AVX2: 16, all 16 ymm registers).
-// The same lane-wise adds in the same order: the same bits. Measured in docs/BENCHMARKS.md.
-__attribute__((target("avx512f"))) void SumAvx512(const Job<float, float>& job, int64_t r0,
-                                                  int64_t r1) {
-  SumRowsVector<16, 16>(job, r0, r1);
+// The unweighted f32 sum, max or min of rows of D a multiple of 16 on AVX-512 CPUs: 16-float
+// vectors, so a 128-float row is 8 registers and its lookup 8 load+adds (AVX2: 16, all 16 ymm
+// registers), and with 32 registers a 256-float max / min row is one pass over the lookups
+// (AVX2: 4). The same lane-wise operations in the same order: the same bits. Measured in
+// docs/BENCHMARKS.md.
+template <int Kind>
+__attribute__((target("avx512f"))) void VectorRowsAvx512(const Job<float, float>& job,
+                                                         int64_t r0, int64_t r1) {
+  static volatile float kOneV = 1.0f;  // max / min: the opaque 1 (reduce_minmax.h)
+  VectorRows<16, 16, Kind>(job, r0, r1, Kind == 0 ? 1.0f : kOneV);
 }
 #endif
 
-// The widest vector clone the CPU runs: 2 AVX-512 (sums only), 1 AVX2+FMA (std::fma inlined),
-// 0 baseline. EMBER_XLA_ISA=avx2 or =baseline caps it (to compare).
+// The widest vector clone the CPU runs: 2 AVX-512 (unweighted f32 sums, max and min), 1
+// AVX2+FMA (std::fma inlined), 0 baseline. EMBER_XLA_ISA=avx2 or =baseline caps it (to compare).
 int IsaLevel() {
 #ifdef EMBER_HAVE_AVX2_CLONE
   static const int level = [] {
@@ -205,7 +204,11 @@ void Rows(const Job<T, O>& job, int64_t r0, int64_t r1, float* acc) {
   if constexpr (std::is_same<T, float>::value && std::is_same<O, float>::value && Kind == 0 &&
                 W == 0) {
     if (level >= 2 && job.combiner == Combiner::kSum && job.d % 16 == 0 && job.d > 0)
-      return SumAvx512(job, r0, r1);
+      return VectorRowsAvx512<0>(job, r0, r1);
+  }
+  if constexpr (std::is_same<T, float>::value && std::is_same<O, float>::value && Kind != 0 &&
+                W == 0) {
+    if (level >= 2 && job.d % 16 == 0 && job.d > 0) return VectorRowsAvx512<Kind>(job, r0, r1);
   }
   if (level >= 1) return RowsAvx2<T, O, Kind, W>(job, r0, r1, acc);
 #endif

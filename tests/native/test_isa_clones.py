@@ -1,7 +1,7 @@
-"""The f32 sum kernel's vector clones (AVX-512, AVX2, baseline SSE2; picked at run time, capped
-by ``EMBER_XLA_ISA``) give XLA:CPU's bits for every row width they cover, every index mode
-and s32 / s64 ids, folded (sorted segment ids) and unfolded plans. Each clone runs in its own
-process, since the choice is made once per process."""
+"""The f32 sum, max and min kernels' vector clones (AVX-512, AVX2, baseline SSE2; picked at
+run time, capped by ``EMBER_XLA_ISA``) give XLA:CPU's bits for every row width they cover,
+every index mode and s32 / s64 ids, folded (sorted segment ids) and unfolded plans. Each clone
+runs in its own process, since the choice is made once per process."""
 
 from __future__ import annotations
 
@@ -30,15 +30,16 @@ for d in (16, 128, 144, 256, 272, 520, 24, 40, 13):
     table = make_table(rng, n, d, jnp.float32)
     for itype in (jnp.int32, jnp.int64):
         for mode, wrap in (("clip", False), ("clip", True), ("fill", False), ("fill", True)):
-            for sort in (True, False):
+            for sort, combiner in ((True, "sum"), (False, "sum"), (True, "max"),
+                                   (False, "min")):
                 length, num = 900, 64
                 with jax.enable_x64(True):
                     idx = jnp.asarray(rng.integers(-n - 5, n + 5, length), itype)
                     seg = rng.integers(0, num, length)
                     seg = jnp.asarray(np.sort(seg) if sort else seg, itype)
                 got = ember("segment_reduce", num, table, idx, seg,
-                            **attrs("sum", mode, wrap, False))
-                want = reference(table, idx, seg, num, None, "sum", mode, wrap)
+                            **attrs(combiner, mode, wrap, False))
+                want = reference(table, idx, seg, num, None, combiner, mode, wrap)
                 assert_same_bits(got, want)
                 checked += 1
 print("checked", checked)
@@ -46,7 +47,7 @@ print("checked", checked)
 
 
 @pytest.mark.parametrize("isa", ["default", "avx2", "baseline"])
-def test_sum_clone_gives_xla_bits(isa):
+def test_clones_give_xla_bits(isa):
     env = {k: v for k, v in os.environ.items() if not k.startswith("EMBER_XLA_")}
     if isa != "default":
         env["EMBER_XLA_ISA"] = isa
@@ -54,4 +55,4 @@ def test_sum_clone_gives_xla_bits(isa):
     r = subprocess.run([sys.executable, "-c", _CHILD, here], env=env, capture_output=True,
                        text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert "checked 144" in r.stdout, r.stdout
+    assert "checked 288" in r.stdout, r.stdout

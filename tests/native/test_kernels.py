@@ -13,6 +13,7 @@ may even differ between CPU models). mean, computed as x * (1/n) like XLA does, 
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import jax
@@ -507,21 +508,23 @@ def test_vectorized_sum_widths_match(d):
     assert_same_bits(got, want)
 
 
-@pytest.mark.parametrize("d", [4, 8, 24, 64, 136])
+@pytest.mark.parametrize("d", [4, 8, 24, 64, 136, 256, 272, 528])
 @pytest.mark.parametrize("combiner", ["max", "min"])
 def test_vectorized_max_min_widths_match(d, combiner):
     """The f32 unweighted max/min fast path (reduce_minmax.h: lane-wise XlaMax/XlaMin in passes
-    of 8/4/2/1 vectors) gives XLA's bits: NaN, +-0 and denormal rows, fill NaN rows, empty
-    segments, several inits."""
+    of 16 (AVX-512) or 8, then 4/2/1 vectors) gives XLA's bits: NaN (in the first and the last
+    column), +-0 and denormal rows, fill NaN rows, empty segments, several inits (a NaN init
+    too). Clip mode's bags mostly meet no NaN (the NaN-free selection); a bag that met one is
+    done again with every NaN rule (reduce_minmax.h)."""
     rng = np.random.default_rng(100 + d)
     n, length, segs = 300, 3000, 50
-    table = make_table(rng, n, d, jnp.float32)
+    table = make_table(rng, n, d, jnp.float32).at[7, d - 1].set(jnp.nan)
     idx = jnp.asarray(rng.integers(-5, n + 5, length), jnp.int32)
     seg = jnp.asarray(rng.integers(-1, segs + 3, length), jnp.int32)  # some segments empty
-    for init in (None, 2.5, -7.0):
-        a = attrs(combiner, "fill", False, False, init)
+    for mode, init in itertools.product(("fill", "clip"), (None, 2.5, -7.0, float("nan"))):
+        a = attrs(combiner, mode, False, False, init)
         got = ember("segment_reduce", segs + 5, table, idx, seg, **a)
-        want = reference(table, idx, seg, segs + 5, None, combiner, "fill", False, init)
+        want = reference(table, idx, seg, segs + 5, None, combiner, mode, False, init)
         assert_same_bits(got, want)
     ids = idx[: 60 * 50].reshape(60, 50)
     got = ember("padded_bag", 60, table, ids, **attrs(combiner, "clip", True, False))
@@ -529,6 +532,30 @@ def test_vectorized_max_min_widths_match(d, combiner):
         table, ids.reshape(-1), jnp.repeat(jnp.arange(60), 50), 60, None, combiner, "clip", True
     )
     assert_same_bits(got, want)
+
+
+@pytest.mark.parametrize("d", [8, 64, 256])
+@pytest.mark.parametrize("combiner", ["max", "min"])
+def test_vectorized_max_min_signed_zeros(d, combiner):
+    """Bags whose max (min) is a zero: +0 and -0 rows, denormals of both signs (zeros under
+    XLA's DAZ) and values on the other side of zero only, so every result is decided by the
+    signed-zero rule (max(-0, +0) = +0, min = -0), in clip mode (no NaN: the NaN-free
+    selection)."""
+    rng = np.random.default_rng(7 + d)
+    n, length, segs = 64, 2000, 40
+    sign = -1.0 if combiner == "max" else 1.0
+    choices = np.array([0.0, -0.0, 1e-40, -1e-40, sign * 1.5, sign * 3e-3], np.float32)
+    table = jnp.asarray(rng.choice(choices, size=(n, d)).astype(np.float32))
+    idx = jnp.asarray(rng.integers(0, n, length), jnp.int32)
+    seg = jnp.asarray(np.sort(rng.integers(0, segs, length)), jnp.int32)
+    for init in (None, -0.0, 0.0):
+        a = attrs(combiner, "clip", False, False, init)
+        got = ember("segment_reduce", segs, table, idx, seg, **a)
+        want = reference(table, idx, seg, segs, None, combiner, "clip", False, init)
+        assert_same_bits(got, want)
+        w = np.asarray(want)
+        ruled = (w == 0) & (np.signbit(w) == (combiner == "min"))  # max: +0, min: -0
+        assert ruled.mean() > 0.5, "the signed-zero rule decides most results"
 
 
 # ----------------------------------------------------------------------------- errors

@@ -1,13 +1,14 @@
 // Internal to reduce.cc: a reduce job (one plan's lookups over one table into one result),
-// how a lookup's row is found and prefetched, and the hot sum loop of f32 tables whose rows
-// are kept in vector registers. In an unnamed namespace: only reduce.cc includes it.
-#ifndef EMBER_XLA_NATIVE_REDUCE_SUM_ROWS_H_
-#define EMBER_XLA_NATIVE_REDUCE_SUM_ROWS_H_
+// how a lookup's row is found and prefetched, and the hot sum / max / min loop of f32 tables
+// whose rows are kept in vector registers. In an unnamed namespace: only reduce.cc includes it.
+#ifndef EMBER_XLA_NATIVE_REDUCE_VECTOR_ROWS_H_
+#define EMBER_XLA_NATIVE_REDUCE_VECTOR_ROWS_H_
 
 #include <cstdint>
 
 #include "common.h"
 #include "reduce.h"
+#include "reduce_minmax.h"
 #include "reduce_parts.h"
 
 #ifndef EMBER_PREFETCH_LOOKUPS
@@ -55,11 +56,12 @@ inline void PrefetchRowKeep(const char* p, int64_t bytes) {
   PrefetchLines<EMBER_PREFETCH_LOCALITY_MULTIPASS>(p, bytes);
 }
 
-// The hot case (f32 table and result, unweighted sum, D a multiple of the vector width): each
-// output row's accumulator lives in vector registers (up to NV vectors of VL floats per pass
-// over the row's lookups; wider rows take several passes, the later ones hitting cache), so a
-// lookup costs one load+add per vector and the core keeps many row loads in flight. Lane-wise
-// IEEE adds in lookup order: the same bits as the scalar loop.
+// The hot case (f32 table and result, unweighted sum, max or min, D a multiple of the vector
+// width): each output row's accumulator lives in vector registers (up to NV vectors of VL
+// floats per pass over the row's lookups; wider rows take several passes, the later ones
+// hitting cache), so a lookup costs one load+add per vector (a few instructions for max/min:
+// reduce_minmax.h) and the core keeps many row loads in flight. Lane-wise IEEE adds (XLA's
+// selections) in lookup order: the same bits as the scalar loop.
 template <int VL> struct Vec;
 template <> struct Vec<4> {
   typedef float V __attribute__((vector_size(16)));
@@ -113,19 +115,28 @@ struct Raw32Rows {
   }
 };
 
-template <int VL, int NV, typename Rows>
-__attribute__((always_inline)) inline void SumChunk(const Job<float, float>& job,
-                                                    const Rows& rows0, int64_t r0, int64_t r1,
-                                                    int64_t c0, bool prefetch, int64_t k_limit,
-                                                    bool prologue, bool keep) {
+// Kind: 0 sum, 1 max, 2 min. `one` is the opaque 1 max and min multiply row values by (so
+// denormals flush as XLA's hardware max/min flush them; reduce_minmax.h); `no_nan_init`: the
+// NaN-free selection may run (a NaN init takes the full selection throughout).
+template <int VL, int NV, int Kind, typename Rows>
+__attribute__((always_inline)) inline void Chunk(const Job<float, float>& job,
+                                                 const Rows& rows0, int64_t r0, int64_t r1,
+                                                 int64_t c0, bool prefetch, int64_t k_limit,
+                                                 bool prologue, bool keep, float one,
+                                                 bool no_nan_init) {
   using V = typename Vec<VL>::V;
   using VU = typename Vec<VL>::VU;
   const int64_t d = job.d;
   const int64_t* __restrict row_ptr = job.plan->row_ptr.data();
   const int64_t k_end = k_limit;  // prefetch runs ahead up to the end of the part
   const int64_t row_bytes = d * static_cast<int64_t>(sizeof(float));
-  V start;
-  for (int l = 0; l < VL; ++l) start[l] = job.init;
+  V start, ones;
+  for (int l = 0; l < VL; ++l) start[l] = job.init, ones[l] = one;
+  // max / min: the accumulator is multiplied by `one` once. Every value a selection returns
+  // (either operand, or for equal values their AND / OR) is already a product by `one`, and
+  // that product is idempotent (a flushed denormal stays zero, a quiet NaN the same NaN), so
+  // the scalar loop's `acc * one` at every step changes no bit after the first.
+  if constexpr (Kind != 0) start *= ones;
   const Rows rows = rows0.Shifted(c0);
   // This chunk is the whole row (the usual D = VL * NV): its lines are prefetched by an
   // unrolled sequence of compile-time length.
@@ -147,75 +158,110 @@ __attribute__((always_inline)) inline void SumChunk(const Job<float, float>& job
   for (int64_t r = r0; r < r1; ++r) {
     V acc[NV];
     for (int i = 0; i < NV; ++i) acc[i] = start;
-    for (int64_t k = row_ptr[r], k1 = row_ptr[r + 1]; k < k1; ++k) {
-      if (prefetch && k + kPrefetchAhead < k_end) pf(k + kPrefetchAhead);
-      const float* row = rows(k);
-      for (int i = 0; i < NV; ++i) acc[i] += *reinterpret_cast<const VU*>(row + i * VL);
+    const int64_t k0 = row_ptr[r], k1 = row_ptr[r + 1];
+    if constexpr (Kind == 0) {
+      for (int64_t k = k0; k < k1; ++k) {
+        if (prefetch && k + kPrefetchAhead < k_end) pf(k + kPrefetchAhead);
+        const float* row = rows(k);
+        for (int i = 0; i < NV; ++i) acc[i] += *reinterpret_cast<const VU*>(row + i * VL);
+      }
+    } else {
+      bool full = true;  // the full selection still to run for this row
+      if (no_nan_init) {
+        V nan = start;  // becomes a NaN in every lane that met one
+        for (int64_t k = k0; k < k1; ++k) {
+          if (prefetch && k + kPrefetchAhead < k_end) pf(k + kPrefetchAhead);
+          const float* row = rows(k);
+          for (int i = 0; i < NV; ++i) {
+            const V v = *reinterpret_cast<const VU*>(row + i * VL) * ones;
+            nan = (v != v) ? v : nan;  // a select of floats: one masked move
+            minmax::SelectNoNan<VL, Kind>(acc[i], v);
+          }
+        }
+        full = false;
+        for (int l = 0; l < VL; ++l) full |= nan[l] != nan[l];
+        if (full)
+          for (int i = 0; i < NV; ++i) acc[i] = start;
+      }
+      if (full) {  // the row's lookups again (from cache), with every NaN rule
+        for (int64_t k = k0; k < k1; ++k) {
+          if (!no_nan_init && prefetch && k + kPrefetchAhead < k_end) pf(k + kPrefetchAhead);
+          const float* row = rows(k);
+          for (int i = 0; i < NV; ++i) {
+            const V v = *reinterpret_cast<const VU*>(row + i * VL) * ones;
+            minmax::Select<VL, Kind>(acc[i], v);
+          }
+        }
+      }
     }
     float* o = job.out + r * job.out_stride + c0;
     for (int i = 0; i < NV; ++i) *reinterpret_cast<VU*>(o + i * VL) = acc[i];
   }
 }
 
-// D = VL * (16 a + 8 b + 4 c + 2 e + f) floats, in passes of 16, 8, 4, 2, 1 vectors. A row
-// wider than one pass is finished (all its passes) before the next row starts: the later
-// passes re-read the row's lookups from L1/L2, and only the first pass prefetches (ahead
-// across rows, to the end of the part). Passes over all rows of a part instead re-read every
-// lookup from DRAM (measured: segment_max D=256 at break-even with XLA).
-template <int VL, int NVMax, typename Rows>
-__attribute__((always_inline)) inline void SumRowsWith(const Job<float, float>& job,
-                                                       const Rows& rows, int64_t r0, int64_t r1) {
+// D = VL * (16 a + 8 b + 4 c + 2 e + f) floats, in passes of 16 (when NVMax allows), 8, 4, 2,
+// 1 vectors. A row wider than one pass is finished (all its passes) before the next row
+// starts: the later passes re-read the row's lookups from L1/L2, and only the first pass
+// prefetches (ahead across rows, to the end of the part). Passes over all rows of a part
+// instead re-read every lookup from DRAM (measured: segment_max D=256 at break-even with XLA).
+template <int VL, int NVMax, int Kind, typename Rows>
+__attribute__((always_inline)) inline void RowsWith(const Job<float, float>& job,
+                                                    const Rows& rows, int64_t r0, int64_t r1,
+                                                    float one) {
   const int64_t d = job.d;
   const int64_t k_end = job.plan->row_ptr[r1];
   const bool one_pass = d / VL <= NVMax;
+  const bool no_nan_init = job.init == job.init;
   for (int64_t r = r0; r < r1; r = one_pass ? r1 : r + 1) {
     const int64_t re = one_pass ? r1 : r + 1;
     int64_t c0 = 0;
     while (c0 < d) {
       const int64_t left = (d - c0) / VL;
-      const bool first = c0 == 0, pro = first && r == r0;
+      const bool first = c0 == 0, pro = first && r == r0, keep = !one_pass;
       int64_t nv = 1;
       if (NVMax >= 16 && left >= 16)
-        SumChunk<VL, (NVMax >= 16 ? 16 : 1)>(job, rows, r, re, c0, first, k_end, pro,
-                                             !one_pass), nv = 16;
-      else if (left >= 8) SumChunk<VL, 8>(job, rows, r, re, c0, first, k_end, pro, !one_pass), nv = 8;
-      else if (left >= 4) SumChunk<VL, 4>(job, rows, r, re, c0, first, k_end, pro, !one_pass), nv = 4;
-      else if (left >= 2) SumChunk<VL, 2>(job, rows, r, re, c0, first, k_end, pro, !one_pass), nv = 2;
-      else SumChunk<VL, 1>(job, rows, r, re, c0, first, k_end, pro, !one_pass);
+        Chunk<VL, (NVMax >= 16 ? 16 : 1), Kind>(job, rows, r, re, c0, first, k_end, pro, keep,
+                                                one, no_nan_init), nv = 16;
+      else if (left >= 8)
+        Chunk<VL, 8, Kind>(job, rows, r, re, c0, first, k_end, pro, keep, one, no_nan_init), nv = 8;
+      else if (left >= 4)
+        Chunk<VL, 4, Kind>(job, rows, r, re, c0, first, k_end, pro, keep, one, no_nan_init), nv = 4;
+      else if (left >= 2)
+        Chunk<VL, 2, Kind>(job, rows, r, re, c0, first, k_end, pro, keep, one, no_nan_init), nv = 2;
+      else Chunk<VL, 1, Kind>(job, rows, r, re, c0, first, k_end, pro, keep, one, no_nan_init);
       c0 += nv * VL;
     }
   }
 }
 
 // The rows of job's plan through the fastest resolver that gives ResolveOne's rows.
-template <int VL, int NVMax>
-__attribute__((always_inline)) inline void SumRowsVector(const Job<float, float>& job,
-                                                         int64_t r0, int64_t r1) {
+template <int VL, int NVMax, int Kind>
+__attribute__((always_inline)) inline void VectorRows(const Job<float, float>& job, int64_t r0,
+                                                      int64_t r1, float one) {
   const Plan& plan = *job.plan;
   const Options& opt = plan.opt;
   const bool raw32 = plan.raw != nullptr && !plan.raw64 &&
                      (!opt.index32 || plan.n_rows <= int64_t{INT32_MAX});
+  const float* t = job.table;
+  const float* nan_row = job.nan_row;
+  const int64_t d = job.d;
   if (!raw32) {
-    SumRowsWith<VL, NVMax>(job, PlanRows{&plan, job.table, job.nan_row, job.d}, r0, r1);
+    RowsWith<VL, NVMax, Kind>(job, PlanRows{&plan, t, nan_row, d}, r0, r1, one);
     return;
   }
   const int32_t* ids = static_cast<const int32_t*>(plan.raw);
   const int64_t n = plan.n_rows;
   if (opt.clip && opt.wrap_negative)
-    SumRowsWith<VL, NVMax>(job, Raw32Rows<true, true>{ids, n, job.table, job.nan_row, job.d},
-                           r0, r1);
+    RowsWith<VL, NVMax, Kind>(job, Raw32Rows<true, true>{ids, n, t, nan_row, d}, r0, r1, one);
   else if (opt.clip)
-    SumRowsWith<VL, NVMax>(job, Raw32Rows<true, false>{ids, n, job.table, job.nan_row, job.d},
-                           r0, r1);
+    RowsWith<VL, NVMax, Kind>(job, Raw32Rows<true, false>{ids, n, t, nan_row, d}, r0, r1, one);
   else if (opt.wrap_negative)
-    SumRowsWith<VL, NVMax>(job, Raw32Rows<false, true>{ids, n, job.table, job.nan_row, job.d},
-                           r0, r1);
+    RowsWith<VL, NVMax, Kind>(job, Raw32Rows<false, true>{ids, n, t, nan_row, d}, r0, r1, one);
   else
-    SumRowsWith<VL, NVMax>(job, Raw32Rows<false, false>{ids, n, job.table, job.nan_row, job.d},
-                           r0, r1);
+    RowsWith<VL, NVMax, Kind>(job, Raw32Rows<false, false>{ids, n, t, nan_row, d}, r0, r1, one);
 }
 
 }  // namespace
 }  // namespace ember
 
-#endif  // EMBER_XLA_NATIVE_REDUCE_SUM_ROWS_H_
+#endif  // EMBER_XLA_NATIVE_REDUCE_VECTOR_ROWS_H_
