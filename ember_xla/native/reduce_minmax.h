@@ -13,8 +13,8 @@
 // While no NaN is met the selection is three instructions: for non-NaN a and b, max(a, b) is
 // the AND of the hardware maxps(a, b) = (a > b ? a : b) and maxps(b, a) (unequal: both are the
 // larger; equal: a AND b, the rule above), min the OR of two minps. The loop also keeps, per
-// lane, any NaN row value it meets; an output row whose lookups met a NaN (rare) is computed
-// again with the full selection. A NaN init takes the full selection from
+// lane, any NaN row value it meets; when a chunk of output rows met one (rare), its rows are
+// computed again with the full selection. A NaN init takes the full selection from
 // the start.
 #ifndef EMBER_XLA_NATIVE_REDUCE_MINMAX_H_
 #define EMBER_XLA_NATIVE_REDUCE_MINMAX_H_

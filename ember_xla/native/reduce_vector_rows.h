@@ -155,43 +155,52 @@ __attribute__((always_inline)) inline void Chunk(const Job<float, float>& job,
   if (prefetch && prologue) {
     for (int64_t k = row_ptr[r0]; k < row_ptr[r0] + kPrefetchAhead && k < k_end; ++k) pf(k);
   }
-  for (int64_t r = r0; r < r1; ++r) {
-    V acc[NV];
-    for (int i = 0; i < NV; ++i) acc[i] = start;
-    const int64_t k0 = row_ptr[r], k1 = row_ptr[r + 1];
-    if constexpr (Kind == 0) {
-      for (int64_t k = k0; k < k1; ++k) {
+  if constexpr (Kind == 0) {
+    for (int64_t r = r0; r < r1; ++r) {
+      V acc[NV];
+      for (int i = 0; i < NV; ++i) acc[i] = start;
+      for (int64_t k = row_ptr[r], k1 = row_ptr[r + 1]; k < k1; ++k) {
         if (prefetch && k + kPrefetchAhead < k_end) pf(k + kPrefetchAhead);
         const float* row = rows(k);
         for (int i = 0; i < NV; ++i) acc[i] += *reinterpret_cast<const VU*>(row + i * VL);
       }
-    } else {
-      bool full = true;  // the full selection still to run for this row
-      if (no_nan_init) {
-        V nan = start;  // becomes a NaN in every lane that met one
-        for (int64_t k = k0; k < k1; ++k) {
-          if (prefetch && k + kPrefetchAhead < k_end) pf(k + kPrefetchAhead);
-          const float* row = rows(k);
-          for (int i = 0; i < NV; ++i) {
-            const V v = *reinterpret_cast<const VU*>(row + i * VL) * ones;
-            nan = (v != v) ? v : nan;  // a select of floats: one masked move
-            minmax::SelectNoNan<VL, Kind>(acc[i], v);
-          }
+      float* o = job.out + r * job.out_stride + c0;
+      for (int i = 0; i < NV; ++i) *reinterpret_cast<VU*>(o + i * VL) = acc[i];
+    }
+    return;
+  }
+  if (no_nan_init) {  // the NaN-free selection, then a check over the chunk's rows
+    V nan = start;    // becomes a NaN in every lane that met one
+    for (int64_t r = r0; r < r1; ++r) {
+      V acc[NV];
+      for (int i = 0; i < NV; ++i) acc[i] = start;
+      for (int64_t k = row_ptr[r], k1 = row_ptr[r + 1]; k < k1; ++k) {
+        if (prefetch && k + kPrefetchAhead < k_end) pf(k + kPrefetchAhead);
+        const float* row = rows(k);
+        for (int i = 0; i < NV; ++i) {
+          const V v = *reinterpret_cast<const VU*>(row + i * VL) * ones;
+          nan = (v != v) ? v : nan;  // a select of floats: one masked move
+          minmax::SelectNoNan<VL, Kind>(acc[i], v);
         }
-        full = false;
-        for (int l = 0; l < VL; ++l) full |= nan[l] != nan[l];
-        if (full)
-          for (int i = 0; i < NV; ++i) acc[i] = start;
       }
-      if (full) {  // the row's lookups again (from cache), with every NaN rule
-        for (int64_t k = k0; k < k1; ++k) {
-          if (!no_nan_init && prefetch && k + kPrefetchAhead < k_end) pf(k + kPrefetchAhead);
-          const float* row = rows(k);
-          for (int i = 0; i < NV; ++i) {
-            const V v = *reinterpret_cast<const VU*>(row + i * VL) * ones;
-            minmax::Select<VL, Kind>(acc[i], v);
-          }
-        }
+      float* o = job.out + r * job.out_stride + c0;
+      for (int i = 0; i < NV; ++i) *reinterpret_cast<VU*>(o + i * VL) = acc[i];
+    }
+    bool met = false;
+    for (int l = 0; l < VL; ++l) met |= nan[l] != nan[l];
+    if (!met) return;
+  }
+  // Every NaN rule (a NaN init, or the chunk's lookups met a NaN: its rows again, overwriting
+  // what the NaN-free selection wrote).
+  for (int64_t r = r0; r < r1; ++r) {
+    V acc[NV];
+    for (int i = 0; i < NV; ++i) acc[i] = start;
+    for (int64_t k = row_ptr[r], k1 = row_ptr[r + 1]; k < k1; ++k) {
+      if (prefetch && k + kPrefetchAhead < k_end) pf(k + kPrefetchAhead);
+      const float* row = rows(k);
+      for (int i = 0; i < NV; ++i) {
+        const V v = *reinterpret_cast<const VU*>(row + i * VL) * ones;
+        minmax::Select<VL, Kind>(acc[i], v);
       }
     }
     float* o = job.out + r * job.out_stride + c0;
