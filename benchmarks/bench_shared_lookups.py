@@ -69,20 +69,29 @@ def gnn_case(n: int, d: int, rng):
     return f"gnn N={n} E={8 * n} D={d}", f, (h, src, dst)
 
 
-def gnn_mean_case(n: int, d: int, rng, count_only: bool = False):
-    import jax.numpy as jnp
+def gnn_mean_case(n: int, d: int, rng):
+    """GraphSAGE's mean aggregation: jraph.segment_mean of the gathered node states."""
     import jraph
 
-    name, _, (h, src, dst) = gnn_case(n, d, rng)
+    name, _, args = gnn_case(n, d, rng)
 
     def mean(h, s, r):
         return jraph.segment_mean(h[s], r, num_segments=n)
 
+    return name.replace("gnn", "mean"), mean, args
+
+
+def count_case(n: int, d: int, rng):
+    """The count segment_mean makes: a segment sum of ones shaped like the gathered states."""
+    import jax.numpy as jnp
+    import jraph
+
+    name, _, args = gnn_case(n, d, rng)
+
     def count(h, s, r):
         return jraph.segment_sum(jnp.ones_like(h[s]), r, num_segments=n)
 
-    return (name.replace("gnn", "count" if count_only else "mean"),
-            count if count_only else mean, (h, src, dst))
+    return name.replace("gnn", "count"), count, args
 
 
 GNN_SIZES = ((2000, 32), (2000, 128), (20000, 32))
@@ -91,7 +100,7 @@ CASES = {
     "split": lambda rng: [split_case(b, rng) for b in (256, 2048)],
     "gnn": lambda rng: [gnn_case(n, d, rng) for n, d in GNN_SIZES],
     "gnn_mean": lambda rng: [gnn_mean_case(n, d, rng) for n, d in GNN_SIZES],
-    "count": lambda rng: [gnn_mean_case(n, d, rng, True) for n, d in GNN_SIZES],
+    "count": lambda rng: [count_case(n, d, rng) for n, d in GNN_SIZES],
 }
 
 
