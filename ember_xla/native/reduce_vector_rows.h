@@ -155,6 +155,8 @@ __attribute__((always_inline)) inline void Chunk(const Job<float, float>& job,
   if (prefetch && prologue) {
     for (int64_t k = row_ptr[r0]; k < row_ptr[r0] + kPrefetchAhead && k < k_end; ++k) pf(k);
   }
+  // The sum's loop and the two selections' loops are written out: one helper templated on the
+  // step made GCC's sum loop 1.45x slower (B=2048 P=20 D=128, 0.29 -> 0.42 ms).
   if constexpr (Kind == 0) {
     for (int64_t r = r0; r < r1; ++r) {
       V acc[NV];
