@@ -1,5 +1,6 @@
 """No silent misses: every row gather that feeds a reduction must end up in a cluster or be
-reported. ``lookup_reductions`` follows each gather of a [N,D] float table forward through
+reported. ``lookup_reductions`` follows each gather of a [N,D] float table (or of a quantized
+integer table whose rows are converted to floats) forward through
 shape and elementwise ops (and into called computations) to the reductions it reaches (a
 ``dot`` counts when it contracts the rows over lookup axes and not over the row dim D: the
 bag axis of ``patterns/dot_bag.py``, or any other layout of the same weighted sum);
@@ -13,7 +14,7 @@ from __future__ import annotations
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.cluster import Cluster, NearMiss
-from ember_xla.rewrites.lookup import picks_elements
+from ember_xla.rewrites.lookup import picks_elements, quantized_reason, quantized_rows
 from ember_xla.rewrites.patterns.dot_bag import bag_dot_operands
 from ember_xla.rewrites.row_reduction import dot_sums_lookups, within_rows
 
@@ -29,7 +30,9 @@ DEPTH = 8
 
 def _is_row_gather(op: Operation) -> bool:
     t = op.operands[0].type if op.opcode == "gather" else None
-    return t is not None and t.rank == 2 and t.element_type in FLOATS and not picks_elements(op)
+    if t is None or t.rank != 2 or picks_elements(op):
+        return False
+    return t.element_type in FLOATS or quantized_rows(op) is not None
 
 
 def _reached(g: Operation, callers: dict[int, list[Operation]]) -> list[Operation]:
@@ -99,6 +102,9 @@ def uncovered(module: Module, clusters: list[Cluster],
         if id(red) in owned:  # the reduction is a cluster's; the gather before it is not
             reason = (f"gather {gather.name} feeds {red.opcode} {red.name}, whose cluster "
                       f"takes the gathered rows as a computed operand (the gather stays in XLA)")
+        elif quantized_rows(gather) is not None:
+            reason = (f"gather {gather.name}, feeding {red.opcode} {red.name}, reads "
+                      f"{quantized_reason(quantized_rows(gather))}")
         elif red.opcode == "dot":
             reason = (f"gather {gather.name} feeds dot {red.name}, a weighted sum over the "
                       "lookups in a layout no cluster pattern takes (a dot bag is rows [B,L,D] "

@@ -160,6 +160,40 @@ def picks_elements(op: Operation) -> bool:
             and all(s == 1 for s in op.attributes.get("gather_slice_sizes", [])))
 
 
+#: Integer element types a quantized table holds (int8 rows with a scale per row, as in
+#: FBGEMM's and TorchRec's int8 tables).
+INTEGER_TYPES = ("s4", "s8", "s16", "s32", "u4", "u8", "u16", "u32")
+_SAME_ROWS = ("reshape", "bitcast", "copy", "transpose")
+
+
+def quantized_reason(element_type: str) -> str:
+    """Why a lookup of a quantized table's rows stays in XLA."""
+    return (f"{element_type} rows (a quantized table) converted to floats: the kernels read "
+            "f32, bf16 and f16 tables, so it stays in XLA")
+
+
+def quantized_rows(op: Operation) -> str | None:
+    """The integer element type of a gather of [N,D] integer rows that are converted to a
+    float type (a quantized table's lookup), or None. Integer gathers that are not converted
+    to floats (ids read from a sparse matrix's index array) are no lookups of rows."""
+    if op.opcode != "gather" or picks_elements(op):
+        return None
+    table = op.operands[0].type
+    if table.rank != 2 or table.element_type not in INTEGER_TYPES:
+        return None
+    frontier = [op]
+    for _ in range(3):  # through a reshape or two
+        nxt = []
+        for o in frontier:
+            for u in o.users:
+                if u.opcode == "convert" and u.result.type.element_type in FLOAT_TYPES:
+                    return table.element_type
+                if u.opcode in _SAME_ROWS:
+                    nxt.append(u)
+        frontier = nxt
+    return None
+
+
 def _check_gather(g: Ref) -> tuple[int, int]:
     op = g.op
     table, idx = op.operands[0].type, op.operands[1].type

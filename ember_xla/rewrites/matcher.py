@@ -12,7 +12,7 @@ from ember_xla.hlo.shape import FLOAT_TYPES, Shape
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.cluster import Cluster, NearMiss
-from ember_xla.rewrites.lookup import picks_elements
+from ember_xla.rewrites.lookup import picks_elements, quantized_rows
 from ember_xla.rewrites.row_reduction import within_rows
 from ember_xla.rewrites.walk import NoMatch
 
@@ -44,8 +44,9 @@ _BEHIND = frozenset({"reduce", "scatter", "dot", "convolution", "reduce-window",
 
 
 def _float_gather(op: Operation) -> bool:
+    """A gather of float rows, or of a quantized table's integer rows converted to floats."""
     return (op.opcode == "gather" and op.result.type.element_type in FLOAT_TYPES
-            and not picks_elements(op))
+            and not picks_elements(op)) or quantized_rows(op) is not None
 
 
 def looks_like_lookup(op: Operation, depth: int = 8) -> bool:

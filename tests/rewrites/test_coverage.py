@@ -194,3 +194,54 @@ def test_dots_contracting_the_feature_dim_after_a_transpose_are_no_bag():
     w = rng.standard_normal((6, 3)).astype(np.float32)
     over_lookups = from_jax(lambda t, i, w: t[i].T @ w, t, i, w).module    # [D,L] @ [L,3]
     assert [r.opcode for _, r in lookup_reductions(over_lookups)] == ["dot"]
+
+
+def _quantized_args():
+    rng = np.random.default_rng(1)
+    return [rng.integers(-127, 128, (50, 8)).astype(np.int8),
+            rng.random(50).astype(np.float32), rng.integers(0, 50, (4, 3)).astype(np.int32)]
+
+
+def test_quantized_table_bags_are_reported():
+    """Bags of an int8 table's rows converted to f32 (alone, or times a scale per row) are
+    lookups the kernels do not read: named near-misses, not silent."""
+    import jax.numpy as jnp
+
+    plain = from_jax(lambda q, s, i: q[i].astype(jnp.float32).sum(1), *_quantized_args())
+    scaled = from_jax(lambda q, s, i: (q[i].astype(jnp.float32) * s[i][..., None]).sum(1),
+                      *_quantized_args())
+    for m in (plain.module, scaled.module):
+        assert [r.opcode for _, r in lookup_reductions(m)] == ["reduce"]
+        r = rewrite_module(m)
+        assert not r.clusters
+        assert len(r.near_misses) == 1
+        assert "s8 rows (a quantized table)" in r.near_misses[0]["reason"]
+
+
+def test_quantized_rows_no_pattern_roots_at_are_reported():
+    import jax
+    import jax.numpy as jnp
+
+    q, _, i = _quantized_args()
+    m = from_jax(lambda q, i: jax.lax.reduce_window(q[i[:, 0]].astype(jnp.float32), 0.0,
+                                                    jax.lax.add, (2, 1), (1, 1), "VALID"),
+                 q, i).module
+    r = rewrite_module(m)
+    assert [n["pattern"] for n in r.near_misses] == ["coverage"]
+    assert "reduce-window" in r.near_misses[0]["reason"]
+    assert "s8 rows (a quantized table)" in r.near_misses[0]["reason"]
+
+
+def test_integer_gathers_that_stay_integers_are_no_lookups():
+    """Ids read from an index array (they feed a lookup), and integer rows summed as integers:
+    no lookups of a quantized table."""
+    import jax.numpy as jnp
+
+    q, _, i = _quantized_args()
+    table = np.random.default_rng(2).standard_normal((60, 4)).astype(np.float32)
+    index = np.random.default_rng(3).integers(0, 60, (50, 3)).astype(np.int32)
+    nested = from_jax(lambda t, x, i: t[x[i[:, 0]]].sum(1), table, index, i).module
+    assert [g.operands[0].type.element_type for g, _ in lookup_reductions(nested)] == ["f32"]
+    assert not any("quantized" in n["reason"] for n in rewrite_module(nested).near_misses)
+    summed = from_jax(lambda q, i: q.astype(jnp.int32)[i].sum(1), q, i).module
+    assert lookup_reductions(summed) == []

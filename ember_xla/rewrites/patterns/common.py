@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from ember_xla.rewrites.cluster import Cluster
-from ember_xla.rewrites.lookup import Lookup, match_lookup
+from ember_xla.rewrites.lookup import (
+    Lookup,
+    match_lookup,
+    quantized_reason,
+    quantized_rows,
+)
 from ember_xla.rewrites.patterns.scatter_fold import Fold, fold_decision
 from ember_xla.rewrites.refs import Ref, resolve
 from ember_xla.rewrites.walk import NoMatch, Walk
@@ -79,7 +84,20 @@ def split_weighted(walk: Walk, ref: Ref, n_lookups: int) -> tuple[Ref, Ref | Non
             if probe.op.opcode in ("gather", "select", "call"):
                 walk.take(ref)
                 return rows, weights_chain(walk, w, n_lookups)
+    for rows in (a, b):
+        quantized = _integer_rows(rows)
+        if quantized is not None:
+            raise NoMatch(f"multiply {ref.op.name} scales {quantized_reason(quantized)}")
     raise NoMatch(f"multiply {ref.op.name} is not rows times broadcast per-lookup weights")
+
+
+def _integer_rows(rows: Ref) -> str | None:
+    """The integer element type (``s8``, ``u8`` ...) of a quantized table whose looked-up rows
+    were converted to floats to give ``rows``, or None."""
+    probe = resolve(rows)
+    if probe.op.opcode != "convert" or not probe.op.operands:
+        return None
+    return quantized_rows(probe.op.operands[0].owner)
 
 
 def lookup_of(walk: Walk, rows: Ref) -> Lookup:

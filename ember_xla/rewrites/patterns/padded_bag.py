@@ -34,10 +34,12 @@ from ember_xla.native.padded_order import (
 from ember_xla.rewrites.cluster import Cluster
 from ember_xla.rewrites.lookup import (
     D_FIRST_UNTAKEN,
+    INTEGER_TYPES,
     STACKED_UNTAKEN,
     Lookup,
     loop_index_type,
     picks_elements,
+    quantized_reason,
 )
 from ember_xla.rewrites.matcher import Pattern
 from ember_xla.rewrites.patterns.common import (
@@ -183,6 +185,8 @@ class PaddedBag(Pattern):
             # jnp.sum / tf.reduce_sum of f16/bf16 rows: convert to f32, reduce in f32 (the
             # kernel accumulates in its output type); f32 -> f32 converts are no-ops
             table_type = rows.op.operands[0].type.element_type
+            if table_type in INTEGER_TYPES:
+                raise NoMatch(f"the bag sums {quantized_reason(table_type)}")
             if table_type != src.element_type and not (
                     src.element_type == "f32" and table_type in ("f16", "bf16")):
                 raise NoMatch(f"the bag is reduced in {src.element_type} after converting "
