@@ -11,6 +11,7 @@ gather that picks single elements (``lookup.picks_elements``: take_along_axis) r
 
 from __future__ import annotations
 
+from ember_xla.hlo.shape import FLOAT_TYPES
 from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.cluster import Cluster, NearMiss
@@ -24,7 +25,6 @@ THROUGH = frozenset({
     "multiply", "divide", "add", "subtract", "negate", "abs", "maximum", "minimum", "select",
     "clamp", "pad", "reverse", "tuple", "get-tuple-element", "bitcast-convert",
 })
-FLOATS = ("f32", "bf16", "f16", "f64")
 DEPTH = 8
 
 
@@ -32,7 +32,7 @@ def _is_row_gather(op: Operation) -> bool:
     t = op.operands[0].type if op.opcode == "gather" else None
     if t is None or t.rank != 2 or picks_elements(op):
         return False
-    return t.element_type in FLOATS or quantized_rows(op) is not None
+    return t.element_type in FLOAT_TYPES or quantized_rows(op) is not None
 
 
 def _reached(g: Operation, callers: dict[int, list[Operation]]) -> list[Operation]:

@@ -160,6 +160,8 @@ def picks_elements(op: Operation) -> bool:
             and all(s == 1 for s in op.attributes.get("gather_slice_sizes", [])))
 
 
+#: Element types the kernels read tables and summed rows in.
+TABLE_TYPES = ("f32", "bf16", "f16")
 #: Integer element types a quantized table holds (int8 rows with a scale per row, as in
 #: FBGEMM's and TorchRec's int8 tables).
 INTEGER_TYPES = ("s4", "s8", "s16", "s32", "u4", "u8", "u16", "u32")

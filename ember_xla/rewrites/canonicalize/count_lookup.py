@@ -32,9 +32,8 @@ from ember_xla.ir.rewriter import PatternRewriter, RewritePattern
 from ember_xla.rewrites.canonicalize.base import PatternPass
 from ember_xla.rewrites.canonicalize.build import Emit
 from ember_xla.rewrites.canonicalize.lookups import row_gather
+from ember_xla.rewrites.lookup import TABLE_TYPES
 from ember_xla.rewrites.refs import Ref, binary_combiner, plus_zero, scalar_constant
-
-FLOATS = ("f32", "bf16", "f16")
 
 
 class CountAsLookup(RewritePattern):
@@ -44,7 +43,7 @@ class CountAsLookup(RewritePattern):
         operand, ids, upd = op.operands
         out = op.result.type
         dn = op.attributes.get("scatter_dimension_numbers", {})
-        if (out.rank != 2 or out.element_type not in FLOATS or upd.type.rank != 2
+        if (out.rank != 2 or out.element_type not in TABLE_TYPES or upd.type.rank != 2
                 or out.dims[1] < 2 or tuple(upd.type.dims[1:]) != tuple(out.dims[1:])
                 or dn.get("inserted_window_dims", []) != [0]
                 or dn.get("scatter_dims_to_operand_dims", []) != [0]

@@ -24,6 +24,7 @@ from ember_xla.hlo.shape import Shape
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.value import Value
 from ember_xla.rewrites.cluster import Cluster
+from ember_xla.rewrites.lookup import TABLE_TYPES
 from ember_xla.rewrites.matcher import Pattern, looks_like_lookup
 from ember_xla.rewrites.patterns.common import folded_into_add, one_row_fold
 from ember_xla.rewrites.patterns.forward_lookup import (
@@ -39,8 +40,6 @@ from ember_xla.rewrites.patterns.sparse_apply import (
 )
 from ember_xla.rewrites.refs import Ref, binary_combiner, plus_zero, resolve, scalar_constant
 from ember_xla.rewrites.walk import NoMatch, Walk
-
-GRAD_TYPES = ("f32", "bf16", "f16")
 
 
 def _zero_operand(op: Operation) -> None:
@@ -80,7 +79,7 @@ def zero_row_scatter(op: Operation) -> tuple[int, ...]:
     """The lookup dims of ``op`` when it adds whole float rows, one row id per update, into a
     +0 ``[V, D]`` buffer (a lookup's gradient or a segment sum of rows); else NoMatch."""
     out = op.result.type
-    if out.rank != 2 or out.element_type not in GRAD_TYPES:
+    if out.rank != 2 or out.element_type not in TABLE_TYPES:
         raise NoMatch(f"scatter result {out} is not a float [V, D] table gradient")
     ids, upd = op.operands[1], op.operands[2]
     if not scatters_whole_rows(op):
