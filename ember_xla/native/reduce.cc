@@ -2,13 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <functional>
-#include <string_view>
 #include <type_traits>
 #include <vector>
 
 #include "common.h"
+#include "isa.h"
 #include "pages.h"
 #include "test_fault.h"
 #include "pool.h"
@@ -27,6 +26,15 @@
 namespace ember {
 
 namespace {
+
+// XLA runs with the caller's MXCSR (on XLA:CPU: flush-to-zero + denormals-are-zero) and its
+// max/min are hardware max/min instructions, which flush denormal operands to zero. Our
+// compare+select max/min would not, so operands are multiplied by a 1 the compiler cannot
+// fold: a no-op normally, the same flush as XLA's under DAZ. Adds and multiplies need nothing.
+float OpaqueOne() {
+  static volatile float one = 1.0f;
+  return one;
+}
 
 #if defined(__x86_64__) && defined(__GNUC__)
 // acc[c] += row[c] for the first d - d % 8 columns of an f16 row, in f32 (kRoundToF16: each sum
@@ -64,8 +72,7 @@ __attribute__((always_inline)) inline void RowsBody(const Job<T, O>& job, int64_
       if (job.combiner == Combiner::kSum && job.d % VL == 0 && job.d > 0)
         return VectorRows<VL, NVMax, 0>(job, r0, r1, 1.0f);
     } else if (job.d % VL == 0 && job.d > 0) {
-      static volatile float kOneV = 1.0f;
-      return VectorRows<VL, 8, Kind>(job, r0, r1, kOneV);
+      return VectorRows<VL, 8, Kind>(job, r0, r1, OpaqueOne());
     }
   }
   using ET = Elem<T>;
@@ -77,12 +84,7 @@ __attribute__((always_inline)) inline void RowsBody(const Job<T, O>& job, int64_
   const int64_t* __restrict row_ptr = plan.row_ptr.data();
   const bool averaged = job.combiner == Combiner::kMean || job.combiner == Combiner::kSqrtN;
   const float start = averaged ? 0.0f : job.init;
-  // XLA runs with the caller's MXCSR (on XLA:CPU: flush-to-zero + denormals-are-zero) and its
-  // max/min are hardware max/min instructions, which flush denormal operands to zero. Our
-  // compare+select max/min would not, so operands are multiplied by a 1 the compiler cannot
-  // fold: a no-op normally, the same flush as XLA's under DAZ. Adds and multiplies need nothing.
-  static volatile float kOne = 1.0f;
-  const float one = kOne;
+  const float one = OpaqueOne();  // max / min multiply their operands by it
   // Prefetch runs kPrefetchAhead plan entries ahead across row boundaries, within this part.
   const int64_t k_begin = row_ptr[r0], k_end = row_ptr[r1];
   for (int64_t k = k_begin; k < k_begin + kPrefetchAhead && k < k_end; ++k)
@@ -171,44 +173,19 @@ __attribute__((target("avx2,fma,f16c"))) void RowsAvx2(const Job<T, O>& job, int
 template <int Kind>
 __attribute__((target("avx512f"))) void VectorRowsAvx512(const Job<float, float>& job,
                                                          int64_t r0, int64_t r1) {
-  static volatile float kOneV = 1.0f;  // max / min: the opaque 1 (reduce_minmax.h)
-  VectorRows<16, 16, Kind>(job, r0, r1, Kind == 0 ? 1.0f : kOneV);
+  VectorRows<16, 16, Kind>(job, r0, r1, Kind == 0 ? 1.0f : OpaqueOne());
 }
 #endif
-
-// The widest vector clone the CPU runs: 2 AVX-512 (unweighted f32 sums, max and min), 1
-// AVX2+FMA (std::fma inlined), 0 baseline. EMBER_XLA_ISA=avx2 or =baseline caps it (to compare).
-int IsaLevel() {
-#ifdef EMBER_HAVE_AVX2_CLONE
-  static const int level = [] {
-    const char* isa = std::getenv("EMBER_XLA_ISA");
-    const std::string_view cap = isa != nullptr ? std::string_view(isa) : std::string_view();
-    if (cap == "baseline") return 0;
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") == 0 || __builtin_cpu_supports("fma") == 0 ||
-        __builtin_cpu_supports("f16c") == 0)
-      return 0;
-    if (cap == "avx2" || __builtin_cpu_supports("avx512f") == 0) return 1;
-    return 2;
-  }();
-  return level;
-#else
-  return 0;
-#endif
-}
 
 template <typename T, typename O, int Kind, int W>
 void Rows(const Job<T, O>& job, int64_t r0, int64_t r1, float* acc) {
 #ifdef EMBER_HAVE_AVX2_CLONE
   const int level = IsaLevel();
-  if constexpr (std::is_same<T, float>::value && std::is_same<O, float>::value && Kind == 0 &&
-                W == 0) {
-    if (level >= 2 && job.combiner == Combiner::kSum && job.d % 16 == 0 && job.d > 0)
-      return VectorRowsAvx512<0>(job, r0, r1);
-  }
-  if constexpr (std::is_same<T, float>::value && std::is_same<O, float>::value && Kind != 0 &&
-                W == 0) {
-    if (level >= 2 && job.d % 16 == 0 && job.d > 0) return VectorRowsAvx512<Kind>(job, r0, r1);
+  if constexpr (std::is_same<T, float>::value && std::is_same<O, float>::value && W == 0) {
+    // unweighted f32: the sum (not the mean's or sqrtn's sum) and max / min of 16k-float rows
+    if (level >= 2 && job.d % 16 == 0 && job.d > 0 &&
+        (Kind != 0 || job.combiner == Combiner::kSum))
+      return VectorRowsAvx512<Kind>(job, r0, r1);
   }
   if (level >= 1) return RowsAvx2<T, O, Kind, W>(job, r0, r1, acc);
 #endif

@@ -1,7 +1,8 @@
 """The f32 sum, max and min kernels' vector clones (AVX-512, AVX2, baseline SSE2; picked at
 run time, capped by ``EMBER_XLA_ISA``) give XLA:CPU's bits for every row width they cover,
-every index mode and s32 / s64 ids, folded (sorted segment ids) and unfolded plans. Each clone
-runs in its own process, since the choice is made once per process."""
+every index mode and s32 / s64 ids, folded (sorted segment ids) and unfolded plans; so do the
+padded max / min bags' clones in both of XLA:CPU's orders. Each clone runs in its own process,
+since the choice is made once per process."""
 
 from __future__ import annotations
 
@@ -42,6 +43,18 @@ for d in (16, 128, 144, 256, 272, 520, 24, 40, 13):
                 want = reference(table, idx, seg, num, None, combiner, mode, wrap)
                 assert_same_bits(got, want)
                 checked += 1
+# padded max / min bags in both of XLA:CPU's orders (native/padded_minmax.cc)
+from test_padded_minmax import _call, _table
+for d in (13, 24, 128, 296, 1000):
+    table = _table(200, d, rng)
+    for order, b, p in (("reduce_loop", 1, 3), ("ynn_groups4", 16, 20)):
+        ids = rng.integers(0, 200, (b, p)).astype(np.int32)
+        assert (b * p * d >= 4096) == (order == "ynn_groups4")
+        for combiner in ("max", "min"):
+            want = jax.jit(lambda r: r.max(1) if combiner == "max" else r.min(1))(table[ids])
+            got = _call(table, ids, combiner, order)
+            assert got.tobytes() == np.asarray(want).tobytes(), (d, order, combiner)
+            checked += 1
 print("checked", checked)
 """
 
@@ -55,4 +68,4 @@ def test_clones_give_xla_bits(isa):
     r = subprocess.run([sys.executable, "-c", _CHILD, here], env=env, capture_output=True,
                        text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert "checked 288" in r.stdout, r.stdout
+    assert "checked 308" in r.stdout, r.stdout

@@ -35,9 +35,15 @@ def _call(table, ids, combiner: str, order: str, init: float | None = None, dtyp
 
 
 @pytest.mark.parametrize("combiner", ["max", "min"])
-@pytest.mark.parametrize("b,p,d,order", [(3, 7, 13, "reduce_loop"), (2, 40, 21, "reduce_loop"),
-                                         (64, 9, 13, "ynn_groups4"), (3000, 10, 24,
-                                                                       "ynn_groups4")])
+@pytest.mark.parametrize("b,p,d,order", [
+    (3, 7, 13, "reduce_loop"), (2, 40, 21, "reduce_loop"), (64, 9, 13, "ynn_groups4"),
+    (3000, 10, 24, "ynn_groups4"),
+    # whole chunks of several vectors (128 floats in the AVX-512 clone, 32 in AVX2's), then
+    # single vectors of 16 and 8 floats and single floats
+    (1, 3, 128, "reduce_loop"), (1, 2, 1000, "reduce_loop"), (2, 5, 296, "reduce_loop"),
+    (8, 9, 128, "ynn_groups4"), (16, 20, 296, "ynn_groups4"), (4, 13, 1000, "ynn_groups4"),
+    # tiles of floor(32768 / D) rows (31 and 15 here): groups of 4 restart at each tile
+    (3, 70, 1040, "ynn_groups4"), (2, 33, 2100, "ynn_groups4")])
 def test_matches_xla_reduce_bytes(combiner, b, p, d, order):
     rng = np.random.default_rng(b + p + d)
     n = 200
