@@ -102,9 +102,9 @@ def uncovered(module: Module, clusters: list[Cluster],
         if id(red) in owned:  # the reduction is a cluster's; the gather before it is not
             reason = (f"gather {gather.name} feeds {red.opcode} {red.name}, whose cluster "
                       f"takes the gathered rows as a computed operand (the gather stays in XLA)")
-        elif quantized_rows(gather) is not None:
+        elif (integer := quantized_rows(gather)) is not None:
             reason = (f"gather {gather.name}, feeding {red.opcode} {red.name}, reads "
-                      f"{quantized_reason(quantized_rows(gather))}")
+                      f"{quantized_reason(integer)}")
         elif red.opcode == "dot":
             reason = (f"gather {gather.name} feeds dot {red.name}, a weighted sum over the "
                       "lookups in a layout no cluster pattern takes (a dot bag is rows [B,L,D] "

@@ -162,21 +162,22 @@ def picks_elements(op: Operation) -> bool:
 
 #: Element types the kernels read tables and summed rows in.
 TABLE_TYPES = ("f32", "bf16", "f16")
-#: Integer element types a quantized table holds (int8 rows with a scale per row, as in
-#: FBGEMM's and TorchRec's int8 tables).
+#: Integer element types of tables whose looked-up rows a model converts to floats (a quantized
+#: table: int8 rows with a scale per row, as in FBGEMM's and TorchRec's int8 tables).
 INTEGER_TYPES = ("s4", "s8", "s16", "s32", "u4", "u8", "u16", "u32")
 _SAME_ROWS = ("reshape", "bitcast", "copy", "transpose")
 
 
 def quantized_reason(element_type: str) -> str:
-    """Why a lookup of a quantized table's rows stays in XLA."""
-    return (f"{element_type} rows (a quantized table) converted to floats: the kernels read "
-            "f32, bf16 and f16 tables, so it stays in XLA")
+    """Why a lookup of an integer (quantized) table's rows stays in XLA."""
+    return (f"{element_type} rows of an integer (e.g. quantized) table converted to floats: the "
+            f"kernels read {', '.join(TABLE_TYPES)} tables, so it stays in XLA")
 
 
 def quantized_rows(op: Operation) -> str | None:
     """The integer element type of a gather of [N,D] integer rows that are converted to a
-    float type (a quantized table's lookup), or None. Integer gathers that are not converted
+    float type (a quantized table's lookup), or None, looking through reshapes, bitcasts,
+    copies and transposes of the rows. Integer gathers that are not converted
     to floats (ids read from a sparse matrix's index array) are no lookups of rows."""
     if op.opcode != "gather" or picks_elements(op):
         return None
@@ -184,7 +185,7 @@ def quantized_rows(op: Operation) -> str | None:
     if table.rank != 2 or table.element_type not in INTEGER_TYPES:
         return None
     frontier = [op]
-    for _ in range(3):  # through a reshape or two
+    for _ in range(3):
         nxt = []
         for o in frontier:
             for u in o.users:

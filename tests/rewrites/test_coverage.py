@@ -215,7 +215,7 @@ def test_quantized_table_bags_are_reported():
         r = rewrite_module(m)
         assert not r.clusters
         assert len(r.near_misses) == 1
-        assert "s8 rows (a quantized table)" in r.near_misses[0]["reason"]
+        assert "s8 rows of an integer (e.g. quantized) table" in r.near_misses[0]["reason"]
 
 
 def test_quantized_rows_no_pattern_roots_at_are_reported():
@@ -229,7 +229,7 @@ def test_quantized_rows_no_pattern_roots_at_are_reported():
     r = rewrite_module(m)
     assert [n["pattern"] for n in r.near_misses] == ["coverage"]
     assert "reduce-window" in r.near_misses[0]["reason"]
-    assert "s8 rows (a quantized table)" in r.near_misses[0]["reason"]
+    assert "s8 rows of an integer (e.g. quantized) table" in r.near_misses[0]["reason"]
 
 
 def test_integer_gathers_that_stay_integers_are_no_lookups():
