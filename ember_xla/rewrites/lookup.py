@@ -197,6 +197,26 @@ def quantized_rows(op: Operation) -> str | None:
     return None
 
 
+def _quantized_producer(op: Operation, depth: int = 4) -> str | None:
+    """The integer type of a quantized table whose converted rows ``op`` computes from within
+    ``depth`` producer steps (``q[ids] * scale + bias``), or None."""
+    frontier, seen = [op], set()
+    for _ in range(depth):
+        nxt = []
+        for o in frontier:
+            for v in o.operands:
+                d = v.owner
+                if d is None or id(d) in seen:
+                    continue
+                seen.add(id(d))
+                integer = quantized_rows(d)
+                if integer is not None:
+                    return integer
+                nxt.append(d)
+        frontier = nxt
+    return None
+
+
 def _check_gather(g: Ref) -> tuple[int, int]:
     op = g.op
     table, idx = op.operands[0].type, op.operands[1].type
@@ -290,8 +310,10 @@ def match_lookup(walk: Walk, rows: Ref) -> Lookup:
             raise NoMatch(f"{rows.op.name}: select is not jnp.take's out-of-bounds fill")
         rows, mode = filled
     if rows.op.opcode != "gather":
+        integer = _quantized_producer(rows.op)
+        why = f" ({quantized_reason(integer)})" if integer else ""
         raise NoMatch(f"the reduced values come from {rows.op.opcode} {rows.op.name}, "
-                      "not from a row gather")
+                      f"not from a row gather{why}")
     n, _ = _check_gather(rows)
     walk.take(rows)
     table = resolve(rows.operand(0))

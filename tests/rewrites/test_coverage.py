@@ -203,14 +203,16 @@ def _quantized_args():
 
 
 def test_quantized_table_bags_are_reported():
-    """Bags of an int8 table's rows converted to f32 (alone, or times a scale per row) are
-    lookups the kernels do not read: named near-misses, not silent."""
+    """Bags of an int8 table's rows converted to f32 (alone, times a scale per row, or scaled
+    and shifted) are lookups the kernels do not read: named near-misses, not silent."""
     import jax.numpy as jnp
 
     plain = from_jax(lambda q, s, i: q[i].astype(jnp.float32).sum(1), *_quantized_args())
     scaled = from_jax(lambda q, s, i: (q[i].astype(jnp.float32) * s[i][..., None]).sum(1),
                       *_quantized_args())
-    for m in (plain.module, scaled.module):
+    affine = from_jax(lambda q, s, i: (q[i].astype(jnp.float32) * s[i][..., None]
+                                       + s[i][..., None]).sum(1), *_quantized_args())
+    for m in (plain.module, scaled.module, affine.module):
         assert [r.opcode for _, r in lookup_reductions(m)] == ["reduce"]
         r = rewrite_module(m)
         assert not r.clusters
