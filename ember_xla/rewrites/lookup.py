@@ -16,7 +16,7 @@ import math
 from ember_xla.hlo.shape import FLOAT_TYPES
 from ember_xla.ir.operation import Operation
 from ember_xla.ir.value import Value
-from ember_xla.rewrites.refs import Ref, resolve, scalar_constant, step_out
+from ember_xla.rewrites.refs import Ref, first_producer, resolve, scalar_constant, step_out
 from ember_xla.rewrites.walk import NoMatch, Walk
 
 #: Why a gather over stacked tables (``jax.vmap`` of a lookup over a [K,N,D] stack) is not a
@@ -197,26 +197,6 @@ def quantized_rows(op: Operation) -> str | None:
     return None
 
 
-def _quantized_producer(op: Operation, depth: int = 4) -> str | None:
-    """The integer type of a quantized table whose converted rows ``op`` computes from within
-    ``depth`` producer steps (``q[ids] * scale + bias``), or None."""
-    frontier, seen = [op], set()
-    for _ in range(depth):
-        nxt = []
-        for o in frontier:
-            for v in o.operands:
-                d = v.owner
-                if d is None or id(d) in seen:
-                    continue
-                seen.add(id(d))
-                integer = quantized_rows(d)
-                if integer is not None:
-                    return integer
-                nxt.append(d)
-        frontier = nxt
-    return None
-
-
 def _check_gather(g: Ref) -> tuple[int, int]:
     op = g.op
     table, idx = op.operands[0].type, op.operands[1].type
@@ -310,7 +290,8 @@ def match_lookup(walk: Walk, rows: Ref) -> Lookup:
             raise NoMatch(f"{rows.op.name}: select is not jnp.take's out-of-bounds fill")
         rows, mode = filled
     if rows.op.opcode != "gather":
-        integer = _quantized_producer(rows.op)
+        # a quantized table's converted rows a few steps up (q[ids] * scale + bias)
+        integer = first_producer(rows.op, 4, quantized_rows)
         why = f" ({quantized_reason(integer)})" if integer else ""
         raise NoMatch(f"the reduced values come from {rows.op.opcode} {rows.op.name}, "
                       f"not from a row gather{why}")

@@ -13,6 +13,7 @@ from ember_xla.ir.graph import Module
 from ember_xla.ir.operation import Operation
 from ember_xla.rewrites.cluster import Cluster, NearMiss
 from ember_xla.rewrites.lookup import picks_elements, quantized_rows
+from ember_xla.rewrites.refs import first_producer
 from ember_xla.rewrites.row_reduction import within_rows
 from ember_xla.rewrites.walk import NoMatch
 
@@ -62,25 +63,13 @@ def looks_like_lookup(op: Operation, depth: int = 8) -> bool:
 
 def _near_float_gather(op: Operation, depth: int) -> bool:
     """A float gather within ``depth`` producer steps of ``op``, not behind ``_BEHIND``."""
-    frontier, seen = [op], set()
-    for _ in range(depth):
-        nxt = []
-        for o in frontier:
-            for v in o.operands:
-                d = v.owner
-                if id(d) in seen:
-                    continue
-                seen.add(id(d))
-                if _float_gather(d):
-                    return True
-                if d.opcode in _BEHIND:
-                    continue
-                if d.opcode == "call" and any(_float_gather(x) for c in d.callees
-                                              for x in c.ops):
-                    return True
-                nxt.append(d)
-        frontier = nxt
-    return False
+    def found(d: Operation) -> bool | None:
+        if _float_gather(d) or (d.opcode == "call" and any(
+                _float_gather(x) for c in d.callees for x in c.ops)):
+            return True
+        return None
+
+    return first_producer(op, depth, found, _BEHIND) is not None
 
 
 def _dynamic(shape: Shape) -> bool:

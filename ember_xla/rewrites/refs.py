@@ -1,4 +1,4 @@
-"""Navigating values across ``call`` boundaries.
+"""Navigating values across ``call`` boundaries, and searching an op's producers.
 
 A ``Ref`` is a value together with the stack of ``call`` ops the walk has stepped into.
 ``resolve`` steps *into* a call (to its callee's root) and *out of* a callee parameter (to the
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 
@@ -33,6 +35,32 @@ class Ref:
 
     def operand(self, i: int) -> Ref:
         return resolve(Ref(self.op.operands[i], self.stack))
+
+
+T = TypeVar("T")
+
+
+def first_producer(op: Operation, depth: int, pick: Callable[[Operation], T | None],
+                   behind: frozenset[str] = frozenset()) -> T | None:
+    """The first non-None ``pick(p)`` over the ops ``p`` that produce ``op``'s operands,
+    breadth first within ``depth`` steps, not searching behind ops whose opcode is in
+    ``behind``; None if there is none."""
+    frontier, seen = [op], set()
+    for _ in range(depth):
+        nxt = []
+        for o in frontier:
+            for v in o.operands:
+                d = v.owner
+                if d is None or id(d) in seen:
+                    continue
+                seen.add(id(d))
+                found = pick(d)
+                if found is not None:
+                    return found
+                if d.opcode not in behind:
+                    nxt.append(d)
+        frontier = nxt
+    return None
 
 
 def resolve(ref: Ref, visited: list[Operation] | None = None) -> Ref:
