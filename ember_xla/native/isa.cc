@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "handler.h"
+
 namespace ember {
 
 int IsaLevel() {
@@ -26,3 +28,6 @@ int IsaLevel() {
 }
 
 }  // namespace ember
+
+// The level in force, for tests and benchmarks (C ABI).
+EMBER_EXPORT int EmberIsaLevel() { return ember::IsaLevel(); }

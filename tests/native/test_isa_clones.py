@@ -16,6 +16,7 @@ import pytest
 pytest.importorskip("ember_xla.native")
 
 _CHILD = r"""
+import ctypes
 import sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
@@ -23,6 +24,9 @@ import jax, jax.numpy as jnp, numpy as np
 import ember_xla.native as native
 from test_kernels import assert_same_bits, attrs, ember, make_table, reference
 native.register_targets()
+lib = native.load_library()
+lib.EmberIsaLevel.restype = ctypes.c_int
+print("level", lib.EmberIsaLevel())
 rng = np.random.default_rng(7)
 checked = 0
 # D: AVX-512 widths (16k, one and several passes), AVX2-only widths (8 mod 16), odd widths
@@ -69,3 +73,5 @@ def test_clones_give_xla_bits(isa):
                        text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "checked 308" in r.stdout, r.stdout
+    level = int(r.stdout.split("level ")[1].split()[0])
+    assert level <= {"default": 2, "avx2": 1, "baseline": 0}[isa]  # the cap is in force
